@@ -1,0 +1,483 @@
+"""Frozen value types shared by the pure core (plan, render) and the edges.
+
+Three snapshots feed ``compute_plan``:
+
+* ``DesiredRun``   one validated config file (``config`` builds these);
+* ``LockState``    the recorded state, ``state/osmosis.lock`` (``lockfile`` reads/writes it);
+* ``Observation``  what the Platform and the local disk say now (``apply.observe`` builds it
+  from the ``platform`` client and ``downloads``).
+
+Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
+TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
+NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
+DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
+LOCKFILE_VERSION = 1
+PLAN_FORMAT_VERSION = "1.0"
+
+
+def is_terminal(status: str) -> bool:
+    """Terminal statuses never change again."""
+    return status in TERMINAL_STATUSES
+
+
+def is_active(status: str) -> bool:
+    """A run that still costs money or may still change.
+
+    Unknown status strings count as active: the Platform may have added a new in-flight
+    state, and treating it as terminal could trigger a duplicate paid submit.
+    """
+    return status not in TERMINAL_STATUSES
+
+
+def canonical_json(value: Any) -> str:
+    """The one canonical JSON encoding used for digests: sorted keys, no whitespace."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: Any) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``value``."""
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+class Frozen(BaseModel):
+    """Base for every value type: immutable, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- desired
+
+
+class DesiredRun(Frozen):
+    """One validated config file: a request for one benchmark run."""
+
+    address: str
+    """Path relative to the benchmarks directory, without ``.toml``, ``/``-separated."""
+    path: str
+    """The file, relative to the repository root."""
+    spec: dict[str, Any]
+    """The submit request body (platform-api.md §9.6) built from the config. Secret *names* only."""
+    spec_digest: str
+    """``digest(spec)``: identical for configs that differ only in TOML style."""
+    benchmark: str
+    """``[experiment].benchmark`` as written: a key, name or ID."""
+    task_set: str | None = None
+    task_names: tuple[str, ...] | None = None
+    categories: tuple[str, ...] | None = None
+    agent_count: int
+    attempts_per_task: int = 1
+    """``[execution].attempts_per_task`` when it is an integer, else the route default 1."""
+    harnesses: tuple[str | None, ...] = ()
+    """Each agent's harness (None = the benchmark's official scaffold), in file order."""
+    secret_names: tuple[str, ...] = ()
+    """Every referenced secret record name, in reference order, de-duplicated."""
+    judge_secret: str | None = None
+    """``[execution].judge_api_key_secret``."""
+    requested_by: str | None = None
+    """Commit sha that last changed the file (filled by gitinfo when history is available)."""
+    requested_subject: str | None = None
+    """Subject line of that commit."""
+
+
+# --------------------------------------------------------------------------- recorded
+
+
+class Intent(Frozen):
+    """Written to the lockfile *before* a paid call; cleared once the response is recorded."""
+
+    op: str
+    """``submit`` or ``stop``."""
+    started_at: datetime
+    body_digest: str
+    """Spec digest of the body being submitted (or of the run being stopped)."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """For ``submit``: the body being POSTed, so adoption can fingerprint it after a crash."""
+    benchmark_id: str | None = None
+    """The benchmark the submit targets, to narrow adoption candidates."""
+    run_id: str | None = None
+    """For ``stop``: the run being stopped."""
+
+
+class Downloads(Frozen):
+    """What was downloaded for a run, to detect missing or changed files."""
+
+    types: tuple[str, ...]
+    files: int
+    bytes: int
+    sha256: dict[str, str] = Field(default_factory=dict)
+    """Relative path -> hex sha256 of every downloaded file."""
+    directory: str
+    """Run directory relative to the repository root."""
+    complete: bool = True
+    """False after a partial download or a snapshot of a running run."""
+
+
+class RecordedRun(Frozen):
+    """One address's entry in ``state/osmosis.lock``."""
+
+    address: str
+    spec_digest: str
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """The body that was submitted, kept so a later plan can show a field-level diff."""
+    run_id: str | None = None
+    """None only while a first submit's intent is pending."""
+    run_name: str | None = None
+    status: str | None = None
+    """Last observed status."""
+    observed_at: datetime | None = None
+    submitted_at: datetime | None = None
+    requested_by: str | None = None
+    applied_at_commit: str | None = None
+    benchmark_id: str | None = None
+    task_count: int | None = None
+    attempts: int | None = None
+    platform_url: str | None = None
+    downloads: Downloads | None = None
+    intent: Intent | None = None
+
+
+class HistoryEntry(Frozen):
+    """A run that no longer backs its address (replaced, re-run or forgotten)."""
+
+    address: str
+    run_id: str | None
+    run_name: str | None
+    spec_digest: str
+    status: str | None
+    submitted_at: datetime | None = None
+    ended_at: datetime | None = None
+    reason: str
+    """Why it left: ``replaced``, ``rerun``, ``forgotten``, ``moved``, ``lost``."""
+    requested_by: str | None = None
+
+
+class LockState(Frozen):
+    """The whole recorded state."""
+
+    version: int = LOCKFILE_VERSION
+    lineage: str
+    serial: int = 0
+    platform: str
+    workspace: str
+    runs: dict[str, RecordedRun] = Field(default_factory=dict)
+    """Address -> entry."""
+    history: tuple[HistoryEntry, ...] = ()
+    """Newest first, capped per address."""
+
+
+# --------------------------------------------------------------------------- observed
+
+
+class ObservedRun(Frozen):
+    """A run as the Platform lists it."""
+
+    id: str
+    name: str = ""
+    status: str = ""
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    created_at: datetime | None = None
+    completed_at: datetime | None = None
+    platform_url: str | None = None
+    agent_count: int | None = None
+    best_pass_at_1: float | None = None
+    fingerprint: str | None = None
+    """Adoption fingerprint from the run's detail (E5), when it was fetched."""
+
+
+class BenchmarkInfo(Frozen):
+    """What preflight needs to know about one catalog benchmark (E2)."""
+
+    id: str
+    name: str
+    key: str
+    sync_status: str = "ready"
+    synced_task_count: int = 0
+    sync_error: str | None = None
+    platform_url: str | None = None
+    task_count: int = 0
+    categories: dict[str, int] = Field(default_factory=dict)
+    task_sets: dict[str, int] = Field(default_factory=dict)
+    task_names: frozenset[str] = frozenset()
+    supports_harness: bool = True
+    requires_harness: bool = False
+    default_harness: str | None = None
+    requires_judge_model: bool = False
+    requires_judge_api_key: bool = False
+    judge_model_default: str | None = None
+    required_secret_names: tuple[str, ...] = ()
+
+
+class LocalOutputs(Frozen):
+    """What is on disk for one recorded run's download directory."""
+
+    present: frozenset[str] = frozenset()
+    """Relative paths that exist as regular files."""
+    changed: frozenset[str] = frozenset()
+    """Recorded files whose sha256 no longer matches."""
+
+
+class Observation(Frozen):
+    """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
+
+    platform: str
+    workspace: str
+    observed_at: datetime
+    runs: dict[str, ObservedRun] = Field(default_factory=dict)
+    """Run id -> run, for every run in the workspace."""
+    benchmarks: dict[str, BenchmarkInfo | None] = Field(default_factory=dict)
+    """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
+    secrets: frozenset[str] | None = None
+    """Stored secret record names (any scope); None when the lookup failed."""
+    outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
+    """Address -> local files of its recorded run."""
+    head: str | None = None
+    """git HEAD sha, when in a repository."""
+
+
+# --------------------------------------------------------------------------- settings
+
+
+class Settings(Frozen):
+    """Policy knobs: ``[tool.osmosis-reconciler]`` overlaid by command-line flags."""
+
+    benchmarks: str = "benchmarks"
+    state: str = "state/osmosis.lock"
+    download_types: tuple[str, ...] = ("summary", "results")
+    on_delete: str = "stop"
+    """``stop`` or ``forget`` for an active run whose config was deleted."""
+    on_change: str = "replace"
+    """``replace`` or ``keep`` for an active run whose config changed."""
+    max_stops: int = 5
+    max_attempts: int = 5000
+    parallelism: int = 8
+    targets: tuple[str, ...] = ()
+    """Address globs; empty = everything."""
+    replace: tuple[str, ...] = ()
+    """Addresses to re-run even though their config is unchanged."""
+    skip: tuple[str, ...] = ()
+    """Address globs held back (``Osmosis-Skip`` trailers)."""
+    allow_mass_stop: bool = False
+    allow_over_budget: bool = False
+    refresh_only: bool = False
+    download_running: bool = False
+
+
+# --------------------------------------------------------------------------- plan
+
+
+class Action(str, Enum):
+    """The closed set of things apply can do. Apply switches on this alone."""
+
+    SUBMIT = "submit"
+    REPLACE = "replace"
+    STOP = "stop"
+    FORGET = "forget"
+    DOWNLOAD = "download"
+    ADOPT = "adopt"
+    MOVE = "move"
+    BLOCKED = "blocked"
+
+    @property
+    def symbol(self) -> str:
+        return ACTION_SYMBOLS[self]
+
+
+ACTION_SYMBOLS = {
+    Action.SUBMIT: "+",
+    Action.REPLACE: "-/+",
+    Action.STOP: "-",
+    Action.FORGET: ".",
+    Action.DOWNLOAD: "↓",
+    Action.ADOPT: "<=",
+    Action.MOVE: ">",
+    Action.BLOCKED: "!",
+}
+
+
+class Reason(str, Enum):
+    """Why an item is in the plan. For people; never drives apply."""
+
+    NEW_CONFIG = "new_config"
+    SPEC_CHANGED = "spec_changed"
+    CONFIG_DELETED = "config_deleted"
+    RUN_FINISHED = "run_finished"
+    RESULTS_MISSING = "results_missing"
+    RESULTS_CHANGED = "results_changed"
+    INTENT_PENDING = "intent_pending"
+    UNRECORDED_MATCH = "unrecorded_match"
+    RENAMED = "renamed"
+    REPLACE_REQUESTED = "replace_requested"
+    RUN_MISSING = "run_missing"
+    RESUBMIT_AFTER_LOST = "resubmit_after_lost"
+    SECRET_MISSING = "secret_missing"
+    BENCHMARK_NOT_FOUND = "benchmark_not_found"
+    BENCHMARK_NOT_READY = "benchmark_not_ready"
+    JUDGE_REQUIRED = "judge_required"
+    HARNESS_REQUIRED = "harness_required"
+    HARNESS_UNSUPPORTED = "harness_unsupported"
+    TASKS_NOT_FOUND = "tasks_not_found"
+    STOP_PENDING = "stop_pending"
+
+
+class PlanItem(Frozen):
+    """One thing the plan would do, with why."""
+
+    action: Action
+    address: str
+    reason: Reason
+    run_id: str | None = None
+    """The existing run acted on (stop, download, adopt, replace's old run)."""
+    run_name: str | None = None
+    before_digest: str | None = None
+    after_digest: str | None = None
+    from_address: str | None = None
+    """For ``move``: the old address."""
+    spec: dict[str, Any] | None = None
+    """For submit/replace: the body to POST."""
+    benchmark_id: str | None = None
+    task_count: int | None = None
+    attempts: int = 0
+    """Selected tasks x agents x attempts_per_task (new paid attempts)."""
+    changes: tuple[str, ...] = ()
+    """Field-level diff lines, e.g. ``agents[0].model.model: "a" -> "b"``."""
+    details: tuple[str, ...] = ()
+    """For ``blocked``: what is wrong and the exact fix."""
+    warnings: tuple[str, ...] = ()
+    requested_by: str | None = None
+    requested_subject: str | None = None
+    download_types: tuple[str, ...] = ()
+
+
+class DriftKind(str, Enum):
+    RUN_MISSING = "run_missing"
+    STOPPED_OUTSIDE = "stopped_outside"
+    FAILED_OUTSIDE = "failed_outside"
+    FILES_CHANGED = "files_changed"
+    UNKNOWN_RUN = "unknown_run"
+
+
+class DriftItem(Frozen):
+    """A difference between the recorded state and reality that no action explains."""
+
+    kind: DriftKind
+    address: str | None
+    run_id: str | None
+    message: str
+    fingerprint: str
+    """Stable across plans for the same drift, so scheduled checks alert only on new items."""
+
+
+class PlanSummary(Frozen):
+    submit: int = 0
+    replace: int = 0
+    stop: int = 0
+    download: int = 0
+    forget: int = 0
+    adopt: int = 0
+    move: int = 0
+    blocked: int = 0
+    attempts: int = 0
+    drift: int = 0
+
+
+class Plan(Frozen):
+    """The value ``compute_plan`` returns; renderers and apply read it, never recompute it."""
+
+    items: tuple[PlanItem, ...] = ()
+    drift: tuple[DriftItem, ...] = ()
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    """Guard violations; a plan with errors must not be applied."""
+    summary: PlanSummary = PlanSummary()
+    lineage: str | None = None
+    serial: int | None = None
+    platform: str = ""
+    workspace: str = ""
+    head: str | None = None
+    config_digests: dict[str, str] = Field(default_factory=dict)
+    """Address -> spec digest of every desired run the plan saw (staleness check)."""
+    other_pending: int = 0
+    """Actions outside ``--target``/``--changed-since`` that were left out."""
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.items
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.items) or bool(self.drift)
+
+
+def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``address`` matches any of the address globs (``*`` stays within a segment)."""
+    from fnmatch import fnmatchcase
+
+    for pattern in patterns:
+        if pattern == address or fnmatchcase(address, pattern):
+            return True
+        if pattern.endswith("/**") and address.startswith(pattern[:-2]):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- adoption
+
+
+def model_identity(model: Mapping[str, Any]) -> str:
+    """The model string a run's detail reports for an agent's ``[agents.model]`` table."""
+    if model.get("type") == "hosted":
+        return f"{model.get('base_model', '')}:{model.get('lora_model_name', '')}"
+    return str(model.get("model", ""))
+
+
+def adoption_fingerprint(
+    benchmark_id: str | None,
+    task_filters: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None,
+    agents: list[tuple[str | None, str, Mapping[str, str]]],
+) -> str:
+    """Fingerprint that both a desired spec and a Platform run detail (E5) can produce.
+
+    The Platform has no idempotency key (platform-api.md §10), so a run created by a
+    submit whose response was lost can only be recognised by what it was asked to do:
+    the benchmark, the task filters, the execution settings, and per agent its harness,
+    model and effective env. Secret values never take part.
+    """
+    return digest(
+        {
+            "benchmark_id": benchmark_id,
+            "task_filters": dict(task_filters or {}),
+            "config": dict(config or {}),
+            "agents": [
+                {"harness": harness, "model": model, "env": dict(sorted(env.items()))}
+                for harness, model, env in agents
+            ],
+        }
+    )
+
+
+def spec_fingerprint(spec: Mapping[str, Any], benchmark_id: str | None) -> str:
+    """``adoption_fingerprint`` of a submit body, with the benchmark resolved to its id."""
+    env_config = spec.get("env_config") or {}
+    agents = []
+    for agent in spec.get("agents", []):
+        effective_env = {**env_config, **(agent.get("env") or {})}
+        agents.append((agent.get("harness"), model_identity(agent.get("model", {})), effective_env))
+    return adoption_fingerprint(
+        benchmark_id, spec.get("tasks_config"), spec.get("execution_config"), agents
+    )
