@@ -361,6 +361,10 @@ class PlanItem(Frozen):
     requested_by: str | None = None
     requested_subject: str | None = None
     download_types: tuple[str, ...] = ()
+    intended_action: Action | None = None
+    """For ``blocked``: what the plan would have done had preflight passed (submit/replace)."""
+    intended_reason: Reason | None = None
+    """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
 
 
 class DriftKind(str, Enum):

@@ -1,0 +1,530 @@
+"""Renderers: a ``Plan`` in, a string out (design.md §9). Pure; they never recompute the plan.
+
+* ``render_text``      Terraform-like terminal output (ANSI colours only when asked);
+* ``render_markdown``  a sticky pull-request comment, capped below ``max_chars``;
+* ``render_json``      machine-readable, ``format_version`` "1.0".
+
+``plan_to_dict`` / ``plan_from_dict`` are the JSON shape of a saved plan (``--out``): the
+same document ``render_json`` prints, which round-trips to an equal ``Plan``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.errors import StalePlanError
+from reconciler.model import (
+    PLAN_FORMAT_VERSION,
+    Action,
+    DriftItem,
+    DriftKind,
+    Plan,
+    PlanItem,
+    PlanSummary,
+    Reason,
+)
+
+MARKDOWN_MARKER = "<!-- osmosis-reconciler:plan"
+"""Start of the hidden first line of a PR comment; the workspace follows, so one comment per
+workspace can be found and updated."""
+
+NO_CHANGES = "No changes. Benchmark runs match the configuration."
+
+ACTION_VERBS = {
+    Action.SUBMIT: "submit a new run",
+    Action.REPLACE: "replace: stop the active run, then submit",
+    Action.STOP: "stop the run",
+    Action.FORGET: "forget: the entry moves to history, results stay on disk",
+    Action.DOWNLOAD: "download outputs",
+    Action.ADOPT: "adopt a run already on the Platform (no new run)",
+    Action.MOVE: "move the entry to a renamed config (no Platform call)",
+    Action.BLOCKED: "blocked: cannot succeed as configured",
+}
+
+REASON_TEXT = {
+    Reason.NEW_CONFIG: "new config",
+    Reason.SPEC_CHANGED: "config changed",
+    Reason.CONFIG_DELETED: "config deleted",
+    Reason.RUN_FINISHED: "run ended; outputs not downloaded yet",
+    Reason.RESULTS_MISSING: "outputs not fully on disk",
+    Reason.RESULTS_CHANGED: "downloaded files changed on disk",
+    Reason.INTENT_PENDING: "an interrupted submit is pending",
+    Reason.UNRECORDED_MATCH: "an unrecorded run on the Platform matches this config",
+    Reason.RENAMED: "config renamed",
+    Reason.REPLACE_REQUESTED: "re-run requested with --replace",
+    Reason.RUN_MISSING: "recorded run no longer exists on the Platform",
+    Reason.RESUBMIT_AFTER_LOST: "an interrupted submit left no run on the Platform",
+    Reason.SECRET_MISSING: "secret missing",
+    Reason.BENCHMARK_NOT_FOUND: "benchmark not found",
+    Reason.BENCHMARK_NOT_READY: "benchmark not ready",
+    Reason.JUDGE_REQUIRED: "judge credential required",
+    Reason.HARNESS_REQUIRED: "harness required",
+    Reason.HARNESS_UNSUPPORTED: "harness not supported",
+    Reason.TASKS_NOT_FOUND: "tasks not found",
+    Reason.STOP_PENDING: "an interrupted stop is pending",
+}
+
+DRIFT_TEXT = {
+    DriftKind.RUN_MISSING: "run missing",
+    DriftKind.STOPPED_OUTSIDE: "stopped outside the tool",
+    DriftKind.FAILED_OUTSIDE: "failed outside the tool",
+    DriftKind.FILES_CHANGED: "files changed on disk",
+    DriftKind.UNKNOWN_RUN: "unknown run",
+}
+
+_ANSI = {
+    Action.SUBMIT: "\x1b[32m",
+    Action.REPLACE: "\x1b[33m",
+    Action.STOP: "\x1b[31m",
+    Action.FORGET: "\x1b[2m",
+    Action.DOWNLOAD: "\x1b[36m",
+    Action.ADOPT: "\x1b[36m",
+    Action.MOVE: "\x1b[35m",
+    Action.BLOCKED: "\x1b[1;31m",
+}
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_YELLOW = "\x1b[33m"
+_RED = "\x1b[1;31m"
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def summary_line(plan: Plan) -> str:
+    """``Plan: 2 to submit, 1 to replace, 1 to stop, 3 to download, 0 to forget; 1,246 attempts.``"""
+    s = plan.summary
+    parts = [
+        f"{s.submit:,} to submit",
+        f"{s.replace:,} to replace",
+        f"{s.stop:,} to stop",
+        f"{s.download:,} to download",
+        f"{s.forget:,} to forget",
+    ]
+    if s.adopt:
+        parts.append(f"{s.adopt:,} to adopt")
+    if s.move:
+        parts.append(f"{s.move:,} to move")
+    if s.blocked:
+        parts.append(f"{s.blocked:,} blocked")
+    word = "attempt" if s.attempts == 1 else "attempts"
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}."
+
+
+def reason_text(item: PlanItem) -> str:
+    """The ``# ...`` comment of an item, in words."""
+    text = REASON_TEXT[item.reason]
+    if item.action is Action.MOVE and item.from_address:
+        return f"{text}: {item.from_address} -> {item.address}"
+    if item.action is Action.BLOCKED and item.intended_action is not None:
+        intended = item.intended_action.value
+        why = REASON_TEXT[item.intended_reason] if item.intended_reason else ""
+        return f"blocked: would {intended} ({why}); {text}" if why else f"blocked: {text}"
+    if item.action is Action.BLOCKED:
+        return f"blocked: {text}"
+    return text
+
+
+def _run_label(name: str | None, run_id: str | None) -> str:
+    if name and run_id and name != run_id:
+        return f"{name} ({run_id})"
+    return name or run_id or ""
+
+
+def _item_body(item: PlanItem) -> list[str]:
+    """The indented lines under an item's symbol line (without indentation)."""
+    lines = [f"# {reason_text(item)}"]
+    run = _run_label(item.run_name, item.run_id)
+    if run:
+        label = "old run" if item.action is Action.REPLACE else "run"
+        lines.append(f"{label}: {run}")
+    if item.action in (Action.SUBMIT, Action.REPLACE, Action.BLOCKED) and (
+        item.task_count is not None or item.attempts
+    ):
+        tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
+        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}")
+    if item.download_types:
+        lines.append(f"types: {', '.join(item.download_types)}")
+    if item.requested_by:
+        subject = f' "{item.requested_subject}"' if item.requested_subject else ""
+        lines.append(f"requested by {item.requested_by[:7]}{subject}")
+    if item.changes:
+        lines.append("changes:")
+        lines.extend(f"  {change}" for change in item.changes)
+    lines.extend(f"* {detail}" for detail in item.details)
+    lines.extend(f"warning: {warning}" for warning in item.warnings)
+    return lines
+
+
+def _header(plan: Plan) -> str:
+    serial = f" · lockfile serial {plan.serial}" if plan.serial is not None else ""
+    head = f" · HEAD {plan.head[:7]}" if plan.head else ""
+    return f"Osmosis plan · workspace {plan.workspace} · platform {plan.platform}{serial}{head}"
+
+
+def _present_actions(plan: Plan) -> list[Action]:
+    present = {item.action for item in plan.items}
+    return [action for action in Action if action in present]
+
+
+def _other_pending_note(plan: Plan) -> str:
+    n = plan.other_pending
+    what = "action is" if n == 1 else "actions are"
+    return f"{n:,} other pending {what} outside --target and left out of this plan."
+
+
+# --------------------------------------------------------------------------- text
+
+
+def render_text(plan: Plan, *, color: bool = False) -> str:
+    """Terraform-like text: header, legend of the symbols present, items, drift, summary."""
+
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    out: list[str] = []
+    if plan.items or plan.drift:
+        out += [_header(plan), ""]
+    if plan.items:
+        out.append("Actions are shown with these symbols:")
+        for action in _present_actions(plan):
+            out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
+        out += ["", "Osmosis would:", ""]
+        for item in plan.items:
+            out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {item.address}")
+            out.extend(f"      {line}" for line in _item_body(item))
+            out.append("")
+    if plan.drift:
+        out += [
+            f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
+            "(reported, not acted on by itself):",
+            "",
+        ]
+        for drift in plan.drift:
+            where = drift.address or "(workspace)"
+            out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
+            out.append(f"      {drift.message}")
+            out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
+            out.append("")
+    if plan.warnings:
+        out.append(paint(_YELLOW, "Warnings:"))
+        out.extend(f"  - {warning}" for warning in plan.warnings)
+        out.append("")
+    if plan.other_pending:
+        out += [_other_pending_note(plan), ""]
+    for error in plan.errors:
+        out.append(f"{paint(_RED, 'Error:')} {error}")
+    if plan.errors:
+        out.append("")
+    if plan.items:
+        out.append(paint(_BOLD, summary_line(plan)))
+    elif plan.drift:
+        out.append(
+            f"No changes to benchmark runs. {_count(len(plan.drift), 'drift item')} listed above."
+        )
+    else:
+        out.append(NO_CHANGES)
+    return "\n".join(out) + "\n"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _fence(body: str) -> tuple[str, str]:
+    longest = 0
+    run = 0
+    for ch in body:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return ticks + "text", ticks
+
+
+def _group_of(address: str) -> str:
+    return address.split("/", 1)[0] if "/" in address else "(top level)"
+
+
+def _short_fingerprint(fingerprint: str) -> str:
+    return fingerprint[: len("sha256:") + 12]
+
+
+def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
+    """A PR comment: hidden marker, summary table first, details folded, under ``max_chars``.
+
+    Sections are added whole (an item, a drift row) while they fit; whatever does not fit is
+    counted in a closing note, so the comment never breaks its markup.
+    """
+    marker = f"{MARKDOWN_MARKER} workspace={plan.workspace} -->"
+    text = f"{marker}\n### Osmosis plan for `{plan.workspace}`\n\n"
+    if not plan.items and not plan.drift and not plan.errors:
+        text += NO_CHANGES + "\n"
+        if plan.warnings:
+            text += "\n**Warnings:**\n" + "".join(f"- {w}\n" for w in plan.warnings)
+        if plan.other_pending:
+            text += "\n" + _other_pending_note(plan) + "\n"
+        return _cap(text, max_chars)
+
+    s = plan.summary
+    columns = [
+        ("submit", s.submit),
+        ("replace", s.replace),
+        ("stop", s.stop),
+        ("download", s.download),
+        ("forget", s.forget),
+    ]
+    columns += [
+        (name, n) for name, n in (("adopt", s.adopt), ("move", s.move), ("blocked", s.blocked)) if n
+    ]
+    columns += [("attempts", s.attempts), ("drift", s.drift)]
+    text += "| " + " | ".join(name for name, _ in columns) + " |\n"
+    text += "|" + "---:|" * len(columns) + "\n"
+    text += "| " + " | ".join(f"{n:,}" for _, n in columns) + " |\n\n"
+    if plan.items:
+        text += f"**{summary_line(plan)}**\n\n"
+    else:
+        text += "No changes to benchmark runs; the drift found is listed below.\n\n"
+    if plan.errors:
+        text += "**The plan cannot be applied:**\n"
+        text += "".join(f"- :x: {error}\n" for error in plan.errors) + "\n"
+
+    budget = max_chars - 400  # room for the truncation note
+    left_items = 0
+    left_drift = 0
+
+    def fits(*parts: str) -> bool:
+        return len(text) + sum(len(p) for p in parts) <= budget
+
+    blocked = [item for item in plan.items if item.action is Action.BLOCKED]
+    if blocked:
+        heading = "**Blocked** (fix these, then plan again):\n\n"
+        body = ""
+        for item in blocked:
+            entry = f"- `{item.address}`: {reason_text(item)}\n"
+            entry += "".join(f"  - {detail}\n" for detail in item.details)
+            if fits(heading, body, entry, "\n"):
+                body += entry
+        if body:
+            text += heading + body + "\n"
+    if plan.warnings:
+        section = "**Warnings:**\n" + "".join(f"- {w}\n" for w in plan.warnings) + "\n"
+        if fits(section):
+            text += section
+    if plan.other_pending:
+        note = _other_pending_note(plan) + "\n\n"
+        if fits(note):
+            text += note
+
+    groups: dict[str, list[PlanItem]] = {}
+    for item in plan.items:
+        groups.setdefault(_group_of(item.address), []).append(item)
+    for group in sorted(groups):
+        items = groups[group]
+        counts = {a: sum(1 for it in items if it.action is a) for a in Action}
+        label = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
+        rendered = [
+            "\n".join([f"{it.action.symbol} {it.address}"] + [f"    {x}" for x in _item_body(it)])
+            for it in items
+        ]
+        start, end = _fence("\n".join(rendered))
+        opening = f"<details><summary><b>{group}</b>: {label}</summary>\n\n{start}\n"
+        closing = f"{end}\n\n</details>\n\n"
+        shown: list[str] = []
+        for piece in rendered:
+            if not fits(opening, "\n\n".join(shown + [piece]), closing, " " * 80):
+                break
+            shown.append(piece)
+        left_items += len(items) - len(shown)
+        if shown:
+            more = len(items) - len(shown)
+            tail = f"\n\n... {more:,} more not shown" if more else ""
+            text += opening + "\n\n".join(shown) + tail + "\n" + closing
+
+    if plan.drift:
+        opening = (
+            f"<details><summary><b>Drift</b>: {_count(len(plan.drift), 'difference')} "
+            "between the lockfile and reality</summary>\n\n"
+            "| kind | address | run | message | fingerprint |\n|---|---|---|---|---|\n"
+        )
+        closing = "\n</details>\n"
+        rows = ""
+        for drift in plan.drift:
+            row = (
+                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(drift.address or '(workspace)')} | "
+                f"{_md_cell(drift.run_id or '')} | {_md_cell(drift.message)} | "
+                f"`{_short_fingerprint(drift.fingerprint)}` |\n"
+            )
+            if not fits(opening, rows, row, closing):
+                left_drift = len(plan.drift) - rows.count("\n")
+                break
+            rows += row
+        if rows:
+            text += opening + rows + closing
+
+    if left_items or left_drift:
+        left = []
+        if left_items:
+            left.append(_count(left_items, "action"))
+        if left_drift:
+            left.append(_count(left_drift, "drift item"))
+        text += (
+            f"\n_Truncated: {' and '.join(left)} did not fit in this comment (capped below "
+            f"{max_chars:,} characters). Run `osmosis-plan` locally or see the CI log for the "
+            "full plan._\n"
+        )
+    return _cap(text, max_chars)
+
+
+def _cap(text: str, max_chars: int) -> str:
+    # Last resort for absurd inputs (a single enormous line): never exceed the cap.
+    if len(text) < max_chars:
+        return text
+    note = "\n\n_Truncated._\n"
+    return text[: max(0, max_chars - len(note) - 1)] + note
+
+
+# --------------------------------------------------------------------------- json
+
+
+def _item_to_dict(item: PlanItem) -> dict[str, Any]:
+    return {
+        "action": item.action.value,
+        "symbol": item.action.symbol,
+        "address": item.address,
+        "from_address": item.from_address,
+        "reason": item.reason.value,
+        "intended_action": item.intended_action.value if item.intended_action else None,
+        "intended_reason": item.intended_reason.value if item.intended_reason else None,
+        "run_id": item.run_id,
+        "run_name": item.run_name,
+        "before": item.before_digest,
+        "after": item.after_digest,
+        "benchmark_id": item.benchmark_id,
+        "task_count": item.task_count,
+        "attempts": item.attempts,
+        "changes": list(item.changes),
+        "details": list(item.details),
+        "warnings": list(item.warnings),
+        "requested_by": item.requested_by,
+        "requested_subject": item.requested_subject,
+        "download_types": list(item.download_types),
+        "spec": json.loads(json.dumps(item.spec, sort_keys=True))
+        if item.spec is not None
+        else None,
+    }
+
+
+def _drift_to_dict(drift: DriftItem) -> dict[str, Any]:
+    return {
+        "kind": drift.kind.value,
+        "address": drift.address,
+        "run_id": drift.run_id,
+        "message": drift.message,
+        "fingerprint": drift.fingerprint,
+    }
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """The JSON document of a plan (``render_json``) and of a saved plan (``--out``)."""
+    return {
+        "format_version": PLAN_FORMAT_VERSION,
+        "platform": plan.platform,
+        "workspace": plan.workspace,
+        "lineage": plan.lineage,
+        "serial": plan.serial,
+        "head": plan.head,
+        "config_digests": dict(sorted(plan.config_digests.items())),
+        "actions": [_item_to_dict(item) for item in plan.items],
+        "drift": [_drift_to_dict(d) for d in plan.drift],
+        "summary": plan.summary.model_dump(),
+        "warnings": list(plan.warnings),
+        "errors": list(plan.errors),
+        "errored": bool(plan.errors),
+        "other_pending": plan.other_pending,
+    }
+
+
+def render_json(plan: Plan) -> str:
+    """``plan_to_dict`` as indented JSON with a final newline."""
+    return json.dumps(plan_to_dict(plan), indent=2, ensure_ascii=False) + "\n"
+
+
+def _enum_or_none(enum: Callable[[str], Any], value: Any) -> Any:
+    return None if value is None else enum(value)
+
+
+def plan_from_dict(data: Mapping[str, Any]) -> Plan:
+    """Read back ``plan_to_dict``'s document; raises ``StalePlanError`` when it is not one."""
+    hint = "make a new one with `osmosis-plan --out PLANFILE`"
+    if not isinstance(data, Mapping) or "format_version" not in data:
+        raise StalePlanError("the file is not a saved osmosis-reconciler plan", hint)
+    version = data["format_version"]
+    if version != PLAN_FORMAT_VERSION:
+        raise StalePlanError(
+            f"the saved plan has format_version {version!r}; this version reads "
+            f"{PLAN_FORMAT_VERSION!r}",
+            hint,
+        )
+    try:
+        items = tuple(
+            PlanItem(
+                action=Action(a["action"]),
+                address=a["address"],
+                from_address=a.get("from_address"),
+                reason=Reason(a["reason"]),
+                intended_action=_enum_or_none(Action, a.get("intended_action")),
+                intended_reason=_enum_or_none(Reason, a.get("intended_reason")),
+                run_id=a.get("run_id"),
+                run_name=a.get("run_name"),
+                before_digest=a.get("before"),
+                after_digest=a.get("after"),
+                benchmark_id=a.get("benchmark_id"),
+                task_count=a.get("task_count"),
+                attempts=a.get("attempts", 0),
+                changes=tuple(a.get("changes", ())),
+                details=tuple(a.get("details", ())),
+                warnings=tuple(a.get("warnings", ())),
+                requested_by=a.get("requested_by"),
+                requested_subject=a.get("requested_subject"),
+                download_types=tuple(a.get("download_types", ())),
+                spec=a.get("spec"),
+            )
+            for a in data["actions"]
+        )
+        drift = tuple(
+            DriftItem(
+                kind=DriftKind(d["kind"]),
+                address=d.get("address"),
+                run_id=d.get("run_id"),
+                message=d["message"],
+                fingerprint=d["fingerprint"],
+            )
+            for d in data["drift"]
+        )
+        return Plan(
+            items=items,
+            drift=drift,
+            warnings=tuple(data.get("warnings", ())),
+            errors=tuple(data.get("errors", ())),
+            summary=PlanSummary(**data["summary"]),
+            lineage=data.get("lineage"),
+            serial=data.get("serial"),
+            platform=data.get("platform", ""),
+            workspace=data.get("workspace", ""),
+            head=data.get("head"),
+            config_digests=dict(data.get("config_digests", {})),
+            other_pending=data.get("other_pending", 0),
+        )
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

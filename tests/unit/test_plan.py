@@ -1,0 +1,1027 @@
+"""compute_plan: table-driven over design.md §6 with plain values (no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from reconciler.model import (
+    Action,
+    DriftKind,
+    HistoryEntry,
+    Intent,
+    LocalOutputs,
+    Reason,
+    digest,
+    spec_fingerprint,
+)
+from reconciler.plan import (
+    ACTION_ORDER,
+    PREVIOUS_CONFIG_UNKNOWN,
+    compute_plan,
+    drift_fingerprint,
+    spec_changes,
+)
+from tests.unit.plan_fixtures import (
+    HLE,
+    NOW,
+    desired,
+    downloads,
+    fingerprint_of,
+    lock,
+    make_spec,
+    observation,
+    observed_run,
+    recorded_run,
+    settings,
+)
+
+A = desired("hle/a")
+A2 = desired("hle/a", models=("openai/gpt-5.2",))
+B = desired("hle/b", models=("anthropic/claude-sonnet-4",))
+TB = desired("tb/smoke", "terminal-bench-2-1", harness="terminus-2", task_set=None, judge=None)
+FILES = ("summary.json", "results.jsonl")
+ON_DISK = LocalOutputs(present=frozenset(FILES))
+HLE_WITH_TASKS = HLE.model_copy(update={"task_names": frozenset({"t1", "t2", "t3"})})
+
+
+@dataclass
+class Case:
+    name: str
+    want: list = field(default_factory=list)
+    entries: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, LocalOutputs] = field(default_factory=dict)
+    items: list[tuple[Action, str, Reason]] = field(default_factory=list)
+    drift: list[tuple[DriftKind, str | None, str | None]] = field(default_factory=list)
+    history: tuple = ()
+
+
+def submit_intent(
+    spec: dict, started_minutes_ago: float = 1.0, benchmark_id: str = "bench-hle"
+) -> Intent:
+    return Intent(
+        op="submit",
+        started_at=NOW - timedelta(minutes=started_minutes_ago),
+        body_digest=digest(spec),
+        spec=spec,
+        benchmark_id=benchmark_id,
+    )
+
+
+def stop_intent(run_id: str) -> Intent:
+    return Intent(
+        op="stop", started_at=NOW - timedelta(minutes=1), body_digest=digest({}), run_id=run_id
+    )
+
+
+CASES = [
+    # ---- submit (+)
+    Case("new config submits", want=[A], items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)]),
+    Case(
+        "changed config of a finished run submits",
+        want=[A2],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        items=[(Action.SUBMIT, "hle/a", Reason.SPEC_CHANGED)],
+    ),
+    Case(
+        "changed config of a missing run submits and reports drift",
+        want=[A2],
+        entries=[recorded_run(A, "r1", status="finished")],
+        items=[(Action.SUBMIT, "hle/a", Reason.SPEC_CHANGED)],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "--replace of a finished run submits",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        settings={"replace": ("hle/a",)},
+        items=[(Action.SUBMIT, "hle/a", Reason.REPLACE_REQUESTED)],
+    ),
+    # ---- replace (-/+)
+    Case(
+        "--replace of an active run replaces",
+        want=[A],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        settings={"replace": ("hle/*",)},
+        items=[(Action.REPLACE, "hle/a", Reason.REPLACE_REQUESTED)],
+    ),
+    Case(
+        "changed config of an active run replaces",
+        want=[A2],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "queued")],
+        items=[(Action.REPLACE, "hle/a", Reason.SPEC_CHANGED)],
+    ),
+    Case(
+        "on_change = keep leaves an active changed run alone",
+        want=[A2],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        settings={"on_change": "keep"},
+        items=[],
+    ),
+    # ---- stop (-) and forget (.)
+    Case(
+        "deleted config with an active run stops it",
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        items=[(Action.STOP, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "deleted config with on_delete = forget forgets the active run",
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "pending")],
+        settings={"on_delete": "forget"},
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "deleted config with a terminal run forgets it",
+        entries=[recorded_run(A, "r1", status="finished")],
+        runs=[observed_run("r1", "finished")],
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "deleted config with a missing run forgets it and reports drift",
+        entries=[recorded_run(A, "r1", status="finished")],
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    # ---- download (↓)
+    Case(
+        "a run that just finished is downloaded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="running")],
+        runs=[observed_run("r1", "finished")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RUN_FINISHED)],
+    ),
+    Case(
+        "a recorded finished run without downloads is downloaded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished")],
+        runs=[observed_run("r1", "finished")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "a recorded file missing on disk is downloaded again",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": LocalOutputs(present=frozenset({"summary.json"}))},
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "no outputs entry at all means every recorded file is missing",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "downloaded types not covering download_types are downloaded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        settings={"download_types": ("summary", "results", "logs")},
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "an incomplete download is resumed",
+        want=[A],
+        entries=[
+            recorded_run(A, "r1", status="finished", downloads=downloads(*FILES, complete=False))
+        ],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "changed files are drift and downloaded again",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={
+            "hle/a": LocalOutputs(present=frozenset(FILES), changed=frozenset({"summary.json"}))
+        },
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_CHANGED)],
+        drift=[(DriftKind.FILES_CHANGED, "hle/a", "r1")],
+    ),
+    Case(
+        "complete outputs on disk: nothing to do",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        items=[],
+    ),
+    Case(
+        "a running run is not downloaded by default",
+        want=[A],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        items=[],
+    ),
+    Case(
+        "a running run is downloaded with download_running",
+        want=[A],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        settings={"download_running": True},
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "a queued run is never downloaded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="queued")],
+        runs=[observed_run("r1", "queued")],
+        settings={"download_running": True},
+        items=[],
+    ),
+    # ---- adopt (<=)
+    Case(
+        "an unrecorded run matching a new config is adopted",
+        want=[A],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+    ),
+    Case(
+        "an unrecorded run with another fingerprint is not adopted",
+        want=[A],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(B))],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
+    ),
+    Case(
+        "a run already in history is never adopted",
+        want=[A],
+        runs=[observed_run("x1", "finished", fingerprint=fingerprint_of(A))],
+        history=(
+            HistoryEntry(
+                address="hle/a",
+                run_id="x1",
+                run_name="n",
+                spec_digest=A.spec_digest,
+                status="finished",
+                reason="forgotten",
+            ),
+        ),
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "a finished run with a changed config adopts an unrecorded run of the new config",
+        want=[A2],
+        entries=[recorded_run(A, "r1", status="finished")],
+        runs=[
+            observed_run("r1", "finished"),
+            observed_run("x1", "running", fingerprint=fingerprint_of(A2)),
+        ],
+        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+    ),
+    Case(
+        "a pending submit intent adopts its run",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[observed_run("x1", "pending", fingerprint=fingerprint_of(A), created_at=NOW)],
+        items=[(Action.ADOPT, "hle/a", Reason.INTENT_PENDING)],
+    ),
+    Case(
+        "intent adoption allows ten minutes of clock skew",
+        want=[A],
+        entries=[
+            recorded_run(A, None, status=None, intent=submit_intent(A.spec, started_minutes_ago=1))
+        ],
+        runs=[
+            observed_run(
+                "x1",
+                "pending",
+                fingerprint=fingerprint_of(A),
+                created_at=NOW - timedelta(minutes=10),
+            )
+        ],
+        items=[(Action.ADOPT, "hle/a", Reason.INTENT_PENDING)],
+    ),
+    Case(
+        "a matching run created long before the intent is not its run: resubmit",
+        want=[A],
+        entries=[
+            recorded_run(A, None, status=None, intent=submit_intent(A.spec, started_minutes_ago=1))
+        ],
+        runs=[
+            observed_run(
+                "x1",
+                "finished",
+                fingerprint=fingerprint_of(A),
+                created_at=NOW - timedelta(minutes=30),
+            )
+        ],
+        # The old run is still a perfect match for the *config*, so new-config adoption does not
+        # apply (the entry is recorded); it stays an unknown run.
+        items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
+        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
+    ),
+    Case(
+        "no run for the intent: resubmit",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
+    ),
+    Case(
+        "a candidate whose fingerprint is unknown blocks the intent",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[observed_run("x1", "pending", fingerprint=None, created_at=NOW)],
+        items=[(Action.BLOCKED, "hle/a", Reason.INTENT_PENDING)],
+        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
+    ),
+    Case(
+        "an unknown-fingerprint run of another benchmark does not block",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[
+            observed_run("x1", "pending", benchmark_id="bench-tb", fingerprint=None, created_at=NOW)
+        ],
+        items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
+        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
+    ),
+    Case(
+        "an intent whose config was deleted and whose run never appeared is forgotten",
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "a pending stop of an active run is retried",
+        entries=[recorded_run(A, "r1", intent=stop_intent("r1"))],
+        runs=[observed_run("r1", "running")],
+        items=[(Action.STOP, "hle/a", Reason.STOP_PENDING)],
+    ),
+    Case(
+        "a pending stop whose run stopped: forget, no stopped-outside drift",
+        entries=[recorded_run(A, "r1", intent=stop_intent("r1"))],
+        runs=[observed_run("r1", "stopped")],
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "a pending stop during a replace is retried as the replace",
+        want=[A2],
+        entries=[recorded_run(A, "r1", intent=stop_intent("r1"))],
+        runs=[observed_run("r1", "running")],
+        items=[(Action.REPLACE, "hle/a", Reason.STOP_PENDING)],
+    ),
+    # ---- move (>)
+    Case(
+        "a renamed config moves its entry",
+        want=[desired("hle/renamed")],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        items=[(Action.MOVE, "hle/renamed", Reason.RENAMED)],
+    ),
+    Case(
+        "a renamed and changed config is a delete plus a new config",
+        want=[desired("hle/renamed", models=("x/y",))],
+        entries=[recorded_run(A, "r1", status="finished")],
+        runs=[observed_run("r1", "finished")],
+        items=[
+            (Action.FORGET, "hle/a", Reason.CONFIG_DELETED),
+            (Action.SUBMIT, "hle/renamed", Reason.NEW_CONFIG),
+        ],
+    ),
+    # ---- missing and outside changes
+    Case(
+        "a recorded run missing on the Platform is drift and submitted again",
+        want=[A],
+        entries=[recorded_run(A, "r1")],
+        items=[(Action.SUBMIT, "hle/a", Reason.RUN_MISSING)],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "a run stopped outside the tool is drift, and its outputs are downloaded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="running")],
+        runs=[observed_run("r1", "stopped")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RUN_FINISHED)],
+        drift=[(DriftKind.STOPPED_OUTSIDE, "hle/a", "r1")],
+    ),
+    Case(
+        "a run that failed is drift, and its outputs are downloaded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="queued")],
+        runs=[observed_run("r1", "failed")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RUN_FINISHED)],
+        drift=[(DriftKind.FAILED_OUTSIDE, "hle/a", "r1")],
+    ),
+    Case(
+        "an unrecorded run is informational drift",
+        runs=[observed_run("x9", "running")],
+        drift=[(DriftKind.UNKNOWN_RUN, None, "x9")],
+    ),
+    # ---- unknown statuses are active
+    Case(
+        "an unknown status counts as active for a deleted config",
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "paused")],
+        items=[(Action.STOP, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "an unknown status counts as active for a changed config",
+        want=[A2],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "warming_up")],
+        items=[(Action.REPLACE, "hle/a", Reason.SPEC_CHANGED)],
+    ),
+    Case(
+        "an unknown status is not downloaded and is no drift",
+        want=[A],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "warming_up")],
+        items=[],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_plan_rows(case: Case) -> None:
+    plan = compute_plan(
+        case.want,
+        lock(*case.entries, history=case.history),
+        observation(*case.runs, outputs=case.outputs),
+        settings(**case.settings),
+    )
+    assert [(i.action, i.address, i.reason) for i in plan.items] == case.items
+    assert [(d.kind, d.address, d.run_id) for d in plan.drift] == case.drift
+    assert plan.errors == ()
+
+
+def plan_of(want=(), entries=(), runs=(), **kwargs):
+    obs_kwargs = {k: kwargs.pop(k) for k in ("secrets", "outputs", "benchmarks") if k in kwargs}
+    return compute_plan(
+        list(want), lock(*entries), observation(*runs, **obs_kwargs), settings(**kwargs)
+    )
+
+
+# --------------------------------------------------------------------------- item contents
+
+
+def test_submit_carries_spec_digests_cost_and_commit():
+    want = desired(
+        "hle/a",
+        attempts=3,
+        models=("a/b", "c/d"),
+        requested_by="f00d" * 10,
+        requested_subject="Add HLE",
+    )
+    (item,) = plan_of([want]).items
+    assert item.spec == want.spec
+    assert item.after_digest == want.spec_digest and item.before_digest is None
+    assert item.benchmark_id == "bench-hle"
+    assert item.task_count == 249  # the parity task set
+    assert item.attempts == 249 * 2 * 3
+    assert item.requested_by == "f00d" * 10 and item.requested_subject == "Add HLE"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "tasks"),
+    [
+        ({"task_set": None}, 2500),
+        ({"task_set": "parity"}, 249),
+        ({"task_set": None, "categories": ("math",)}, 1000),
+        ({"task_set": None, "categories": ("math", "physics")}, 2500),
+        ({"task_set": None, "task_names": ("t1", "t2", "t3")}, 3),
+    ],
+)
+def test_task_count_follows_the_selection(kwargs, tasks):
+    bench = HLE_WITH_TASKS
+    (item,) = plan_of([desired("hle/a", **kwargs)], benchmarks={"HLE": bench}).items
+    assert item.action is Action.SUBMIT
+    assert item.task_count == tasks
+    assert item.attempts == tasks
+
+
+def test_summary_totals_attempts_of_submits_and_replaces_only():
+    blocked = desired("hle/c", judge=None)  # judge required: blocked
+    plan = plan_of(
+        [A2, B, blocked],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+    )
+    kinds = {i.address: i.action for i in plan.items}
+    assert kinds == {"hle/a": Action.REPLACE, "hle/b": Action.SUBMIT, "hle/c": Action.BLOCKED}
+    assert plan.items[2].attempts == 249  # cost still shown on the blocked item
+    assert plan.summary.attempts == 249 * 2
+    assert (plan.summary.submit, plan.summary.replace, plan.summary.blocked) == (1, 1, 1)
+
+
+def test_replace_names_the_old_run_and_the_change():
+    plan = plan_of([A2], entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")])
+    (item,) = plan.items
+    assert item.run_id == "r1" and item.run_name == "name-r1"
+    assert item.before_digest == A.spec_digest and item.after_digest == A2.spec_digest
+    assert item.changes == ('agents[0].model.model: "openai/gpt-5" -> "openai/gpt-5.2"',)
+
+
+def test_on_change_keep_warns():
+    plan = plan_of(
+        [A2],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        on_change="keep",
+    )
+    assert plan.items == ()
+    assert len(plan.warnings) == 1
+    assert "hle/a" in plan.warnings[0] and "on_change = keep" in plan.warnings[0]
+
+
+def test_forget_of_active_run_warns_it_keeps_running():
+    plan = plan_of(
+        entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")], on_delete="forget"
+    )
+    (item,) = plan.items
+    assert "keeps running" in item.warnings[0]
+
+
+def test_download_item_names_types_and_run():
+    plan = plan_of(
+        [A],
+        entries=[recorded_run(A, "r1", status="finished")],
+        runs=[observed_run("r1", "finished")],
+        download_types=("summary",),
+    )
+    (item,) = plan.items
+    assert (item.run_id, item.run_name, item.download_types) == ("r1", "name-r1", ("summary",))
+
+
+def test_move_pairs_deterministically_and_keeps_the_run():
+    old1 = recorded_run(None, "r1", address="old/one", spec=A.spec, status="finished")
+    old2 = recorded_run(None, "r2", address="old/two", spec=A.spec, status="finished")
+    new = [desired("new/one"), desired("new/two")]
+    for order in (new, list(reversed(new))):
+        plan = plan_of(
+            order,
+            entries=[old2, old1],
+            runs=[observed_run("r1", "finished"), observed_run("r2", "finished")],
+        )
+        moves = [(i.from_address, i.address, i.run_id) for i in plan.items]
+        assert moves == [("old/one", "new/one", "r1"), ("old/two", "new/two", "r2")]
+        assert all(i.action is Action.MOVE and i.reason is Reason.RENAMED for i in plan.items)
+
+
+def test_unrecorded_adoption_prefers_newest_and_adopts_each_run_once():
+    twin = desired("hle/twin")  # same spec as A
+    fp = fingerprint_of(A)
+    runs = [
+        observed_run("old", "finished", fingerprint=fp, created_at=NOW - timedelta(days=2)),
+        observed_run("new", "running", fingerprint=fp, created_at=NOW - timedelta(hours=1)),
+    ]
+    plan = plan_of([twin, A], runs=runs)
+    assert [(i.address, i.action, i.run_id) for i in plan.items] == [
+        ("hle/a", Action.ADOPT, "new"),
+        ("hle/twin", Action.ADOPT, "old"),
+    ]
+    assert plan.drift == ()
+    third = plan_of([A, twin, desired("hle/zz")], runs=runs)
+    assert third.items[-1].action is Action.SUBMIT
+
+
+def test_intent_adoption_claims_the_run_before_config_adoption():
+    # "hle/a" has an interrupted submit; "hle/b" is a new config with the same body. The run
+    # belongs to the intent; the new config must pay for its own.
+    same = desired("hle/b")
+    plan = plan_of(
+        [A, same],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[observed_run("x1", "pending", fingerprint=fingerprint_of(A), created_at=NOW)],
+    )
+    assert [(i.address, i.action) for i in plan.items] == [
+        ("hle/a", Action.ADOPT),
+        ("hle/b", Action.SUBMIT),
+    ]
+    assert plan.items[0].run_id == "x1"
+
+
+def test_intent_adoption_of_a_changed_config_warns():
+    plan = plan_of(
+        [A2],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[observed_run("x1", "pending", fingerprint=fingerprint_of(A), created_at=NOW)],
+    )
+    (item,) = plan.items
+    assert item.action is Action.ADOPT and item.after_digest == A.spec_digest
+    assert "changed since the submit" in item.warnings[0]
+
+
+def test_blocked_intent_tells_the_user_to_plan_again():
+    plan = plan_of(
+        [A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[observed_run("x1", "pending", fingerprint=None, created_at=NOW)],
+    )
+    (item,) = plan.items
+    assert "name-x1 (x1)" in item.details[0]
+    assert "re-run `osmosis-plan`" in item.details[-1]
+
+
+def test_resubmit_after_lost_sends_the_desired_spec():
+    plan = plan_of([A2], entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))])
+    (item,) = plan.items
+    assert item.action is Action.SUBMIT and item.spec == A2.spec
+
+
+# --------------------------------------------------------------------------- preflight
+
+
+def only_item(want, **kwargs):
+    (item,) = plan_of([want], **kwargs).items
+    return item
+
+
+def test_benchmark_not_found_is_blocked():
+    item = only_item(desired("x/a", "no-such-bench"))
+    assert (item.action, item.reason) == (Action.BLOCKED, Reason.BENCHMARK_NOT_FOUND)
+    assert item.intended_action is Action.SUBMIT and item.intended_reason is Reason.NEW_CONFIG
+    assert '"no-such-bench"' in item.details[0] and "[experiment].benchmark" in item.details[0]
+
+
+def test_benchmark_missing_from_the_observation_is_not_found():
+    item = only_item(desired("x/a", "never-looked-up"))
+    assert item.reason is Reason.BENCHMARK_NOT_FOUND
+
+
+def test_syncing_benchmark_is_blocked_with_progress():
+    item = only_item(desired("c/a", "acme/custom@1.0", task_set=None, judge=None))
+    assert item.reason is Reason.BENCHMARK_NOT_READY
+    assert "12 of 40 tasks" in item.details[0]
+    assert "https://platform.example/acme/benchmarks/custom" in item.details[0]
+
+
+def test_failed_sync_is_blocked_with_error_and_url():
+    item = only_item(desired("c/a", "acme/broken@2", task_set=None, judge=None))
+    assert item.reason is Reason.BENCHMARK_NOT_READY
+    assert "Missing fixture" in item.details[0]
+    assert "retry its sync at https://platform.example/acme/benchmarks/broken" in item.details[0]
+
+
+def test_missing_referenced_secret_names_the_fix():
+    item = only_item(desired("hle/a", extra_secrets=("WANDB_KEY",)))
+    assert item.reason is Reason.SECRET_MISSING
+    assert item.details == (
+        "secret WANDB_KEY (referenced by benchmarks/hle/a.toml) is not stored on the Platform; "
+        "fix: `osmosis secret set WANDB_KEY`",
+    )
+
+
+def test_missing_required_benchmark_secret_is_blocked():
+    item = only_item(A, secrets=frozenset({"OPENAI_API_KEY"}))
+    assert item.reason is Reason.SECRET_MISSING
+    assert "HF_TOKEN (required by HLE)" in item.details[0]
+    assert "`osmosis secret set HF_TOKEN`" in item.details[0]
+
+
+def test_unlistable_secrets_warn_instead_of_blocking():
+    item = only_item(A, secrets=None)
+    assert item.action is Action.SUBMIT
+    assert item.warnings == (
+        "secrets could not be listed, so these were not checked: OPENAI_API_KEY, HF_TOKEN",
+    )
+
+
+def test_judge_required():
+    item = only_item(desired("hle/a", judge=None))
+    assert item.reason is Reason.JUDGE_REQUIRED
+    assert "set [execution].judge_api_key_secret" in item.details[0]
+
+
+def test_judge_api_key_only_benchmark_also_requires_the_secret():
+    bench = HLE.model_copy(update={"requires_judge_model": False, "requires_judge_api_key": True})
+    item = only_item(desired("hle/a", judge=None), benchmarks={"HLE": bench})
+    assert item.reason is Reason.JUDGE_REQUIRED
+
+
+def test_harness_required():
+    item = only_item(desired("tb/a", "terminal-bench-2-1", harness=None, task_set=None, judge=None))
+    assert item.reason is Reason.HARNESS_REQUIRED
+    assert 'set harness = "terminus-2" in [[agents]] 1' in item.details[0]
+
+
+def test_harness_unsupported():
+    item = only_item(
+        desired("t/a", "toolathlon-verified", harness="codex", task_set=None, judge=None)
+    )
+    assert item.reason is Reason.HARNESS_UNSUPPORTED
+    assert "remove harness from [[agents]] 1" in item.details[0]
+
+
+def test_unknown_task_names_categories_and_task_set():
+    names = only_item(
+        desired(
+            "tb/a",
+            "terminal-bench-2-1",
+            harness="terminus-2",
+            task_set=None,
+            judge=None,
+            task_names=("terminal-bench/hello-world", "nope"),
+        )
+    )
+    assert names.reason is Reason.TASKS_NOT_FOUND and "nope" in names.details[0]
+    assert "terminal-bench/hello-world" not in names.details[0]
+    cats = only_item(
+        desired(
+            "tb/a",
+            "terminal-bench-2-1",
+            harness="terminus-2",
+            task_set=None,
+            judge=None,
+            categories=("gpu",),
+        )
+    )
+    assert cats.reason is Reason.TASKS_NOT_FOUND and "gpu" in cats.details[0]
+    tset = only_item(
+        desired("tb/a", "terminal-bench-2-1", harness="terminus-2", task_set="parity", judge=None)
+    )
+    assert tset.reason is Reason.TASKS_NOT_FOUND and '"parity"' in tset.details[0]
+    # An unknown task set runs the whole benchmark on the Platform, so that is its cost.
+    assert tset.task_count == 89
+
+
+def test_every_problem_is_listed_and_the_first_names_the_reason():
+    want = desired(
+        "tb/a",
+        "terminal-bench-2-1",
+        harness=None,
+        task_set=None,
+        judge=None,
+        extra_secrets=("NOPE",),
+        categories=("gpu",),
+    )
+    item = only_item(want)
+    assert item.reason is Reason.SECRET_MISSING
+    assert len(item.details) == 3
+    assert [d.split(" ")[0] for d in item.details] == ["secret", "Terminal-Bench", "category"]
+
+
+def test_blocked_replace_keeps_the_intended_action():
+    want = desired("hle/a", models=("openai/gpt-5.2",), judge=None)
+    plan = plan_of([want], entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")])
+    (item,) = plan.items
+    assert item.action is Action.BLOCKED
+    assert (item.intended_action, item.intended_reason) == (Action.REPLACE, Reason.SPEC_CHANGED)
+    assert item.run_id == "r1" and item.changes  # the change stays visible
+    assert plan.summary.replace == 0 and plan.summary.blocked == 1
+
+
+def test_warnings_for_non_default_harness_and_hle_without_parity():
+    tb = only_item(
+        desired("tb/a", "terminal-bench-2-1", harness="codex", task_set=None, judge=None)
+    )
+    assert tb.action is Action.SUBMIT
+    assert "scores not comparable with the published leaderboard" in tb.warnings[0]
+    hle = only_item(desired("hle/a", task_set=None))
+    assert hle.action is Action.SUBMIT
+    assert 'task_set = "parity"' in hle.warnings[0]
+    assert only_item(A).warnings == ()
+
+
+# --------------------------------------------------------------------------- guards and selection
+
+
+def stops(n: int) -> dict:
+    wants = [desired(f"hle/r{i}") for i in range(n)]
+    return {
+        "entries": [recorded_run(w, f"r{i}") for i, w in enumerate(wants)],
+        "runs": [observed_run(f"r{i}", "running") for i in range(n)],
+    }
+
+
+def test_mass_stop_guard():
+    assert plan_of(**stops(5)).errors == ()
+    plan = plan_of(**stops(6))
+    assert plan.summary.stop == 6
+    assert len(plan.errors) == 1 and "--allow-mass-stop" in plan.errors[0]
+    assert plan_of(**stops(6), allow_mass_stop=True).errors == ()
+    assert plan_of(**stops(3), max_stops=2).errors != ()
+
+
+def test_replaces_count_towards_the_stop_guard():
+    plan = plan_of(
+        [A2], entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")], max_stops=0
+    )
+    assert "--allow-mass-stop" in plan.errors[0]
+
+
+def test_budget_guard():
+    plan = plan_of([desired("hle/a", task_set=None, attempts=3)])  # 2500 x 3 = 7500
+    assert plan.summary.attempts == 7500
+    assert len(plan.errors) == 1
+    assert "7,500" in plan.errors[0] and "--allow-over-budget" in plan.errors[0]
+    assert (
+        plan_of([desired("hle/a", task_set=None, attempts=3)], allow_over_budget=True).errors == ()
+    )
+    assert plan_of([A], max_attempts=248).errors != ()
+    assert plan_of([A], max_attempts=249).errors == ()
+
+
+def test_targets_keep_matching_items_and_count_the_rest():
+    plan = plan_of([A, B, TB], targets=("hle/*",))
+    assert [i.address for i in plan.items] == ["hle/a", "hle/b"]
+    assert plan.other_pending == 1
+    plan = plan_of([A, B, TB], targets=("tb/smoke",))
+    assert [i.address for i in plan.items] == ["tb/smoke"] and plan.other_pending == 2
+    assert plan.config_digests.keys() == {"hle/a", "hle/b", "tb/smoke"}
+
+
+def test_a_move_is_targeted_by_either_address():
+    plan = plan_of(
+        [desired("new/a")],
+        entries=[recorded_run(A, "r1")],
+        runs=[observed_run("r1", "running")],
+        targets=("hle/a",),
+    )
+    assert [i.action for i in plan.items] == [Action.MOVE]
+
+
+def test_skip_holds_items_back_with_a_warning():
+    plan = plan_of([A, B], skip=("hle/b",))
+    assert [i.address for i in plan.items] == ["hle/a"]
+    assert any("hle/b" in w and "held back" in w for w in plan.warnings)
+    assert plan.summary.submit == 1
+
+
+def test_refresh_only_plans_nothing_but_reports_drift():
+    plan = plan_of([A, B], entries=[recorded_run(A, "r1")], refresh_only=True)
+    assert plan.items == ()
+    assert [d.kind for d in plan.drift] == [DriftKind.RUN_MISSING]
+    assert plan.errors == ()
+
+
+# --------------------------------------------------------------------------- drift, order, plan fields
+
+
+def test_drift_fingerprints_are_stable_and_distinct():
+    first = plan_of([A], entries=[recorded_run(A, "r1")], runs=[observed_run("zz")])
+    second = plan_of(
+        [A, B],
+        entries=[recorded_run(A, "r1", status="finished")],
+        runs=[observed_run("zz", "finished")],
+    )
+    assert [d.fingerprint for d in first.drift] == [d.fingerprint for d in second.drift]
+    assert first.drift[0].fingerprint == digest(["run_missing", "hle/a", "r1"])
+    assert drift_fingerprint(DriftKind.RUN_MISSING, "hle/a", "r1") != drift_fingerprint(
+        DriftKind.UNKNOWN_RUN, "hle/a", "r1"
+    )
+    assert len({d.fingerprint for d in first.drift}) == 2
+
+
+def test_plan_is_deterministic_and_sorted():
+    wants = [TB, B, A2, desired("x/new")]
+    entries = [
+        recorded_run(A, "r1"),
+        recorded_run(None, "r2", address="gone/one", spec=make_spec(models=("q",))),
+    ]
+    runs = [
+        observed_run("r1", "running"),
+        observed_run("r2", "running"),
+        observed_run("u1"),
+        observed_run("u0"),
+    ]
+    one = plan_of(wants, entries, runs)
+    two = plan_of(list(reversed(wants)), list(reversed(entries)), list(reversed(runs)))
+    assert one == two
+    assert [i.address for i in one.items] == sorted(i.address for i in one.items)
+    assert [d.run_id for d in one.drift] == ["u0", "u1"]
+
+
+def test_plan_carries_state_identity_and_config_digests():
+    plan = plan_of([A, TB])
+    assert plan.lineage == "11111111-2222-3333-4444-555555555555" and plan.serial == 7
+    assert (plan.platform, plan.workspace) == ("local", "acme/evals")
+    assert plan.head == "0123456789abcdef0123456789abcdef01234567"
+    assert plan.config_digests == {"hle/a": A.spec_digest, "tb/smoke": TB.spec_digest}
+
+
+def test_no_changes_plan_is_empty():
+    plan = plan_of(
+        [A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+    )
+    assert plan.is_empty and not plan.has_changes
+    assert plan.summary.model_dump() == {k: 0 for k in plan.summary.model_dump()}
+
+
+# --------------------------------------------------------------------------- field-level diff
+
+
+def test_spec_changes_formats_each_kind_of_difference():
+    before = make_spec(env={"FOO": "1", "KEEP": "x"}, attempts=2)
+    after = make_spec(
+        models=("openai/gpt-5.2", "anthropic/claude-sonnet-4"),
+        env={"KEEP": "x"},
+        attempts=2,
+        task_set=None,
+        categories=("math",),
+    )
+    after["execution_config"]["attempts_per_task"] = "2"
+    assert spec_changes(before, after) == (
+        'agents[0].model.model: "openai/gpt-5" -> "openai/gpt-5.2"',
+        '+ agents[1]: {"env": {}, "model": {"api_key_secret": "OPENAI_API_KEY", '
+        '"model": "anthropic/claude-sonnet-4", "type": "provider"}}',
+        "- env_config.FOO",
+        'execution_config.attempts_per_task: 2 -> "2"',
+        '+ tasks_config.categories: ["math"]',
+        "- tasks_config.task_set",
+    )
+
+
+def test_spec_changes_sorts_list_indexes_numerically():
+    before = {"agents": [{"m": i} for i in range(12)]}
+    after = {"agents": [{"m": i if i not in (2, 10) else -i} for i in range(12)]}
+    assert spec_changes(before, after) == ("agents[2].m: 2 -> -2", "agents[10].m: 10 -> -10")
+
+
+def test_spec_changes_of_an_unknown_previous_config():
+    assert spec_changes({}, A.spec) == (PREVIOUS_CONFIG_UNKNOWN,)
+    plan = plan_of(
+        [A2],
+        entries=[recorded_run(A, "r1", spec={}, status="finished")],
+        runs=[observed_run("r1", "finished")],
+    )
+    # An empty recorded spec has another digest, so this is a change with an unknown "before".
+    assert plan.items[0].changes == (PREVIOUS_CONFIG_UNKNOWN,)
+
+
+def test_fingerprint_helper_matches_model():
+    assert fingerprint_of(A) == spec_fingerprint(A.spec, "bench-hle")
+
+
+# --------------------------------------------------------------------------- invariants
+
+SPECS = [desired("p/x", models=(f"m/{i}",)) for i in range(3)]
+STATUSES = ["pending", "running", "finished", "failed", "stopped", "mystery"]
+
+
+@st.composite
+def snapshots(draw):
+    addresses = ["p/a", "p/b", "p/c", "q/d"]
+    wants, entries, runs = [], [], []
+    for n, address in enumerate(addresses):
+        if draw(st.booleans()):
+            base = draw(st.sampled_from(SPECS))
+            wants.append(base.model_copy(update={"address": address}))
+        if draw(st.booleans()):
+            spec = draw(st.sampled_from(SPECS)).spec
+            run_id = f"r{n}"
+            entries.append(
+                recorded_run(
+                    None, run_id, address=address, spec=spec, status=draw(st.sampled_from(STATUSES))
+                )
+            )
+            if draw(st.booleans()):
+                runs.append(observed_run(run_id, draw(st.sampled_from(STATUSES))))
+    for n in range(draw(st.integers(0, 3))):
+        fp = fingerprint_of(draw(st.sampled_from(SPECS)).model_copy(update={"address": "z"}))
+        runs.append(observed_run(f"u{n}", draw(st.sampled_from(STATUSES)), fingerprint=fp))
+    opts = {
+        "on_change": draw(st.sampled_from(["replace", "keep"])),
+        "on_delete": draw(st.sampled_from(["stop", "forget"])),
+    }
+    return wants, entries, runs, opts
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(snapshots())
+def test_plan_invariants(snapshot):
+    wants, entries, runs, opts = snapshot
+    plan = plan_of(wants, entries, runs, **opts)
+    again = plan_of(list(reversed(wants)), list(reversed(entries)), list(reversed(runs)), **opts)
+    assert plan == again
+    adopted = [i.run_id for i in plan.items if i.action is Action.ADOPT]
+    assert len(adopted) == len(set(adopted))
+    observed = {r.id: r for r in runs}
+    recorded_ids = {e.run_id for e in entries}
+    for item in plan.items:
+        if item.action is Action.ADOPT:
+            assert item.run_id not in recorded_ids
+        if item.action is Action.SUBMIT and item.run_id in observed:
+            # never a second paid run while the address's run is still going
+            assert observed[item.run_id].status in ("finished", "failed", "stopped")
+        if item.action is Action.STOP:
+            assert observed[item.run_id].status not in ("finished", "failed", "stopped")
+    counts = {a: sum(1 for i in plan.items if i.action is a) for a in Action}
+    assert plan.summary.submit == counts[Action.SUBMIT]
+    assert plan.summary.stop == counts[Action.STOP]
+    assert plan.summary.drift == len(plan.drift)
+    keys = [(i.address, i.action) for i in plan.items]
+    assert keys == sorted(keys, key=lambda k: (k[0], ACTION_ORDER[k[1]]))
+    assert len({d.fingerprint for d in plan.drift}) == len(plan.drift)

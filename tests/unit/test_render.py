@@ -1,0 +1,418 @@
+"""Renderers: golden files byte for byte, plus the rules every render must keep.
+
+Regenerate the golden files with ``UPDATE_GOLDEN=1 pytest tests/unit/test_render.py`` and
+review the diff by eye before committing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from reconciler.errors import StalePlanError
+from reconciler.model import Action, Intent, LocalOutputs, Plan, PlanSummary, digest
+from reconciler.plan import compute_plan
+from reconciler.render import (
+    MARKDOWN_MARKER,
+    NO_CHANGES,
+    plan_from_dict,
+    plan_to_dict,
+    render_json,
+    render_markdown,
+    render_text,
+    summary_line,
+)
+from tests.unit.plan_fixtures import (
+    NOW,
+    desired,
+    downloads,
+    fingerprint_of,
+    lock,
+    make_spec,
+    observation,
+    observed_run,
+    recorded_run,
+    settings,
+)
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+ANSI = re.compile("\x1b\\[")
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_bytes(text.encode("utf-8"))
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_bytes().decode("utf-8")
+
+
+def full_plan() -> Plan:
+    """One plan with every action, every drift kind, warnings and a skip."""
+    sha = "3f9c2a1b7d4e5f60718293a4b5c6d7e8f9012345"
+    new = desired(
+        "hle/parity", attempts=2, requested_by=sha, requested_subject="Add HLE parity run"
+    )
+    tb_old = desired(
+        "terminal-bench/smoke",
+        "terminal-bench-2-1",
+        harness="terminus-2",
+        task_set=None,
+        judge=None,
+        env={"LOG_LEVEL": "info"},
+    )
+    tb_new = desired(
+        "terminal-bench/smoke",
+        "terminal-bench-2-1",
+        harness="terminus-2",
+        task_set=None,
+        judge=None,
+        models=("openai/gpt-5.2",),
+        task_names=("terminal-bench/git-multibranch",),
+        requested_by="a1b2c3d4e5f6",
+        requested_subject="Try gpt-5.2 on one task",
+    )
+    codex = desired(
+        "terminal-bench/codex",
+        "terminal-bench-2-1",
+        harness="codex",
+        task_set=None,
+        judge=None,
+        models=("openai/gpt-5", "anthropic/claude-sonnet-4"),
+    )
+    blocked = desired(
+        "toolathlon/codex",
+        "toolathlon-verified",
+        harness="codex",
+        task_set=None,
+        judge=None,
+        extra_secrets=("WANDB_API_KEY",),
+    )
+    done = desired("hle/done")
+    moved = desired("hle/renamed", models=("openai/o3",))
+    adopted = desired("hle/adopted", models=("anthropic/claude-opus-4",))
+    crashed = desired("hle/crashed", models=("google/gemini-2.5-pro",))
+    held = desired("hle/held", models=("x/held",))
+    deleted_active = recorded_run(
+        None,
+        "run-del",
+        address="old/active",
+        status="running",
+        spec=make_spec(models=("old/one",)),
+        run_name="calm-yak",
+    )
+    deleted_done = recorded_run(
+        None,
+        "run-fin",
+        address="old/finished",
+        status="running",
+        spec=make_spec(models=("old/two",)),
+        run_name="warm-gull",
+    )
+    entries = [
+        recorded_run(tb_old, "run-tb", run_name="bright-otter"),
+        recorded_run(
+            done,
+            "run-done",
+            status="running",
+            run_name="brave-otter",
+            downloads=downloads("summary.json", "results.jsonl"),
+        ),
+        recorded_run(
+            None,
+            "run-mv",
+            address="hle/old-name",
+            spec=moved.spec,
+            status="finished",
+            run_name="quiet-owl",
+        ),
+        recorded_run(
+            crashed,
+            None,
+            status=None,
+            intent=Intent(
+                op="submit",
+                started_at=NOW - timedelta(minutes=3),
+                body_digest=crashed.spec_digest,
+                spec=crashed.spec,
+                benchmark_id="bench-hle",
+            ),
+        ),
+        deleted_active,
+        deleted_done,
+        recorded_run(
+            None,
+            "run-gone",
+            address="hle/gone",
+            spec=make_spec(models=("g/one",)),
+            status="finished",
+            run_name="lost-lynx",
+        ),
+    ]
+    runs = [
+        observed_run("run-tb", "running", benchmark_id="bench-tb", name="bright-otter"),
+        observed_run("run-done", "stopped", name="brave-otter"),
+        observed_run("run-mv", "finished", name="quiet-owl"),
+        observed_run("run-del", "running", name="calm-yak"),
+        observed_run("run-fin", "failed", name="warm-gull"),
+        observed_run("run-x1", "finished", fingerprint=fingerprint_of(adopted), name="swift-fox"),
+        observed_run(
+            "run-x2",
+            "pending",
+            fingerprint=fingerprint_of(crashed),
+            created_at=NOW,
+            name="keen-hawk",
+        ),
+        observed_run("run-x3", "running", name="odd-newt"),
+    ]
+    outputs = {
+        "hle/done": LocalOutputs(
+            present=frozenset({"summary.json", "results.jsonl"}),
+            changed=frozenset({"results.jsonl"}),
+        )
+    }
+    return compute_plan(
+        [new, tb_new, codex, blocked, done, moved, adopted, crashed, held],
+        lock(*entries),
+        observation(*runs, outputs=outputs),
+        settings(skip=("hle/held",)),
+    )
+
+
+def empty_plan() -> Plan:
+    want = desired("hle/parity")
+    entry = recorded_run(want, "r1", status="finished", downloads=downloads("summary.json"))
+    return compute_plan(
+        [want],
+        lock(entry),
+        observation(
+            observed_run("r1", "finished"),
+            outputs={"hle/parity": LocalOutputs(present=frozenset({"summary.json"}))},
+        ),
+        settings(),
+    )
+
+
+def guarded_plan() -> Plan:
+    wants = [desired(f"hle/run-{i:02d}", task_set=None, models=(f"m/{i}",)) for i in range(3)]
+    wants.append(
+        desired(
+            "terminal-bench/other",
+            "terminal-bench-2-1",
+            harness="terminus-2",
+            task_set=None,
+            judge=None,
+        )
+    )
+    stopping = [
+        recorded_run(None, f"s{i}", address=f"old/s{i}", spec=make_spec(models=(f"s/{i}",)))
+        for i in range(3)
+    ]
+    return compute_plan(
+        wants,
+        lock(*stopping),
+        observation(*[observed_run(f"s{i}") for i in range(3)]),
+        settings(targets=("hle/*", "old/*"), max_stops=2),
+    )
+
+
+def drift_only_plan() -> Plan:
+    return compute_plan(
+        [], lock(), observation(observed_run("stray", "finished", name="lone-wolf")), settings()
+    )
+
+
+PLANS = {
+    "full": full_plan,
+    "empty": empty_plan,
+    "guarded": guarded_plan,
+    "drift_only": drift_only_plan,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_golden_text(name):
+    check_golden(f"plan_{name}.txt", render_text(PLANS[name]()))
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_golden_markdown(name):
+    check_golden(f"plan_{name}.md", render_markdown(PLANS[name]()))
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_golden_json(name):
+    check_golden(f"plan_{name}.json", render_json(PLANS[name]()))
+
+
+def test_golden_text_in_colour():
+    check_golden("plan_full_color.txt", render_text(full_plan(), color=True))
+
+
+def test_golden_markdown_truncated():
+    check_golden("plan_full_truncated.md", render_markdown(full_plan(), max_chars=2500))
+
+
+def test_full_plan_has_every_action():
+    plan = full_plan()
+    assert {item.action for item in plan.items} == set(Action)
+    assert len({d.kind for d in plan.drift}) == 5
+
+
+# --------------------------------------------------------------------------- text rules
+
+
+def summary_plan(**counts) -> Plan:
+    return Plan(summary=PlanSummary(**counts), workspace="w", platform="local")
+
+
+def test_summary_line_format():
+    plan = summary_plan(submit=2, replace=1, stop=1, download=3, forget=0, attempts=1246)
+    assert summary_line(plan) == (
+        "Plan: 2 to submit, 1 to replace, 1 to stop, 3 to download, 0 to forget; 1,246 attempts."
+    )
+    extra = summary_plan(submit=1, adopt=2, move=1, blocked=3, attempts=1)
+    assert summary_line(extra) == (
+        "Plan: 1 to submit, 0 to replace, 0 to stop, 0 to download, 0 to forget, "
+        "2 to adopt, 1 to move, 3 blocked; 1 attempt."
+    )
+
+
+def test_empty_plan_says_no_changes():
+    assert render_text(empty_plan()) == NO_CHANGES + "\n"
+    assert NO_CHANGES == "No changes. Benchmark runs match the configuration."
+
+
+def test_text_has_no_colour_unless_asked():
+    plan = full_plan()
+    assert not ANSI.search(render_text(plan))
+    coloured = render_text(plan, color=True)
+    assert ANSI.search(coloured)
+    assert ANSI.sub("", re.sub("\x1b\\[[0-9;]*m", "", coloured)) == render_text(plan)
+
+
+def test_legend_lists_only_the_symbols_present():
+    text = render_text(guarded_plan())
+    legend = text.split("Osmosis would:")[0]
+    assert "  +   submit a new run" in legend and "  -   stop the run" in legend
+    for absent in ("-/+", "↓", "<=", "  >", "  !", "  ."):
+        assert absent not in legend
+
+
+def test_each_item_line_and_reason():
+    text = render_text(full_plan())
+    assert "\n  + hle/parity\n      # new config\n" in text
+    assert "\n  -/+ terminal-bench/smoke\n      # config changed\n" in text
+    assert '      requested by 3f9c2a1 "Add HLE parity run"\n' in text
+    assert "`osmosis secret set WANDB_API_KEY`" in text
+    assert "Plan: 2 to submit, 1 to replace, 1 to stop, 1 to download, 2 to forget" in text
+
+
+# --------------------------------------------------------------------------- markdown rules
+
+
+def test_markdown_starts_with_the_workspace_marker_and_summary_table():
+    md = render_markdown(full_plan())
+    lines = md.splitlines()
+    assert lines[0] == f"{MARKDOWN_MARKER} workspace=acme/evals -->"
+    assert lines[3].startswith("| submit | replace | stop | download | forget |")
+    assert md.index("**Blocked**") < md.index("<details>")
+    assert md.count("<details>") == md.count("</details>")
+
+
+@pytest.mark.parametrize("cap", [600, 1500, 4000, 65000])
+def test_markdown_stays_under_the_cap(cap):
+    wants = [
+        desired(f"suite{i % 7}/cfg-{i:04d}", models=(f"vendor/model-{i}",), task_set=None)
+        for i in range(400)
+    ]
+    plan = compute_plan(
+        wants,
+        lock(),
+        observation(*[observed_run(f"u{i}") for i in range(50)]),
+        settings(allow_over_budget=True),
+    )
+    md = render_markdown(plan, max_chars=cap)
+    assert len(md) < cap
+    assert md.startswith(MARKDOWN_MARKER)
+    assert md.count("<details>") == md.count("</details>")
+    assert md.count("```") % 2 == 0
+    if cap < 65000:
+        assert "_Truncated" in md
+
+
+def test_markdown_of_a_small_plan_is_not_truncated():
+    assert "Truncated" not in render_markdown(full_plan())
+
+
+# --------------------------------------------------------------------------- json and saved plans
+
+
+def test_json_shape():
+    doc = json.loads(render_json(full_plan()))
+    assert doc["format_version"] == "1.0"
+    assert doc["errored"] is False
+    first = doc["actions"][0]
+    for key in (
+        "action",
+        "symbol",
+        "address",
+        "reason",
+        "run_id",
+        "before",
+        "after",
+        "attempts",
+        "changes",
+        "details",
+        "warnings",
+    ):
+        assert key in first
+    assert set(doc["drift"][0]) == {"kind", "address", "run_id", "message", "fingerprint"}
+    assert doc["summary"]["submit"] == 2
+    assert json.loads(render_json(guarded_plan()))["errored"] is True
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_saved_plan_round_trips(name):
+    plan = PLANS[name]()
+    again = plan_from_dict(json.loads(render_json(plan)))
+    assert again == plan
+    assert render_json(again) == render_json(plan)
+
+
+def test_saved_plan_of_another_version_is_refused():
+    doc = plan_to_dict(full_plan())
+    doc["format_version"] = "2.0"
+    with pytest.raises(StalePlanError) as info:
+        plan_from_dict(doc)
+    assert "2.0" in info.value.message and "osmosis-plan --out" in info.value.hint
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.pop("format_version"),
+        lambda d: d["actions"][0].update(action="explode"),
+        lambda d: d["drift"][0].pop("fingerprint"),
+        lambda d: d.update(summary={"nonsense": 1}),
+    ],
+)
+def test_malformed_saved_plan_is_refused(mutate):
+    doc = plan_to_dict(full_plan())
+    mutate(doc)
+    with pytest.raises(StalePlanError):
+        plan_from_dict(doc)
+
+
+def test_no_secret_values_in_renders():
+    # Specs hold secret *names*; nothing else secret ever reaches a plan. Guard the names'
+    # neighbourhood: no "provided" secrets block sneaks into any output.
+    plan = full_plan()
+    for text in (render_text(plan), render_markdown(plan), render_json(plan)):
+        assert '"provided"' not in text
+    assert digest({}) not in render_text(plan)
