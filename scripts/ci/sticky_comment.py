@@ -1,0 +1,214 @@
+"""Post the osmosis plan as one sticky pull-request comment, or update the one already there.
+
+Usage (from .github/workflows/osmosis-plan.yml)::
+
+    python scripts/ci/sticky_comment.py --repo OWNER/NAME --pr N --body-file plan.md \\
+        --exit-code 0 [--validation-failed] [--run-url URL]
+
+``osmosis-plan --format markdown`` starts its output with a hidden marker line
+``<!-- osmosis-reconciler:plan ... -->``; the comment that starts with that marker is the
+sticky one. The decisions are pure functions (``prepare_comment_body``,
+``decide_comment_action``); ``main`` only wires them to the REST calls. Needs
+``GITHUB_TOKEN`` in the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from github_rest import GitHub, GitHubError, make_client
+
+MARKER_PREFIX = "<!-- osmosis-reconciler:plan"
+"""Every sticky plan comment starts with this; ``osmosis-plan`` adds the rest of the line."""
+FALLBACK_MARKER = f"{MARKER_PREFIX} -->"
+COMMENT_LIMIT = 65_536
+"""GitHub rejects comment bodies longer than this many characters."""
+BOT_LOGIN = "github-actions[bot]"
+"""Author of comments made with the workflow's GITHUB_TOKEN."""
+
+
+@dataclass(frozen=True)
+class CommentAction:
+    """What to do with the sticky comment: ``create`` it, ``update`` comment ``comment_id``,
+    or leave it (``unchanged``) because it already says exactly this."""
+
+    kind: Literal["create", "update", "unchanged"]
+    comment_id: int | None = None
+
+
+def has_marker(body: str, marker: str = MARKER_PREFIX) -> bool:
+    """True when ``body`` is a sticky plan comment: its first line starts with the marker.
+
+    Only the first line counts, so a reviewer quoting the plan in their own comment is never
+    mistaken for the sticky comment.
+    """
+    return body.lstrip("\ufeff").startswith(marker)
+
+
+def decide_comment_action(
+    existing_comments: Sequence[Mapping[str, Any]],
+    marker: str,
+    body: str,
+    *,
+    bot_login: str | None = BOT_LOGIN,
+) -> CommentAction:
+    """Decide between creating the sticky comment and updating the one already there.
+
+    ``existing_comments`` are GitHub issue-comment objects (``id``, ``body``, ``user.login``)
+    in the API's order, oldest first. The oldest comment that starts with ``marker`` (and,
+    when ``bot_login`` is given, was written by that account) is the sticky one; later
+    duplicates from a past race are left alone rather than guessed at.
+    """
+    for comment in existing_comments:
+        text = comment.get("body") or ""
+        author = (comment.get("user") or {}).get("login")
+        if not has_marker(text, marker):
+            continue
+        if bot_login is not None and author != bot_login:
+            continue
+        comment_id = int(comment["id"])
+        if text == body:
+            return CommentAction("unchanged", comment_id)
+        return CommentAction("update", comment_id)
+    return CommentAction("create")
+
+
+def prepare_comment_body(
+    markdown: str,
+    *,
+    exit_code: int | None,
+    validation_failed: bool = False,
+    run_url: str | None = None,
+    limit: int = COMMENT_LIMIT,
+) -> str:
+    """The comment text for one workflow run, always starting with the marker.
+
+    * configs failed ``--validate-only``: a short note pointing at the annotations, since the
+      plan was never computed (an old plan left in the comment would mislead reviewers);
+    * plan exit code 1: whatever the plan printed, under a warning that it cannot be applied;
+    * otherwise the plan's markdown as printed.
+
+    A footer links the workflow run. The result never exceeds ``limit`` characters.
+    """
+    text = markdown.replace("\r\n", "\n").strip("\n")
+    if text.startswith(MARKER_PREFIX):
+        marker, _, rest = text.partition("\n")
+    else:
+        marker, rest = FALLBACK_MARKER, text
+    rest = rest.strip("\n")
+
+    sections: list[str] = []
+    if validation_failed:
+        sections.append(
+            "### osmosis-plan\n\n"
+            ":x: **The benchmark configs failed validation**, so no plan was made. "
+            "The errors are annotated on the changed files; run `osmosis-plan --validate-only` "
+            "locally to see them."
+        )
+    elif exit_code not in (0, 2):
+        warning = (
+            ":x: **osmosis-plan failed** (exit code "
+            f"{exit_code if exit_code is not None else 'unknown'}): this plan cannot be "
+            "applied as it is. The job log says why."
+        )
+        sections.append(f"{warning}\n\n{rest}" if rest else f"### osmosis-plan\n\n{warning}")
+    else:
+        sections.append(rest or "### osmosis-plan\n\nThe plan printed nothing.")
+
+    footer = f"\n\n---\n<sub>[workflow run]({run_url})</sub>" if run_url else ""
+    body = f"{marker}\n" + "\n\n".join(sections) + footer + "\n"
+    if len(body) <= limit:
+        return body
+    note = "\n\n_… cut to fit GitHub's comment size limit; the full plan is in the job log._"
+    room = limit - len(marker) - 1 - len(note) - len(footer) - 1
+    return f"{marker}\n" + "\n\n".join(sections)[: max(room, 0)] + note + footer + "\n"
+
+
+def sync_comment(
+    github: GitHub, pr: int, body: str, *, bot_login: str | None = BOT_LOGIN
+) -> CommentAction:
+    """Create or update the sticky comment on pull request ``pr``; return what was done."""
+    action = decide_comment_action(
+        github.list_issue_comments(pr), MARKER_PREFIX, body, bot_login=bot_login
+    )
+    if action.kind == "create":
+        created = github.create_issue_comment(pr, body)
+        return CommentAction("create", int(created["id"]))
+    if action.kind == "update":
+        assert action.comment_id is not None
+        github.update_issue_comment(action.comment_id, body)
+    return action
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Post or update the sticky osmosis plan comment.")
+    parser.add_argument("--repo", required=True, help="owner/name (GITHUB_REPOSITORY)")
+    parser.add_argument("--pr", required=True, type=int, help="pull request number")
+    parser.add_argument(
+        "--body-file",
+        required=True,
+        type=Path,
+        help="osmosis-plan --format markdown output (may be missing)",
+    )
+    parser.add_argument("--exit-code", type=int, help="osmosis-plan's exit code")
+    parser.add_argument(
+        "--validation-failed",
+        action="store_true",
+        help="osmosis-plan --validate-only failed; say so instead of a plan",
+    )
+    parser.add_argument("--run-url", help="link to this workflow run")
+    parser.add_argument(
+        "--bot-login",
+        default=BOT_LOGIN,
+        help="only a comment by this account is updated ('' for any author)",
+    )
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        markdown = args.body_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        markdown = ""
+    body = prepare_comment_body(
+        markdown,
+        exit_code=args.exit_code,
+        validation_failed=args.validation_failed,
+        run_url=args.run_url,
+    )
+    try:
+        with make_client(env, transport) as client:
+            action = sync_comment(
+                GitHub(client, args.repo), args.pr, body, bot_login=args.bot_login or None
+            )
+    except GitHubError as exc:
+        if exc.status == 403:
+            # Pull requests from forks get a read-only token: the plan is still in the job
+            # summary, so a missing comment must not turn the check red.
+            print(
+                f"::warning::could not write the plan comment ({exc}); the token is "
+                "read-only here (a pull request from a fork?). The plan is in the job summary."
+            )
+            return 0
+        print(f"::error::could not write the plan comment: {exc}")
+        return 1
+    where = f" {action.comment_id}" if action.comment_id is not None else ""
+    print(f"plan comment: {action.kind}{where} on #{args.pr}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(env=os.environ))
