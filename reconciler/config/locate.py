@@ -1,0 +1,398 @@
+"""Find where a key or value stands in a TOML text (slow path, only for files with issues).
+
+``tomllib`` parses fast but keeps no positions, and tomlkit keeps no line numbers either, so
+this is a small scanner of our own. It is run only on files that already have an issue, and
+it understands exactly the TOML shapes a benchmark config uses: ``[table]`` and
+``[[array.of.tables]]`` headers, dotted keys, quoted keys, inline tables, arrays (nested),
+every string form and bare scalars. It is lenient: on text it does not understand it stops
+and keeps what it found, because a position is a help, never a reason to fail.
+
+Paths are tuples of keys (str) and array indices (int), e.g. ``("agents", 1, "model", "type")``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+Path = tuple[str | int, ...]
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
+_SYNTAX_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_SYNTAX_AT_END = re.compile(r"\s*\(at end of document\)$")
+
+
+class _Stop(Exception):
+    """The scanner met something it does not understand; keep what was found."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spot:
+    """Offsets of a key and of its value (for headers: the header; for items: the item)."""
+
+    key: int
+    value: int
+
+
+class Positions:
+    """Offsets of every key and value the scanner saw, convertible to 1-based line/column."""
+
+    def __init__(
+        self, text: str, spots: dict[Path, Spot], duplicate: Path | None, duplicate_offset: int = 0
+    ) -> None:
+        self._text = text
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.spots = spots
+        self.duplicate = duplicate
+        """The first key defined twice, when the scanner saw one (tomllib does not say where)."""
+        self.duplicate_offset = duplicate_offset
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        index = bisect.bisect_right(self._line_starts, offset) - 1
+        return index + 1, offset - self._line_starts[index] + 1
+
+    def find(self, path: Path, anchor: str) -> tuple[int, int]:
+        """Line and column for ``path``.
+
+        ``anchor`` is ``key`` or ``value`` (the key/value itself), ``table`` (the header or
+        first mention of the table at ``path``), ``parent`` (a missing key: point at the
+        table that should hold it) or ``file`` (line 1, column 1).
+        """
+        if anchor == "file":
+            return 1, 1
+        if anchor == "parent":
+            path = path[:-1]
+            anchor = "table"
+        while path:
+            spot = self.spots.get(path)
+            if spot is not None:
+                return self.line_col(spot.key if anchor == "key" else spot.value)
+            # An unknown position (for example an implicit table): the closest known parent.
+            path = path[:-1]
+            anchor = "table"
+        return 1, 1
+
+
+def scan(text: str, stop_line: int | None = None) -> Positions:
+    """Scan ``text`` (up to ``stop_line`` when given) and return the positions found."""
+    scanner = _Scanner(text, stop_line)
+    try:
+        scanner.run()
+    except (_Stop, IndexError, RecursionError):
+        pass
+    return Positions(text, scanner.spots, scanner.duplicate, scanner.duplicate_offset)
+
+
+def current_key_path(text: str, line: int) -> Path:
+    """Best-effort key path of the statement on ``line`` (for syntax errors).
+
+    Everything before a syntax error parsed, so the scanner can follow the tables up to
+    that line; the key on the line itself is read without its (broken) value.
+    """
+    scanner = _Scanner(text, line)
+    try:
+        scanner.run()
+    except (_Stop, IndexError, RecursionError):
+        pass
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return scanner.table
+    stmt = lines[line - 1].strip()
+    if stmt.startswith("["):
+        inner = stmt.strip("[]").split("#")[0].strip()
+        keys = _split_simple_key(inner)
+        return tuple(keys) if keys else scanner.table
+    keys = _split_simple_key(stmt.split("=", 1)[0]) if "=" in stmt else []
+    return scanner.table + tuple(keys) if keys else scanner.table
+
+
+def _split_simple_key(text: str) -> list[str]:
+    parts = [p.strip().strip("\"'") for p in text.strip().split(".")]
+    return parts if all(parts) else []
+
+
+def syntax_error_position(text: str, message: str) -> tuple[str, int, int]:
+    """Split a tomllib error message into (reason, line, column)."""
+    match = _SYNTAX_POSITION.search(message)
+    if match:
+        return message[: match.start()], int(match.group(1)), int(match.group(2))
+    match = _SYNTAX_AT_END.search(message)
+    reason = message[: match.start()] if match else message
+    # End of document: point after the last statement, not at trailing blank or comment
+    # lines (an unclosed array or string is what the user has to find).
+    lines = text.split("\n")
+    last = len(lines)
+    while last > 1 and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
+        last -= 1
+    return reason, last, len(lines[last - 1].rstrip()) + 1
+
+
+def nesting_position(text: str, limit: int) -> tuple[int, int]:
+    """Line and column where bracket/brace nesting first exceeds ``limit`` (iterative)."""
+    depth = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c in "\"'":
+            triple = text.startswith(c * 3, i)
+            quote = c * 3 if triple else c
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                j += 2 if (c == '"' and text[j] == "\\") else 1
+            i = j + len(quote)
+            continue
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return Positions(text, {}, None).line_col(i)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return 1, 1
+
+
+class _Scanner:
+    def __init__(self, text: str, stop_line: int | None) -> None:
+        self.s = text
+        self.n = len(text)
+        self.i = 0
+        self.line = 1
+        self.stop_line = stop_line
+        self.spots: dict[Path, Spot] = {}
+        self.aot_count: dict[Path, int] = {}
+        self.table: Path = ()
+        self.values: set[Path] = set()
+        self.duplicate: Path | None = None
+        self.duplicate_offset = 0
+
+    # -- low level
+    def skip_ws(self) -> None:
+        s, n = self.s, self.n
+        while self.i < n and s[self.i] in " \t":
+            self.i += 1
+
+    def skip_ws_nl_comments(self) -> None:
+        s, n = self.s, self.n
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r":
+                self.i += 1
+            elif c == "\n":
+                self.i += 1
+                self.line += 1
+            elif c == "#":
+                j = s.find("\n", self.i)
+                self.i = n if j < 0 else j
+            else:
+                return
+
+    def advance_to(self, j: int) -> None:
+        self.line += self.s.count("\n", self.i, j)
+        self.i = j
+
+    # -- statements
+    def run(self) -> None:
+        while True:
+            self.skip_ws_nl_comments()
+            if self.i >= self.n:
+                return
+            if self.stop_line is not None and self.line >= self.stop_line:
+                return
+            if self.s[self.i] == "[":
+                self.header()
+            else:
+                self.keyval(self.table, record_values=True)
+            self.skip_ws()
+            if self.i < self.n and self.s[self.i] == "#":
+                j = self.s.find("\n", self.i)
+                self.i = self.n if j < 0 else j
+            if self.i < self.n and self.s[self.i] not in "\r\n":
+                raise _Stop
+
+    def header(self) -> None:
+        start = self.i
+        aot = self.s.startswith("[[", self.i)
+        self.i += 2 if aot else 1
+        self.skip_ws()
+        keys = self.keys()
+        self.skip_ws()
+        close = "]]" if aot else "]"
+        if not self.s.startswith(close, self.i):
+            raise _Stop
+        self.i += len(close)
+        path: Path = ()
+        for name, offset in keys[:-1]:
+            path = self.extend(path + (name,))
+            self.spots.setdefault(path, Spot(offset, offset))
+        name, offset = keys[-1]
+        path = path + (name,)
+        if aot:
+            count = self.aot_count.get(path, 0)
+            self.spots.setdefault(path, Spot(offset, start))
+            self.aot_count[path] = count + 1
+            path = path + (count,)
+        elif path in self.spots and path in self.values:
+            self.mark_duplicate(path, start)
+        self.spots[path] = Spot(offset, start)
+        self.values.add(path)
+        self.table = path
+
+    def extend(self, path: Path) -> Path:
+        """Point a header's prefix at the last element of an array of tables."""
+        count = self.aot_count.get(path)
+        return path + (count - 1,) if count else path
+
+    def keys(self) -> list[tuple[str, int]]:
+        found: list[tuple[str, int]] = []
+        while True:
+            self.skip_ws()
+            offset = self.i
+            found.append((self.simple_key(), offset))
+            self.skip_ws()
+            if self.i < self.n and self.s[self.i] == ".":
+                self.i += 1
+                continue
+            return found
+
+    def simple_key(self) -> str:
+        c = self.s[self.i]
+        if c in "\"'":
+            start = self.i
+            self.string()
+            raw = self.s[start + 1 : self.i - 1]
+            return raw if c == "'" else _unescape(raw)
+        match = _BARE_KEY.match(self.s, self.i)
+        if not match:
+            raise _Stop
+        self.i = match.end()
+        return match.group()
+
+    def keyval(self, base: Path, record_values: bool) -> None:
+        keys = self.keys()
+        path = base
+        for name, offset in keys[:-1]:
+            path = path + (name,)
+            self.spots.setdefault(path, Spot(offset, offset))
+        name, offset = keys[-1]
+        path = path + (name,)
+        if self.i >= self.n or self.s[self.i] != "=":
+            raise _Stop
+        self.i += 1
+        self.skip_ws()
+        if path in self.values:
+            self.mark_duplicate(path, offset)
+        self.values.add(path)
+        self.spots[path] = Spot(offset, self.i)
+        self.value(path)
+
+    def mark_duplicate(self, path: Path, offset: int) -> None:
+        if self.duplicate is None:
+            self.duplicate = path
+            self.duplicate_offset = offset
+
+    # -- values
+    def value(self, path: Path) -> None:
+        c = self.s[self.i]
+        if c in "\"'":
+            self.string()
+        elif c == "[":
+            self.array(path)
+        elif c == "{":
+            self.inline_table(path)
+        else:
+            j = self.i
+            s, n = self.s, self.n
+            while j < n and s[j] not in ",]}\n#":
+                j += 1
+            if j == self.i:
+                raise _Stop
+            self.i = j
+            # Bare scalars may end in spaces before a comment or newline; leave those.
+
+    def string(self) -> None:
+        s = self.s
+        c = s[self.i]
+        if s.startswith(c * 3, self.i):
+            j = self.i + 3
+            while True:
+                k = s.find(c * 3, j)
+                if k < 0:
+                    raise _Stop
+                if c == '"' and _escaped(s, k):
+                    j = k + 1
+                    continue
+                # Up to two quotes directly before the closing triple belong to the content.
+                end = k + 3
+                while end < self.n and s[end] == c and end - k < 5:
+                    end += 1
+                self.advance_to(end)
+                return
+        j = self.i + 1
+        while True:
+            k = s.find(c, j)
+            nl = s.find("\n", j)
+            if k < 0 or (0 <= nl < k):
+                raise _Stop
+            if c == '"' and _escaped(s, k):
+                j = k + 1
+                continue
+            self.i = k + 1
+            return
+
+    def array(self, path: Path) -> None:
+        self.i += 1
+        index = 0
+        while True:
+            self.skip_ws_nl_comments()
+            if self.s[self.i] == "]":
+                self.i += 1
+                return
+            item = path + (index,)
+            self.spots[item] = Spot(self.i, self.i)
+            self.value(item)
+            index += 1
+            self.skip_ws_nl_comments()
+            if self.s[self.i] == ",":
+                self.i += 1
+            elif self.s[self.i] != "]":
+                raise _Stop
+
+    def inline_table(self, path: Path) -> None:
+        self.i += 1
+        while True:
+            self.skip_ws_nl_comments()
+            if self.s[self.i] == "}":
+                self.i += 1
+                return
+            self.keyval(path, record_values=True)
+            self.skip_ws_nl_comments()
+            if self.s[self.i] == ",":
+                self.i += 1
+            elif self.s[self.i] != "}":
+                raise _Stop
+
+
+def _escaped(s: str, k: int) -> bool:
+    backslashes = 0
+    j = k - 1
+    while j >= 0 and s[j] == "\\":
+        backslashes += 1
+        j -= 1
+    return backslashes % 2 == 1
+
+
+def _unescape(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
+    try:
+        import tomllib
+
+        return tomllib.loads(f'k = "{raw}"')["k"]
+    except Exception:
+        return raw
