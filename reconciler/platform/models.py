@@ -1,0 +1,855 @@
+"""Frozen models of what the Platform returns (platform-api.md §3), built at the boundary.
+
+Every model has a ``from_api`` constructor that takes the decoded JSON object and applies
+the tolerant fallbacks the osmosis CLI applies (``name`` ← ``benchmark_run_name``,
+``benchmark_name`` ← ``benchmark.name`` ← ``configuration``, progress overrides, ...).
+Raw JSON never travels past ``reconciler.platform``: the client returns these models.
+
+Shape violations that make a value unusable (a run without ``id``, a manifest file
+without a path) raise ``ValueError``; the client turns that into ``InvalidResponseError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reconciler.model import BenchmarkInfo, ObservedRun, adoption_fingerprint
+
+KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
+
+
+class RunStatus(StrEnum):
+    """Run statuses the osmosis CLI knows (§5). Unknown strings are kept as plain ``str``."""
+
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    @classmethod
+    def parse(cls, value: str) -> RunStatus | None:
+        """The enum member, or None for a status this client does not know."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+class PlatformModel(BaseModel):
+    """Base of every Platform model: immutable, no fields beyond the declared ones."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- coercion
+# The Platform is tolerant in what it may omit; these helpers are tolerant in the same
+# way: wrong types count as absent instead of crashing the whole listing.
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _nonempty(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _bool(value: Any, default: bool = False) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _datetime(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    # A naive timestamp from the Platform is UTC; comparing naive and aware datetimes
+    # would raise later in the plan.
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _obj(value).items() if v is not None}
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value with non-finite floats dropped, for pass-through dicts."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _require_id(raw: Mapping[str, Any], what: str) -> str:
+    value = raw.get("id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} without an 'id'")
+    return value
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+
+class TaskSet(PlatformModel):
+    """A named subset of a benchmark's tasks, e.g. HLE ``parity`` (249 tasks)."""
+
+    name: str
+    task_count: int = 0
+    recommended: bool = False
+    description: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> TaskSet | None:
+        raw = _obj(raw)
+        name = _nonempty(raw.get("name"))
+        if name is None:
+            return None
+        return cls(
+            name=name,
+            task_count=_int(raw.get("task_count")) or 0,
+            recommended=_bool(raw.get("recommended")),
+            description=_str(raw.get("description")),
+        )
+
+
+class Category(PlatformModel):
+    """A task category and how many tasks it holds."""
+
+    name: str
+    task_count: int = 0
+
+    @classmethod
+    def from_api(cls, raw: Any) -> Category | None:
+        raw = _obj(raw)
+        name = _nonempty(raw.get("name"))
+        if name is None:
+            return None
+        return cls(name=name, task_count=_int(raw.get("task_count")) or 0)
+
+
+class BenchmarkTask(PlatformModel):
+    """One task of a benchmark. ``difficulty`` is easy/medium/hard or None (never inferred)."""
+
+    name: str
+    category: str | None = None
+    difficulty: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> BenchmarkTask | None:
+        raw = _obj(raw)
+        name = _nonempty(raw.get("name"))
+        if name is None:
+            return None
+        difficulty = raw.get("difficulty")
+        return cls(
+            name=name,
+            category=_str(raw.get("category")),
+            difficulty=difficulty if difficulty in KNOWN_DIFFICULTIES else None,
+        )
+
+
+def _tasks(raw: Any) -> tuple[BenchmarkTask, ...]:
+    return tuple(t for t in (BenchmarkTask.from_api(x) for x in _list(raw)) if t is not None)
+
+
+class Benchmark(PlatformModel):
+    """A catalog entry as E1 lists it (and the common part of E2)."""
+
+    id: str
+    name: str
+    key: str
+    """``source_ref``: what the osmosis CLI shows as the key (``hle``, ``terminal-bench-2-1``)."""
+    description: str | None = None
+    source_type: str | None = None
+    source_url: str | None = None
+    task_count: int = 0
+    category_count: int = 0
+    task_sets: tuple[TaskSet, ...] = ()
+    sync_status: str = "ready"
+    synced_task_count: int = 0
+    sync_error: str | None = None
+    platform_url: str | None = None
+    run_count: int = 0
+    running_count: int = 0
+    last_run_at: datetime | None = None
+    last_run_status: str | None = None
+    last_run_name: str | None = None
+    creator_name: str | None = None
+
+    @staticmethod
+    def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
+        bench_id = _require_id(raw, "benchmark")
+        name = _str(raw.get("name")) or ""
+        return {
+            "id": bench_id,
+            "name": name,
+            "key": _str(raw.get("source_ref")) or "",
+            "description": _str(raw.get("description")),
+            "source_type": _str(raw.get("source_type")),
+            "source_url": _str(raw.get("source_url")),
+            "task_count": _int(raw.get("task_count")) or 0,
+            "category_count": _int(raw.get("category_count")) or 0,
+            "task_sets": tuple(
+                s for s in (TaskSet.from_api(x) for x in _list(raw.get("task_sets"))) if s
+            ),
+            "sync_status": _nonempty(raw.get("sync_status")) or "ready",
+            "synced_task_count": _int(raw.get("synced_task_count")) or 0,
+            "sync_error": _str(raw.get("sync_error")),
+            "platform_url": _str(raw.get("platform_url")),
+        }
+
+    @classmethod
+    def from_api(cls, raw: Any) -> Benchmark:
+        raw = _obj(raw)
+        return cls(
+            **cls._fields(raw),
+            run_count=_int(raw.get("run_count")) or 0,
+            running_count=_int(raw.get("running_count")) or 0,
+            last_run_at=_datetime(raw.get("last_run_at")),
+            last_run_status=_str(raw.get("last_run_status")),
+            last_run_name=_str(raw.get("last_run_name")),
+            creator_name=_str(raw.get("creator_name")),
+        )
+
+
+class Metric(PlatformModel):
+    """A pass@k point with its confidence interval."""
+
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    k: int | None = None
+    method: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> Metric | None:
+        if not isinstance(raw, Mapping):
+            return None
+        return cls(
+            value=_float(raw.get("value")),
+            ci_low=_float(raw.get("ci_low")),
+            ci_high=_float(raw.get("ci_high")),
+            n=_int(raw.get("n")),
+            k=_int(raw.get("k")),
+            method=_str(raw.get("method")),
+        )
+
+
+def _metrics(raw: Any) -> tuple[Metric, ...]:
+    return tuple(m for m in (Metric.from_api(x) for x in _list(raw)) if m is not None)
+
+
+class LeaderboardEntry(PlatformModel):
+    """One row of a benchmark's leaderboard (E2 ``leaderboard``)."""
+
+    rank: int | None = None
+    tied: bool = False
+    task_set: str | None = None
+    harness: str | None = None
+    model: str | None = None
+    pass_at_1: Metric | None = None
+    pass_at_k: tuple[Metric, ...] = ()
+    cost_per_task: float | None = None
+    mean_duration_seconds: float | None = None
+    tokens_per_task: float | None = None
+    run_id: str | None = None
+    run_name: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> LeaderboardEntry | None:
+        if not isinstance(raw, Mapping):
+            return None
+        run = _obj(raw.get("run"))
+        return cls(
+            rank=_int(raw.get("rank")),
+            tied=_bool(raw.get("tied")),
+            task_set=_str(raw.get("task_set")),
+            harness=_str(raw.get("harness")),
+            model=_str(raw.get("model")),
+            pass_at_1=Metric.from_api(raw.get("pass_at_1")),
+            pass_at_k=_metrics(raw.get("pass_at_k")),
+            cost_per_task=_float(raw.get("cost_per_task")),
+            mean_duration_seconds=_float(raw.get("mean_duration_seconds")),
+            tokens_per_task=_float(raw.get("tokens_per_task")),
+            run_id=_str(run.get("id")),
+            run_name=_str(run.get("name")),
+        )
+
+
+class BenchmarkDetail(Benchmark):
+    """A benchmark as E2 describes it: catalog entry plus tasks, requirements, leaderboard."""
+
+    runner_family: str | None = None
+    supports_harness: bool = True
+    requires_harness: bool = False
+    default_harness: str | None = None
+    requires_judge_model: bool = False
+    requires_judge_api_key: bool = False
+    judge_model_default: str | None = None
+    pass_threshold: float | None = None
+    categories: tuple[Category, ...] = ()
+    tasks: tuple[BenchmarkTask, ...] = ()
+    unavailable_tasks: tuple[BenchmarkTask, ...] = ()
+    unavailable_reason: str | None = None
+    required_secret_names: tuple[str, ...] = ()
+    """Implicit secret records the benchmark needs (HLE → ``HF_TOKEN``), per D2."""
+    leaderboard: tuple[LeaderboardEntry, ...] = ()
+
+    @classmethod
+    def from_api(cls, raw: Any) -> BenchmarkDetail:
+        """From the whole E2 body ``{"benchmark": {...}, "leaderboard": [...]}``."""
+        body = _obj(raw)
+        bench = _obj(body.get("benchmark"))
+        if not bench:
+            raise ValueError("benchmark detail without a 'benchmark' object")
+        unavailable = _obj(bench.get("unavailable_tasks"))
+        names: list[str] = []
+        for name in _list(bench.get("required_secret_names")):
+            if isinstance(name, str) and name.strip() and name.strip() not in names:
+                names.append(name.strip())
+        return cls(
+            **cls._fields(bench),
+            runner_family=_str(bench.get("runner_family")),
+            supports_harness=_bool(bench.get("supports_harness"), True),
+            requires_harness=_bool(bench.get("requires_harness")),
+            default_harness=_nonempty(bench.get("default_harness")),
+            requires_judge_model=_bool(bench.get("requires_judge_model")),
+            requires_judge_api_key=_bool(bench.get("requires_judge_api_key")),
+            judge_model_default=_nonempty(bench.get("judge_model_default")),
+            pass_threshold=_float(bench.get("pass_threshold")),
+            categories=tuple(
+                c for c in (Category.from_api(x) for x in _list(bench.get("categories"))) if c
+            ),
+            tasks=_tasks(bench.get("tasks")),
+            unavailable_tasks=_tasks(unavailable.get("tasks")),
+            unavailable_reason=_str(unavailable.get("reason")),
+            required_secret_names=tuple(names),
+            leaderboard=tuple(
+                e
+                for e in (LeaderboardEntry.from_api(x) for x in _list(body.get("leaderboard")))
+                if e is not None
+            ),
+        )
+
+    def to_info(self) -> BenchmarkInfo:
+        """What preflight needs, as the shared core type."""
+        categories: dict[str, int] = {c.name: c.task_count for c in self.categories}
+        if not categories:
+            # Older servers omit ``categories``; count them from the task list instead.
+            for task in self.tasks:
+                if task.category:
+                    categories[task.category] = categories.get(task.category, 0) + 1
+        return BenchmarkInfo(
+            id=self.id,
+            name=self.name,
+            key=self.key,
+            sync_status=self.sync_status,
+            synced_task_count=self.synced_task_count,
+            sync_error=self.sync_error,
+            platform_url=self.platform_url,
+            task_count=self.task_count,
+            categories=categories,
+            task_sets={s.name: s.task_count for s in self.task_sets},
+            task_names=frozenset(t.name for t in self.tasks),
+            supports_harness=self.supports_harness,
+            requires_harness=self.requires_harness,
+            default_harness=self.default_harness,
+            requires_judge_model=self.requires_judge_model,
+            requires_judge_api_key=self.requires_judge_api_key,
+            judge_model_default=self.judge_model_default,
+            required_secret_names=self.required_secret_names,
+        )
+
+
+# --------------------------------------------------------------------------- runs
+
+
+class RunSummary(PlatformModel):
+    """A run as E4 lists it (and ``benchmark_run`` of E5), fallbacks applied."""
+
+    id: str
+    name: str = ""
+    status: str = ""
+    """The Platform's status string, kept even when unknown (see ``RunStatus``)."""
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    creator_name: str | None = None
+    creator_email: str | None = None
+    platform_url: str | None = None
+    agent_count: int | None = None
+    best_pass_at_1: float | None = None
+    """Fraction 0-1; non-finite or boolean values are dropped."""
+    ingested_results: int | None = None
+    expected_results: int | None = None
+
+    @property
+    def known_status(self) -> RunStatus | None:
+        return RunStatus.parse(self.status)
+
+    @classmethod
+    def from_api(cls, raw: Any) -> RunSummary:
+        raw = _obj(raw)
+        nested = _obj(raw.get("benchmark"))
+        name = _str(raw.get("name"))
+        if name is None:
+            name = _str(raw.get("benchmark_run_name")) or ""
+        return cls(
+            id=_require_id(raw, "benchmark run"),
+            name=name,
+            status=_str(raw.get("status")) or "",
+            benchmark_id=_nonempty(raw.get("benchmark_id")) or _nonempty(nested.get("id")),
+            benchmark_name=_nonempty(raw.get("benchmark_name")) or _nonempty(nested.get("name")),
+            created_at=_datetime(raw.get("created_at")),
+            started_at=_datetime(raw.get("started_at")),
+            completed_at=_datetime(raw.get("completed_at")),
+            creator_name=_str(raw.get("creator_name")),
+            creator_email=_str(raw.get("creator_email")),
+            platform_url=_nonempty(raw.get("platform_url")),
+            agent_count=_int(raw.get("agent_count")),
+            best_pass_at_1=_float(raw.get("best_pass_at_1")),
+            ingested_results=_int(raw.get("ingested_results")),
+            expected_results=_int(raw.get("expected_results")),
+        )
+
+    def to_observed(self, fingerprint: str | None = None) -> ObservedRun:
+        """The shared core type the plan compares against."""
+        return ObservedRun(
+            id=self.id,
+            name=self.name,
+            status=self.status,
+            benchmark_id=self.benchmark_id,
+            benchmark_name=self.benchmark_name,
+            created_at=self.created_at,
+            completed_at=self.completed_at,
+            platform_url=self.platform_url,
+            agent_count=self.agent_count,
+            best_pass_at_1=self.best_pass_at_1,
+            fingerprint=fingerprint,
+        )
+
+
+class RunConfiguration(PlatformModel):
+    """E5 ``configuration``: what the run was asked to do, as the Platform stored it."""
+
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    source_type: str | None = None
+    source_ref: str | None = None
+    resolved_version: str | None = None
+    resolved_digest: str | None = None
+    task_filters: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    resolved_secret_scopes: dict[str, str] = Field(default_factory=dict)
+    """Secret name → ``workspace`` / ``user`` / ``user_override`` (names only, never values)."""
+
+    @classmethod
+    def from_api(cls, raw: Any) -> RunConfiguration:
+        raw = _obj(raw)
+        version = raw.get("resolved_version")
+        return cls(
+            benchmark_id=_nonempty(raw.get("benchmark_id")),
+            benchmark_name=_nonempty(raw.get("benchmark_name")),
+            source_type=_str(raw.get("source_type")),
+            source_ref=_str(raw.get("source_ref")),
+            resolved_version=str(version) if isinstance(version, str | int) else None,
+            resolved_digest=_str(raw.get("resolved_digest")),
+            task_filters=_plain(dict(_obj(raw.get("task_filters")))),
+            config=_plain(dict(_obj(raw.get("config")))),
+            resolved_secret_scopes=_str_map(raw.get("resolved_secret_scopes")),
+        )
+
+
+class AgentAggregates(PlatformModel):
+    """Per-agent aggregates of a run (E5 ``agents[].aggregates``)."""
+
+    reported_cost_usd: float | None = None
+    mean_duration_seconds: float | None = None
+    tokens_per_task: float | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> AgentAggregates:
+        raw = _obj(raw)
+        return cls(
+            reported_cost_usd=_float(raw.get("reported_cost_usd")),
+            mean_duration_seconds=_float(raw.get("mean_duration_seconds")),
+            tokens_per_task=_float(raw.get("tokens_per_task")),
+        )
+
+
+class RunAgent(PlatformModel):
+    """One agent of a run. ``harness`` None = the benchmark's official scaffold."""
+
+    id: str | None = None
+    agent_index: int = 0
+    harness: str | None = None
+    model_display_name: str | None = None
+    model: str | None = None
+    model_ref: str | None = None
+    status: str | None = None
+    environment_variables: dict[str, str] = Field(default_factory=dict)
+    aggregates: AgentAggregates = AgentAggregates()
+
+    @classmethod
+    def from_api(cls, raw: Any, position: int) -> RunAgent | None:
+        if not isinstance(raw, Mapping):
+            return None
+        index = _int(raw.get("agent_index"))
+        return cls(
+            id=_str(raw.get("id")),
+            agent_index=position if index is None else index,
+            harness=_nonempty(raw.get("harness")),
+            model_display_name=_str(raw.get("model_display_name")),
+            model=_str(raw.get("model")),
+            model_ref=_str(raw.get("model_ref")),
+            status=_str(raw.get("status")),
+            environment_variables=_str_map(raw.get("environment_variables")),
+            aggregates=AgentAggregates.from_api(raw.get("aggregates")),
+        )
+
+
+class AgentMetrics(PlatformModel):
+    """Scores of one agent (E5 ``agent_metrics[]``); joined to agents by agent id."""
+
+    benchmark_run_agent_id: str | None = None
+    rank: int | None = None
+    n_tasks: int | None = None
+    pass_at_1: Metric | None = None
+    pass_at_k: tuple[Metric, ...] = ()
+
+    @classmethod
+    def from_api(cls, raw: Any) -> AgentMetrics | None:
+        if not isinstance(raw, Mapping):
+            return None
+        return cls(
+            benchmark_run_agent_id=_str(raw.get("benchmark_run_agent_id")),
+            rank=_int(raw.get("rank")),
+            n_tasks=_int(raw.get("n_tasks")),
+            pass_at_1=Metric.from_api(raw.get("pass_at_1")),
+            pass_at_k=_metrics(raw.get("pass_at_k")),
+        )
+
+
+class RunTotals(PlatformModel):
+    """Result totals of a run (E5 ``totals``)."""
+
+    passed: int | None = None
+    failed: int | None = None
+    errored: int | None = None
+    cancelled: int | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    total_cost_usd: float | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> RunTotals:
+        raw = _obj(raw)
+        return cls(
+            passed=_int(raw.get("passed")),
+            failed=_int(raw.get("failed")),
+            errored=_int(raw.get("errored")),
+            cancelled=_int(raw.get("cancelled")),
+            total_input_tokens=_int(raw.get("total_input_tokens")),
+            total_output_tokens=_int(raw.get("total_output_tokens")),
+            total_cost_usd=_float(raw.get("total_cost_usd")),
+        )
+
+
+class RunDetail(PlatformModel):
+    """A run as E5 describes it; ``summary`` has every fallback already applied."""
+
+    summary: RunSummary
+    configuration: RunConfiguration = RunConfiguration()
+    agents: tuple[RunAgent, ...] = ()
+    """Sorted by ``agent_index``."""
+    agent_metrics: tuple[AgentMetrics, ...] = ()
+    totals: RunTotals = RunTotals()
+    is_internal_user: bool = False
+
+    @classmethod
+    def from_api(cls, raw: Any) -> RunDetail:
+        """From the whole E5 body."""
+        body = _obj(raw)
+        run = dict(_obj(body.get("benchmark_run")))
+        if not run:
+            raise ValueError("benchmark run detail without a 'benchmark_run' object")
+        configuration = RunConfiguration.from_api(body.get("configuration"))
+        agents = tuple(
+            sorted(
+                (
+                    a
+                    for a in (
+                        RunAgent.from_api(x, i) for i, x in enumerate(_list(body.get("agents")))
+                    )
+                    if a is not None
+                ),
+                key=lambda a: a.agent_index,
+            )
+        )
+        metrics = tuple(
+            m for m in (AgentMetrics.from_api(x) for x in _list(body.get("agent_metrics"))) if m
+        )
+        summary = RunSummary.from_api(run)
+        updates: dict[str, Any] = {}
+        if summary.benchmark_name is None and configuration.benchmark_name:
+            updates["benchmark_name"] = configuration.benchmark_name
+        if summary.benchmark_id is None and configuration.benchmark_id:
+            updates["benchmark_id"] = configuration.benchmark_id
+        progress = _obj(body.get("progress"))
+        if _int(progress.get("ingested")) is not None:
+            updates["ingested_results"] = _int(progress.get("ingested"))
+        if _int(progress.get("expected")) is not None:
+            updates["expected_results"] = _int(progress.get("expected"))
+        if summary.agent_count is None and agents:
+            updates["agent_count"] = len(agents)
+        if summary.best_pass_at_1 is None:
+            values = [
+                m.pass_at_1.value
+                for m in metrics
+                if m.pass_at_1 is not None and m.pass_at_1.value is not None
+            ]
+            if values:
+                updates["best_pass_at_1"] = max(values)
+        if updates:
+            summary = summary.model_copy(update=updates)
+        return cls(
+            summary=summary,
+            configuration=configuration,
+            agents=agents,
+            agent_metrics=metrics,
+            totals=RunTotals.from_api(body.get("totals")),
+            is_internal_user=_bool(body.get("is_internal_user")),
+        )
+
+    def fingerprint(self) -> str:
+        """The adoption fingerprint (``reconciler.model.adoption_fingerprint``) of this run.
+
+        Agents contribute ``(harness, model, environment_variables)`` in ``agent_index``
+        order; the benchmark is the configuration's id, else the run's.
+        """
+        return adoption_fingerprint(
+            self.configuration.benchmark_id or self.summary.benchmark_id,
+            self.configuration.task_filters,
+            self.configuration.config,
+            [(a.harness, a.model or "", a.environment_variables) for a in self.agents],
+        )
+
+    def to_observed(self) -> ObservedRun:
+        """The run as the core type, with its adoption fingerprint filled in."""
+        return self.summary.to_observed(fingerprint=self.fingerprint())
+
+
+class SubmittedRun(PlatformModel):
+    """The E3 response: the only handle a submit gives back (there is no idempotency key)."""
+
+    id: str
+    name: str = ""
+    status: str = "pending"
+    workflow_id: str | None = None
+    task_count: int | None = None
+    created_at: datetime | None = None
+    platform_url: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> SubmittedRun:
+        raw = _obj(raw)
+        return cls(
+            id=_require_id(raw, "submitted run"),
+            name=_str(raw.get("name")) or _str(raw.get("benchmark_run_name")) or "",
+            status=_nonempty(raw.get("status")) or "pending",
+            workflow_id=_str(raw.get("workflow_id")),
+            task_count=_int(raw.get("task_count")),
+            created_at=_datetime(raw.get("created_at")),
+            platform_url=_nonempty(raw.get("platform_url")),
+        )
+
+
+# --------------------------------------------------------------------------- logs
+
+
+class LogEntry(PlatformModel):
+    """One log line of a run (E6)."""
+
+    timestamp: str = ""
+    level: str = ""
+    step: str = ""
+    message: str = ""
+    details: dict[str, Any] | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> LogEntry | None:
+        if not isinstance(raw, Mapping):
+            return None
+        details = raw.get("details")
+        return cls(
+            timestamp=_str(raw.get("timestamp")) or "",
+            level=_str(raw.get("level")) or "",
+            step=_str(raw.get("step")) or "",
+            message=_str(raw.get("message")) or "",
+            details=_plain(dict(details)) if isinstance(details, Mapping) else None,
+        )
+
+
+class LogPage(PlatformModel):
+    """One page of logs, oldest first; ``next_cursor`` continues in the same direction."""
+
+    entries: tuple[LogEntry, ...] = ()
+    next_cursor: str | None = None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_cursor is not None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> LogPage:
+        body = _obj(raw)
+        cursor = body.get("next_cursor")
+        return cls(
+            entries=tuple(e for e in (LogEntry.from_api(x) for x in _list(body.get("logs"))) if e),
+            next_cursor=cursor if isinstance(cursor, str) and cursor else None,
+        )
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+class ManifestFile(PlatformModel):
+    """One downloadable file: a run-relative ``path``, its exact ``size``, an opaque ``token``."""
+
+    path: str
+    size: int
+    token: str | None = None
+
+
+class Manifest(PlatformModel):
+    """The E8 manifest. Paths are NOT checked for safety here; the download engine does that."""
+
+    files: tuple[ManifestFile, ...] = ()
+    totals: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_api(cls, raw: Any) -> Manifest:
+        body = _obj(raw)
+        files_raw = body.get("files")
+        if not isinstance(files_raw, list):
+            raise ValueError("manifest 'files' is not a list")
+        files = []
+        for i, item in enumerate(files_raw):
+            if not isinstance(item, Mapping):
+                raise ValueError(f"manifest file #{i} is not an object")
+            path, size, token = item.get("path"), item.get("size"), item.get("token")
+            if not isinstance(path, str) or not path:
+                raise ValueError(f"manifest file #{i} has no path")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                raise ValueError(f"manifest file {path!r} has an invalid size")
+            if token is not None and not isinstance(token, str):
+                raise ValueError(f"manifest file {path!r} has an invalid token")
+            files.append(ManifestFile(path=path, size=size, token=token))
+        return cls(files=tuple(files), totals=_plain(dict(_obj(body.get("totals")))))
+
+
+class DownloadUrl(PlatformModel):
+    """A presigned URL for one manifest file; fetch it with no Osmosis headers."""
+
+    path: str
+    token: str | None = None
+    url: str
+    expires_in: int | None = None
+    """Seconds the URL stays valid, when the Platform said so."""
+
+
+# --------------------------------------------------------------------------- secrets, workspaces
+
+
+class SecretRecord(PlatformModel):
+    """A stored secret record. The Platform never returns values, and neither does this."""
+
+    id: str
+    name: str
+    scope: str | None = None
+    """``workspace`` or ``user`` (personal); None on old servers."""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    creator_name: str | None = None
+    updater_name: str | None = None
+    platform_url: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: Any) -> SecretRecord:
+        raw = _obj(raw)
+        return cls(
+            id=_require_id(raw, "secret"),
+            name=_str(raw.get("name")) or "",
+            scope=_nonempty(raw.get("scope")),
+            created_at=_datetime(raw.get("created_at")),
+            updated_at=_datetime(raw.get("updated_at")),
+            creator_name=_str(raw.get("creator_name")),
+            updater_name=_str(raw.get("updater_name")),
+            platform_url=_nonempty(raw.get("platform_url")),
+        )
+
+
+class Workspace(PlatformModel):
+    """A workspace the token can see (W1) and its connected GitHub repository, if any."""
+
+    id: str
+    name: str
+    role: str | None = None
+    connected_repo: str | None = None
+    """``owner/repo`` as the Platform spells it (the ``X-Osmosis-Git`` value, lower-cased)."""
+
+    @classmethod
+    def from_api(cls, raw: Any) -> Workspace:
+        raw = _obj(raw)
+        return cls(
+            id=_require_id(raw, "workspace"),
+            name=_str(raw.get("name")) or "",
+            role=_str(raw.get("role")),
+            connected_repo=_nonempty(_obj(raw.get("connected_repo")).get("repo_full_name")),
+        )
