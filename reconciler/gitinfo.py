@@ -213,6 +213,21 @@ class GitRepo:
             return None
         return self._text("log", "-1", "--format=%s", f"{rev}^{{commit}}", "--")
 
+    def last_commit_touching(self, path: str) -> str | None:
+        """The newest commit that changed ``path`` (relative to the root); None if never."""
+        if self.head() is None:
+            return None
+        sha = self._text("log", "-1", "--format=%H", "HEAD", "--", path)
+        return sha or None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors (False if unknown)."""
+        if not (self.commit_exists(ancestor) and self.commit_exists(descendant)):
+            return False
+        result = _run(self.root, ["merge-base", "--is-ancestor", ancestor, descendant],
+                      check=False)
+        return result.returncode == 0
+
     def origin_url(self) -> str | None:
         """The ``origin`` remote URL with any credentials removed; None when unset."""
         result = _run(self.root, ["config", "--get", "remote.origin.url"], check=False)

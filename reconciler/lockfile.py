@@ -94,7 +94,7 @@ __all__ = [
 HISTORY_LIMIT_PER_ADDRESS = 20
 """At most this many ``[[history]]`` entries are kept per address (the newest)."""
 
-HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "moved", "lost"})
+HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost"})
 
 MAX_LOCKFILE_BYTES = 64 * 1024 * 1024
 """A lockfile larger than this is refused before it is read (5,000 full entries: ~6 MB)."""

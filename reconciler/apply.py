@@ -1,0 +1,560 @@
+"""Orchestration: observe the world, carry a plan out, wait for runs, download outputs.
+
+The ordering rule of every paid action (style rule 8): write the intent to the lockfile,
+then call the Platform, then record the response. A crash between any two steps leaves a
+lockfile that the next plan resolves without paying twice: an intent with no recorded run
+is adopted when the Platform has a matching run, and only resubmitted when it has none.
+
+This module receives the edges it drives (platform client, state store, download client)
+as arguments; it never prints.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .downloads import download_run, run_dir_name, scan_outputs
+from .errors import (
+    ConflictError,
+    NotFoundError,
+    OutcomeUnknownError,
+    PlatformError,
+    ReconcilerError,
+)
+from .lockfile import StateStore, put_run, rekey_run, retire_run
+from .log import get_logger
+from .model import (
+    Action,
+    DesiredRun,
+    Downloads,
+    Intent,
+    LocalOutputs,
+    LockState,
+    Observation,
+    ObservedRun,
+    Plan,
+    PlanItem,
+    RecordedRun,
+    Settings,
+    is_active,
+    is_terminal,
+)
+from .platform import PlatformClient
+
+ADOPTION_SKEW = timedelta(minutes=10)
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+# --------------------------------------------------------------------------- observe
+
+
+def observe(
+    client: PlatformClient,
+    desired: Sequence[DesiredRun],
+    state: LockState,
+    *,
+    platform: str,
+    workspace: str,
+    download_root: Path,
+    repo_root: Path,
+    head: str | None,
+    now: datetime,
+    verify_outputs: bool = True,
+) -> Observation:
+    """Build the observed snapshot with as few requests as the plan allows.
+
+    One paginated list gives every run and its status; catalog info is fetched once per
+    distinct benchmark; secrets are listed once; run details (E5) only for runs that might
+    have to be adopted, never one request per recorded run.
+    """
+    runs = {run.id: run.to_observed() for run in client.list_runs()}
+
+    names = sorted({d.benchmark for d in desired})
+    benchmarks = {}
+    for name in names:
+        try:
+            benchmarks[name] = client.get_benchmark(name).to_info()
+        except NotFoundError:
+            benchmarks[name] = None
+
+    secrets: frozenset[str] | None = None
+    needs_secrets = any(d.secret_names for d in desired) or any(
+        b and b.required_secret_names for b in benchmarks.values()
+    )
+    if needs_secrets:
+        try:
+            secrets = frozenset(s.name for s in client.list_secrets())
+        except PlatformError:
+            secrets = None
+    else:
+        secrets = frozenset()
+
+    runs = _fingerprint_candidates(client, runs, desired, state, benchmarks)
+
+    outputs: dict[str, LocalOutputs] = {}
+    for address, entry in state.runs.items():
+        if entry.downloads is not None:
+            outputs[address] = scan_outputs(
+                repo_root / entry.downloads.directory,
+                entry.downloads.sha256,
+                verify=verify_outputs,
+            )
+    return Observation(
+        platform=platform,
+        workspace=workspace,
+        observed_at=now,
+        runs=runs,
+        benchmarks=benchmarks,
+        secrets=secrets,
+        outputs=outputs,
+        head=head,
+    )
+
+
+def _fingerprint_candidates(
+    client: PlatformClient,
+    runs: dict[str, ObservedRun],
+    desired: Sequence[DesiredRun],
+    state: LockState,
+    benchmarks: Mapping[str, Any],
+) -> dict[str, ObservedRun]:
+    """Fetch details of unrecorded runs that an unrecorded address or an intent could own."""
+    known = {e.run_id for e in state.runs.values() if e.run_id}
+    known.update(h.run_id for h in state.history if h.run_id)
+    wanted: set[str] = set()
+    for d in desired:
+        entry = state.runs.get(d.address)
+        if entry is None or entry.intent is not None:
+            info = benchmarks.get(d.benchmark)
+            if info is not None:
+                wanted.add(info.id)
+    for entry in state.runs.values():
+        if entry.intent is not None and entry.intent.op == "submit" and entry.intent.benchmark_id:
+            wanted.add(entry.intent.benchmark_id)
+    if not wanted:
+        return runs
+    updated = dict(runs)
+    for run_id, run in runs.items():
+        if run_id in known or run.benchmark_id not in wanted:
+            continue
+        try:
+            detail = client.get_run(run_id)
+        except NotFoundError:
+            continue
+        updated[run_id] = run.model_copy(update={"fingerprint": detail.fingerprint()})
+    return updated
+
+
+# --------------------------------------------------------------------------- state edits
+
+
+def retire(state: LockState, address: str, reason: str, now: datetime) -> LockState:
+    """Move the run recorded at ``address`` into history (newest first, capped)."""
+    return retire_run(state, address, reason, ended_at=now)
+
+
+def refresh_statuses(state: LockState, observation: Observation) -> LockState:
+    """Copy observed statuses into the recorded entries that changed (stable lockfile)."""
+    runs = dict(state.runs)
+    changed = False
+    for address, entry in state.runs.items():
+        run = observation.runs.get(entry.run_id or "")
+        if run is None or not run.status or run.status == entry.status:
+            continue
+        runs[address] = entry.model_copy(
+            update={"status": run.status, "observed_at": observation.observed_at}
+        )
+        changed = True
+    return state.model_copy(update={"runs": runs}) if changed else state
+
+
+# --------------------------------------------------------------------------- apply
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one plan item."""
+
+    item: PlanItem
+    ok: bool
+    message: str
+    run_id: str | None = None
+    run_name: str | None = None
+
+
+@dataclass
+class ApplyResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    cancelled: bool = False
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def succeeded(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.ok]
+
+
+@dataclass
+class Applier:
+    """Carries out the items of a plan against one Platform and one state store."""
+
+    client: PlatformClient
+    store: StateStore
+    http: httpx.Client
+    repo_root: Path
+    download_root: Path
+    settings: Settings
+    head: str | None = None
+    clock: Clock = utcnow
+    report: Callable[[str], None] = lambda _line: None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    desired: Mapping[str, DesiredRun] = field(default_factory=dict)
+
+    def apply(self, plan: Plan, *, parallelism: int) -> ApplyResult:
+        result = ApplyResult()
+        items = [i for i in plan.items if i.action is not Action.BLOCKED]
+        local = [i for i in items if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT)]
+        remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
+        downloads = [i for i in items if i.action is Action.DOWNLOAD]
+
+        # State-only actions first: a move or adoption must be recorded before any submit
+        # of the same spec could be considered.
+        for item in local:
+            result.outcomes.append(self._run(item))
+        for batch in (remote, downloads):
+            if self.cancel.is_set():
+                break
+            result.outcomes.extend(self._parallel(batch, parallelism))
+        result.cancelled = self.cancel.is_set()
+        return result
+
+    def _parallel(self, items: Sequence[PlanItem], parallelism: int) -> list[Outcome]:
+        if not items:
+            return []
+        if parallelism <= 1 or len(items) == 1:
+            out = []
+            for item in items:
+                if self.cancel.is_set():
+                    break
+                out.append(self._run(item))
+            return out
+        outcomes = []
+        with ThreadPoolExecutor(max_workers=parallelism) as pool:
+            futures = [pool.submit(self._run_unless_cancelled, i) for i in items]
+            for future in as_completed(futures):
+                outcome = future.result()
+                if outcome is not None:
+                    outcomes.append(outcome)
+        order = {id(i): n for n, i in enumerate(items)}
+        return sorted(outcomes, key=lambda o: order[id(o.item)])
+
+    def _run_unless_cancelled(self, item: PlanItem) -> Outcome | None:
+        if self.cancel.is_set():
+            return None
+        return self._run(item)
+
+    def _run(self, item: PlanItem) -> Outcome:
+        log = get_logger(address=item.address, action=item.action.value)
+        handler = {
+            Action.SUBMIT: self._submit,
+            Action.REPLACE: self._replace,
+            Action.STOP: self._stop,
+            Action.FORGET: self._forget,
+            Action.DOWNLOAD: self._download,
+            Action.ADOPT: self._adopt,
+            Action.MOVE: self._move,
+        }[item.action]
+        try:
+            outcome = handler(item)
+        except OutcomeUnknownError as exc:
+            log.warning("submit outcome unknown", error=exc.message)
+            outcome = Outcome(
+                item, False,
+                f"{exc.message} The intent is kept: the next plan adopts the run if the "
+                "Platform created it, and only resubmits when it did not.",
+            )
+        except ReconcilerError as exc:
+            log.warning("action failed", error=exc.message)
+            message = exc.message + (f" ({exc.hint})" if exc.hint else "")
+            outcome = Outcome(item, False, message)
+        else:
+            log.info("action done", run_id=outcome.run_id)
+        self.report(_outcome_line(outcome))
+        return outcome
+
+    # -- paid actions --------------------------------------------------------
+
+    def _submit(self, item: PlanItem) -> Outcome:
+        spec = item.spec or {}
+        now = self.clock()
+        intent = Intent(
+            op="submit",
+            started_at=now,
+            body_digest=item.after_digest or "",
+            spec=spec,
+            benchmark_id=item.benchmark_id,
+        )
+        reason = "rerun" if item.reason.value == "replace_requested" else "replaced"
+
+        def write_intent(state: LockState) -> LockState:
+            old = state.runs.get(item.address)
+            if old is not None and old.run_id is not None:
+                state = retire(state, item.address, reason, now)
+            entry = RecordedRun(
+                address=item.address,
+                spec_digest=item.after_digest or "",
+                spec=spec,
+                benchmark_id=item.benchmark_id,
+                intent=intent,
+            )
+            return put_run(state, entry)
+
+        self.store.update(write_intent)
+        try:
+            created = self.client.submit_run(spec)
+        except OutcomeUnknownError:
+            raise
+        except ReconcilerError:
+            # The Platform answered with a refusal: no run exists, so the intent goes.
+            self.store.update(lambda s: _clear_failed_intent(s, item.address))
+            raise
+        desired = self.desired.get(item.address)
+
+        def record(state: LockState) -> LockState:
+            entry = RecordedRun(
+                address=item.address,
+                spec_digest=item.after_digest or "",
+                spec=spec,
+                run_id=created.id,
+                run_name=created.name,
+                status=created.status,
+                observed_at=self.clock(),
+                submitted_at=created.created_at or now,
+                requested_by=(desired.requested_by if desired else item.requested_by),
+                applied_at_commit=self.head,
+                benchmark_id=item.benchmark_id,
+                task_count=created.task_count,
+                attempts=item.attempts or None,
+                platform_url=created.platform_url,
+            )
+            return put_run(state, entry)
+
+        self.store.update(record)
+        return Outcome(item, True, "submitted", created.id, created.name)
+
+    def _replace(self, item: PlanItem) -> Outcome:
+        self._stop(item)
+        return self._submit(item)
+
+    def _stop(self, item: PlanItem) -> Outcome:
+        run_id = item.run_id
+        if run_id is None:
+            return Outcome(item, True, "nothing to stop")
+        now = self.clock()
+
+        def write_intent(state: LockState) -> LockState:
+            entry = state.runs.get(item.address)
+            if entry is None:
+                return state
+            intent = Intent(op="stop", started_at=now, body_digest=entry.spec_digest, run_id=run_id)
+            return put_run(state, entry.model_copy(update={"intent": intent}))
+
+        self.store.update(write_intent)
+        status = "stopped"
+        try:
+            self.client.stop_run(run_id)
+        except (ConflictError, NotFoundError):
+            # Already terminal (or gone): the goal of a stop is reached either way.
+            try:
+                status = self.client.get_run(run_id).summary.status or status
+            except NotFoundError:
+                status = "missing"
+
+        def record(state: LockState) -> LockState:
+            entry = state.runs.get(item.address)
+            if entry is None:
+                return state
+            entry = entry.model_copy(
+                update={"intent": None, "status": status, "observed_at": self.clock()}
+            )
+            state = put_run(state, entry)
+            if item.action is Action.STOP:
+                state = retire(state, item.address, "stopped", self.clock())
+            return state
+
+        self.store.update(record)
+        return Outcome(item, True, status, run_id, item.run_name)
+
+    # -- state-only actions --------------------------------------------------
+
+    def _forget(self, item: PlanItem) -> Outcome:
+        now = self.clock()
+        self.store.update(lambda s: retire(s, item.address, "forgotten", now))
+        return Outcome(item, True, "forgotten", item.run_id, item.run_name)
+
+    def _move(self, item: PlanItem) -> Outcome:
+        source = item.from_address or ""
+
+        def move(state: LockState) -> LockState:
+            if source not in state.runs or item.address in state.runs:
+                return state
+            return rekey_run(state, source, item.address, ended_at=self.clock())
+
+        self.store.update(move)
+        return Outcome(item, True, f"moved from {source}", item.run_id, item.run_name)
+
+    def _adopt(self, item: PlanItem) -> Outcome:
+        if item.run_id is None:
+            return Outcome(item, False, "no run to adopt")
+        detail = self.client.get_run(item.run_id)
+        run = detail.summary
+        desired = self.desired.get(item.address)
+        # The adopted run is what was submitted then (item.spec), which may differ from the
+        # config now: recording it as such lets the next plan show the change.
+        spec = item.spec if item.spec else (desired.spec if desired else {})
+        digest_ = item.after_digest or (desired.spec_digest if desired else "")
+
+        def record(state: LockState) -> LockState:
+            old = state.runs.get(item.address)
+            if old is not None and old.run_id is not None and old.run_id != run.id:
+                state = retire(state, item.address, "replaced", self.clock())
+            entry = RecordedRun(
+                address=item.address,
+                spec_digest=digest_,
+                spec=spec,
+                run_id=run.id,
+                run_name=run.name or None,
+                status=run.status or None,
+                observed_at=self.clock(),
+                submitted_at=run.created_at,
+                requested_by=desired.requested_by if desired else None,
+                applied_at_commit=self.head,
+                benchmark_id=run.benchmark_id or item.benchmark_id,
+                task_count=item.task_count,
+                attempts=item.attempts or None,
+                platform_url=run.platform_url,
+            )
+            return put_run(state, entry)
+
+        self.store.update(record)
+        return Outcome(item, True, "adopted", run.id, run.name)
+
+    # -- downloads -----------------------------------------------------------
+
+    def _download(self, item: PlanItem) -> Outcome:
+        entry = self.store.state.runs.get(item.address)
+        if entry is None or entry.run_id is None:
+            return Outcome(item, False, "no recorded run to download")
+        types = tuple(item.download_types or self.settings.download_types)
+        result = download_run(
+            self.client,
+            self.http,
+            run_id=entry.run_id,
+            run_name=entry.run_name,
+            root=self.download_root,
+            types=types,
+            overwrite=item.reason.value == "results_changed",
+        )
+        directory = _relative(result.directory, self.repo_root)
+        downloads = Downloads(
+            types=types,
+            files=len(result.sha256),
+            bytes=result.total_bytes,
+            sha256=dict(sorted(result.sha256.items())),
+            directory=directory,
+            complete=result.complete and is_terminal(entry.status or ""),
+        )
+
+        def record(state: LockState) -> LockState:
+            current = state.runs.get(item.address)
+            if current is None or current.run_id != entry.run_id:
+                return state
+            return put_run(state, current.model_copy(update={"downloads": downloads}))
+
+        self.store.update(record)
+        if result.failures:
+            failed = "; ".join(f"{p}: {e}" for p, e in result.failures[:5])
+            return Outcome(item, False, f"{len(result.failures)} file(s) failed: {failed}",
+                           entry.run_id, entry.run_name)
+        return Outcome(
+            item, True,
+            f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
+            f"{result.files_skipped} up to date",
+            entry.run_id, entry.run_name,
+        )
+
+
+def _clear_failed_intent(state: LockState, address: str) -> LockState:
+    entry = state.runs.get(address)
+    if entry is None or entry.intent is None:
+        return state
+    if entry.run_id is None:
+        return state.model_copy(update={"runs": {k: v for k, v in state.runs.items()
+                                                 if k != address}})
+    return put_run(state, entry.model_copy(update={"intent": None}))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _outcome_line(outcome: Outcome) -> str:
+    item = outcome.item
+    mark = "ok" if outcome.ok else "FAILED"
+    run = f" {outcome.run_name or outcome.run_id}" if (outcome.run_name or outcome.run_id) else ""
+    return f"{item.action.symbol} {item.address}: {item.action.value}{run}: {mark}: {outcome.message}"
+
+
+# --------------------------------------------------------------------------- wait
+
+
+def wait_for_runs(
+    client: PlatformClient,
+    run_ids: Iterable[str],
+    *,
+    timeout: float,
+    cancel: threading.Event,
+    on_poll: Callable[[dict[str, str]], None] = lambda _s: None,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> dict[str, str]:
+    """Poll the run list with backoff until every run is terminal or ``timeout`` passes.
+
+    One paginated list per poll, whatever the number of runs. Returns run id -> status.
+    """
+    pending = set(run_ids)
+    statuses: dict[str, str] = {}
+    deadline = monotonic() + timeout
+    delay = 1.0
+    while pending and not cancel.is_set():
+        listed = {r.id: r.status for r in client.list_runs() if r.id in pending or r.id in statuses}
+        statuses.update(listed)
+        on_poll(dict(statuses))
+        pending = {r for r in pending if is_active(statuses.get(r, "pending"))}
+        if not pending or monotonic() >= deadline:
+            break
+        cancel.wait(min(delay, max(0.0, deadline - monotonic())))
+        delay = min(delay * 1.5, 15.0)
+    return statuses
+
+
+def run_dir_for(entry: RecordedRun) -> str:
+    return run_dir_name(entry.run_name, entry.run_id or "")

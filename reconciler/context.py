@@ -1,0 +1,163 @@
+"""Wiring for one CLI invocation: repository, settings, platform, workspace, git.
+
+``cli`` parses flags and calls ``open_context``; everything else receives the pieces it
+drives as arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .errors import UsageError
+from .gitinfo import GitRepo
+from .log import register_secret
+from .model import Settings
+from .platform import PlatformClient, select_platform
+from .platform.settings import git_identity_from_remote
+from .project import load_project_settings
+
+LOCAL_DATA_DIR = ".osmosis/local-platform"
+DOWNLOAD_ROOT = ".osmosis/benchmarks"
+LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
+
+
+@dataclass
+class Context:
+    """Everything one command works with; ``close()`` releases the HTTP clients."""
+
+    repo_root: Path
+    settings: Settings
+    platform_id: str
+    """Normalised platform URL, or ``local`` for the embedded Platform."""
+    workspace: str
+    """Workspace label recorded in the lockfile: a name, or ``git:owner/repo``."""
+    client: PlatformClient
+    http: httpx.Client
+    """Plain client for presigned download URLs: no Osmosis headers, no token."""
+    git: GitRepo | None
+    announcement: str | None = None
+    local: Any = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def benchmarks_dir(self) -> str:
+        return self.settings.benchmarks
+
+    @property
+    def state_path(self) -> Path:
+        return self.repo_root / self.settings.state
+
+    @property
+    def lock_path(self) -> Path:
+        return self.state_path.parent / ".osmosis.lock.held"
+
+    @property
+    def download_root(self) -> Path:
+        return self.repo_root / DOWNLOAD_ROOT
+
+    def close(self) -> None:
+        self.client.close()
+        self.http.close()
+
+
+def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
+    """Defaults < ``[tool.osmosis-reconciler]`` < flags (``overrides`` holds only set flags)."""
+    values = load_project_settings(repo_root)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**values)
+
+
+def open_context(
+    *,
+    repo_dir: str,
+    platform_flag: str | None,
+    workspace_flag: str | None,
+    overrides: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+) -> Context:
+    env = dict(os.environ if env is None else env)
+    repo_root = Path(repo_dir).resolve()
+    if not repo_root.is_dir():
+        raise UsageError(f"--dir {repo_dir}: no such directory", "pass the repository root")
+    settings = resolve_settings(repo_root, overrides)
+    git = GitRepo.discover(repo_root)
+
+    selection = select_platform(platform_flag, env)
+    register_secret(selection.token)
+    local = None
+    if selection.url == "local":
+        from .platform.local import LocalPlatform, LocalTransport
+
+        speed = _float_env(env, LOCAL_SPEED_ENV, 1.0)
+        local = LocalPlatform(repo_root / LOCAL_DATA_DIR, speed=speed, auto_workspaces=True)
+        transport: httpx.BaseTransport | None = LocalTransport(local)
+        base_url, token = "http://localhost", "local"
+        http = httpx.Client(transport=LocalTransport(local), timeout=600.0)
+    else:
+        transport = None
+        base_url, token = selection.url, selection.token
+        http = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
+
+    workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
+    git_identity = None
+    if workspace_name:
+        workspace_name = workspace_name.strip()
+        if not workspace_name:
+            raise UsageError("--workspace requires a non-empty name")
+        label = workspace_name
+    else:
+        origin = git.origin_url() if git else None
+        if origin:
+            try:
+                git_identity = git_identity_from_remote(origin)
+            except UsageError:
+                if local is None:
+                    raise
+        if git_identity:
+            label = f"git:{git_identity}"
+        elif local is not None:
+            workspace_name = label = "local"
+        else:
+            raise UsageError(
+                "no workspace selected",
+                "pass --workspace NAME or set OSMOSIS_WORKSPACE, or run inside a clone of the "
+                "GitHub repository connected to your Platform workspace",
+            )
+    client = PlatformClient(
+        base_url,
+        token=token,
+        workspace=workspace_name,
+        git_identity=git_identity,
+        transport=transport,
+    )
+    return Context(
+        repo_root=repo_root,
+        settings=settings,
+        platform_id=selection.url if local is None else "local",
+        workspace=label,
+        client=client,
+        http=http,
+        git=git,
+        announcement=selection.announcement,
+        local=local,
+        env=env,
+    )
+
+
+def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise UsageError(f"{name}={raw!r} is not a number") from exc
+    if value <= 0:
+        raise UsageError(f"{name} must be positive")
+    return value

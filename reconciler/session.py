@@ -1,0 +1,355 @@
+"""One command's work from start to end: load, observe, plan, apply, wait, download.
+
+The CLI builds a ``Session`` and calls its steps; the steps return values and write only
+to the stream they are given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from .apply import Applier, ApplyResult, observe, refresh_statuses, utcnow, wait_for_runs
+from .config import load_configs
+from .context import Context, open_context
+from .errors import ConfigError, StalePlanError, UsageError
+from .lockfile import StateStore, read_lockfile, write_lockfile
+from .locking import hold_lock
+from .log import get_logger
+from .model import (
+    Action,
+    DesiredRun,
+    LockState,
+    Observation,
+    Plan,
+    Settings,
+    glob_match,
+    is_active,
+    is_terminal,
+)
+from .plan import compute_plan
+from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
+
+SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
+
+
+class Session:
+    """Holds the context of one invocation and the last loaded snapshots."""
+
+    def __init__(self, ctx: Context, err: TextIO) -> None:
+        self.ctx = ctx
+        self.err = err
+        self.desired: tuple[DesiredRun, ...] = ()
+        self.state: LockState | None = None
+        self.observation: Observation | None = None
+        self.cancel = threading.Event()
+
+    @classmethod
+    @contextmanager
+    def open(cls, args: argparse.Namespace, overrides: dict[str, Any], err: TextIO
+             ) -> Iterator[Session]:
+        ctx = open_context(
+            repo_dir=args.dir,
+            platform_flag=args.platform,
+            workspace_flag=args.workspace,
+            overrides=overrides,
+        )
+        if ctx.announcement:
+            err.write(ctx.announcement + "\n")
+        try:
+            yield cls(ctx, err)
+        finally:
+            ctx.close()
+
+    # -- snapshots -----------------------------------------------------------
+
+    def load_desired(self) -> tuple[DesiredRun, ...]:
+        result = load_configs(self.ctx.repo_root, self.ctx.settings.benchmarks)
+        warnings = [i for i in result.issues if i.severity == "warning"]
+        for issue in warnings:
+            self.err.write(f"warning: {issue.render()}\n")
+        if not result.ok:
+            raise ConfigError(list(result.issues))
+        runs = result.runs
+        git = self.ctx.git
+        if git is not None and runs:
+            commits = git.last_commits([r.path for r in runs])
+            runs = tuple(
+                r.model_copy(update={"requested_by": commits[r.path].sha,
+                                     "requested_subject": commits[r.path].subject})
+                if r.path in commits else r
+                for r in runs
+            )
+            if git.is_shallow():
+                get_logger().info("shallow clone: provenance may be missing for some configs")
+        self.desired = runs
+        return runs
+
+    def load_state(self) -> LockState:
+        self.state = read_lockfile(
+            self.ctx.state_path,
+            platform=self.ctx.platform_id,
+            workspace=self.ctx.workspace,
+            display_path=self.ctx.settings.state,
+        )
+        return self.state
+
+    def head(self) -> str | None:
+        return self.ctx.git.head() if self.ctx.git else None
+
+    def observe(self) -> Observation:
+        assert self.state is not None
+        self.observation = observe(
+            self.ctx.client,
+            self.desired,
+            self.state,
+            platform=self.ctx.platform_id,
+            workspace=self.ctx.workspace,
+            download_root=self.ctx.download_root,
+            repo_root=self.ctx.repo_root,
+            head=self.head(),
+            now=utcnow(),
+        )
+        return self.observation
+
+    def make_plan(self, *, changed_since: str | None = None) -> Plan:
+        self.load_desired()
+        self.load_state()
+        self.observe()
+        settings = self._with_trailers(self.ctx.settings)
+        if changed_since:
+            settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
+        assert self.state is not None and self.observation is not None
+        return compute_plan(self.desired, self.state, self.observation, settings)
+
+    def _with_trailers(self, settings: Settings) -> Settings:
+        """Fold ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers into the settings.
+
+        Only commits since the lockfile was last committed count, and a re-run request is
+        spent once the address's recorded run was applied at (or after) that commit, so a
+        lockfile that is not committed yet cannot make the same trailer pay twice.
+        """
+        git, state = self.ctx.git, self.state
+        if git is None or state is None or git.head() is None:
+            return settings
+        since = git.last_commit_touching(self.ctx.settings.state)
+        trailers = git.trailers_since(since)
+        if not trailers:
+            return settings
+        addresses = [d.address for d in self.desired]
+        replace, skip = list(settings.replace), list(settings.skip)
+        requested: dict[str, tuple[str, str]] = {}
+        for trailer in trailers:
+            matches = [a for a in addresses if glob_match(a, (trailer.value,))]
+            if trailer.key == "Osmosis-Skip":
+                skip.append(trailer.value)
+                continue
+            for address in matches:
+                entry = state.runs.get(address)
+                applied = entry.applied_at_commit if entry else None
+                if applied and git.is_ancestor(trailer.commit, applied):
+                    continue
+                if address not in replace:
+                    replace.append(address)
+                requested[address] = (trailer.commit, trailer.subject)
+        if requested:
+            self.desired = tuple(
+                d.model_copy(update={"requested_by": requested[d.address][0],
+                                     "requested_subject": requested[d.address][1]})
+                if d.address in requested else d
+                for d in self.desired
+            )
+        return settings.model_copy(update={"replace": tuple(replace), "skip": tuple(skip)})
+
+    def _changed_targets(self, rev: str) -> tuple[str, ...]:
+        git = self.ctx.git
+        if git is None:
+            raise UsageError("--changed-since needs a git repository")
+        changed = git.changed_since(rev)
+        bench = self.ctx.settings.benchmarks.rstrip("/") + "/"
+        targets = tuple(
+            p[len(bench):-len(".toml")] for p in sorted(changed)
+            if p.startswith(bench) and p.endswith(".toml")
+        )
+        return targets or ("\0no-target",)
+
+    # -- output --------------------------------------------------------------
+
+    def render(self, plan: Plan, fmt: str, *, color: bool) -> str:
+        if fmt == "json":
+            return render_json(plan)
+        if fmt == "markdown":
+            return render_markdown(plan)
+        return render_text(plan, color=color)
+
+    def save_plan(self, plan: Plan, path: Path) -> None:
+        payload = {"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+    def load_saved_plan(self, path: Path) -> Plan:
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            if payload.get("kind") != SAVED_PLAN_KIND:
+                raise ValueError("not a saved plan")
+            plan = plan_from_dict(payload["plan"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path}: cannot read the saved plan: {exc}",
+                             "create one with `osmosis-plan --out PLANFILE`") from exc
+        self.load_desired()
+        state = self.load_state()
+        stale = []
+        if plan.lineage not in (None, state.lineage) or (
+            plan.lineage is not None and plan.serial != state.serial
+        ):
+            stale.append(f"the lockfile changed (serial {plan.serial} -> {state.serial})")
+        if plan.platform != self.ctx.platform_id or plan.workspace != self.ctx.workspace:
+            stale.append("it was made for another platform or workspace")
+        digests = {d.address: d.spec_digest for d in self.desired}
+        if digests != plan.config_digests:
+            changed = sorted(set(digests.items()) ^ set(plan.config_digests.items()))
+            names = sorted({a for a, _ in changed})
+            stale.append(f"configs changed: {', '.join(names[:10])}")
+        head = self.head()
+        if plan.head != head:
+            stale.append(f"HEAD moved ({(plan.head or 'none')[:12]} -> {(head or 'none')[:12]})")
+        if stale:
+            raise StalePlanError(f"the saved plan {path} is stale: " + "; ".join(stale),
+                                 "run `osmosis-plan --out PLANFILE` again and apply the new plan")
+        return plan
+
+    # -- state-changing steps -------------------------------------------------
+
+    @contextmanager
+    def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
+        def waiting(holder: dict) -> None:
+            self.err.write(
+                f"Waiting for the apply lock held by pid {holder.get('pid')} on "
+                f"{holder.get('host')} since {holder.get('started_at')} ...\n"
+            )
+
+        self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
+        with hold_lock(self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting,
+                       ci_url=_ci_url()):
+            yield
+
+    def refresh_only(self, out: TextIO) -> None:
+        """Record observed statuses in the lockfile (under the apply lock)."""
+        with self.hold_lock(timeout=0.0, command="osmosis-plan --refresh-only"):
+            self.load_desired()
+            state = self.load_state()
+            observation = self.observe()
+            refreshed = refresh_statuses(state, observation)
+            if refreshed != state:
+                self.state = write_lockfile(self.ctx.state_path, refreshed)
+                self.err.write(f"Refreshed statuses in {self.ctx.settings.state}.\n")
+
+    def apply(self, plan: Plan, *, out: TextIO, wait: bool, wait_timeout: float) -> ApplyResult:
+        if self.state is None:
+            self.load_state()
+        assert self.state is not None
+        state = self.state
+        if self.observation is not None:
+            state = refresh_statuses(state, self.observation)
+        store = StateStore(self.ctx.state_path, state)
+        if state != self.state:
+            store.update(lambda s: s)
+
+        def report(line: str) -> None:
+            out.write(line + "\n")
+            out.flush()
+
+        applier = Applier(
+            client=self.ctx.client,
+            store=store,
+            http=self.ctx.http,
+            repo_root=self.ctx.repo_root,
+            download_root=self.ctx.download_root,
+            settings=self.ctx.settings,
+            head=self.head(),
+            report=report,
+            cancel=self.cancel,
+            desired={d.address: d for d in self.desired},
+        )
+        try:
+            result = applier.apply(plan, parallelism=self.ctx.settings.parallelism)
+            if wait and not self.cancel.is_set():
+                result.outcomes.extend(self._wait_and_download(applier, store, out, wait_timeout))
+        except KeyboardInterrupt:
+            self.cancel.set()
+            raise
+        self.state = store.state
+        self._summarise(result, out)
+        return result
+
+    def _wait_and_download(self, applier: Applier, store: StateStore, out: TextIO,
+                           timeout: float) -> list:
+        active = [e.run_id for e in store.state.runs.values()
+                  if e.run_id and is_active(e.status or "pending")]
+        if active:
+            out.write(f"Waiting for {len(active)} run(s) to finish ...\n")
+            last: dict[str, int] = {}
+
+            def progress(statuses: dict[str, str]) -> None:
+                counts: dict[str, int] = {}
+                for status in statuses.values():
+                    counts[status] = counts.get(status, 0) + 1
+                if counts != last:
+                    last.clear()
+                    last.update(counts)
+                    text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                    out.write(f"  runs: {text}\n")
+                    out.flush()
+
+            wait_for_runs(self.ctx.client, active, timeout=timeout, cancel=self.cancel,
+                          on_poll=progress)
+        # Re-plan with fresh observations: only downloads remain for finished runs.
+        self.state = store.state
+        observation = self.observe()
+        refreshed = refresh_statuses(store.state, observation)
+        if refreshed != store.state:
+            store.update(lambda s: refresh_statuses(s, observation))
+        plan = compute_plan(self.desired, store.state, observation, self.ctx.settings)
+        downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
+        if not downloads:
+            return []
+        sub = plan.model_copy(update={"items": tuple(downloads)})
+        return applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
+
+    def _summarise(self, result: ApplyResult, out: TextIO) -> None:
+        ok, failed = len(result.succeeded), len(result.failures)
+        out.write(f"\nApply complete: {ok} succeeded, {failed} failed.\n")
+        for outcome in result.failures:
+            out.write(f"  ! {outcome.item.address} ({outcome.item.action.value}): "
+                      f"{outcome.message}\n")
+
+    def exit_code(self, result: ApplyResult) -> int:
+        if not result.failures:
+            return 0
+        return 3 if result.succeeded else 1
+
+    # -- watch ---------------------------------------------------------------
+
+    def watch(self, args: argparse.Namespace, out: TextIO) -> int:
+        from .watch import watch_plans
+
+        return watch_plans(self, args, out)
+
+
+def _ci_url() -> str | None:
+    server, repo, run = (os.environ.get(k) for k in
+                         ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    if server and repo and run:
+        return f"{server}/{repo}/actions/runs/{run}"
+    return None
+
+
+def terminal_runs(state: LockState) -> Sequence[str]:
+    return [a for a, e in state.runs.items() if e.status and is_terminal(e.status)]

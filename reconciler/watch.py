@@ -1,0 +1,83 @@
+"""``osmosis-plan --watch``: re-plan whenever a config under the benchmarks directory changes.
+
+The Platform is observed once; later plans reuse that observation (fetching catalog info
+only for a benchmark name not seen before), so editing a file never causes a request storm.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, TextIO
+
+import watchfiles
+
+from .errors import ConfigError, NotFoundError, ReconcilerError
+from .plan import compute_plan
+
+if TYPE_CHECKING:
+    from .session import Session
+
+CLEAR = "\x1b[2J\x1b[H"
+
+
+def watch_plans(session: Session, args: argparse.Namespace, out: TextIO,
+                *, max_plans: int | None = None) -> int:
+    """Plan now, then after every change; returns 0 when stopped (^C ends it as usual)."""
+    bench_dir = session.ctx.repo_root / session.ctx.settings.benchmarks
+    tty = out.isatty()
+    color = tty and not args.no_color
+    plans = 0
+
+    def show(first: bool) -> None:
+        nonlocal plans
+        if tty and not first:
+            out.write(CLEAR)
+        try:
+            if first:
+                plan = session.make_plan()
+            else:
+                session.load_desired()
+                _fill_missing_benchmarks(session)
+                assert session.state is not None and session.observation is not None
+                plan = compute_plan(session.desired, session.state, session.observation,
+                                    session.ctx.settings)
+            out.write(session.render(plan, args.format, color=color))
+        except ConfigError as exc:
+            for issue in exc.issues:
+                out.write(f"{issue.severity}: {issue.render()}\n")
+        except ReconcilerError as exc:
+            out.write(f"Error: {exc.message}\n")
+        out.write(f"\nWatching {session.ctx.settings.benchmarks}/ for changes (Ctrl-C to stop)\n")
+        out.flush()
+        plans += 1
+
+    show(first=True)
+    if max_plans is not None and plans >= max_plans:
+        return 0
+    for changes in watchfiles.watch(bench_dir, stop_event=session.cancel, debounce=200,
+                                    watch_filter=_toml_filter):
+        if changes:
+            show(first=False)
+        if max_plans is not None and plans >= max_plans:
+            break
+    return 0
+
+
+def _toml_filter(_change: watchfiles.Change, path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.endswith(".toml") and not name.startswith(".")
+
+
+def _fill_missing_benchmarks(session: Session) -> None:
+    observation = session.observation
+    assert observation is not None
+    missing = sorted({d.benchmark for d in session.desired} - set(observation.benchmarks))
+    if not missing:
+        return
+    benchmarks = dict(observation.benchmarks)
+    for name in missing:
+        try:
+            benchmarks[name] = session.ctx.client.get_benchmark(name).to_info()
+        except NotFoundError:
+            benchmarks[name] = None
+    session.observation = observation.model_copy(update={"benchmarks": benchmarks})
