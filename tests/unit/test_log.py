@@ -1,0 +1,48 @@
+"""Structured logging: one redaction processor that every logger goes through."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from reconciler.log import configure_logging, get_logger, redact_text, register_secret
+
+
+def test_json_lines_carry_command_and_context_and_never_a_secret() -> None:
+    secret = "tok-UNIQUE-4f9d1c2b-not-for-logs"
+    register_secret(secret)
+    stream = io.StringIO()
+    configure_logging(fmt="json", verbosity=1, command="osmosis-apply", stream=stream)
+    get_logger(address="hle/parity", run_id="run-1").info(
+        "submitting", detail=f"Bearer {secret}", nested={"headers": [secret]}
+    )
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert len(lines) == 1
+    event = lines[0]
+    assert event["command"] == "osmosis-apply"
+    assert event["address"] == "hle/parity"
+    assert event["run_id"] == "run-1"
+    assert event["detail"] == "Bearer [REDACTED]"
+    assert event["nested"] == {"headers": ["[REDACTED]"]}
+    assert secret not in stream.getvalue()
+
+
+def test_verbosity_filters_levels() -> None:
+    stream = io.StringIO()
+    configure_logging(fmt="json", verbosity=0, command="osmosis-plan", stream=stream)
+    log = get_logger()
+    log.info("hidden")
+    log.warning("shown")
+    messages = [json.loads(line)["event"] for line in stream.getvalue().splitlines()]
+    assert messages == ["shown"]
+
+
+def test_redact_text_prefers_the_longest_secret() -> None:
+    register_secret("abcd-secret")
+    register_secret("abcd-secret-longer")
+    assert redact_text("x abcd-secret-longer y") == "x [REDACTED] y"
+
+
+def test_short_values_are_not_registered() -> None:
+    register_secret("ab")
+    assert redact_text("ab cab") == "ab cab"
