@@ -227,6 +227,13 @@ class Applier:
 
     def apply(self, plan: Plan, *, parallelism: int) -> ApplyResult:
         result = ApplyResult()
+        # A blocked item is reported as failed, so that a merge whose config cannot run
+        # fails its apply job visibly instead of passing with nothing done.
+        for item in plan.items:
+            if item.action is Action.BLOCKED:
+                outcome = Outcome(item, False, "blocked: " + "; ".join(item.details))
+                self.report(_outcome_line(outcome))
+                result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]
         local = [i for i in items if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT)]
         remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
@@ -251,15 +258,25 @@ class Applier:
             for item in items:
                 if self.cancel.is_set():
                     break
-                out.append(self._run(item))
+                try:
+                    out.append(self._run(item))
+                except BaseException:
+                    self.cancel.set()
+                    raise
             return out
         outcomes = []
         with ThreadPoolExecutor(max_workers=parallelism) as pool:
             futures = [pool.submit(self._run_unless_cancelled, i) for i in items]
-            for future in as_completed(futures):
-                outcome = future.result()
-                if outcome is not None:
-                    outcomes.append(outcome)
+            try:
+                for future in as_completed(futures):
+                    outcome = future.result()
+                    if outcome is not None:
+                        outcomes.append(outcome)
+            except BaseException:
+                # ^C or SIGTERM: queued actions must not start while the pool drains; the
+                # ones in flight finish and record their result before the lock is released.
+                self.cancel.set()
+                raise
         order = {id(i): n for n, i in enumerate(items)}
         return sorted(outcomes, key=lambda o: order[id(o.item)])
 
