@@ -1,0 +1,74 @@
+"""The local Osmosis Platform: the benchmark API of platform-api.md, emulated over SQLite.
+
+::
+
+    from reconciler.platform.local import LocalPlatform, Faults, LocalTransport, start_server
+
+    platform = LocalPlatform(Path(".osmosis/local-platform"), speed=50)
+    http = httpx.Client(transport=LocalTransport(platform))      # in-process
+    handle = start_server(platform, port=0)                      # loopback HTTP
+    ...; handle.close()
+
+One code path: ``LocalPlatform.handle(method, target, headers, body) -> Response`` answers
+both. Modules: ``catalog`` (seeded benchmarks, data), ``rules`` (submit validation, data
+tables), ``simulation`` (lifecycle, outcomes, metrics, outputs, logs), ``store`` (SQLite),
+``faults``, ``app`` (routes), ``transport``, ``server`` (loopback server and the
+``osmosis-platform-emulator`` command).
+
+Choices for the points platform-api.md §13 calls "not determinable" (also in
+docs/local-platform.md):
+
+* Feature gate: HTTP 403, body ``{"error": "Benchmarks is not available for your account"}``
+  (no ``code``) on every benchmark and run route (E1-E9), checked after authentication and
+  before scoping. Secrets, workspaces and verify are not gated.
+* Unknown benchmark: 404, code ``BENCHMARK_NOT_FOUND`` on submit, ``NOT_FOUND`` on E2.
+  Benchmark still syncing or failed: 409 ``BENCHMARK_NOT_READY`` with the CLI's sync wording
+  (``rules.NOT_READY_STATUS`` / ``NOT_READY_MESSAGES``). Missing judge secret and every other
+  config rule: 400 ``VALIDATION`` with ``issues`` (never 422).
+* ``WORKSPACE_SCOPE_HEADER_CONFLICT`` → 400; ``WORKSPACE_SCOPE_HEADER_ACCESS_DENIED`` → 403;
+  workspace names match exactly and case-sensitively; Git identities case-insensitively.
+  Unknown names and identities are created on first sight unless ``auto_workspaces=False``
+  (``--strict-workspaces``); an auto-created Git workspace is named after its ``owner/repo``.
+* ``benchmark.required_secret_names`` is served (D2): ``hle → ["HF_TOKEN"]``, others ``[]``.
+* Stop of a terminal run: 409 ``CONFLICT`` "Benchmark run <name> is already <status>; ..."
+  (``rules.STOP_TERMINAL_STATUS``). Stop of an active run: 200 ``{id, name, status:
+  "stopped", completed_at}``.
+* Run names: adjective-animal from a seeded walk over 48x48 pairs (``-2``... on later
+  cycles, ``-x2``... on a collision with a stored name). Runs always start ``pending``
+  (never ``queued``). Lists are newest first (``created_at`` desc, then insertion order).
+  Submit answers 200.
+* ``[execution]``: ``attempts_per_task`` 1-16 (default 1), ``max_concurrent_attempts`` 1-64
+  (default 4), integers, else 400; other keys are stored and echoed unvalidated.
+* Rate limits only through fault injection; a 429 always carries ``Retry-After``.
+* Presigned URLs live ``Faults.presign_ttl_s`` (default 900 s = the docs' 15 minutes); an
+  expired or forged URL answers 403. Manifest ``totals`` = ``{files, bytes}``.
+* The harness catalogue is open: any harness string is accepted except where the data
+  tables say otherwise (credential harnesses, ``supports_harness``, ``requires_harness``).
+* Secrets: only a keyed digest of each value is stored; values are never returned or
+  logged. ``resolved_secret_scopes`` uses ``run`` for names supplied in
+  ``secrets.provided`` (besides ``workspace``, ``user``, ``user_override``). Personal
+  (``user``) secrets belong to the one local user, per workspace.
+* Stored run bodies keep ``secrets.provided`` as a sorted list of names only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .app import LocalPlatform, Response
+from .faults import Faults
+from .server import ServerHandle, start_server
+
+if TYPE_CHECKING:
+    from .transport import LocalTransport
+
+__all__ = ["Faults", "LocalPlatform", "LocalTransport", "Response", "ServerHandle", "start_server"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the transport needs httpx, which the emulator server does not (fast start-up).
+    if name == "LocalTransport":
+        from .transport import LocalTransport
+
+        return LocalTransport
+    raise AttributeError(name)

@@ -1,0 +1,91 @@
+"""Fault injection for the local Platform: deterministic given ``Faults.seed``.
+
+Each API request draws the same five numbers from one seeded generator, whatever knobs are
+set, so a given request order always meets the same faults. Presigned downloads
+(``/_presigned/...``) are never faulted.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Knobs for reliability tests; the defaults inject nothing.
+
+    * ``latency_ms``: added to every API request.
+    * ``latency_spike_ms`` / ``latency_spike_rate``: an extra delay on that share of requests.
+    * ``error_rate``: share of requests answered 500/502/503 with a JSON error body, before
+      anything is done.
+    * ``rate_limit_rate``: share answered 429 with ``Retry-After: retry_after_s``.
+    * ``drop_rate``: share of requests whose connection is closed without any response,
+      before anything is done.
+    * ``drop_after_submit_rate``: share of *successful* submits whose run is committed and
+      whose connection is then closed without a response (the lost-response case).
+    * ``after_submit_delay_ms``: sleep after a submit commits, before answering (a window
+      for crash tests to kill the client).
+    * ``presign_ttl_s``: lifetime of presigned download URLs.
+    * ``benchmarks_disabled``: the feature gate: every benchmark and run route answers 403
+      "Benchmarks is not available for your account".
+    """
+
+    latency_ms: int = 0
+    latency_spike_ms: int = 0
+    latency_spike_rate: float = 0.0
+    error_rate: float = 0.0
+    rate_limit_rate: float = 0.0
+    retry_after_s: int = 1
+    drop_after_submit_rate: float = 0.0
+    drop_rate: float = 0.0
+    after_submit_delay_ms: int = 0
+    presign_ttl_s: int = 900
+    benchmarks_disabled: bool = False
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What the injector decided for one request."""
+
+    delay_s: float
+    drop: bool
+    error_status: int | None
+    rate_limited: bool
+    drop_after_submit: bool
+
+
+class FaultInjector:
+    """Draws per-request fault decisions and counts what was injected."""
+
+    _ERROR_STATUSES = (500, 502, 503)
+
+    def __init__(self, faults: Faults) -> None:
+        self.faults = faults
+        self._rng = random.Random(faults.seed)
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+
+    def draw(self) -> Draw:
+        f = self.faults
+        with self._lock:
+            spike, drop, error, limit, after = (self._rng.random() for _ in range(5))
+            status = self._ERROR_STATUSES[self._rng.randrange(len(self._ERROR_STATUSES))]
+        delay = f.latency_ms / 1000.0
+        if spike < f.latency_spike_rate:
+            delay += f.latency_spike_ms / 1000.0
+            self.count("latency_spike")
+        return Draw(
+            delay_s=delay,
+            drop=drop < f.drop_rate,
+            error_status=status if error < f.error_rate else None,
+            rate_limited=limit < f.rate_limit_rate,
+            drop_after_submit=after < f.drop_after_submit_rate,
+        )
+
+    def count(self, kind: str) -> None:
+        with self._lock:
+            self.counts[kind] += 1
