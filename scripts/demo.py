@@ -64,21 +64,32 @@ def seed_secrets() -> None:
 
 
 def results_table() -> None:
-    root = DEMO / ".osmosis" / "benchmarks"
-    if not root.is_dir():
+    """pass@1 per agent of every recorded run, read from its downloaded summary.csv."""
+    from reconciler.lockfile import parse
+
+    lock = DEMO / "state" / "osmosis.lock"
+    if not lock.is_file():
         return
-    print("\nResults (pass@1 per agent, from the downloaded summary.csv files):")
-    for summary in sorted(root.glob("*/summary.csv")):
+    state = parse(lock.read_text(encoding="utf-8"), "state/osmosis.lock")
+    print("\nResults (pass@1 per agent with its 95% confidence interval, from summary.csv):")
+    print(f"  {'address':<46} {'run':<14} {'status':<9} {'agent':<40} {'pass@1':>7}")
+    for address, entry in sorted(state.runs.items()):
+        if entry.downloads is None:
+            continue
+        summary = DEMO / entry.downloads.directory / "summary.csv"
+        if not summary.is_file():
+            continue
         with summary.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
         for row in rows:
             agent = row.get("agent") or row.get("model") or "?"
-            value = row.get("pass_at_1") or row.get("pass@1") or ""
+            value = row.get("pass_at_1") or ""
             ci = ""
             if row.get("ci_low") and row.get("ci_high"):
                 ci = f"  [{float(row['ci_low']):.1%} – {float(row['ci_high']):.1%}]"
             shown = f"{float(value):.1%}" if value else "–"
-            print(f"  {summary.parent.name:<36} {agent:<40} {shown:>7}{ci}")
+            print(f"  {address:<46} {entry.run_name or '':<14} {entry.status or '':<9} "
+                  f"{agent:<40} {shown:>7}{ci}")
 
 
 def main() -> None:
