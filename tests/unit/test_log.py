@@ -4,8 +4,20 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
+
+import pytest
+import structlog
 
 from reconciler.log import configure_logging, get_logger, redact_text, register_secret
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog() -> Iterator[None]:
+    """configure_logging is process-global; leave later tests the defaults."""
+    yield
+    structlog.reset_defaults()
+    structlog.contextvars.clear_contextvars()
 
 
 def test_json_lines_carry_command_and_context_and_never_a_secret() -> None:
