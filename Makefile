@@ -17,7 +17,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-test: install
+# The real osmosis CLI (osmosis-ai 0.3.8, Python 3.12+) is installed best effort so the
+# suite can drive it against the local Platform; without it that one test is skipped.
+OSMOSIS_CLI_VENV := .venv-osmosis-cli
+
+$(OSMOSIS_CLI_VENV)/.done:
+	bash scripts/install_osmosis_cli.sh $(OSMOSIS_CLI_VENV)
+	mkdir -p $(OSMOSIS_CLI_VENV) && touch $@
+
+test: install $(OSMOSIS_CLI_VENV)/.done
+	OSMOSIS_REAL_CLI=$$(test -x $(OSMOSIS_CLI_VENV)/bin/osmosis && echo $(CURDIR)/$(OSMOSIS_CLI_VENV)/bin/osmosis) \
 	$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not perf and not reliability"
 
 lint: install
@@ -34,4 +43,4 @@ reliability: install
 	$(BIN)/python -m pytest -m reliability -p no:xdist -s tests/reliability
 
 clean:
-	rm -rf $(VENV) .osmosis .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis
