@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from .crashpoints import crash_point
 from .downloads import download_run, run_dir_name, scan_outputs
 from .errors import (
     ConflictError,
@@ -48,9 +49,9 @@ from .model import (
     is_active,
     is_terminal,
 )
-from .platform import PlatformClient
+from .plan import CLOCK_SKEW
+from .platform import PlatformClient, RunSummary
 
-ADOPTION_SKEW = timedelta(minutes=10)
 Clock = Callable[[], datetime]
 
 
@@ -73,14 +74,18 @@ def observe(
     head: str | None,
     now: datetime,
     verify_outputs: bool = True,
+    listed: Sequence[RunSummary] | None = None,
 ) -> Observation:
     """Build the observed snapshot with as few requests as the plan allows.
 
     One paginated list gives every run and its status; catalog info is fetched once per
     distinct benchmark; secrets are listed once; run details (E5) only for runs that might
-    have to be adopted, never one request per recorded run.
+    have to be adopted, never one request per recorded run. ``listed`` is that list when
+    the caller already fetched it (the session overlaps it with reading the files).
     """
-    runs = {run.id: run.to_observed() for run in client.list_runs()}
+    if listed is None:
+        listed = client.list_runs()
+    runs = {run.id: run.to_observed() for run in listed}
 
     names = sorted({d.benchmark for d in desired})
     benchmarks = {}
@@ -131,24 +136,44 @@ def _fingerprint_candidates(
     state: LockState,
     benchmarks: Mapping[str, Any],
 ) -> dict[str, ObservedRun]:
-    """Fetch details of unrecorded runs that an unrecorded address or an intent could own."""
+    """Fetch details (E5) of the unrecorded runs that an address could have to adopt.
+
+    Two kinds of candidates, each narrowed by what the run list already says so a busy
+    workspace does not cost one request per run: for an address with no recorded run, an
+    unrecorded run of the same benchmark with the same agent count; for a pending submit
+    intent, every unrecorded run of its benchmark created since the intent (minus clock
+    skew), since the plan must not resubmit while any of those is undecided.
+    """
     known = {e.run_id for e in state.runs.values() if e.run_id}
     known.update(h.run_id for h in state.history if h.run_id)
-    wanted: set[str] = set()
+    shapes: set[tuple[str, int]] = set()
     for d in desired:
         entry = state.runs.get(d.address)
-        if entry is None or entry.intent is not None:
-            info = benchmarks.get(d.benchmark)
-            if info is not None:
-                wanted.add(info.id)
+        info = benchmarks.get(d.benchmark)
+        if info is not None and (entry is None or entry.run_id is None or entry.intent):
+            shapes.add((info.id, d.agent_count))
+        elif info is not None and entry is not None and entry.spec_digest != d.spec_digest:
+            # A changed config may match a run whose recording was lost after an apply.
+            shapes.add((info.id, d.agent_count))
+    windows: dict[str, datetime] = {}
     for entry in state.runs.values():
-        if entry.intent is not None and entry.intent.op == "submit" and entry.intent.benchmark_id:
-            wanted.add(entry.intent.benchmark_id)
-    if not wanted:
+        intent = entry.intent
+        if intent is not None and intent.op == "submit" and intent.benchmark_id:
+            since = intent.started_at - CLOCK_SKEW
+            windows[intent.benchmark_id] = min(since, windows.get(intent.benchmark_id, since))
+    if not shapes and not windows:
         return runs
     updated = dict(runs)
     for run_id, run in runs.items():
-        if run_id in known or run.benchmark_id not in wanted:
+        if run_id in known or run.benchmark_id is None:
+            continue
+        by_shape = any(
+            bid == run.benchmark_id and (run.agent_count is None or run.agent_count == n)
+            for bid, n in shapes
+        )
+        since = windows.get(run.benchmark_id)
+        by_window = since is not None and (run.created_at is None or run.created_at >= since)
+        if not (by_shape or by_window):
             continue
         try:
             detail = client.get_run(run_id)
@@ -341,7 +366,9 @@ class Applier:
             )
             return put_run(state, entry)
 
+        crash_point("submit.before_intent")
         self.store.update(write_intent)
+        crash_point("submit.before_post")
         try:
             created = self.client.submit_run(spec)
         except OutcomeUnknownError:
@@ -350,6 +377,7 @@ class Applier:
             # The Platform answered with a refusal: no run exists, so the intent goes.
             self.store.update(lambda s: _clear_failed_intent(s, item.address))
             raise
+        crash_point("submit.after_post")
         desired = self.desired.get(item.address)
 
         def record(state: LockState) -> LockState:
@@ -392,6 +420,7 @@ class Applier:
             return put_run(state, entry.model_copy(update={"intent": intent}))
 
         self.store.update(write_intent)
+        crash_point("stop.before_post")
         status = "stopped"
         try:
             self.client.stop_run(run_id)
