@@ -94,8 +94,9 @@ def open_context(
     if selection.url == "local":
         from .platform.local import LocalPlatform, LocalTransport
 
-        speed = _float_env(env, LOCAL_SPEED_ENV, 1.0)
-        local = LocalPlatform(repo_root / LOCAL_DATA_DIR, speed=speed, auto_workspaces=True)
+        data_dir = repo_root / LOCAL_DATA_DIR
+        speed = _local_speed(env, data_dir)
+        local = LocalPlatform(data_dir, speed=speed, auto_workspaces=True)
         transport: httpx.BaseTransport | None = LocalTransport(local)
         base_url, token = "http://localhost", "local"
         http = httpx.Client(transport=LocalTransport(local), timeout=600.0)
@@ -148,6 +149,25 @@ def open_context(
         local=local,
         env=env,
     )
+
+
+def _local_speed(env: Mapping[str, str], data_dir: Path) -> float:
+    """The embedded Platform's clock factor.
+
+    Run statuses are computed from elapsed time x speed, so a later command with another
+    speed would move runs backwards or forwards in time. The last speed asked for through
+    the environment is kept beside the data and used until another one is asked for.
+    """
+    remembered = data_dir / "speed"
+    if env.get(LOCAL_SPEED_ENV):
+        speed = _float_env(env, LOCAL_SPEED_ENV, 1.0)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        remembered.write_text(f"{speed}\n", encoding="utf-8")
+        return speed
+    try:
+        return max(float(remembered.read_text(encoding="utf-8").strip()), 1e-9)
+    except (OSError, ValueError):
+        return 1.0
 
 
 def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
