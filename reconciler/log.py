@@ -70,9 +70,16 @@ def configure_logging(*, fmt: str | None, verbosity: int, command: str,
         renderer = structlog.processors.JSONRenderer(sort_keys=True)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=stream.isatty())
+    def add_command(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        # Not only a context variable: worker threads (parallel actions) start with an
+        # empty context, and every line must still name its command.
+        event_dict.setdefault("command", command)
+        return event_dict
+
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_command,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact,

@@ -55,7 +55,7 @@ REASON_TEXT = {
     Reason.INTENT_PENDING: "an interrupted submit is pending",
     Reason.UNRECORDED_MATCH: "an unrecorded run on the Platform matches this config",
     Reason.RENAMED: "config renamed",
-    Reason.REPLACE_REQUESTED: "re-run requested with --replace",
+    Reason.REPLACE_REQUESTED: "re-run requested (--replace or an Osmosis-Rerun trailer)",
     Reason.RUN_MISSING: "recorded run no longer exists on the Platform",
     Reason.RESUBMIT_AFTER_LOST: "an interrupted submit left no run on the Platform",
     Reason.SECRET_MISSING: "secret missing",

@@ -51,11 +51,16 @@ def watch_plans(session: Session, args: argparse.Namespace, out: TextIO,
         out.flush()
         plans += 1
 
+    # Start watching before the first plan, so an edit made as soon as "Watching" shows is
+    # never missed; the first (timed-out, empty) batch says the watcher is running.
+    watcher = watchfiles.watch(bench_dir, stop_event=session.cancel, debounce=200,
+                               watch_filter=_toml_filter, yield_on_timeout=True,
+                               rust_timeout=100)
+    next(watcher, None)
     show(first=True)
     if max_plans is not None and plans >= max_plans:
         return 0
-    for changes in watchfiles.watch(bench_dir, stop_event=session.cancel, debounce=200,
-                                    watch_filter=_toml_filter):
+    for changes in watcher:
         if changes:
             show(first=False)
         if max_plans is not None and plans >= max_plans:

@@ -1,0 +1,124 @@
+"""The README's "Walkthrough" section, run for real (issue 6, "Done when").
+
+Every ```sh block of the section runs, in order, in one bash process in a temp directory,
+with the venv's bin dir first on PATH and the embedded local Platform (no token). Each
+```text block that follows a command block lists lines that must appear, in that order, in
+that block's output (``...`` skips lines; 7-hex commit shas are compared as placeholders).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+from .helpers import BIN_DIR, PROJECT_ROOT
+
+SECTION = "## Walkthrough"
+SHORT_SHA = re.compile(r"\b[0-9a-f]{7}\b")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
+
+
+def walkthrough_blocks() -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced block in the README's Walkthrough section."""
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(SECTION + "\n")
+    end = text.find("\n## ", start + len(SECTION))
+    section = text[start : end if end != -1 else len(text)]
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(section)]
+
+
+def normalise(line: str) -> str:
+    return SHORT_SHA.sub("<sha>", line.rstrip())
+
+
+def assert_lines_in_order(expected: str, actual: str, where: str) -> None:
+    lines = [normalise(line) for line in actual.splitlines()]
+    at = 0
+    for want in expected.splitlines():
+        if not want.strip() or want.strip() == "...":
+            continue
+        want = normalise(want)
+        while at < len(lines) and lines[at] != want:
+            at += 1
+        assert at < len(lines), f"{where}: line not found (in order): {want!r}\n--- got:\n{actual}"
+        at += 1
+
+
+def walkthrough_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OSMOSIS_", "GITHUB_", "GIT_")) and k not in ("CI", "NO_COLOR")
+    }
+    env.update(
+        {
+            "PATH": f"{BIN_DIR}{os.pathsep}{env.get('PATH', '')}",
+            "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PYTHONUNBUFFERED": "1",  # stdout and stderr interleave as a reader sees them
+            # A slow simulated clock: the first run is still active when the re-run is planned,
+            # whatever the speed of this machine.
+            "OSMOSIS_LOCAL_PLATFORM_SPEED": "0.01",
+        }
+    )
+    return env
+
+
+def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    blocks = walkthrough_blocks()
+    commands = [body for lang, body in blocks if lang == "sh"]
+    assert len(commands) >= 5, "the walkthrough lost its command blocks"
+
+    script = ["set -e", "exec 2>&1"]
+    expected: dict[int, str] = {}
+    index = -1
+    for lang, body in blocks:
+        if lang == "sh":
+            index += 1
+            script += [f"echo '@@block {index}@@'", body.rstrip("\n")]
+        elif lang == "text":
+            assert index >= 0, "an output block before any command block"
+            expected[index] = body
+    script.append("echo '@@end@@'")
+
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=120,
+        env=walkthrough_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0 and "@@end@@" in done.stdout, done.stdout
+    outputs = re.split(r"^@@block \d+@@\n", done.stdout.split("@@end@@")[0], flags=re.M)[1:]
+    assert len(outputs) == len(commands)
+    for i, want in expected.items():
+        assert_lines_in_order(want, outputs[i], f"walkthrough block {i + 1}")
+
+    # What the outputs claim is true of the repository the walkthrough built.
+    repo = tmp_path / "walkthrough"
+    log = subprocess.run(
+        ["git", "log", "--format=%H %s"],
+        cwd=repo,
+        text=True,
+        capture_output=True,
+        check=True,
+        env=walkthrough_env(tmp_path),
+    ).stdout
+    shas = {subject: sha for sha, subject in (line.split(" ", 1) for line in log.splitlines())}
+    added, rerun = shas["Add the Terminal-Bench smoke run"], shas["Re-run smoke"]
+    text = done.stdout
+    assert f'requested by {added[:7]} "Add the Terminal-Bench smoke run"' in text
+    assert f'requested by {rerun[:7]} "Re-run smoke"' in text
+    with (repo / "state" / "osmosis.lock").open("rb") as fh:
+        lock = tomllib.load(fh)
+    entry = lock["runs"]["terminal-bench/smoke"]
+    assert entry["requested_by"] == rerun and entry["applied_at_commit"] == rerun
+    assert [h["run_name"] for h in lock["history"]] == ["eager-hare"]
+    assert "sk-local-only" not in text.split("secret set OPENAI_API_KEY", 1)[-1]
+    assert "sk-local-only" not in (repo / "state" / "osmosis.lock").read_text()
