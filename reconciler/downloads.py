@@ -38,6 +38,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from .crashpoints import crash_point
 from .errors import (
     AuthError,
     ConflictError,
@@ -539,6 +540,7 @@ class _Downloader:
                             # Stop here: a lying or hostile server must not fill the disk.
                             break
                         sink.put(chunk)
+                        crash_point("download.mid_file")
                         if self.on_progress is not None:
                             self.on_progress(len(chunk))
                             reported += len(chunk)
@@ -552,6 +554,7 @@ class _Downloader:
                     sink.close()
                     os.close(fd)
             self._check_dest(dest)
+            crash_point("download.before_rename")
             os.replace(tmp, dest)
             replaced = True
             return received, hexdigest
@@ -864,28 +867,42 @@ def scan_outputs(
     """
     directory = Path(directory)
     present: set[str] = set()
-    if directory.is_dir():
-        for dirpath, _dirnames, filenames in os.walk(directory, followlinks=False):
-            base = Path(dirpath)
-            for name in filenames:
-                if name.startswith(".") and name.endswith(".partial"):
-                    continue
-                full = base / name
-                try:
-                    if not stat.S_ISREG(os.lstat(full).st_mode):
-                        continue
-                except OSError:
-                    continue
-                present.add(full.relative_to(directory).as_posix())
+    # Plain strings and scandir's cached entry types: a plan scans one directory per
+    # recorded run, and per-file pathlib objects and lstat calls dominated its cost.
+    _scan_files(str(directory), "", present)
     changed: set[str] = set()
     if verify:
+        top = str(directory)
         for path, expected in recorded_sha256.items():
             if path not in present:
                 continue
             try:
-                actual = _hash_file(directory.joinpath(*path.split("/")))
+                actual = _hash_file(os.path.join(top, *path.split("/")))
             except OSError:
                 continue
             if actual.lower() != str(expected).lower():
                 changed.add(path)
     return LocalOutputs(present=frozenset(present), changed=frozenset(changed))
+
+
+def _scan_files(top: str, prefix: str, present: set[str]) -> None:
+    """Add every regular file below ``top`` to ``present`` as ``prefix`` + POSIX path.
+
+    Symlinks (to files or directories) are neither listed nor followed; temp ``.partial``
+    files are skipped; unreadable directories are skipped.
+    """
+    try:
+        with os.scandir(top) as it:
+            entries = list(it)
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _scan_files(entry.path, prefix + name + "/", present)
+            elif entry.is_file(follow_symlinks=False):
+                if not (name.startswith(".") and name.endswith(".partial")):
+                    present.add(prefix + name)
+        except OSError:
+            continue

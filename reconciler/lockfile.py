@@ -63,6 +63,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
 from reconciler.model import (
     LOCKFILE_VERSION,
@@ -88,6 +89,7 @@ __all__ = [
     "retire_run",
     "serialize",
     "strip_secret_values",
+    "remove_stale_temps",
     "write_lockfile",
 ]
 
@@ -268,6 +270,42 @@ _DOWNLOAD_SCALARS = [name for name in Downloads.model_fields if name != "sha256"
 _HISTORY_FIELDS = list(HistoryEntry.model_fields)
 
 
+_RUN_LINES: dict[int, tuple[RecordedRun, str, list[str]]] = {}
+"""Emitted lines per entry object. Entries are frozen and shared between successive states,
+so an apply that persists after every action re-emits only the entries it changed (the
+whole file each time made 500 submits cost seconds of serialising)."""
+
+
+def _run_lines(address: str, run: RecordedRun) -> list[str]:
+    """The lines of one ``[runs."<address>"]`` table and its sub-tables."""
+    hit = _RUN_LINES.get(id(run))
+    if hit is not None and hit[0] is run and hit[1] == address:
+        return hit[2]
+    out: list[str] = []
+    header = f"runs.{_toml_key(address)}"
+    _emit_table(out, header, [(name, getattr(run, name)) for name in _RUN_SCALARS])
+    if run.spec:
+        _emit_mapping(out, f"{header}.spec", run.spec)
+    if run.downloads is not None:
+        d = run.downloads
+        _emit_table(
+            out,
+            f"{header}.downloads",
+            [(name, getattr(d, name)) for name in _DOWNLOAD_SCALARS],
+            [("sha256", d.sha256)] if d.sha256 else [],
+        )
+    if run.intent is not None:
+        i = run.intent
+        _emit_table(
+            out,
+            f"{header}.intent",
+            [(name, getattr(i, name)) for name in _INTENT_SCALARS],
+            [("spec", i.spec)] if i.spec else [],
+        )
+    _RUN_LINES[id(run)] = (run, address, out)
+    return out
+
+
 def serialize(state: LockState) -> str:
     """The lockfile text for ``state``: deterministic, LF line endings, final newline."""
     state = _sanitize(state)
@@ -279,28 +317,10 @@ def serialize(state: LockState) -> str:
         f"platform = {_toml_str(state.platform)}",
         f"workspace = {_toml_str(state.workspace)}",
     ]
+    if len(_RUN_LINES) > 2 * len(state.runs) + 256:
+        _RUN_LINES.clear()
     for address in sorted(state.runs):
-        run = state.runs[address]
-        header = f"runs.{_toml_key(address)}"
-        _emit_table(out, header, [(name, getattr(run, name)) for name in _RUN_SCALARS])
-        if run.spec:
-            _emit_mapping(out, f"{header}.spec", run.spec)
-        if run.downloads is not None:
-            d = run.downloads
-            _emit_table(
-                out,
-                f"{header}.downloads",
-                [(name, getattr(d, name)) for name in _DOWNLOAD_SCALARS],
-                [("sha256", d.sha256)] if d.sha256 else [],
-            )
-        if run.intent is not None:
-            i = run.intent
-            _emit_table(
-                out,
-                f"{header}.intent",
-                [(name, getattr(i, name)) for name in _INTENT_SCALARS],
-                [("spec", i.spec)] if i.spec else [],
-            )
+        out.extend(_run_lines(address, state.runs[address]))
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -952,7 +972,9 @@ def _atomic_write(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         # The rename is the commit point: a crash before it leaves the old file intact,
         # a crash after it leaves the new one. Never a half-written file at ``path``.
+        crash_point("lockfile.before_rename")
         os.replace(temp_name, path)
+        crash_point("lockfile.after_rename")
     except BaseException:
         try:
             os.unlink(temp_name)
@@ -960,6 +982,29 @@ def _atomic_write(path: Path, data: bytes) -> None:
             pass
         raise
     _fsync_directory(directory)
+
+
+def remove_stale_temps(path: Path) -> int:
+    """Delete temp files of ``path`` left by a writer killed before its rename; returns how many.
+
+    Call only while holding the apply lock: every writer holds it, so a temp file seen then
+    belongs to a dead process. Without this, ``state/`` collects ``.osmosis.lock.*.tmp``
+    files that end up committed next to the lockfile.
+    """
+    pattern = re.compile(re.escape(f".{path.name}.") + r"[A-Za-z0-9_]+\.tmp")
+    removed = 0
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return 0
+    for name in names:
+        if pattern.fullmatch(name):
+            try:
+                os.unlink(path.parent / name)
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def write_lockfile(path: Path, state: LockState) -> LockState:
@@ -979,14 +1024,23 @@ class StateStore:
     """The one writer of the lockfile during an apply.
 
     Apply runs actions in threads; each persists its result through ``update``, which
-    applies the change to the *current* state under a lock and writes the file before the
-    next caller sees it, so concurrent updates are never lost.
+    applies the change to the *current* state under a lock and returns only once a write
+    that includes it is on disk, so concurrent updates are never lost. Writes are grouped:
+    callers that arrive while a write is in flight are covered by one next write of the
+    newest state (serial + 1 per update), which is what lets parallel actions outpace the
+    fsyncs of one file.
     """
 
     def __init__(self, path: Path, state: LockState) -> None:
         self._path = path
         self._state = state
+        self._latest = state
+        """Every update applied, written or not."""
+        self._applied = 0
+        self._durable = 0
+        """How many updates the file on disk includes."""
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -1000,11 +1054,25 @@ class StateStore:
     def update(self, fn: Callable[[LockState], LockState]) -> LockState:
         """Apply ``fn`` to the current state and persist the result atomically.
 
-        Every call writes (serial + 1), even when ``fn`` changes nothing: callers use
-        ``update(lambda s: s)`` to persist a state the store was constructed with.
+        Every call adds 1 to the serial and is written, even when ``fn`` changes nothing:
+        callers use ``update(lambda s: s)`` to persist a state the store was constructed
+        with. If the write fails the caller gets the error, and its change may still be
+        written by a later update (each paid action's ordering is unaffected: its intent
+        is on disk before ``update`` returns, or ``update`` raised).
         """
         with self._lock:
-            self._state = write_lockfile(self._path, fn(self._state))
+            base = self._latest
+            self._latest = fn(base).model_copy(update={"serial": base.serial + 1})
+            self._applied += 1
+            mine = self._applied
+        with self._write_lock:
+            if self._durable < mine:
+                with self._lock:
+                    target, covered = self._latest, self._applied
+                # write_lockfile adds the 1 back.
+                unwritten = target.model_copy(update={"serial": target.serial - 1})
+                self._state = write_lockfile(self._path, unwritten)
+                self._durable = covered
             return self._state
 
 

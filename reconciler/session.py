@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,7 +19,8 @@ from .apply import Applier, ApplyResult, observe, refresh_statuses, utcnow, wait
 from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
-from .lockfile import StateStore, read_lockfile, write_lockfile
+from .gitinfo import _DEEPEN_HINT
+from .lockfile import StateStore, read_lockfile, remove_stale_temps, write_lockfile
 from .locking import hold_lock
 from .log import get_logger
 from .model import (
@@ -34,6 +35,7 @@ from .model import (
     is_terminal,
 )
 from .plan import compute_plan
+from .platform import RunSummary
 from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -41,6 +43,9 @@ SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 
 class Session:
     """Holds the context of one invocation and the last loaded snapshots."""
+
+    provenance_note: str | None = None
+    """Set by ``load_desired`` in a shallow clone whose history misses some configs."""
 
     def __init__(self, ctx: Context, err: TextIO) -> None:
         self.ctx = ctx
@@ -80,6 +85,9 @@ class Session:
         git = self.ctx.git
         if git is not None and runs:
             commits = git.last_commits([r.path for r in runs])
+            # A config edited since its last commit was not requested by that commit.
+            dirty = git.changed_since("HEAD") if git.head() else set()
+            commits = {p: c for p, c in commits.items() if p not in dirty}
             runs = tuple(
                 r.model_copy(update={"requested_by": commits[r.path].sha,
                                      "requested_subject": commits[r.path].subject})
@@ -87,7 +95,14 @@ class Session:
                 for r in runs
             )
             if git.is_shallow():
-                get_logger().info("shallow clone: provenance may be missing for some configs")
+                unknown = sorted(r.address for r in runs if r.requested_by is None)
+                self.provenance_note = (
+                    f"shallow clone: the git history of {len(unknown)} config(s) is missing, "
+                    f"so the commit that requested them is unknown ({', '.join(unknown[:5])}"
+                    f"{', ...' if len(unknown) > 5 else ''}); " + _DEEPEN_HINT
+                ) if unknown else None
+                if unknown:
+                    get_logger().info("shallow clone: provenance missing", configs=len(unknown))
         self.desired = runs
         return runs
 
@@ -103,7 +118,7 @@ class Session:
     def head(self) -> str | None:
         return self.ctx.git.head() if self.ctx.git else None
 
-    def observe(self) -> Observation:
+    def observe(self, listed: Sequence[RunSummary] | None = None) -> Observation:
         assert self.state is not None
         self.observation = observe(
             self.ctx.client,
@@ -115,18 +130,38 @@ class Session:
             repo_root=self.ctx.repo_root,
             head=self.head(),
             now=utcnow(),
+            listed=listed,
         )
         return self.observation
 
     def make_plan(self, *, changed_since: str | None = None) -> Plan:
+        # The run list (the bulk of a plan's wall time on a large workspace) is fetched
+        # while the configs and the lockfile are read; the two do not depend on each other.
+        prefetch = _Prefetch(self.ctx.client.list_runs)
         self.load_desired()
-        self.load_state()
-        self.observe()
+        state = self.load_state()
+        listed: list[RunSummary] | None = prefetch.result()
+        # Read sequentially, a run recorded in the lockfile was created before the list was
+        # taken. Listed first, a concurrent apply could record a run the list has not seen:
+        # then list again rather than report it missing.
+        seen = {run.id for run in listed or ()}
+        if any(e.run_id and e.run_id not in seen for e in state.runs.values()):
+            listed = None
+        self.observe(listed)
         settings = self._with_trailers(self.ctx.settings)
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
         assert self.state is not None and self.observation is not None
-        return compute_plan(self.desired, self.state, self.observation, settings)
+        plan = compute_plan(self.desired, self.state, self.observation, settings)
+        log = get_logger()
+        log.info("plan computed", actions=len(plan.items), drift=len(plan.drift),
+                 observed_runs=len(self.observation.runs), configs=len(self.desired))
+        for item in plan.items:
+            log.debug("planned", address=item.address, action=item.action.value,
+                      reason=item.reason.value, run_id=item.run_id)
+        if self.provenance_note:
+            plan = plan.model_copy(update={"warnings": (*plan.warnings, self.provenance_note)})
+        return plan
 
     def _with_trailers(self, settings: Settings) -> Settings:
         """Fold ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers into the settings.
@@ -200,13 +235,16 @@ class Session:
             if payload.get("kind") != SAVED_PLAN_KIND:
                 raise ValueError("not a saved plan")
             plan = plan_from_dict(payload["plan"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise UsageError(f"{path}: cannot read the saved plan: {exc}",
                              "create one with `osmosis-plan --out PLANFILE`") from exc
         self.load_desired()
         state = self.load_state()
         stale = []
-        if plan.lineage not in (None, state.lineage) or (
+        # No lockfile when planned nor now: each read of a missing lockfile gets a fresh
+        # lineage, so only serial 0 on both sides proves the state is unchanged.
+        unwritten = plan.serial == 0 and state.serial == 0
+        if (not unwritten and plan.lineage not in (None, state.lineage)) or (
             plan.lineage is not None and plan.serial != state.serial
         ):
             stale.append(f"the lockfile changed (serial {plan.serial} -> {state.serial})")
@@ -238,6 +276,8 @@ class Session:
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
         with hold_lock(self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting,
                        ci_url=_ci_url()):
+            # Under the lock, temp files of the lockfile can only be a killed writer's.
+            remove_stale_temps(self.ctx.state_path)
             yield
 
     def refresh_only(self, out: TextIO) -> None:
@@ -341,6 +381,34 @@ class Session:
         from .watch import watch_plans
 
         return watch_plans(self, args, out)
+
+
+class _Prefetch:
+    """Runs ``fetch`` on a daemon thread; ``result()`` returns its value or raises its error.
+
+    Daemon, so a config error that ends the command never waits for the fetch to finish
+    (its own error, if any, is then dropped).
+    """
+
+    def __init__(self, fetch: Callable[[], list[RunSummary]]) -> None:
+        self._fetch = fetch
+        self._value: list[RunSummary] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="prefetch-runs", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._fetch()
+        except BaseException as exc:  # re-raised by result(), in the caller's thread
+            self._error = exc
+
+    def result(self) -> list[RunSummary]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def _ci_url() -> str | None:

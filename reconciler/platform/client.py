@@ -285,7 +285,7 @@ def platform_error(
     """Translate a non-2xx response into the error tree (platform-api.md §6)."""
     try:
         decoded = json.loads(body_text) if body_text.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         decoded = {}
     body: Mapping[str, Any] = decoded if isinstance(decoded, Mapping) else {}
     error_text = _trimmed(body.get("error"))
@@ -638,7 +638,7 @@ class PlatformClient:
             return {}
         try:
             data = json.loads(response.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested without end
             data = None
         if not isinstance(data, dict):
             raise InvalidResponseError(

@@ -460,7 +460,9 @@ class RunSummary(PlatformModel):
 
     def to_observed(self, fingerprint: str | None = None) -> ObservedRun:
         """The shared core type the plan compares against."""
-        return ObservedRun(
+        # Every value was validated into this model with the same types: skip a second
+        # validation (one per listed run, tens of thousands on a large workspace).
+        return ObservedRun.model_construct(
             id=self.id,
             name=self.name,
             status=self.status,
