@@ -525,12 +525,23 @@ class Applier:
             directory=directory,
             complete=result.complete and is_terminal(entry.status or ""),
         )
+        update: dict[str, Any] = {"downloads": downloads}
+        if not result.failures and is_terminal(entry.status or ""):
+            # An ended run's scores no longer change: fetch them once, beside its outputs,
+            # for the plan's results table. They are informational, so a failed fetch
+            # never fails the download.
+            try:
+                update["results"] = self.client.get_run(entry.run_id).to_results()
+            except ReconcilerError as exc:
+                get_logger(address=item.address, run_id=entry.run_id).warning(
+                    "run results not fetched", error=exc.message
+                )
 
         def record(state: LockState) -> LockState:
             current = state.runs.get(item.address)
             if current is None or current.run_id != entry.run_id:
                 return state
-            return put_run(state, current.model_copy(update={"downloads": downloads}))
+            return put_run(state, current.model_copy(update=update))
 
         self.store.update(record)
         if result.failures:

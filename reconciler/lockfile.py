@@ -72,6 +72,7 @@ from reconciler.model import (
     Intent,
     LockState,
     RecordedRun,
+    RunResults,
 )
 
 __all__ = [
@@ -263,11 +264,19 @@ def _sanitize(state: LockState) -> LockState:
 _RUN_SCALARS = [
     name
     for name, field in RecordedRun.model_fields.items()
-    if name not in ("address", "spec", "downloads", "intent")
+    if name not in ("address", "spec", "downloads", "intent", "results")
 ]
 _INTENT_SCALARS = [name for name in Intent.model_fields if name != "spec"]
 _DOWNLOAD_SCALARS = [name for name in Downloads.model_fields if name != "sha256"]
-_HISTORY_FIELDS = list(HistoryEntry.model_fields)
+_HISTORY_FIELDS = [name for name in HistoryEntry.model_fields if name != "results"]
+_RESULTS_SCALARS = [name for name in RunResults.model_fields if name != "agents"]
+
+
+def _emit_results(out: list[str], header: str, results: RunResults) -> None:
+    """A run's scores: totals, then one inline table per agent (one line each)."""
+    pairs: list[tuple[str, Any]] = [(name, getattr(results, name)) for name in _RESULTS_SCALARS]
+    pairs.append(("agents", [a.model_dump(exclude_none=True) for a in results.agents]))
+    _emit_table(out, header, pairs)
 
 
 _RUN_LINES: dict[int, tuple[RecordedRun, str, list[str]]] = {}
@@ -294,6 +303,8 @@ def _run_lines(address: str, run: RecordedRun) -> list[str]:
             [(name, getattr(d, name)) for name in _DOWNLOAD_SCALARS],
             [("sha256", d.sha256)] if d.sha256 else [],
         )
+    if run.results is not None:
+        _emit_results(out, f"{header}.results", run.results)
     if run.intent is not None:
         i = run.intent
         _emit_table(
@@ -328,6 +339,8 @@ def serialize(state: LockState) -> str:
             value = getattr(entry, name)
             if value is not None:
                 out.append(f"{name} = {_inline(value)}")
+        if entry.results is not None:
+            _emit_results(out, "history.results", entry.results)
     return "\n".join(out) + "\n"
 
 
@@ -471,7 +484,17 @@ def _nullable_required(model: type) -> list[str]:
 
 
 _HISTORY_NULLABLE = _nullable_required(HistoryEntry)
-_RUN_NESTED = {"spec", "downloads", "intent"}
+_RUN_NESTED = {"spec", "downloads", "intent", "results"}
+
+
+def _build_results(table: Any, filename: str, locator: _Locator, base: list[str | int]) -> Any:
+    """A ``results`` table as ``RunResults``; anything else is left for the model to refuse."""
+    if not isinstance(table, dict):
+        return table
+    data = dict(table)
+    if isinstance(data.get("agents"), list):
+        data["agents"] = tuple(data["agents"])
+    return _validate(RunResults, data, filename, locator, base)
 
 
 def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
@@ -492,6 +515,8 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
     intent = table.get("intent")
     if isinstance(intent, dict):
         data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
+    if "results" in table:
+        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     return _validate(RecordedRun, data, filename, locator, base)
 
 
@@ -501,6 +526,8 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
         raise _shape_error(filename, locator, base, "must be a table")
     data = {name: None for name in _HISTORY_NULLABLE}
     data.update(table)
+    if "results" in table:
+        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     entry = _validate(HistoryEntry, data, filename, locator, base)
     if entry.reason not in HISTORY_REASONS:
         raise _shape_error(
@@ -1113,6 +1140,7 @@ def _history_entry(
         ended_at=ended_at,
         reason=reason,
         requested_by=run.requested_by,
+        results=run.results,
     )
 
 

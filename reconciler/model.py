@@ -126,6 +126,44 @@ class Downloads(Frozen):
     """False after a partial download or a snapshot of a running run."""
 
 
+class AgentResult(Frozen):
+    """One agent's scores in a run, as the run page shows them (platform-api.md §11.2).
+
+    E5 ``agents[]`` joined to ``agent_metrics[]`` by agent id; a missing part is None.
+    """
+
+    agent_index: int
+    harness: str | None = None
+    """None = the benchmark's official scaffold."""
+    model: str | None = None
+    """``model_display_name``, else ``model``, else ``model_ref``."""
+    rank: int | None = None
+    pass_at_1: float | None = None
+    """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    """Tasks the pass@1 was computed over."""
+    k: int | None = None
+    """The deepest k the Platform reported a pass@k for (its last point)."""
+    pass_at_k: float | None = None
+    cost_per_task: float | None = None
+    """``aggregates.reported_cost_usd`` / ``agent_metrics.n_tasks`` (only when n_tasks > 0)."""
+    seconds_per_task: float | None = None
+    tokens_per_task: float | None = None
+
+
+class RunResults(Frozen):
+    """A run's scores, recorded once its outputs were downloaded after it ended."""
+
+    agents: tuple[AgentResult, ...] = ()
+    """In ``agent_index`` order."""
+    passed: int | None = None
+    failed: int | None = None
+    errored: int | None = None
+    total_cost_usd: float | None = None
+
+
 class RecordedRun(Frozen):
     """One address's entry in ``state/osmosis.lock``."""
 
@@ -148,6 +186,8 @@ class RecordedRun(Frozen):
     platform_url: str | None = None
     downloads: Downloads | None = None
     intent: Intent | None = None
+    results: RunResults | None = None
+    """Scores fetched (E5) when the outputs of the ended run were downloaded."""
 
 
 class HistoryEntry(Frozen):
@@ -163,6 +203,8 @@ class HistoryEntry(Frozen):
     reason: str
     """Why it left: ``replaced``, ``rerun``, ``forgotten``, ``moved``, ``lost``."""
     requested_by: str | None = None
+    results: RunResults | None = None
+    """The run's scores, kept so the next run of the address can be compared with them."""
 
 
 class LockState(Frozen):
@@ -399,6 +441,20 @@ class PlanSummary(Frozen):
     drift: int = 0
 
 
+class ResultRow(Frozen):
+    """One agent of an ended run in the plan's results table, with the previous run's
+    scores for the same agent index when the address's history has them."""
+
+    address: str
+    run_id: str | None = None
+    run_name: str | None = None
+    status: str | None = None
+    agent: AgentResult
+    previous: AgentResult | None = None
+    previous_run_id: str | None = None
+    previous_run_name: str | None = None
+
+
 class Plan(Frozen):
     """The value ``compute_plan`` returns; renderers and apply read it, never recompute it."""
 
@@ -417,6 +473,8 @@ class Plan(Frozen):
     """Address -> spec digest of every desired run the plan saw (staleness check)."""
     other_pending: int = 0
     """Actions outside ``--target``/``--changed-since`` that were left out."""
+    results: tuple[ResultRow, ...] = ()
+    """Scores of the recorded ended runs (informational; apply never reads them)."""
 
     @property
     def is_empty(self) -> bool:

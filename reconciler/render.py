@@ -20,12 +20,14 @@ from reconciler.errors import StalePlanError
 from reconciler.model import (
     PLAN_FORMAT_VERSION,
     Action,
+    AgentResult,
     DriftItem,
     DriftKind,
     Plan,
     PlanItem,
     PlanSummary,
     Reason,
+    ResultRow,
 )
 
 MARKDOWN_MARKER = "<!-- osmosis-reconciler:plan"
@@ -177,6 +179,60 @@ def _other_pending_note(plan: Plan) -> str:
     return f"{n:,} other pending {what} outside --target and left out of this plan."
 
 
+# --------------------------------------------------------------------------- results
+
+TEXT_RESULT_ROWS = 20
+"""The text render lists at most this many result rows (markdown and json list them all)."""
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _pass_at_1(agent: AgentResult) -> str:
+    """``75.0% (71.9–78.1)``: pass@1 with its confidence interval, as the run page shows it."""
+    if agent.pass_at_1 is None:
+        return "–"
+    text = _pct(agent.pass_at_1)
+    if agent.ci_low is not None and agent.ci_high is not None:
+        text += f" ({agent.ci_low * 100:.1f}–{agent.ci_high * 100:.1f})"
+    return text
+
+
+def _pass_at_k(agent: AgentResult) -> str:
+    if agent.pass_at_k is None:
+        return "–"
+    return f"pass@{agent.k if agent.k is not None else 'k'} {_pct(agent.pass_at_k)}"
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "–"
+    # Cheap tasks cost fractions of a cent; two decimals would show them all as $0.00.
+    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:,.2f}"
+
+
+def _agent_label(agent: AgentResult) -> str:
+    model = agent.model or f"agent {agent.agent_index + 1}"
+    return f"{model} · {agent.harness or 'default'}"
+
+
+def _versus_previous(row: ResultRow) -> str:
+    """``+4.2 pts (prev 61.0%)``: the pass@1 change against the previous run of the address."""
+    before = row.previous
+    if before is None:
+        return "–"
+    if before.pass_at_1 is None or row.agent.pass_at_1 is None:
+        return f"prev {_pass_at_1(before)}"
+    points = round((row.agent.pass_at_1 - before.pass_at_1) * 100, 1)
+    delta = "±0.0" if points == 0 else f"{points:+.1f}"
+    return f"{delta} pts (prev {_pct(before.pass_at_1)})"
+
+
+def _result_runs(rows: tuple[ResultRow, ...]) -> int:
+    return len({(row.address, row.run_id) for row in rows})
+
+
 # --------------------------------------------------------------------------- text
 
 
@@ -210,6 +266,8 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.append(f"      {drift.message}")
             out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
             out.append("")
+    if plan.results:
+        out += _text_results(plan.results)
     if plan.warnings:
         out.append(paint(_YELLOW, "Warnings:"))
         out.extend(f"  - {warning}" for warning in plan.warnings)
@@ -233,6 +291,30 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
 
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
+    """The compact results section: one line per agent, at most ``TEXT_RESULT_ROWS``."""
+    out = [
+        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; "
+        "change against the previous run of the address):",
+        "",
+    ]
+    for row in rows[:TEXT_RESULT_ROWS]:
+        parts = [_pass_at_1(row.agent)]
+        if row.agent.pass_at_k is not None:
+            parts.append(_pass_at_k(row.agent))
+        if row.agent.cost_per_task is not None:
+            parts.append(f"{_money(row.agent.cost_per_task)}/task")
+        if row.previous is not None:
+            parts.append(_versus_previous(row))
+        run = _run_label(row.run_name, row.run_id)
+        out.append(f"  {row.address} {run}: {_agent_label(row.agent)}: {' · '.join(parts)}")
+    more = len(rows) - TEXT_RESULT_ROWS
+    if more > 0:
+        out.append(f"  ... {more:,} more (see --format markdown or json)")
+    out.append("")
+    return out
 
 
 # --------------------------------------------------------------------------- markdown
@@ -274,6 +356,11 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
             text += "\n**Warnings:**\n" + "".join(f"- {w}\n" for w in plan.warnings)
         if plan.other_pending:
             text += "\n" + _other_pending_note(plan) + "\n"
+        if plan.results:
+            section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
+            text += "\n" + section
+            if left:
+                text += _truncation_note([_count(left, "result row")], max_chars)
         return _cap(text, max_chars)
 
     s = plan.summary
@@ -325,6 +412,15 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         note = _other_pending_note(plan) + "\n\n"
         if fits(note):
             text += note
+    left_results = 0
+    if plan.results:
+        # Actions matter more than scores: with details or drift to show, the results table
+        # may take at most half of the room that is left.
+        room = budget - len(text)
+        if plan.items or plan.drift:
+            room //= 2
+        section, left_results = _md_results(plan.results, room)
+        text += section
 
     groups: dict[str, list[PlanItem]] = {}
     for item in plan.items:
@@ -372,18 +468,52 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         if rows:
             text += opening + rows + closing
 
-    if left_items or left_drift:
+    if left_items or left_drift or left_results:
         left = []
         if left_items:
             left.append(_count(left_items, "action"))
         if left_drift:
             left.append(_count(left_drift, "drift item"))
-        text += (
-            f"\n_Truncated: {' and '.join(left)} did not fit in this comment (capped below "
-            f"{max_chars:,} characters). Run `osmosis-plan` locally or see the CI log for the "
-            "full plan._\n"
-        )
+        if left_results:
+            left.append(_count(left_results, "result row"))
+        text += _truncation_note(left, max_chars)
     return _cap(text, max_chars)
+
+
+def _truncation_note(left: list[str], max_chars: int) -> str:
+    return (
+        f"\n_Truncated: {' and '.join(left)} did not fit in this comment (capped below "
+        f"{max_chars:,} characters). Run `osmosis-plan` locally or see the CI log for the "
+        "full plan._\n"
+    )
+
+
+def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
+    """The results table within ``room`` characters, and how many rows did not fit."""
+    opening = (
+        f"**Results** of {_count(_result_runs(rows), 'ended run')} "
+        "(pass@1 with its 95% confidence interval; change against the previous run of the "
+        "same address):\n\n"
+        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous |\n"
+        "|---|---|---|---:|---:|---:|---|\n"
+    )
+    closing = "\n"
+    body = ""
+    shown = 0
+    for row in rows:
+        line = (
+            f"| `{_md_cell(row.address)}` | {_md_cell(_run_label(row.run_name, row.run_id))} | "
+            f"{_md_cell(_agent_label(row.agent))} | {_pass_at_1(row.agent)} | "
+            f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
+            f"{_md_cell(_versus_previous(row))} |\n"
+        )
+        if len(opening) + len(body) + len(line) + len(closing) > room:
+            break
+        body += line
+        shown += 1
+    if not shown:
+        return "", len(rows)
+    return opening + body + closing, len(rows) - shown
 
 
 def _cap(text: str, max_chars: int) -> str:
@@ -435,6 +565,23 @@ def _drift_to_dict(drift: DriftItem) -> dict[str, Any]:
     }
 
 
+def _result_to_dict(row: ResultRow) -> dict[str, Any]:
+    now, before = row.agent.pass_at_1, row.previous.pass_at_1 if row.previous else None
+    return {
+        "address": row.address,
+        "run_id": row.run_id,
+        "run_name": row.run_name,
+        "status": row.status,
+        "agent": row.agent.model_dump(),
+        "previous": row.previous.model_dump() if row.previous else None,
+        "previous_run_id": row.previous_run_id,
+        "previous_run_name": row.previous_run_name,
+        "delta_pass_at_1": round(now - before, 6)
+        if now is not None and before is not None
+        else None,
+    }
+
+
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     """The JSON document of a plan (``render_json``) and of a saved plan (``--out``)."""
     return {
@@ -452,6 +599,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "errors": list(plan.errors),
         "errored": bool(plan.errors),
         "other_pending": plan.other_pending,
+        "results": [_result_to_dict(row) for row in plan.results],
     }
 
 
@@ -512,6 +660,19 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             )
             for d in data["drift"]
         )
+        results = tuple(
+            ResultRow(
+                address=r["address"],
+                run_id=r.get("run_id"),
+                run_name=r.get("run_name"),
+                status=r.get("status"),
+                agent=AgentResult.model_validate(r["agent"]),
+                previous=AgentResult.model_validate(r["previous"]) if r.get("previous") else None,
+                previous_run_id=r.get("previous_run_id"),
+                previous_run_name=r.get("previous_run_name"),
+            )
+            for r in data.get("results", ())
+        )
         return Plan(
             items=items,
             drift=drift,
@@ -525,6 +686,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             head=data.get("head"),
             config_digests=dict(data.get("config_digests", {})),
             other_pending=data.get("other_pending", 0),
+            results=results,
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

@@ -19,7 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reconciler.model import BenchmarkInfo, ObservedRun, adoption_fingerprint
+from reconciler.model import (
+    AgentResult,
+    BenchmarkInfo,
+    ObservedRun,
+    RunResults,
+    adoption_fingerprint,
+)
 
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
 
@@ -685,6 +691,53 @@ class RunDetail(PlatformModel):
     def to_observed(self) -> ObservedRun:
         """The run as the core type, with its adoption fingerprint filled in."""
         return self.summary.to_observed(fingerprint=self.fingerprint())
+
+    def to_results(self) -> RunResults:
+        """The run's scores as the core type, per agent the way ``runs info`` shows them.
+
+        Each agent is joined to the ``agent_metrics`` entry whose ``benchmark_run_agent_id``
+        equals its ``id``; pass@k is the last (deepest) point; cost/task is
+        ``reported_cost_usd`` / ``n_tasks``, only when ``n_tasks`` > 0 (platform-api.md §11.2).
+        """
+        by_agent = {
+            m.benchmark_run_agent_id: m
+            for m in self.agent_metrics
+            if m.benchmark_run_agent_id is not None
+        }
+        agents = []
+        for agent in self.agents:
+            metrics = by_agent.get(agent.id) if agent.id is not None else None
+            p1 = metrics.pass_at_1 if metrics else None
+            deepest = metrics.pass_at_k[-1] if metrics and metrics.pass_at_k else None
+            n_tasks = metrics.n_tasks if metrics else None
+            cost = agent.aggregates.reported_cost_usd
+            agents.append(
+                AgentResult(
+                    agent_index=agent.agent_index,
+                    harness=agent.harness,
+                    model=agent.model_display_name or agent.model or agent.model_ref,
+                    rank=metrics.rank if metrics else None,
+                    pass_at_1=p1.value if p1 else None,
+                    ci_low=p1.ci_low if p1 else None,
+                    ci_high=p1.ci_high if p1 else None,
+                    n=p1.n if p1 else None,
+                    k=deepest.k if deepest and deepest.value is not None else None,
+                    pass_at_k=deepest.value if deepest else None,
+                    cost_per_task=cost / n_tasks
+                    if cost is not None and n_tasks is not None and n_tasks > 0
+                    else None,
+                    seconds_per_task=agent.aggregates.mean_duration_seconds,
+                    tokens_per_task=agent.aggregates.tokens_per_task,
+                )
+            )
+        totals = self.totals
+        return RunResults(
+            agents=tuple(agents),
+            passed=totals.passed,
+            failed=totals.failed,
+            errored=totals.errored,
+            total_cost_usd=totals.total_cost_usd,
+        )
 
 
 class SubmittedRun(PlatformModel):

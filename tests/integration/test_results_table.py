@@ -1,0 +1,98 @@
+"""The results table end to end over loopback: ``osmosis-apply --wait`` downloads an ended
+run and records its scores (E5) in the lockfile; after a config change and a second apply,
+``osmosis-plan`` compares the new run with the previous run of the same address."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from .helpers import (
+    Osmosis,
+    commit,
+    init_repo,
+    read_lock,
+    smoke_config,
+    start_platform,
+    write_config,
+)
+
+ADDRESS = "tb/smoke"
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def test_apply_wait_records_scores_and_plan_compares_with_the_previous_run(
+    tmp_path: Path,
+) -> None:
+    server = start_platform(tmp_path / "fast-platform", speed=1000.0)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={ADDRESS: smoke_config(attempts=2)})
+        osm = Osmosis(repo, server)
+
+        first = osm.apply("--auto-approve", "--wait", "--wait-timeout", "120")
+        assert first.code in (0, 3), first
+        entry = read_lock(repo)["runs"][ADDRESS]
+        assert entry["status"] in ("finished", "failed", "stopped"), entry
+        first_run = entry["run_id"]
+        recorded = entry["results"]
+        # What the lockfile holds is what the Platform's run detail says.
+        with contextlib.closing(server.client()) as client:
+            detail = client.get_run(first_run)
+        (metrics,) = detail.agent_metrics
+        (agent,) = recorded["agents"]
+        assert agent["agent_index"] == 0
+        assert agent["model"] == detail.agents[0].model_display_name == "gpt-5.2"
+        assert agent["harness"] == "terminus-2"
+        assert metrics.pass_at_1 is not None
+        assert agent["pass_at_1"] == metrics.pass_at_1.value
+        assert agent["rank"] == metrics.rank
+        assert recorded["passed"] == detail.totals.passed
+        cost = detail.agents[0].aggregates.reported_cost_usd
+        assert cost is not None and metrics.n_tasks
+        assert agent["cost_per_task"] == cost / metrics.n_tasks
+        before = agent["pass_at_1"]
+
+        # A new model for the same address: the first run moves to history with its scores.
+        write_config(
+            repo,
+            ADDRESS,
+            smoke_config("anthropic/claude-sonnet-4", attempts=2, secret="ANTHROPIC_API_KEY"),
+        )
+        commit(repo, "Try Claude on the smoke task")
+        second = osm.apply("--auto-approve", "--wait", "--wait-timeout", "120")
+        assert second.code in (0, 3), second
+        lock = read_lock(repo)
+        entry = lock["runs"][ADDRESS]
+        assert entry["run_id"] != first_run
+        (old,) = [h for h in lock["history"] if h["run_id"] == first_run]
+        assert old["results"] == recorded
+        (now,) = entry["results"]["agents"]
+        after = now["pass_at_1"]
+
+        md = osm.plan("--format", "markdown")
+        assert md.code == 0, md
+        assert "**Results** of 1 ended run" in md.out
+        (row,) = [line for line in md.out.splitlines() if line.startswith(f"| `{ADDRESS}` |")]
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        assert cells[1].startswith(entry["run_name"])
+        assert cells[2] == f"{now['model']} · terminus-2"
+        assert "claude-sonnet-4" in now["model"]
+        assert cells[3].startswith(_pct(after))
+        points = round((after - before) * 100, 1)
+        delta = "±0.0" if points == 0 else f"{points:+.1f}"
+        assert cells[6] == f"{delta} pts (prev {_pct(before)})"
+
+        plan = osm.plan("--format", "json").json()
+        (result,) = plan["results"]
+        assert result["run_id"] == entry["run_id"]
+        assert result["previous_run_id"] == first_run
+        assert result["previous"]["pass_at_1"] == before
+
+        text = osm.plan()
+        assert f"{ADDRESS} {entry['run_name']}" in text.out
+        assert f"pts (prev {_pct(before)})" in text.out
+    finally:
+        server.close()
