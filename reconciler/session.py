@@ -74,13 +74,21 @@ class Session:
 
     # -- snapshots -----------------------------------------------------------
 
-    def load_desired(self) -> tuple[DesiredRun, ...]:
+    def load_desired(self, on_valid: Callable[[], None] | None = None) -> tuple[DesiredRun, ...]:
+        """Load and validate the configs, then add git provenance.
+
+        ``on_valid`` runs once the configs are known to be valid, before the git calls:
+        the plan starts its first Platform request there, so invalid input never reaches
+        the Platform.
+        """
         result = load_configs(self.ctx.repo_root, self.ctx.settings.benchmarks)
         warnings = [i for i in result.issues if i.severity == "warning"]
         for issue in warnings:
             self.err.write(f"warning: {issue.render()}\n")
         if not result.ok:
             raise ConfigError(list(result.issues))
+        if on_valid is not None:
+            on_valid()
         runs = result.runs
         git = self.ctx.git
         if git is not None and runs:
@@ -136,11 +144,11 @@ class Session:
 
     def make_plan(self, *, changed_since: str | None = None) -> Plan:
         # The run list (the bulk of a plan's wall time on a large workspace) is fetched
-        # while the configs and the lockfile are read; the two do not depend on each other.
-        prefetch = _Prefetch(self.ctx.client.list_runs)
-        self.load_desired()
+        # while provenance and the lockfile are read; they do not depend on each other.
+        prefetches: list[_Prefetch] = []
+        self.load_desired(on_valid=lambda: prefetches.append(_Prefetch(self.ctx.client.list_runs)))
         state = self.load_state()
-        listed: list[RunSummary] | None = prefetch.result()
+        listed: list[RunSummary] | None = prefetches[0].result()
         # Read sequentially, a run recorded in the lockfile was created before the list was
         # taken. Listed first, a concurrent apply could record a run the list has not seen:
         # then list again rather than report it missing.

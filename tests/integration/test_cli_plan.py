@@ -433,3 +433,24 @@ def test_figures_plan_over_1000_configs_with_1000_recorded_terminal_runs(tmp_pat
         assert max(requests) < n / 10, "a plan must not make one request per recorded run"
     finally:
         server.close()
+
+
+def test_an_invalid_config_makes_no_platform_call_and_writes_nothing(tmp_path: Path) -> None:
+    from .helpers import RequestLog
+
+    log = RequestLog()
+    server = start_platform(tmp_path / "logged-platform", access_log=log)
+    try:
+        osm = two_configs(tmp_path, server)
+        lockfile = osm.repo / "state" / "osmosis.lock"
+        before = lockfile.read_bytes() if lockfile.exists() else None
+        write_config(osm.repo, "tb/broken", "[experiment]\nbenchmark = 3\n")
+        log.reset()
+        for result in (osm.plan(), osm.apply("--auto-approve")):
+            assert result.code == 1, result
+            assert "benchmarks/tb/broken.toml:2" in result.err
+        assert log.lines == []
+        assert (lockfile.read_bytes() if lockfile.exists() else None) == before
+        assert server.submits() == 0
+    finally:
+        server.close()
