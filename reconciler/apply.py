@@ -75,13 +75,15 @@ def observe(
     now: datetime,
     verify_outputs: bool = True,
     listed: Sequence[RunSummary] | None = None,
+    outputs: Mapping[str, LocalOutputs] | None = None,
 ) -> Observation:
     """Build the observed snapshot with as few requests as the plan allows.
 
     One paginated list gives every run and its status; catalog info is fetched once per
     distinct benchmark; secrets are listed once; run details (E5) only for runs that might
     have to be adopted, never one request per recorded run. ``listed`` is that list when
-    the caller already fetched it (the session overlaps it with reading the files).
+    the caller already fetched it, ``outputs`` the ``scan_recorded_outputs`` of ``state``
+    when already scanned (the session overlaps both with reading the files).
     """
     if listed is None:
         listed = client.list_runs()
@@ -109,14 +111,8 @@ def observe(
 
     runs = _fingerprint_candidates(client, runs, desired, state, benchmarks)
 
-    outputs: dict[str, LocalOutputs] = {}
-    for address, entry in state.runs.items():
-        if entry.downloads is not None:
-            outputs[address] = scan_outputs(
-                repo_root / entry.downloads.directory,
-                entry.downloads.sha256,
-                verify=verify_outputs,
-            )
+    if outputs is None:
+        outputs = scan_recorded_outputs(state, repo_root, verify=verify_outputs)
     return Observation(
         platform=platform,
         workspace=workspace,
@@ -124,9 +120,24 @@ def observe(
         runs=runs,
         benchmarks=benchmarks,
         secrets=secrets,
-        outputs=outputs,
+        outputs=dict(outputs),
         head=head,
     )
+
+
+def scan_recorded_outputs(
+    state: LockState, repo_root: Path, *, verify: bool = True
+) -> dict[str, LocalOutputs]:
+    """What is on disk for every recorded run with downloads (see ``scan_outputs``)."""
+    outputs: dict[str, LocalOutputs] = {}
+    for address, entry in state.runs.items():
+        if entry.downloads is not None:
+            outputs[address] = scan_outputs(
+                repo_root / entry.downloads.directory,
+                entry.downloads.sha256,
+                verify=verify,
+            )
+    return outputs
 
 
 def _fingerprint_candidates(

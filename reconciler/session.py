@@ -10,12 +10,20 @@ import argparse
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from .apply import Applier, ApplyResult, observe, refresh_statuses, utcnow, wait_for_runs
+from .apply import (
+    Applier,
+    ApplyResult,
+    observe,
+    refresh_statuses,
+    scan_recorded_outputs,
+    utcnow,
+    wait_for_runs,
+)
 from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
@@ -26,6 +34,7 @@ from .log import get_logger
 from .model import (
     Action,
     DesiredRun,
+    LocalOutputs,
     LockState,
     Observation,
     Plan,
@@ -126,7 +135,11 @@ class Session:
     def head(self) -> str | None:
         return self.ctx.git.head() if self.ctx.git else None
 
-    def observe(self, listed: Sequence[RunSummary] | None = None) -> Observation:
+    def observe(
+        self,
+        listed: Sequence[RunSummary] | None = None,
+        outputs: Mapping[str, LocalOutputs] | None = None,
+    ) -> Observation:
         assert self.state is not None
         self.observation = observe(
             self.ctx.client,
@@ -139,6 +152,7 @@ class Session:
             head=self.head(),
             now=utcnow(),
             listed=listed,
+            outputs=outputs,
         )
         return self.observation
 
@@ -148,6 +162,8 @@ class Session:
         prefetches: list[_Prefetch] = []
         self.load_desired(on_valid=lambda: prefetches.append(_Prefetch(self.ctx.client.list_runs)))
         state = self.load_state()
+        # Local files are hashed while the list may still be arriving.
+        outputs = scan_recorded_outputs(state, self.ctx.repo_root)
         listed: list[RunSummary] | None = prefetches[0].result()
         # Read sequentially, a run recorded in the lockfile was created before the list was
         # taken. Listed first, a concurrent apply could record a run the list has not seen:
@@ -155,7 +171,7 @@ class Session:
         seen = {run.id for run in listed or ()}
         if any(e.run_id and e.run_id not in seen for e in state.runs.values()):
             listed = None
-        self.observe(listed)
+        self.observe(listed, outputs)
         settings = self._with_trailers(self.ctx.settings)
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})

@@ -1,0 +1,248 @@
+"""One measured operation, in a fresh process so its peak memory and imports are its own.
+
+Run: ``python -m tests.perf.driver MODE REPO URL [ARG ...]``; prints one JSON line. Modes:
+
+* ``plan``: what ``osmosis-plan --format text`` does after parsing flags (``Session.make_plan``
+  and the text render), timed from before the first product import;
+* ``naive``: the baseline a script around ``osmosis benchmark runs info`` gives: read the
+  configs and the lockfile, then one E5 info request per recorded run (current and history);
+* ``floor``: ``tomllib`` parsing the same configs and lockfile, then the minimum number of
+  list requests (one per 50 runs of the workspace) with a plain httpx loop;
+* ``apply WORKSPACE PARALLELISM``: plan (untimed), then ``Session.apply`` of its submits;
+* ``download PARALLELISM``: plan (untimed), then ``Session.apply`` of its downloads; a second
+  ``download_run`` of every run right after, which must transfer nothing (resume);
+* ``plain ROOT``: the same runs' files with a plain httpx loop (E8, E9, one streamed GET per
+  file, written to disk), the reference for download throughput.
+
+Times are wall seconds; ``rss_mb`` is the process's peak resident set (ru_maxrss), which
+includes the interpreter and imports (~40 MB).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+
+def _plan(repo: Path, url: str) -> dict:
+    started = time.perf_counter()
+    import argparse
+    import io
+
+    from reconciler.cli import _overrides, _plan_parser
+    from reconciler.log import configure_logging
+    from reconciler.session import Session
+
+    imported = time.perf_counter()
+    configure_logging(fmt="json", verbosity=0, command="osmosis-plan")
+    args: argparse.Namespace = _plan_parser().parse_args(
+        ["--dir", str(repo), "--platform", url, "--workspace", "perf", "--no-color"]
+    )
+    err = io.StringIO()
+    with Session.open(args, _overrides(args), err) as session:
+        t0 = time.perf_counter()
+        plan = session.make_plan()
+        t1 = time.perf_counter()
+        text = session.render(plan, "text", color=False)
+        t2 = time.perf_counter()
+        requests = session.ctx.client.request_count
+    return {
+        "seconds": t2 - started,
+        "imports": imported - started,
+        "make_plan": t1 - t0,
+        "render": t2 - t1,
+        "requests": requests,
+        "items": len(plan.items),
+        "drift": len(plan.drift),
+        "output_chars": len(text),
+        "summary": text.strip().splitlines()[-1] if text.strip() else "",
+    }
+
+
+def _naive(repo: Path, url: str) -> dict:
+    started = time.perf_counter()
+    from reconciler.config import load_configs
+    from reconciler.lockfile import read_lockfile
+    from reconciler.platform import PlatformClient
+
+    load_configs(repo)
+    state = read_lockfile(repo / "state" / "osmosis.lock", platform=url, workspace="perf")
+    ids = [e.run_id for e in state.runs.values() if e.run_id]
+    ids += [h.run_id for h in state.history if h.run_id]
+    statuses = {}
+    with PlatformClient(url, token="local", workspace="perf") as client:
+        for run_id in ids:
+            statuses[run_id] = client.get_run(run_id).summary.status
+        requests = client.request_count
+    return {"seconds": time.perf_counter() - started, "requests": requests, "runs": len(statuses)}
+
+
+def _floor(repo: Path, url: str) -> dict:
+    import tomllib
+
+    import httpx
+
+    paths = sorted((repo / "benchmarks").rglob("*.toml")) + [repo / "state" / "osmosis.lock"]
+    t0 = time.perf_counter()
+    for path in paths:
+        with open(path, "rb") as handle:
+            tomllib.load(handle)
+    t1 = time.perf_counter()
+    headers = {"Authorization": "Bearer local", "X-Osmosis-Workspace": "perf"}
+    pages = 0
+    with httpx.Client(base_url=url, headers=headers) as http:
+        offset: int | None = 0
+        while offset is not None:
+            body = json.loads(
+                http.get("/api/cli/benchmark-runs", params={"limit": 50, "offset": offset}).content
+            )
+            pages += 1
+            offset = body.get("next_offset") if body.get("benchmark_runs") else None
+    t2 = time.perf_counter()
+    return {"seconds": t2 - t0, "parse": t1 - t0, "list": t2 - t1, "requests": pages}
+
+
+def _session_args(repo: Path, url: str, workspace: str, extra: list[str]):
+    from reconciler.cli import _apply_parser
+    from reconciler.log import configure_logging
+
+    configure_logging(fmt="json", verbosity=0, command="osmosis-apply")
+
+    return _apply_parser().parse_args(
+        ["--dir", str(repo), "--platform", url, "--workspace", workspace, "--no-color",
+         "--auto-approve", "--allow-over-budget", *extra]
+    )  # fmt: skip
+
+
+def _apply(repo: Path, url: str, workspace: str, parallelism: str) -> dict:
+    import io
+
+    from reconciler.cli import _overrides
+    from reconciler.model import Action
+    from reconciler.session import Session
+
+    args = _session_args(repo, url, workspace, ["--parallelism", parallelism])
+    with Session.open(args, _overrides(args), io.StringIO()) as session:
+        plan = session.make_plan()
+        items = tuple(i for i in plan.items if i.action is Action.SUBMIT)
+        plan = plan.model_copy(update={"items": items})
+        before = session.ctx.client.request_count
+        t0 = time.perf_counter()
+        result = session.apply(plan, out=io.StringIO(), wait=False, wait_timeout=0)
+        seconds = time.perf_counter() - t0
+        requests = session.ctx.client.request_count - before
+    return {
+        "seconds": seconds,
+        "requests": requests,
+        "submitted": len(result.succeeded),
+        "failed": len(result.failures),
+        "errors": [o.message for o in result.failures[:3]],
+    }
+
+
+TYPES = ("summary", "results", "artifacts")
+
+
+def _download(repo: Path, url: str, parallelism: str) -> dict:
+    import io
+
+    from reconciler.cli import _overrides
+    from reconciler.downloads import download_run
+    from reconciler.model import Action
+    from reconciler.session import Session
+
+    args = _session_args(
+        repo, url, "perf", ["--parallelism", parallelism, "--download-types", ",".join(TYPES)]
+    )
+    with Session.open(args, _overrides(args), io.StringIO()) as session:
+        plan = session.make_plan()
+        items = tuple(i for i in plan.items if i.action is Action.DOWNLOAD)
+        plan = plan.model_copy(update={"items": items})
+        t0 = time.perf_counter()
+        result = session.apply(plan, out=io.StringIO(), wait=False, wait_timeout=0)
+        seconds = time.perf_counter() - t0
+        state = session.state
+        assert state is not None
+        downloaded = sum(e.downloads.bytes for e in state.runs.values() if e.downloads)
+        files = sum(e.downloads.files for e in state.runs.values() if e.downloads)
+        # Resume: every file is complete on disk, so nothing may be transferred again.
+        t1 = time.perf_counter()
+        again = 0
+        for entry in state.runs.values():
+            res = download_run(
+                session.ctx.client,
+                session.ctx.http,
+                run_id=entry.run_id or "",
+                run_name=entry.run_name,
+                root=session.ctx.download_root,
+                types=TYPES,
+            )
+            again += res.bytes_downloaded
+        resume_seconds = time.perf_counter() - t1
+        replan = session.make_plan()
+        left = sum(1 for i in replan.items if i.action is Action.DOWNLOAD)
+    return {
+        "seconds": seconds,
+        "bytes": downloaded,
+        "files": files,
+        "runs": len(items),
+        "failed": len(result.failures),
+        "errors": [o.message for o in result.failures[:3]],
+        "resume_bytes": again,
+        "resume_seconds": resume_seconds,
+        "replan_downloads": left,
+    }
+
+
+def _plain(repo: Path, url: str, root: str) -> dict:
+    """Reference loop: no checks, no hashing, no temp files, no parallelism."""
+    import httpx
+
+    from reconciler.lockfile import read_lockfile
+
+    state = read_lockfile(repo / "state" / "osmosis.lock", platform=url, workspace="perf")
+    headers = {"Authorization": "Bearer local", "X-Osmosis-Workspace": "perf"}
+    out = Path(root)
+    total = files = 0
+    t0 = time.perf_counter()
+    with httpx.Client(base_url=url, headers=headers) as api, httpx.Client() as plain:
+        for entry in state.runs.values():
+            base = f"/api/cli/benchmark-runs/{entry.run_id}/outputs"
+            manifest = api.get(base + "/manifest", params={"types": ",".join(TYPES)}).json()
+            wanted = [
+                {"path": f["path"], **({"token": f["token"]} if f.get("token") else {})}
+                for f in manifest["files"]
+            ]
+            urls = api.post(base + "/download-urls", json={"items": wanted}).json()["items"]
+            for item in urls:
+                dest = out / str(entry.run_id) / item["path"]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with plain.stream("GET", item["url"]) as response, open(dest, "wb") as handle:
+                    for chunk in response.iter_bytes(1024 * 1024):
+                        handle.write(chunk)
+                        total += len(chunk)
+                files += 1
+    return {"seconds": time.perf_counter() - t0, "bytes": total, "files": files}
+
+
+def main(argv: list[str] | None = None) -> int:
+    mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
+    modes = {
+        "plan": _plan,
+        "naive": _naive,
+        "floor": _floor,
+        "apply": _apply,
+        "download": _download,
+        "plain": _plain,
+    }
+    result = modes[mode](Path(repo), url, *rest)
+    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

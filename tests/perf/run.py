@@ -1,0 +1,445 @@
+"""``make perf``: plans, applies and downloads at scale, each side by side with its floor.
+
+Run: ``python -m tests.perf.run [--quick] [--repeat K]``. Generates every workload in a
+temporary directory, serves the local Platform from a separate process over loopback, runs
+each measured operation in a fresh process (``tests.perf.driver``) and prints one table:
+the median of K runs, the spread (min-max), the floor or reference, their ratio and the
+goal. Not a test: nothing here fails on a slow machine; the table says what was met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.perf.workload import (
+    WORKSPACE,
+    PlanRepo,
+    Server,
+    build_plan_repo,
+    config_body,
+    seed_platform,
+    seed_workspace_secrets,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def driver(mode: str, *args: object) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.perf.driver", mode, *map(str, args)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"driver {mode} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def process_seconds(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, capture_output=True, cwd=ROOT, check=False)
+    return time.perf_counter() - t0
+
+
+@dataclass
+class Stat:
+    values: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def spread(self, fmt: str) -> str:
+        if len(self.values) < 2:
+            return "(1 run)"
+        return f"{format(min(self.values), fmt)}-{format(max(self.values), fmt)}"
+
+
+@dataclass
+class Row:
+    scenario: str
+    metric: str
+    value: str
+    spread: str
+    floor: str
+    ratio: str
+    goal: str
+    met: str
+
+
+ROWS: list[Row] = []
+NOTES: list[str] = []
+
+
+def row(
+    scenario: str,
+    metric: str,
+    stat: Stat | float,
+    fmt: str,
+    floor: str = "",
+    ratio: str = "",
+    goal: str = "",
+    met: bool | None = None,
+) -> None:
+    if isinstance(stat, Stat):
+        value, spread = format(stat.median, fmt), stat.spread(fmt)
+    else:
+        value, spread = format(stat, fmt), ""
+    ROWS.append(
+        Row(
+            scenario,
+            metric,
+            value,
+            spread,
+            floor,
+            ratio,
+            goal,
+            "" if met is None else ("yes" if met else "NO"),
+        )
+    )
+
+
+def repeat(k: int, fn: Callable[[], dict]) -> list[dict]:
+    return [fn() for _ in range(k)]
+
+
+def stat(results: list[dict], key: str, scale: float = 1.0) -> Stat:
+    return Stat([r[key] * scale for r in results])
+
+
+def log(text: str) -> None:
+    sys.stderr.write(f"[perf {time.strftime('%H:%M:%S')}] {text}\n")
+    sys.stderr.flush()
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def plan_size(
+    work: Path, n: int, m: int, k: int, *, naive: int = 0, headline: bool = False
+) -> dict:
+    """Plan vs floor at one size; returns medians for the growth table."""
+    extra = max(20, m // 40)
+    data = work / f"plan-{n}-{m}" / "platform"
+    seed_platform(data, m, extra)
+    with Server(data) as server:
+        repo: PlanRepo = build_plan_repo(data.parent, server, n, m)
+        with server.client() as client:  # warm the server's caches before measuring
+            client.list_runs()
+        plans, floors = [], []
+        for _ in range(k):  # interleaved, so load from elsewhere hits both alike
+            floors.append(driver("floor", repo.root, server.url))
+            plans.append(driver("plan", repo.root, server.url))
+        naives = [driver("naive", repo.root, server.url) for _ in range(naive)]
+    wall, floor = stat(plans, "seconds"), stat(floors, "seconds")
+    req, floor_req = plans[0]["requests"], floors[0]["requests"]
+    label = f"plan N={n:,} M={m:,}"
+    if headline:
+        row(
+            label,
+            "wall s",
+            wall,
+            ".2f",
+            f"{floor.median:.2f}",
+            f"{wall.median / floor.median:.2f}x",
+            "<= 1.5x floor",
+            wall.median <= 1.5 * floor.median,
+        )
+        row("", "  floor: tomllib parse s", stat(floors, "parse"), ".2f")
+        row("", "  floor: list pages s", stat(floors, "list"), ".2f")
+        # The constant: one catalog info per distinct benchmark, one secrets list, and the
+        # details of unrecorded same-benchmark runs that new configs could adopt.
+        candidates = extra // 25
+        row(
+            "",
+            "HTTP requests",
+            req,
+            "d",
+            f"{floor_req}",
+            f"+{req - floor_req}",
+            f"floor + 2 + {candidates} cand.",
+            req <= floor_req + 2 + candidates,
+        )
+        row(
+            "",
+            "peak RSS MB",
+            stat(plans, "rss_mb"),
+            ".0f",
+            "",
+            "",
+            "< 300",
+            stat(plans, "rss_mb").median < 300,
+        )
+        NOTES.append(
+            f"{label}: the plan prints {plans[0]['summary']!r} "
+            f"({plans[0]['drift']} drift items); the floor's list walk is "
+            f"{floor_req} pages of 50 over {repo.workspace_runs:,} workspace runs."
+        )
+        if naives:
+            nwall, nreq = stat(naives, "seconds"), naives[0]["requests"]
+            row(
+                "naive: one info per run",
+                "wall s",
+                nwall,
+                ".2f",
+                f"plan {wall.median:.2f}",
+                f"{nwall.median / wall.median:.1f}x",
+                ">= 10x slower",
+                nwall.median >= 10 * wall.median,
+            )
+            row(
+                "",
+                "HTTP requests",
+                nreq,
+                "d",
+                f"plan {req}",
+                f"{nreq / req:.1f}x",
+                ">= 20x more",
+                nreq >= 20 * req,
+            )
+    return {
+        "n": n,
+        "m": m,
+        "plan": wall.median,
+        "floor": floor.median,
+        "requests": req,
+        "rss": stat(plans, "rss_mb").median,
+    }
+
+
+# --------------------------------------------------------------------------- apply
+
+
+def apply_scenario(work: Path, k: int, submits: int) -> None:
+    data = work / "apply" / "platform"
+    seed_platform(data, 0, 0)
+    repo = work / "apply" / "repo"
+    from tests.perf.bench_config import generate
+
+    generate(repo, submits)
+    results: dict[int, list[dict]] = {}
+    with Server(data, latency_ms=20) as server:
+        for parallelism, reps in ((1, max(1, k - 1)), (8, k)):
+            for rep in range(reps):
+                workspace = f"apply-p{parallelism}-{rep}"
+                seed_workspace_secrets(data, workspace)
+                shutil.rmtree(repo / "state", ignore_errors=True)
+                result = driver("apply", repo, server.url, workspace, parallelism)
+                if result["submitted"] != submits:
+                    raise RuntimeError(f"apply submitted {result['submitted']}: {result}")
+                results.setdefault(parallelism, []).append(result)
+    one, eight = stat(results[1], "seconds"), stat(results[8], "seconds")
+    label = f"apply {submits} submits, 20 ms"
+    row(label, "parallelism 1, s", one, ".2f")
+    row(
+        "",
+        "parallelism 8, s",
+        eight,
+        ".2f",
+        f"p1 {one.median:.2f}",
+        f"{one.median / eight.median:.1f}x faster",
+        ">= 5x faster",
+        one.median >= 5 * eight.median,
+    )
+    row("", "requests (p8)", results[8][0]["requests"], "d", f"{submits} submits")
+
+
+# --------------------------------------------------------------------------- download
+
+
+def download_scenario(work: Path, k: int, runs: int) -> None:
+    data = work / "download" / "platform"
+    # The same shape as the generated configs (one task), so a run's outputs are the
+    # summary, the results and that task's artifacts.
+    seed_platform(data, runs, 0, mix={"finished": 1.0}, body=config_body(1))
+    with Server(data) as server:
+        repo = build_plan_repo(data.parent, server, runs, runs, churn=False, outputs=False)
+        pristine = repo.lockfile.read_bytes()
+        plain_root = work / "download" / "plain"
+        products, plains, products1 = [], [], []
+
+        def reset() -> None:
+            shutil.rmtree(repo.root / ".osmosis", ignore_errors=True)
+            shutil.rmtree(plain_root, ignore_errors=True)
+            repo.lockfile.write_bytes(pristine)
+
+        for _ in range(k):
+            reset()
+            plains.append(driver("plain", repo.root, server.url, plain_root))
+            reset()
+            products.append(driver("download", repo.root, server.url, 8))
+            reset()
+            products1.append(driver("download", repo.root, server.url, 1))
+    for result in products + products1:
+        if result["failed"] or result["bytes"] != plains[0]["bytes"]:
+            raise RuntimeError(f"download mismatch: {result} vs {plains[0]}")
+    rate = Stat([r["bytes"] / r["seconds"] / 1e6 for r in products])
+    rate1 = Stat([r["bytes"] / r["seconds"] / 1e6 for r in products1])
+    plain = Stat([r["bytes"] / r["seconds"] / 1e6 for r in plains])
+    label = f"download {runs} runs"
+    row(label, "plain httpx loop MB/s", plain, ".1f")
+    row(
+        "",
+        "product p=1 MB/s",
+        rate1,
+        ".1f",
+        f"{plain.median:.1f}",
+        f"{rate1.median / plain.median:.0%}",
+        ">= 70% of plain",
+        rate1.median >= 0.7 * plain.median,
+    )
+    row(
+        "",
+        "product p=8 MB/s",
+        rate,
+        ".1f",
+        f"{plain.median:.1f}",
+        f"{rate.median / plain.median:.0%}",
+        ">= 70% of plain",
+        rate.median >= 0.7 * plain.median,
+    )
+    resume = max(r["resume_bytes"] for r in products + products1)
+    row("", "resume: bytes sent again", resume, "d", "0", "", "0", resume == 0)
+    left = max(r["replan_downloads"] for r in products + products1)
+    NOTES.append(
+        f"{label}: {plains[0]['files']:,} files, {plains[0]['bytes'] / 1e6:.1f} MB "
+        f"(summary, results, artifacts); after the apply a re-plan lists {left} "
+        f"downloads; the resume pass took "
+        f"{statistics.median(r['resume_seconds'] for r in products):.2f} s."
+    )
+
+
+# --------------------------------------------------------------------------- start-up
+
+
+def startup_scenario(work: Path, k: int) -> None:
+    data = work / "startup" / "platform"
+    seed_platform(data, 10, 0)
+    with Server(data) as server:
+        repo = build_plan_repo(data.parent, server, 10, 10, churn=False)
+        plan = str(BIN / "osmosis-plan")
+        args = ["--dir", str(repo.root), "--platform", server.url, "--workspace", WORKSPACE]
+        process_seconds([plan, "--help"])  # warm the page cache
+        helps = Stat([process_seconds([plan, "--help"]) for _ in range(max(5, k))])
+        noops = Stat(
+            [process_seconds([plan, *args, "--detailed-exitcode"]) for _ in range(max(5, k))]
+        )
+        check = subprocess.run(
+            [plan, *args, "--detailed-exitcode"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+    python = Stat([process_seconds([sys.executable, "-c", "pass"]) for _ in range(max(5, k))])
+    row(
+        "start-up",
+        "osmosis-plan --help, s",
+        helps,
+        ".3f",
+        f"python {python.median:.3f}",
+        f"+{helps.median - python.median:.3f}",
+        "< 0.3 s",
+        helps.median < 0.3,
+    )
+    row(
+        "",
+        "no-op plan, 10 configs, s",
+        noops,
+        ".3f",
+        f"python {python.median:.3f}",
+        f"+{noops.median - python.median:.3f}",
+    )
+    NOTES.append(
+        f"no-op plan of 10 configs exits {check.returncode} "
+        "(0 = nothing to do with --detailed-exitcode)."
+    )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def render() -> str:
+    head = Row("scenario", "metric", "median", "spread", "floor/ref", "ratio", "goal", "met")
+    rows = [head, *ROWS]
+    widths = [max(len(getattr(r, f)) for r in rows) for f in Row.__dataclass_fields__]
+    lines = []
+    for i, r in enumerate(rows):
+        cells = [getattr(r, f) for f in Row.__dataclass_fields__]
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--keep", type=Path, help="work directory to keep (default: temp)")
+    args = parser.parse_args(argv)
+    k = args.repeat
+    started = time.perf_counter()
+    sizes = [(500, 2000), (1500, 6000), (5000, 20000)]
+    submits, downloads = 500, 200
+    if args.quick:
+        sizes, submits, downloads = [(100, 400), (200, 800), (400, 1600)], 50, 20
+    work = args.keep or Path(tempfile.mkdtemp(prefix="osmosis-perf-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        growth = []
+        for n, m in sizes[:-1]:
+            log(f"plan at N={n}, M={m}")
+            growth.append(plan_size(work, n, m, k))
+        n, m = sizes[-1]
+        log(f"plan at N={n}, M={m} (headline) and the naive baseline")
+        growth.append(plan_size(work, n, m, k, naive=max(1, k - 1), headline=True))
+        log(f"apply of {submits} submits")
+        apply_scenario(work, k, submits)
+        log(f"download of {downloads} runs")
+        download_scenario(work, k, downloads)
+        log("start-up")
+        startup_scenario(work, k)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    base = growth[0]
+    row("growth (plan wall s)", "", "", "", "", "", "", None)
+    ROWS.pop()
+    for g in growth:
+        scale = (g["n"] + g["m"]) / (base["n"] + base["m"])
+        row(
+            "growth" if g is base else "",
+            f"N={g['n']:,} M={g['m']:,}",
+            g["plan"],
+            ".2f",
+            f"floor {g['floor']:.2f}",
+            f"{g['plan'] / base['plan']:.2f}x time for {scale:.1f}x size",
+            f"{g['requests']} req, {g['rss']:.0f} MB",
+        )
+    print(
+        f"make perf: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"median of {k} runs (spread = min-max), server in its own process over loopback"
+    )
+    print()
+    print(render())
+    print()
+    for note in NOTES:
+        print(f"* {note}")
+    print(f"\nTotal time: {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
