@@ -53,6 +53,8 @@ from .plan import CLOCK_SKEW
 from .platform import PlatformClient, RunSummary
 
 Clock = Callable[[], datetime]
+LIST_READ_AHEAD = 4
+"""Run-list pages requested at a time: the list is most of a large plan's wall time."""
 
 
 def utcnow() -> datetime:
@@ -86,7 +88,7 @@ def observe(
     when already scanned (the session overlaps both with reading the files).
     """
     if listed is None:
-        listed = client.list_runs()
+        listed = client.list_runs(ahead=LIST_READ_AHEAD)
     runs = {run.id: run.to_observed() for run in listed}
 
     names = sorted({d.benchmark for d in desired})
@@ -337,7 +339,8 @@ class Applier:
         except OutcomeUnknownError as exc:
             log.warning("submit outcome unknown", error=exc.message)
             outcome = Outcome(
-                item, False,
+                item,
+                False,
                 f"{exc.message} The intent is kept: the next plan adopts the run if the "
                 "Platform created it, and only resubmits when it did not.",
             )
@@ -557,13 +560,20 @@ class Applier:
         self.store.update(record)
         if result.failures:
             failed = "; ".join(f"{p}: {e}" for p, e in result.failures[:5])
-            return Outcome(item, False, f"{len(result.failures)} file(s) failed: {failed}",
-                           entry.run_id, entry.run_name)
+            return Outcome(
+                item,
+                False,
+                f"{len(result.failures)} file(s) failed: {failed}",
+                entry.run_id,
+                entry.run_name,
+            )
         return Outcome(
-            item, True,
+            item,
+            True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
             f"{result.files_skipped} up to date",
-            entry.run_id, entry.run_name,
+            entry.run_id,
+            entry.run_name,
         )
 
 
@@ -572,8 +582,9 @@ def _clear_failed_intent(state: LockState, address: str) -> LockState:
     if entry is None or entry.intent is None:
         return state
     if entry.run_id is None:
-        return state.model_copy(update={"runs": {k: v for k, v in state.runs.items()
-                                                 if k != address}})
+        return state.model_copy(
+            update={"runs": {k: v for k, v in state.runs.items() if k != address}}
+        )
     return put_run(state, entry.model_copy(update={"intent": None}))
 
 
@@ -588,7 +599,9 @@ def _outcome_line(outcome: Outcome) -> str:
     item = outcome.item
     mark = "ok" if outcome.ok else "FAILED"
     run = f" {outcome.run_name or outcome.run_id}" if (outcome.run_name or outcome.run_id) else ""
-    return f"{item.action.symbol} {item.address}: {item.action.value}{run}: {mark}: {outcome.message}"
+    return (
+        f"{item.action.symbol} {item.address}: {item.action.value}{run}: {mark}: {outcome.message}"
+    )
 
 
 # --------------------------------------------------------------------------- wait
@@ -613,7 +626,11 @@ def wait_for_runs(
     deadline = monotonic() + timeout
     delay = 1.0
     while pending and not cancel.is_set():
-        listed = {r.id: r.status for r in client.list_runs() if r.id in pending or r.id in statuses}
+        listed = {
+            r.id: r.status
+            for r in client.list_runs(ahead=LIST_READ_AHEAD)
+            if r.id in pending or r.id in statuses
+        }
         statuses.update(listed)
         on_poll(dict(statuses))
         pending = {r for r in pending if is_active(statuses.get(r, "pending"))}

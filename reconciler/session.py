@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .apply import (
+    LIST_READ_AHEAD,
     Applier,
     ApplyResult,
     observe,
@@ -66,8 +67,9 @@ class Session:
 
     @classmethod
     @contextmanager
-    def open(cls, args: argparse.Namespace, overrides: dict[str, Any], err: TextIO
-             ) -> Iterator[Session]:
+    def open(
+        cls, args: argparse.Namespace, overrides: dict[str, Any], err: TextIO
+    ) -> Iterator[Session]:
         ctx = open_context(
             repo_dir=args.dir,
             platform_flag=args.platform,
@@ -106,18 +108,27 @@ class Session:
             dirty = git.changed_since("HEAD") if git.head() else set()
             commits = {p: c for p, c in commits.items() if p not in dirty}
             runs = tuple(
-                r.model_copy(update={"requested_by": commits[r.path].sha,
-                                     "requested_subject": commits[r.path].subject})
-                if r.path in commits else r
+                r.model_copy(
+                    update={
+                        "requested_by": commits[r.path].sha,
+                        "requested_subject": commits[r.path].subject,
+                    }
+                )
+                if r.path in commits
+                else r
                 for r in runs
             )
             if git.is_shallow():
                 unknown = sorted(r.address for r in runs if r.requested_by is None)
                 self.provenance_note = (
-                    f"shallow clone: the git history of {len(unknown)} config(s) is missing, "
-                    f"so the commit that requested them is unknown ({', '.join(unknown[:5])}"
-                    f"{', ...' if len(unknown) > 5 else ''}); " + _DEEPEN_HINT
-                ) if unknown else None
+                    (
+                        f"shallow clone: the git history of {len(unknown)} config(s) is missing, "
+                        f"so the commit that requested them is unknown ({', '.join(unknown[:5])}"
+                        f"{', ...' if len(unknown) > 5 else ''}); " + _DEEPEN_HINT
+                    )
+                    if unknown
+                    else None
+                )
                 if unknown:
                     get_logger().info("shallow clone: provenance missing", configs=len(unknown))
         self.desired = runs
@@ -160,7 +171,11 @@ class Session:
         # The run list (the bulk of a plan's wall time on a large workspace) is fetched
         # while provenance and the lockfile are read; they do not depend on each other.
         prefetches: list[_Prefetch] = []
-        self.load_desired(on_valid=lambda: prefetches.append(_Prefetch(self.ctx.client.list_runs)))
+        self.load_desired(
+            on_valid=lambda: prefetches.append(
+                _Prefetch(lambda: self.ctx.client.list_runs(ahead=LIST_READ_AHEAD))
+            )
+        )
         state = self.load_state()
         # Local files are hashed while the list may still be arriving.
         outputs = scan_recorded_outputs(state, self.ctx.repo_root)
@@ -178,11 +193,21 @@ class Session:
         assert self.state is not None and self.observation is not None
         plan = compute_plan(self.desired, self.state, self.observation, settings)
         log = get_logger()
-        log.info("plan computed", actions=len(plan.items), drift=len(plan.drift),
-                 observed_runs=len(self.observation.runs), configs=len(self.desired))
+        log.info(
+            "plan computed",
+            actions=len(plan.items),
+            drift=len(plan.drift),
+            observed_runs=len(self.observation.runs),
+            configs=len(self.desired),
+        )
         for item in plan.items:
-            log.debug("planned", address=item.address, action=item.action.value,
-                      reason=item.reason.value, run_id=item.run_id)
+            log.debug(
+                "planned",
+                address=item.address,
+                action=item.action.value,
+                reason=item.reason.value,
+                run_id=item.run_id,
+            )
         if self.provenance_note:
             plan = plan.model_copy(update={"warnings": (*plan.warnings, self.provenance_note)})
         return plan
@@ -219,9 +244,14 @@ class Session:
                 requested[address] = (trailer.commit, trailer.subject)
         if requested:
             self.desired = tuple(
-                d.model_copy(update={"requested_by": requested[d.address][0],
-                                     "requested_subject": requested[d.address][1]})
-                if d.address in requested else d
+                d.model_copy(
+                    update={
+                        "requested_by": requested[d.address][0],
+                        "requested_subject": requested[d.address][1],
+                    }
+                )
+                if d.address in requested
+                else d
                 for d in self.desired
             )
         return settings.model_copy(update={"replace": tuple(replace), "skip": tuple(skip)})
@@ -233,7 +263,8 @@ class Session:
         changed = git.changed_since(rev)
         bench = self.ctx.settings.benchmarks.rstrip("/") + "/"
         targets = tuple(
-            p[len(bench):-len(".toml")] for p in sorted(changed)
+            p[len(bench) : -len(".toml")]
+            for p in sorted(changed)
             if p.startswith(bench) and p.endswith(".toml")
         )
         return targets or ("\0no-target",)
@@ -260,8 +291,10 @@ class Session:
                 raise ValueError("not a saved plan")
             plan = plan_from_dict(payload["plan"])
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise UsageError(f"{path}: cannot read the saved plan: {exc}",
-                             "create one with `osmosis-plan --out PLANFILE`") from exc
+            raise UsageError(
+                f"{path}: cannot read the saved plan: {exc}",
+                "create one with `osmosis-plan --out PLANFILE`",
+            ) from exc
         self.load_desired()
         state = self.load_state()
         stale = []
@@ -283,8 +316,10 @@ class Session:
         if plan.head != head:
             stale.append(f"HEAD moved ({(plan.head or 'none')[:12]} -> {(head or 'none')[:12]})")
         if stale:
-            raise StalePlanError(f"the saved plan {path} is stale: " + "; ".join(stale),
-                                 "run `osmosis-plan --out PLANFILE` again and apply the new plan")
+            raise StalePlanError(
+                f"the saved plan {path} is stale: " + "; ".join(stale),
+                "run `osmosis-plan --out PLANFILE` again and apply the new plan",
+            )
         return plan
 
     # -- state-changing steps -------------------------------------------------
@@ -298,8 +333,9 @@ class Session:
             )
 
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
-        with hold_lock(self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting,
-                       ci_url=_ci_url()):
+        with hold_lock(
+            self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting, ci_url=_ci_url()
+        ):
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)
             yield
@@ -353,10 +389,14 @@ class Session:
         self._summarise(result, out)
         return result
 
-    def _wait_and_download(self, applier: Applier, store: StateStore, out: TextIO,
-                           timeout: float) -> list:
-        active = [e.run_id for e in store.state.runs.values()
-                  if e.run_id and is_active(e.status or "pending")]
+    def _wait_and_download(
+        self, applier: Applier, store: StateStore, out: TextIO, timeout: float
+    ) -> list:
+        active = [
+            e.run_id
+            for e in store.state.runs.values()
+            if e.run_id and is_active(e.status or "pending")
+        ]
         if active:
             out.write(f"Waiting for {len(active)} run(s) to finish ...\n")
             last: dict[str, int] = {}
@@ -372,8 +412,9 @@ class Session:
                     out.write(f"  runs: {text}\n")
                     out.flush()
 
-            wait_for_runs(self.ctx.client, active, timeout=timeout, cancel=self.cancel,
-                          on_poll=progress)
+            wait_for_runs(
+                self.ctx.client, active, timeout=timeout, cancel=self.cancel, on_poll=progress
+            )
         # Re-plan with fresh observations: only downloads remain for finished runs.
         self.state = store.state
         observation = self.observe()
@@ -391,8 +432,9 @@ class Session:
         ok, failed = len(result.succeeded), len(result.failures)
         out.write(f"\nApply complete: {ok} succeeded, {failed} failed.\n")
         for outcome in result.failures:
-            out.write(f"  ! {outcome.item.address} ({outcome.item.action.value}): "
-                      f"{outcome.message}\n")
+            out.write(
+                f"  ! {outcome.item.address} ({outcome.item.action.value}): {outcome.message}\n"
+            )
 
     def exit_code(self, result: ApplyResult) -> int:
         if not result.failures:
@@ -436,8 +478,9 @@ class _Prefetch:
 
 
 def _ci_url() -> str | None:
-    server, repo, run = (os.environ.get(k) for k in
-                         ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    server, repo, run = (
+        os.environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
     if server and repo and run:
         return f"{server}/{repo}/actions/runs/{run}"
     return None

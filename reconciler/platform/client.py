@@ -44,7 +44,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
@@ -404,6 +405,10 @@ def _seg(value: str) -> str:
     return quote(str(value), safe="")
 
 
+def _valid_offset(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 class PlatformClient:
     """Typed access to one Osmosis Platform (real, or the local one over loopback HTTP).
 
@@ -660,31 +665,79 @@ class PlatformClient:
                 "Osmosis support if it persists",
             ) from None
 
+    def _page(
+        self, path: str, key: str, offset: int, extra: Mapping[str, str] | None
+    ) -> tuple[list[Any], Any, Any]:
+        """One page: (items, next_offset, total_count)."""
+        body = self._request(
+            "GET", path, query={"limit": PAGE_LIMIT, "offset": offset, **(extra or {})}
+        )
+        items = body.get(key)
+        if not isinstance(items, list):
+            raise InvalidResponseError(
+                f"The Platform's {path} response has no '{key}' list.",
+                "check that the platform URL points at an Osmosis Platform",
+            )
+        return items, body.get("next_offset"), body.get("total_count")
+
     def _pages(
-        self, path: str, key: str, extra: Mapping[str, str] | None = None
+        self,
+        path: str,
+        key: str,
+        extra: Mapping[str, str] | None = None,
+        *,
+        start: int = 0,
+        ahead: int = 1,
     ) -> Iterator[list[Any]]:
-        """Walk an offset-paged list: limit 50, follow ``next_offset``, stop on null or empty."""
-        offset = 0
+        """Walk an offset-paged list: limit 50, follow ``next_offset``, stop on null or empty.
+
+        With ``ahead`` > 1, the offsets that the first page's ``total_count`` announces are
+        fetched that many at a time. The walk still follows ``next_offset``: a page whose
+        ``next_offset`` is not the offset fetched next (a server with shorter pages, or a
+        list that changed meanwhile) ends the read-ahead and the walk goes on one page at a
+        time from there, so no item is skipped (duplicates are dropped by ``_unique``).
+        """
+        offset = start
         seen: set[int] = set()
         while True:
             seen.add(offset)
-            body = self._request(
-                "GET", path, query={"limit": PAGE_LIMIT, "offset": offset, **(extra or {})}
-            )
-            items = body.get(key)
-            if not isinstance(items, list):
-                raise InvalidResponseError(
-                    f"The Platform's {path} response has no '{key}' list.",
-                    "check that the platform URL points at an Osmosis Platform",
-                )
+            items, next_offset, total = self._page(path, key, offset, extra)
             yield items
-            next_offset = body.get("next_offset")
-            if not items or isinstance(next_offset, bool) or not isinstance(next_offset, int):
-                return
-            if next_offset in seen or next_offset < 0:
+            if not _valid_offset(next_offset) or not items or next_offset in seen:
                 # A server that points back at a page already read would loop forever.
                 return
+            if ahead > 1 and isinstance(total, int) and not isinstance(total, bool):
+                planned = [o for o in range(next_offset, total, PAGE_LIMIT) if o not in seen]
+                if len(planned) > 1:
+                    followed = yield from self._read_ahead(path, key, extra, planned, ahead, seen)
+                    if followed is None:
+                        return
+                    next_offset = followed
+                    if next_offset in seen:
+                        return
             offset = next_offset
+
+    def _read_ahead(
+        self,
+        path: str,
+        key: str,
+        extra: Mapping[str, str] | None,
+        offsets: list[int],
+        workers: int,
+        seen: set[int],
+    ) -> Generator[list[Any], None, int | None]:
+        """Fetch ``offsets`` concurrently, yield them in order; return where to go on."""
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="osmosis-pages") as pool:
+            pages = pool.map(lambda o: (o, self._page(path, key, o, extra)), offsets)
+            for index, (offset, (items, next_offset, _total)) in enumerate(pages):
+                seen.add(offset)
+                yield items
+                if not items or not _valid_offset(next_offset):
+                    return None
+                expected = offsets[index + 1] if index + 1 < len(offsets) else None
+                if next_offset != expected:
+                    return next_offset
+        return None
 
     @staticmethod
     def _unique(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
@@ -722,9 +775,14 @@ class PlatformClient:
         for page in self._pages("/benchmark-runs", "benchmark_runs", extra):
             yield [self._build(RunSummary.from_api, raw, "benchmark run") for raw in page]
 
-    def list_runs(self, *, benchmark_id: str | None = None) -> list[RunSummary]:
-        """E4, every page, each run once."""
-        runs = [run for page in self.iter_run_pages(benchmark_id=benchmark_id) for run in page]
+    def list_runs(self, *, benchmark_id: str | None = None, ahead: int = 1) -> list[RunSummary]:
+        """E4, every page, each run once; ``ahead`` pages are requested at a time."""
+        extra = {"benchmark": benchmark_id} if benchmark_id else None
+        runs = [
+            self._build(RunSummary.from_api, raw, "benchmark run")
+            for page in self._pages("/benchmark-runs", "benchmark_runs", extra, ahead=ahead)
+            for raw in page
+        ]
         return self._unique(runs, lambda r: r.id)
 
     def get_run(self, name_or_id: str) -> RunDetail:
