@@ -51,12 +51,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--benchmarks", help="benchmarks directory (default: benchmarks)")
     parser.add_argument("--state", help="lockfile (default: state/osmosis.lock)")
     parser.add_argument("--platform", help="Platform URL, or 'local' for the embedded Platform")
-    parser.add_argument("--workspace", help="Platform workspace name (default: OSMOSIS_WORKSPACE, "
-                        "else the git origin's GitHub owner/repo)")
+    parser.add_argument(
+        "--workspace",
+        help="Platform workspace name (default: OSMOSIS_WORKSPACE, "
+        "else the git origin's GitHub owner/repo)",
+    )
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     parser.add_argument("--no-color", action="store_true", help="never colour the output")
-    parser.add_argument("--log-format", choices=("console", "json"),
-                        help="default: console on a TTY, json otherwise")
+    parser.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        help="default: console on a TTY, json otherwise",
+    )
     parser.add_argument("-q", "--quiet", action="count", default=0)
     parser.add_argument("-v", "--verbose", action="count", default=0)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -72,12 +78,17 @@ def _plan_parser() -> argparse.ArgumentParser:
     )
     _common(parser)
     parser.add_argument("--out", metavar="PLANFILE", help="save the plan for osmosis-apply")
-    parser.add_argument("--detailed-exitcode", action="store_true",
-                        help="exit 2 when changes or drift are pending")
-    parser.add_argument("--validate-only", action="store_true",
-                        help="only validate the configs; no Platform call")
-    parser.add_argument("--refresh-only", action="store_true",
-                        help="record observed statuses in the lockfile; plan nothing else")
+    parser.add_argument(
+        "--detailed-exitcode", action="store_true", help="exit 2 when changes or drift are pending"
+    )
+    parser.add_argument(
+        "--validate-only", action="store_true", help="only validate the configs; no Platform call"
+    )
+    parser.add_argument(
+        "--refresh-only",
+        action="store_true",
+        help="record observed statuses in the lockfile; plan nothing else",
+    )
     parser.add_argument("--target", action="append", default=[], metavar="ADDR|GLOB")
     parser.add_argument("--replace", action="append", default=[], metavar="ADDR")
     parser.add_argument("--changed-since", metavar="GIT_REV")
@@ -121,9 +132,12 @@ def apply_main(argv: Sequence[str] | None = None) -> int:
     return _run("osmosis-apply", _apply_parser, argv, _apply)
 
 
-def _run(prog: str, make_parser: Callable[[], argparse.ArgumentParser],
-         argv: Sequence[str] | None, command: Callable[[argparse.Namespace, TextIO, TextIO], int]
-         ) -> int:
+def _run(
+    prog: str,
+    make_parser: Callable[[], argparse.ArgumentParser],
+    argv: Sequence[str] | None,
+    command: Callable[[argparse.Namespace, TextIO, TextIO], int],
+) -> int:
     """The one error handler: known errors exit 1 (3 is apply's partial), ^C exits 130."""
     out, err = sys.stdout, sys.stderr
     previous = signal.getsignal(signal.SIGTERM)
@@ -185,16 +199,27 @@ def _color(args: argparse.Namespace, stream: TextIO) -> bool:
 # --------------------------------------------------------------------------- validate
 
 
-def _print_issues(issues: Sequence[ConfigIssue], fmt: str, stream: TextIO, *,
-                  github: bool) -> None:
+def _print_issues(issues: Sequence[ConfigIssue], fmt: str, stream: TextIO, *, github: bool) -> None:
     if fmt == "json":
         payload = [
-            {"file": i.file, "line": i.line, "column": i.column, "key": i.key,
-             "message": i.message, "hint": i.hint, "severity": i.severity}
+            {
+                "file": i.file,
+                "line": i.line,
+                "column": i.column,
+                "key": i.key,
+                "message": i.message,
+                "hint": i.hint,
+                "severity": i.severity,
+            }
             for i in issues
         ]
-        stream.write(json.dumps({"valid": not any(i.severity == "error" for i in issues),
-                                 "issues": payload}, indent=2) + "\n")
+        stream.write(
+            json.dumps(
+                {"valid": not any(i.severity == "error" for i in issues), "issues": payload},
+                indent=2,
+            )
+            + "\n"
+        )
     else:
         for issue in issues:
             label = "warning" if issue.severity == "warning" else "error"
@@ -246,8 +271,12 @@ def _validate_only(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = Path(args.dir).resolve()
     settings = resolve_settings(root, _overrides(args))
     result = load_configs(root, settings.benchmarks)
-    _print_issues(result.issues, args.format if args.format == "json" else "text",
-                  out if args.format == "json" else err, github=_on_github())
+    _print_issues(
+        result.issues,
+        args.format if args.format == "json" else "text",
+        out if args.format == "json" else err,
+        github=_on_github(),
+    )
     if not result.ok:
         errors = sum(1 for i in result.issues if i.severity == "error")
         files = len({i.file for i in result.issues if i.severity == "error"})
@@ -279,8 +308,9 @@ def _plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             session.save_plan(plan, Path(args.out))
             err.write(f"Saved the plan to {args.out}. Apply it with: osmosis-apply {args.out}\n")
         if plan.errors:
-            raise PolicyError("; ".join(plan.errors),
-                              "re-run with the flag named above if this is intended")
+            raise PolicyError(
+                "; ".join(plan.errors), "re-run with the flag named above if this is intended"
+            )
         if args.detailed_exitcode and plan.has_changes:
             return 2
         return 0
@@ -311,8 +341,9 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             plan = session.make_plan()
             out.write(session.render(plan, args.format, color=_color(args, out)))
             if plan.errors:
-                raise PolicyError("; ".join(plan.errors),
-                                  "re-run with the flag named above if this is intended")
+                raise PolicyError(
+                    "; ".join(plan.errors), "re-run with the flag named above if this is intended"
+                )
             if plan.is_empty and not args.wait:
                 return 0
             if not plan.is_empty and not args.auto_approve:
@@ -322,8 +353,10 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         "pass --auto-approve, or save a plan with `osmosis-plan --out FILE` "
                         "and run `osmosis-apply FILE`",
                     )
-                out.write("\nDo you want to perform these actions? Only 'yes' will be accepted.\n"
-                          "  Enter a value: ")
+                out.write(
+                    "\nDo you want to perform these actions? Only 'yes' will be accepted.\n"
+                    "  Enter a value: "
+                )
                 out.flush()
                 if sys.stdin.readline().strip() != "yes":
                     err.write("Apply cancelled.\n")
@@ -338,5 +371,3 @@ def _command_line() -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(plan_main())
-
-

@@ -175,8 +175,15 @@ class NotFoundError(PlatformError):
 class MissingSecretsError(NotFoundError):
     """404 ``Secret(s) not found: A, B``; ``names`` lists the missing record names."""
 
-    def __init__(self, message: str, hint: str | None = None, *, names: tuple[str, ...] = (),
-                 status_code: int | None = 404, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        names: tuple[str, ...] = (),
+        status_code: int | None = 404,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message, hint, status_code=status_code, code=code)
         self.names = names
 
@@ -192,8 +199,15 @@ class UpgradeRequiredError(PlatformError):
 class RateLimitedError(PlatformError):
     """429 that persisted through the retry budget."""
 
-    def __init__(self, message: str, hint: str | None = None, *, retry_after: float | None = None,
-                 status_code: int | None = 429, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        retry_after: float | None = None,
+        status_code: int | None = 429,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message, hint, status_code=status_code, code=code)
         self.retry_after = retry_after
 

@@ -224,8 +224,7 @@ class GitRepo:
         """Whether ``ancestor`` is ``descendant`` or one of its ancestors (False if unknown)."""
         if not (self.commit_exists(ancestor) and self.commit_exists(descendant)):
             return False
-        result = _run(self.root, ["merge-base", "--is-ancestor", ancestor, descendant],
-                      check=False)
+        result = _run(self.root, ["merge-base", "--is-ancestor", ancestor, descendant], check=False)
         return result.returncode == 0
 
     def origin_url(self) -> str | None:

@@ -52,8 +52,9 @@ def redact(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, 
     return {key: _redact_value(value) for key, value in event_dict.items()}
 
 
-def configure_logging(*, fmt: str | None, verbosity: int, command: str,
-                      stream: TextIO | None = None) -> None:
+def configure_logging(
+    *, fmt: str | None, verbosity: int, command: str, stream: TextIO | None = None
+) -> None:
     """Set up structlog for one CLI invocation.
 
     ``fmt`` is ``console`` or ``json``; None picks console on a TTY and JSON otherwise.
@@ -70,6 +71,7 @@ def configure_logging(*, fmt: str | None, verbosity: int, command: str,
         renderer = structlog.processors.JSONRenderer(sort_keys=True)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=stream.isatty())
+
     def add_command(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
         # Not only a context variable: worker threads (parallel actions) start with an
         # empty context, and every line must still name its command.

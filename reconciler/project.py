@@ -58,16 +58,20 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
         if key in ("max_stops", "max_attempts", "parallelism") and value < (
             1 if key == "parallelism" else 0
         ):
-            raise UsageError(f"{where}: must not be negative" if key != "parallelism"
-                             else f"{where}: must be at least 1")
+            raise UsageError(
+                f"{where}: must not be negative"
+                if key != "parallelism"
+                else f"{where}: must be at least 1"
+            )
         if key == "download_types":
             value = tuple(parse_download_types(value, where))
         settings[key] = value
     return settings
 
 
-def parse_download_types(value: str | list[str] | tuple[str, ...], where: str = "--download-types"
-                         ) -> list[str]:
+def parse_download_types(
+    value: str | list[str] | tuple[str, ...], where: str = "--download-types"
+) -> list[str]:
     """``summary,results`` or a list → de-duplicated types; ``all`` alone means every type."""
     items = value.split(",") if isinstance(value, str) else list(value)
     types: list[str] = []
@@ -76,14 +80,18 @@ def parse_download_types(value: str | list[str] | tuple[str, ...], where: str = 
         if item and item not in types:
             types.append(item)
     if not types:
-        raise UsageError(f"{where}: must list at least one output type",
-                         f"choose from: {', '.join(DOWNLOAD_TYPES)}, all")
+        raise UsageError(
+            f"{where}: must list at least one output type",
+            f"choose from: {', '.join(DOWNLOAD_TYPES)}, all",
+        )
     if "all" in types:
         if len(types) > 1:
             raise UsageError(f"{where}: 'all' cannot be combined with other output types")
         return list(DOWNLOAD_TYPES)
     unknown = [t for t in types if t not in DOWNLOAD_TYPES]
     if unknown:
-        raise UsageError(f"{where}: unknown output type(s): {', '.join(unknown)}",
-                         f"choose from: {', '.join(DOWNLOAD_TYPES)}, all")
+        raise UsageError(
+            f"{where}: unknown output type(s): {', '.join(unknown)}",
+            f"choose from: {', '.join(DOWNLOAD_TYPES)}, all",
+        )
     return types

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 CLEAR = "\x1b[2J\x1b[H"
 
 
-def watch_plans(session: Session, args: argparse.Namespace, out: TextIO,
-                *, max_plans: int | None = None) -> int:
+def watch_plans(
+    session: Session, args: argparse.Namespace, out: TextIO, *, max_plans: int | None = None
+) -> int:
     """Plan now, then after every change; returns 0 when stopped (^C ends it as usual)."""
     bench_dir = session.ctx.repo_root / session.ctx.settings.benchmarks
     tty = out.isatty()
@@ -39,8 +40,9 @@ def watch_plans(session: Session, args: argparse.Namespace, out: TextIO,
                 session.load_desired()
                 _fill_missing_benchmarks(session)
                 assert session.state is not None and session.observation is not None
-                plan = compute_plan(session.desired, session.state, session.observation,
-                                    session.ctx.settings)
+                plan = compute_plan(
+                    session.desired, session.state, session.observation, session.ctx.settings
+                )
             out.write(session.render(plan, args.format, color=color))
         except ConfigError as exc:
             for issue in exc.issues:
@@ -53,9 +55,14 @@ def watch_plans(session: Session, args: argparse.Namespace, out: TextIO,
 
     # Start watching before the first plan, so an edit made as soon as "Watching" shows is
     # never missed; the first (timed-out, empty) batch says the watcher is running.
-    watcher = watchfiles.watch(bench_dir, stop_event=session.cancel, debounce=200,
-                               watch_filter=_toml_filter, yield_on_timeout=True,
-                               rust_timeout=100)
+    watcher = watchfiles.watch(
+        bench_dir,
+        stop_event=session.cancel,
+        debounce=200,
+        watch_filter=_toml_filter,
+        yield_on_timeout=True,
+        rust_timeout=100,
+    )
     next(watcher, None)
     show(first=True)
     if max_plans is not None and plans >= max_plans:

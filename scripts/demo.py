@@ -19,8 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / ".osmosis" / "demo"
 BIN = Path(sys.executable).parent
-SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CURSOR_API_KEY", "MSWEA_API_KEY",
-           "MY_ENDPOINT_KEY", "HF_TOKEN")
+SECRETS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "CURSOR_API_KEY",
+    "MSWEA_API_KEY",
+    "MY_ENDPOINT_KEY",
+    "HF_TOKEN",
+)
 
 
 def run(*args: str, check: bool = True, env: dict[str, str]) -> int:
@@ -55,8 +61,9 @@ def seed_secrets() -> None:
     from reconciler.platform.local import LocalPlatform, LocalTransport
 
     platform = LocalPlatform(DEMO / ".osmosis" / "local-platform", auto_workspaces=True)
-    with PlatformClient("http://localhost", token="local", workspace="local",
-                        transport=LocalTransport(platform)) as client:
+    with PlatformClient(
+        "http://localhost", token="local", workspace="local", transport=LocalTransport(platform)
+    ) as client:
         existing = {s.name for s in client.list_secrets()}
         for name in SECRETS:
             if name not in existing:
@@ -88,26 +95,42 @@ def results_table() -> None:
             if row.get("ci_low") and row.get("ci_high"):
                 ci = f"  [{float(row['ci_low']):.1%} – {float(row['ci_high']):.1%}]"
             shown = f"{float(value):.1%}" if value else "–"
-            print(f"  {address:<46} {entry.run_name or '':<14} {entry.status or '':<9} "
-                  f"{agent:<40} {shown:>7}{ci}")
+            print(
+                f"  {address:<46} {entry.run_name or '':<14} {entry.status or '':<9} "
+                f"{agent:<40} {shown:>7}{ci}"
+            )
 
 
 def main() -> None:
     prepare()
-    env = {k: v for k, v in os.environ.items() if k not in ("OSMOSIS_TOKEN", "OSMOSIS_PLATFORM_URL")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OSMOSIS_TOKEN", "OSMOSIS_PLATFORM_URL")
+    }
     env["OSMOSIS_LOCAL_PLATFORM_SPEED"] = env.get("OSMOSIS_LOCAL_PLATFORM_SPEED", "2000")
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     seed_secrets()
     run("osmosis-plan", "--validate-only", env=env)
     run("osmosis-plan", env=env)
-    run("osmosis-apply", "--auto-approve", "--wait", "--wait-timeout", "300",
-        "--download-types", "summary,results", env=env)
+    run(
+        "osmosis-apply",
+        "--auto-approve",
+        "--wait",
+        "--wait-timeout",
+        "300",
+        "--download-types",
+        "summary,results",
+        env=env,
+    )
     results_table()
     code = run("osmosis-plan", "--detailed-exitcode", check=False, env=env)
-    print("\nA second apply now has nothing to do on the Platform (exit code of the re-plan: "
-          f"{code}; 0 = no changes).")
-    print(f"The demo repository is {DEMO.relative_to(ROOT)}; run `make demo` again to see it "
-          "stay unchanged, or `rm -rf .osmosis/demo` to start over.")
+    print(
+        "\nA second apply now has nothing to do on the Platform (exit code of the re-plan: "
+        f"{code}; 0 = no changes)."
+    )
+    print(
+        f"The demo repository is {DEMO.relative_to(ROOT)}; run `make demo` again to see it "
+        "stay unchanged, or `rm -rf .osmosis/demo` to start over."
+    )
 
 
 if __name__ == "__main__":

@@ -25,14 +25,17 @@ def test_missing_pyproject_gives_defaults(tmp_path: Path) -> None:
 
 
 def test_table_values_are_read_and_flags_win(tmp_path: Path) -> None:
-    write_pyproject(tmp_path, """
+    write_pyproject(
+        tmp_path,
+        """
 [tool.osmosis-reconciler]
 benchmarks = "configs/bench"
 download_types = ["summary", "artifacts", "summary"]
 on_delete = "forget"
 max_stops = 2
 parallelism = 3
-""")
+""",
+    )
     settings = resolve_settings(tmp_path, {"parallelism": 5, "state": None})
     assert settings.benchmarks == "configs/bench"
     assert settings.download_types == ("summary", "artifacts")
@@ -45,15 +48,25 @@ parallelism = 3
 @pytest.mark.parametrize(
     ("body", "fragment", "hint"),
     [
-        ('max_stop = 3', "tool.osmosis-reconciler.max_stop: unknown setting", "did you mean 'max_stops'?"),
+        (
+            "max_stop = 3",
+            "tool.osmosis-reconciler.max_stop: unknown setting",
+            "did you mean 'max_stops'?",
+        ),
         ('on_delete = "destroy"', "must be one of stop, forget", None),
         ('max_attempts = "many"', "max_attempts: must be int", None),
-        ('parallelism = 0', "parallelism: must be at least 1", None),
-        ('max_stops = true', "max_stops: must be int", None),
-        ('download_types = ["summary", "everything"]', "unknown output type(s): everything", "choose from"),
+        ("parallelism = 0", "parallelism: must be at least 1", None),
+        ("max_stops = true", "max_stops: must be int", None),
+        (
+            'download_types = ["summary", "everything"]',
+            "unknown output type(s): everything",
+            "choose from",
+        ),
     ],
 )
-def test_bad_settings_name_the_key(tmp_path: Path, body: str, fragment: str, hint: str | None) -> None:
+def test_bad_settings_name_the_key(
+    tmp_path: Path, body: str, fragment: str, hint: str | None
+) -> None:
     write_pyproject(tmp_path, f"[tool.osmosis-reconciler]\n{body}\n")
     with pytest.raises(UsageError) as info:
         load_project_settings(tmp_path)
