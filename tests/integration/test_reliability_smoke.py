@@ -22,7 +22,7 @@ CONFIGS = 10
 
 POINTS = [
     KillPoint("hook", "submit.after_post", 3),
-    KillPoint("hook", "lockfile.before_rename", 9),
+    KillPoint("hook", "lockfile.before_rename", 4),  # writes are grouped: keep n low
     KillPoint("hook", "download.mid_file", 2),
     KillPoint("window", n=5),
 ]
