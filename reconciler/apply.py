@@ -178,13 +178,19 @@ def _fingerprint_candidates(
         return runs
     updated = dict(runs)
     for run_id, run in runs.items():
-        if run_id in known or run.benchmark_id is None:
+        if run_id in known:
             continue
-        by_shape = any(
+        by_shape = run.benchmark_id is not None and any(
             bid == run.benchmark_id and (run.agent_count is None or run.agent_count == n)
             for bid, n in shapes
         )
-        since = windows.get(run.benchmark_id)
+        # A listed run without a benchmark id could belong to any intent's benchmark: the
+        # plan cannot rule it out, so its details are fetched too.
+        since = (
+            windows.get(run.benchmark_id)
+            if run.benchmark_id is not None
+            else min(windows.values(), default=None)
+        )
         by_window = since is not None and (run.created_at is None or run.created_at >= since)
         if not (by_shape or by_window):
             continue

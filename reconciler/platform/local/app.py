@@ -1028,8 +1028,9 @@ class LocalPlatform:
             return "queued"
         return "pending"
 
-    def _find_run(self, ws: Workspace, ref: str) -> Any:
-        db = self.store.read()
+    def _find_run(self, ws: Workspace, ref: str, db: Any = None) -> Any:
+        """A run of ``ws`` by id, else by name (on ``db`` when inside a write)."""
+        db = db if db is not None else self.store.read()
         row = db.execute(
             "SELECT * FROM runs WHERE workspace_id = ? AND id = ?", (ws.id, ref)
         ).fetchone()
@@ -1270,15 +1271,7 @@ class LocalPlatform:
     def _stop(self, ws: Workspace, ref: str) -> Response:
         now = self.clock()
         with self.store.write() as w:
-            row = w.execute(
-                "SELECT * FROM runs WHERE workspace_id = ? AND id = ?", (ws.id, ref)
-            ).fetchone()
-            if row is None:
-                row = w.execute(
-                    "SELECT * FROM runs WHERE workspace_id = ? AND name = ?", (ws.id, ref)
-                ).fetchone()
-            if row is None:
-                raise ApiError(404, f"Benchmark run '{ref}' not found.", "NOT_FOUND")
+            row = self._find_run(ws, ref, w)
             status = self._row_status(row, now)
             if status in ("finished", "failed", "stopped"):
                 raise ApiError(
