@@ -100,6 +100,13 @@ def _describe_holder(path: Path, holder: Mapping[str, Any] | None) -> str:
 
 def _held_error(path: Path, timeout: float) -> LockHeldError:
     holder = read_holder(path)
+    # The holder writes its details right after taking the lock: a contender that arrives
+    # in between gives it a moment rather than reporting an anonymous holder.
+    for _ in range(50):
+        if holder:
+            break
+        time.sleep(0.01)
+        holder = read_holder(path)
     lock_id = (holder or {}).get("lock_id") or "<LOCK_ID>"
     waited = f" after waiting {timeout:g}s" if timeout > 0 else ""
     return LockHeldError(
