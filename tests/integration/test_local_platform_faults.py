@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -238,6 +240,29 @@ def test_two_processes_submit_concurrently_into_one_data_dir(tmp_path: Path) -> 
         ]
     ]
     assert len(names) == len(set(names)) == 30
+
+
+def test_opening_a_new_data_dir_waits_for_a_writer_of_the_fresh_database(tmp_path: Path) -> None:
+    # A fresh database is in rollback-journal mode; while another process writes it (say,
+    # creating the schema), the switch to WAL fails at once with "database is locked":
+    # SQLite does not consult the busy handler there. Opening must wait, not crash.
+    data = tmp_path / "fresh"
+    data.mkdir()
+    writer = sqlite3.connect(data / "platform.sqlite3", isolation_level=None)
+    writer.execute("CREATE TABLE early (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO early VALUES (1)")
+    opened: list[object] = []
+    thread = threading.Thread(target=lambda: opened.append(LocalPlatform(data)))
+    thread.start()
+    time.sleep(0.3)
+    assert opened == []  # still waiting for the writer
+    writer.execute("COMMIT")
+    writer.close()
+    thread.join(timeout=30)
+    assert len(opened) == 1
+    mode = sqlite3.connect(data / "platform.sqlite3").execute("PRAGMA journal_mode").fetchone()
+    assert mode == ("wal",)
 
 
 def test_state_survives_a_restart(tmp_path: Path) -> None:

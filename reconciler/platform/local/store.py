@@ -9,10 +9,12 @@ each request on its own thread.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import secrets as _secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,7 @@ DB_NAME = "platform.sqlite3"
 CATALOG_VERSION = "4"
 """Bump when ``catalog.seed_catalog`` changes so existing data dirs pick the change up."""
 BUSY_TIMEOUT_MS = 30_000
+INIT_LOCK_NAME = "platform.init.lock"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -80,6 +83,19 @@ CREATE INDEX IF NOT EXISTS runs_by_benchmark ON runs (workspace_id, benchmark_id
 """
 
 
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """Put the database in WAL mode, retrying the SQLITE_BUSY the busy handler does not cover."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class Store:
     """Thread-local SQLite connections to one data dir, plus schema and catalog seeding."""
 
@@ -98,7 +114,7 @@ class Store:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _set_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
         return conn
@@ -125,10 +141,13 @@ class Store:
             self._local.conn = None
 
     def _init(self) -> None:
-        conn = self.connect()
-        # executescript commits implicitly; the statements are idempotent, so several
-        # processes initialising one data dir at once is fine.
-        conn.executescript(SCHEMA)
+        # Several processes may open a new data dir at once. Switching a fresh database to
+        # WAL needs an exclusive lock that SQLite does not wait for (the busy handler is not
+        # consulted), so first-time set-up is serialised on a sidecar file lock.
+        with open(self.data_dir / INIT_LOCK_NAME, "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            conn = self.connect()
+            conn.executescript(SCHEMA)
         with self.write() as w:
             w.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('presign_key', ?)",
