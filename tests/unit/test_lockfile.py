@@ -608,6 +608,45 @@ def test_state_store_update_always_persists(tmp_path: Path) -> None:
     assert store.state.runs == unsaved.runs
 
 
+def _add(address: str):
+    def fn(state: LockState) -> LockState:
+        return put_run(state, RecordedRun(address=address, spec_digest="d", run_id=address))
+
+    return fn
+
+
+def test_state_store_defers_non_durable_updates_until_flush(tmp_path: Path) -> None:
+    path = tmp_path / NAME
+    store = StateStore(path, write_lockfile(path, new_state("local", "demo")), lazy_interval=60)
+    store.update(_add("a"), durable=False)
+    store.update(_add("b"), durable=False)
+    assert store.pending == 2
+    on_disk = read_lockfile(path, platform="local", workspace="demo")
+    assert on_disk.runs == {} and on_disk.serial == 1
+    flushed = store.flush()
+    assert sorted(flushed.runs) == ["a", "b"] and flushed.serial == 3
+    assert read_lockfile(path, platform="local", workspace="demo") == flushed == store.state
+    assert store.pending == 0
+    assert store.flush() == flushed  # nothing pending: no write, same serial
+
+
+def test_a_durable_update_carries_the_deferred_ones(tmp_path: Path) -> None:
+    path = tmp_path / NAME
+    store = StateStore(path, write_lockfile(path, new_state("local", "demo")), lazy_interval=60)
+    store.update(_add("download"), durable=False)
+    store.update(_add("intent"))
+    on_disk = read_lockfile(path, platform="local", workspace="demo")
+    assert sorted(on_disk.runs) == ["download", "intent"] and store.pending == 0
+
+
+def test_a_deferred_update_is_written_once_the_interval_has_passed(tmp_path: Path) -> None:
+    path = tmp_path / NAME
+    store = StateStore(path, write_lockfile(path, new_state("local", "demo")), lazy_interval=0)
+    store.update(_add("a"), durable=False)
+    assert sorted(read_lockfile(path, platform="local", workspace="demo").runs) == ["a"]
+    assert store.pending == 0
+
+
 # --------------------------------------------------------------------------- history
 
 
