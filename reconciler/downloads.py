@@ -29,7 +29,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
@@ -295,6 +295,57 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+class _RunTree:
+    """Which paths below a run directory are safe to write: none may lead outside it.
+
+    Paths are POSIX and relative to the run directory (manifest paths, already checked by
+    ``classify_path``). Each directory is looked at once per ``download_run`` call, with one
+    ``lstat`` per segment not seen before; only a symlink is resolved, and it must point
+    inside the run directory. (Resolving every destination walked the whole path from ``/``
+    per file: a tenth of the CPU time of downloading small files.) A directory that does
+    not exist yet is not remembered, so it is checked again once created.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.top = str(run_dir)
+        self.root = run_dir.resolve(strict=False)
+        self._safe: set[str] = {""}
+        self._lock = threading.Lock()
+
+    def dir_ok(self, rel: str) -> bool:
+        with self._lock:
+            if rel in self._safe:
+                return True
+        parent = rel.rpartition("/")[0]
+        if not self.dir_ok(parent):
+            return False
+        state = self._look(rel)
+        if state is None:  # not there yet: whoever creates it checks again
+            return True
+        if state:
+            with self._lock:
+                self._safe.add(rel)
+        return state
+
+    def file_ok(self, rel: str) -> bool:
+        """The file's directories are safe, and the file is not a symlink leading out."""
+        return self.dir_ok(rel.rpartition("/")[0]) and self._look(rel) is not False
+
+    def _look(self, rel: str) -> bool | None:
+        """None when ``rel`` does not exist; else whether it stays inside the run directory."""
+        path = os.path.join(self.top, rel)  # rel has no "." or ".." segments
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return True  # e.g. not a directory: creating or writing it fails with a clear error
+        if stat.S_ISLNK(mode):
+            return _is_within(Path(path).resolve(strict=False), self.root)
+        return True
+
+
 # --------------------------------------------------------------------------- URL hygiene
 
 
@@ -407,14 +458,14 @@ class _Downloader:
         source: OutputSource,
         http: httpx.Client,
         run_id: str,
-        run_root: Path,
+        tree: _RunTree,
         on_progress: Callable[[int], None] | None,
         sleep: Callable[[float], None],
     ) -> None:
         self.source = source
         self.http = http
         self.run_id = run_id
-        self.run_root = run_root
+        self.tree = tree
         self.on_progress = on_progress
         self.sleep = sleep
         self.cancel = threading.Event()
@@ -426,6 +477,11 @@ class _Downloader:
         # ~0.5 vs ~0.7 of a bare loop's throughput on 2 cores. Small files stay at
         # max_workers, where latency, not CPU, is the limit.
         self.large_slots = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
+        # Directories already checked and created in this call, with the temp names found
+        # in them: most runs put several files in one directory, and resolving paths was a
+        # tenth of the CPU time of a download of small files.
+        self.dirs_lock = threading.Lock()
+        self.dirs: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------------ E9
 
@@ -504,22 +560,45 @@ class _Downloader:
         assert last is not None
         raise last
 
-    def _check_dest(self, dest: Path) -> None:
-        if not _is_within(dest.resolve(strict=False), self.run_root):
+    def _check_final(self, item: _Item) -> None:
+        """Right before writing or renaming: the destination still leads nowhere outside."""
+        if not self.tree.file_ok(item.path):
             raise _FileFailed(MSG_SYMLINK, retry=False)
+
+    def _prepare_dir(self, item: _Item) -> list[str]:
+        """Check and create the item's directory once per call; the temp names left in it."""
+        rel = item.path.rpartition("/")[0]
+        directory = item.dest.parent
+        with self.dirs_lock:
+            known = self.dirs.get(rel)
+            if known is not None:
+                return known
+            if not self.tree.dir_ok(rel):
+                raise _FileFailed(MSG_SYMLINK, retry=False)
+            try:
+                created = _make_dir(directory)
+            except OSError as exc:
+                raise _FileFailed(
+                    f"Cannot create directory: {exc.strerror or exc}", retry=False
+                ) from exc
+            # A symlink could have appeared while we were busy; re-check after mkdir.
+            if not self.tree.dir_ok(rel):
+                raise _FileFailed(MSG_SYMLINK, retry=False)
+            names = []
+            if not created:  # only a directory that was there can hold old temp files
+                try:
+                    names = [n for n in os.listdir(directory) if n.endswith(".partial")]
+                except OSError:
+                    pass
+            self.dirs[rel] = names
+            return names
 
     def _attempt(self, item: _Item) -> tuple[int, str]:
         dest = item.dest
-        self._check_dest(dest)
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _FileFailed(
-                f"Cannot create directory: {exc.strerror or exc}", retry=False
-            ) from exc
-        # A symlink could have appeared while we were busy; re-check after mkdir.
-        self._check_dest(dest)
-        self._remove_stale_partials(dest)
+        # The destination itself is checked before the rename (which replaces a symlink
+        # there, never writes through it) and was checked when the manifest was read.
+        temp_names = self._prepare_dir(item)
+        self._remove_stale_partials(dest, temp_names)
         token = secrets.token_hex(_PARTIAL_TOKEN_HEX // 2)
         tmp = dest.parent / f"{_partial_base(dest.name)}.{token}.partial"
         created = replaced = False
@@ -553,7 +632,7 @@ class _Downloader:
                 finally:
                     sink.close()
                     os.close(fd)
-            self._check_dest(dest)
+            self._check_final(item)
             crash_point("download.before_rename")
             os.replace(tmp, dest)
             replaced = True
@@ -582,21 +661,39 @@ class _Downloader:
                 # Undo progress of a failed attempt so a progress bar never runs past 100%.
                 self.on_progress(-reported)
 
-    def _remove_stale_partials(self, dest: Path) -> None:
+    @staticmethod
+    def _remove_stale_partials(dest: Path, temp_names: Sequence[str]) -> None:
         # Left over by a process killed mid-transfer; only this file's own temp names match.
+        if not temp_names:
+            return
         pattern = re.compile(
             re.escape(_partial_base(dest.name)) + rf"\.[0-9a-f]{{{_PARTIAL_TOKEN_HEX}}}\.partial"
         )
-        try:
-            names = os.listdir(dest.parent)
-        except OSError:
-            return
-        for name in names:
+        for name in temp_names:
             if pattern.fullmatch(name):
                 try:
                     os.unlink(dest.parent / name)
                 except OSError:
                     pass
+
+
+def _make_dir(directory: Path) -> bool:
+    """``mkdir -p``; True when ``directory`` itself was created by this call."""
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        if not directory.is_dir():
+            raise
+        return False
+    except FileNotFoundError:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            return False
+    return True
 
 
 class _Sink:
@@ -733,6 +830,7 @@ def download_run(
     types: Sequence[str],
     overwrite: bool = False,
     max_workers: int = 8,
+    executor: Executor | None = None,
     on_progress: Callable[[int], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> DownloadResult:
@@ -744,16 +842,21 @@ def download_run(
     4xx on E8/E9) raise ``PlatformError``; a manifest with no usable file raises
     ``DownloadError``. ``on_progress`` receives byte deltas from worker threads (negative
     when a failed attempt is rolled back).
+
+    Files are fetched on ``executor`` when given (an apply shares one across all its runs,
+    so threads are not started per run), else on a pool of ``max_workers`` of this call's
+    own.
     """
     selected = normalize_types(types)
     run_dir = Path(root) / run_dir_name(run_name, run_id)
-    run_root = run_dir.resolve(strict=False)
+    tree = _RunTree(run_dir)
     manifest = source.get_manifest(run_id, list(selected))
     entries = list(getattr(manifest, "files", None) or ())
 
     failures: list[tuple[str, str]] = []
     items: list[_Item] = []
     seen: set[str] = set()
+
     for entry in entries:
         path = getattr(entry, "path", None)
         shown = path if isinstance(path, str) else repr(path)
@@ -769,7 +872,7 @@ def download_run(
             failures.append((shown, MSG_BAD_SIZE))
             continue
         dest = run_dir.joinpath(*path.split("/"))
-        if not _is_within(dest.resolve(strict=False), run_root):
+        if not tree.file_ok(path):
             failures.append((shown, MSG_SYMLINK))
             continue
         items.append(_Item(entry, path, size, getattr(entry, "token", None), dest))
@@ -786,7 +889,7 @@ def download_run(
             f"the run has no {', '.join(selected)} outputs; choose other download types",
         )
 
-    engine = _Downloader(source, http, run_id, run_root, on_progress, sleep)
+    engine = _Downloader(source, http, run_id, tree, on_progress, sleep)
     sha: dict[str, str] = {}
     downloaded = skipped = bytes_downloaded = 0
     pending: list[_Item] = []
@@ -798,7 +901,10 @@ def download_run(
             pending.append(it)
 
     futures: dict[Future, tuple[str, _Item]] = {}
-    pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl")
+    own_pool = executor is None
+    pool = executor or ThreadPoolExecutor(
+        max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
+    )
     try:
         for it in skip_items:
             futures[pool.submit(_hash_file, it.dest)] = ("skip", it)
@@ -837,9 +943,14 @@ def download_run(
         # Ctrl-C or a fatal Platform refusal: stop workers at their next chunk; each one
         # removes its own .partial on the way out.
         engine.cancel.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        for fut in futures:
+            fut.cancel()
+        wait(futures)
+        if own_pool:
+            pool.shutdown(wait=True)
         raise
-    pool.shutdown(wait=True)
+    if own_pool:
+        pool.shutdown(wait=True)
 
     order = {it.path: i for i, it in enumerate(items)}
     failures.sort(key=lambda f: order.get(f[0], -1))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -762,6 +763,72 @@ def test_many_files_with_many_workers(tmp_path):
     for f in files:
         assert result.sha256[f.path] == hashlib.sha256(bodies[f.path]).hexdigest()
     assert partials(tmp_path) == []
+
+
+def test_runs_can_share_one_executor_which_outlives_them(tmp_path):
+    files, bodies = standard_files()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        first = run(Source(files), Server(bodies), tmp_path, run_name="one", executor=pool)
+        second = run(Source(files), Server(bodies), tmp_path, run_name="two", executor=pool)
+        assert pool.submit(lambda: "still open").result() == "still open"
+    assert first.complete and second.complete
+    assert first.sha256 == second.sha256
+    assert (tmp_path / "two" / "artifacts/result_01/logs/agent.log").read_bytes() == bodies[
+        "artifacts/result_01/logs/agent.log"
+    ]
+
+
+def test_interrupt_with_a_shared_executor_leaves_it_usable_and_no_partials(tmp_path):
+    data = body(6 * 1024 * 1024)
+    files = [MFile("logs.txt", len(data)), MFile("results.csv", len(data))]
+
+    def interrupt(n: int) -> None:
+        raise KeyboardInterrupt
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with pytest.raises(KeyboardInterrupt):
+            run(
+                Source(files),
+                Server({"logs.txt": data, "results.csv": data}),
+                tmp_path,
+                on_progress=interrupt,
+                executor=pool,
+            )
+        assert pool.submit(lambda: 1).result() == 1
+    assert partials(tmp_path) == []
+    assert not (tmp_path / "hle-smoke" / "logs.txt").exists()
+
+
+def test_directory_swapped_for_an_outside_symlink_during_the_download_is_refused(tmp_path):
+    # The artifacts directory does not exist when the manifest is checked; it appears as a
+    # symlink to elsewhere while the first file transfers. Nothing may land there.
+    root = tmp_path / "root"
+    run_dir = root / "hle-smoke"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    files = [MFile("summary.csv", 3), MFile("artifacts/result_01/logs/agent.log", 4)]
+    server = Server({"summary.csv": b"abc", "artifacts/result_01/logs/agent.log": b"evil"})
+
+    def plant(request: httpx.Request) -> None:
+        (run_dir / "artifacts").symlink_to(outside, target_is_directory=True)
+
+    server.override["summary.csv"] = plant
+    result = run(Source(files), server, root, max_workers=1)
+
+    assert dict(result.failures) == {"artifacts/result_01/logs/agent.log": SYMLINK}
+    assert list(outside.iterdir()) == []
+    assert (run_dir / "summary.csv").read_bytes() == b"abc"
+
+
+def test_stale_partial_in_a_nested_directory_is_removed(tmp_path):
+    nested = tmp_path / "hle-smoke" / "artifacts" / "r1"
+    nested.mkdir(parents=True)
+    stale = nested / ".f.bin.0123456789abcdef.partial"
+    stale.write_bytes(b"half")
+    files = [MFile("artifacts/r1/f.bin", 2)]
+    result = run(Source(files), Server({"artifacts/r1/f.bin": b"ok"}), tmp_path)
+    assert result.complete and not stale.exists()
+    assert (nested / "f.bin").read_bytes() == b"ok"
 
 
 def test_scan_outputs_reports_present_and_changed(tmp_path):
