@@ -14,10 +14,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import httpx
@@ -45,6 +45,7 @@ from .model import (
     Plan,
     PlanItem,
     RecordedRun,
+    RunResults,
     Settings,
     is_active,
     is_terminal,
@@ -55,6 +56,8 @@ from .platform import PlatformClient, RunSummary
 Clock = Callable[[], datetime]
 LIST_READ_AHEAD = 4
 """Run-list pages requested at a time: the list is most of a large plan's wall time."""
+DOWNLOAD_WORKERS = 8
+"""Concurrent file transfers of one apply, across all the runs it downloads."""
 
 
 def utcnow() -> datetime:
@@ -268,6 +271,15 @@ class Applier:
     report: Callable[[str], None] = lambda _line: None
     cancel: threading.Event = field(default_factory=threading.Event)
     desired: Mapping[str, DesiredRun] = field(default_factory=dict)
+    _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    """File transfers of every download of one ``apply`` call share this pool."""
+    _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
+
+    def _recorded_directory(self, run_dir: Path) -> str:
+        """A run directory as the lockfile records it: relative to the repository."""
+        if self._download_dir is None:
+            self._download_dir = PurePosixPath(_relative(self.download_root, self.repo_root))
+        return (self._download_dir / run_dir.name).as_posix()
 
     def apply(self, plan: Plan, *, parallelism: int) -> ApplyResult:
         result = ApplyResult()
@@ -285,12 +297,22 @@ class Applier:
 
         # State-only actions first: a move or adoption must be recorded before any submit
         # of the same spec could be considered.
-        for item in local:
-            result.outcomes.append(self._run(item))
-        for batch in (remote, downloads):
-            if self.cancel.is_set():
-                break
-            result.outcomes.extend(self._parallel(batch, parallelism))
+        if downloads:
+            self._files = ThreadPoolExecutor(
+                max_workers=DOWNLOAD_WORKERS, thread_name_prefix="osmosis-dl"
+            )
+        try:
+            for item in local:
+                result.outcomes.append(self._run(item))
+            for batch in (remote, downloads):
+                if self.cancel.is_set():
+                    break
+                result.outcomes.extend(self._parallel(batch, parallelism))
+        finally:
+            if self._files is not None:
+                self._files.shutdown(wait=True, cancel_futures=True)
+                self._files = None
+            self.store.flush()
         result.cancelled = self.cancel.is_set()
         return result
 
@@ -526,36 +548,43 @@ class Applier:
         entry = self.store.state.runs.get(item.address)
         if entry is None or entry.run_id is None:
             return Outcome(item, False, "no recorded run to download")
+        run_id = entry.run_id
         types = tuple(item.download_types or self.settings.download_types)
-        result = download_run(
-            self.client,
-            self.http,
-            run_id=entry.run_id,
-            run_name=entry.run_name,
-            root=self.download_root,
-            types=types,
-            overwrite=item.reason.value == "results_changed",
-        )
-        directory = _relative(result.directory, self.repo_root)
+        # An ended run's scores no longer change: fetch them once, beside its outputs, for
+        # the plan's results table, while the files transfer. They are informational, so a
+        # failed fetch never fails the download.
+        terminal = is_terminal(entry.status or "")
+        scores: Future[RunResults] | None = None
+        if terminal and self._files is not None:
+            scores = self._files.submit(lambda: self.client.get_run(run_id).to_results())
+        try:
+            result = download_run(
+                self.client,
+                self.http,
+                run_id=run_id,
+                run_name=entry.run_name,
+                root=self.download_root,
+                types=types,
+                overwrite=item.reason.value == "results_changed",
+                executor=self._files,
+            )
+        except BaseException:
+            if scores is not None:
+                scores.cancel()
+            raise
+        results = self._scores(scores, run_id, item.address, wanted=terminal)
+        directory = self._recorded_directory(result.directory)
         downloads = Downloads(
             types=types,
             files=len(result.sha256),
             bytes=result.total_bytes,
             sha256=dict(sorted(result.sha256.items())),
             directory=directory,
-            complete=result.complete and is_terminal(entry.status or ""),
+            complete=result.complete and terminal,
         )
         update: dict[str, Any] = {"downloads": downloads}
-        if not result.failures and is_terminal(entry.status or ""):
-            # An ended run's scores no longer change: fetch them once, beside its outputs,
-            # for the plan's results table. They are informational, so a failed fetch
-            # never fails the download.
-            try:
-                update["results"] = self.client.get_run(entry.run_id).to_results()
-            except ReconcilerError as exc:
-                get_logger(address=item.address, run_id=entry.run_id).warning(
-                    "run results not fetched", error=exc.message
-                )
+        if not result.failures and results is not None:
+            update["results"] = results
 
         def record(state: LockState) -> LockState:
             current = state.runs.get(item.address)
@@ -563,7 +592,8 @@ class Applier:
                 return state
             return put_run(state, current.model_copy(update=update))
 
-        self.store.update(record)
+        # Not durable: a record lost to a crash costs a re-hash of files already on disk.
+        self.store.update(record, durable=False)
         if result.failures:
             failed = "; ".join(f"{p}: {e}" for p, e in result.failures[:5])
             return Outcome(
@@ -581,6 +611,22 @@ class Applier:
             entry.run_id,
             entry.run_name,
         )
+
+    def _scores(
+        self, pending: Future[RunResults] | None, run_id: str, address: str, *, wanted: bool
+    ) -> RunResults | None:
+        """The run's results from E5 (fetched now unless ``pending`` already holds them)."""
+        if not wanted:
+            return None
+        try:
+            if pending is not None:
+                return pending.result()
+            return self.client.get_run(run_id).to_results()
+        except ReconcilerError as exc:
+            get_logger(address=address, run_id=run_id).warning(
+                "run results not fetched", error=exc.message
+            )
+            return None
 
 
 def _clear_failed_intent(state: LockState, address: str) -> LockState:

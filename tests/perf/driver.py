@@ -161,9 +161,9 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
         plan = session.make_plan()
         items = tuple(i for i in plan.items if i.action is Action.DOWNLOAD)
         plan = plan.model_copy(update={"items": items})
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = session.apply(plan, out=io.StringIO(), wait=False, wait_timeout=0)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         state = session.state
         assert state is not None
         downloaded = sum(e.downloads.bytes for e in state.runs.values() if e.downloads)
@@ -186,6 +186,7 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
         left = sum(1 for i in replan.items if i.action is Action.DOWNLOAD)
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "bytes": downloaded,
         "files": files,
         "runs": len(items),
@@ -207,7 +208,7 @@ def _plain(repo: Path, url: str, root: str) -> dict:
     headers = {"Authorization": "Bearer local", "X-Osmosis-Workspace": "perf"}
     out = Path(root)
     total = files = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with httpx.Client(base_url=url, headers=headers) as api, httpx.Client() as plain:
         for entry in state.runs.values():
             base = f"/api/cli/benchmark-runs/{entry.run_id}/outputs"
@@ -225,7 +226,12 @@ def _plain(repo: Path, url: str, root: str) -> dict:
                         handle.write(chunk)
                         total += len(chunk)
                 files += 1
-    return {"seconds": time.perf_counter() - t0, "bytes": total, "files": files}
+    return {
+        "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        "bytes": total,
+        "files": files,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
