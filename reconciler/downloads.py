@@ -29,7 +29,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
@@ -328,9 +328,21 @@ class _RunTree:
                 self._safe.add(rel)
         return state
 
-    def file_ok(self, rel: str) -> bool:
-        """The file's directories are safe, and the file is not a symlink leading out."""
-        return self.dir_ok(rel.rpartition("/")[0]) and self._look(rel) is not False
+    def file(self, rel: str) -> tuple[bool, os.stat_result | None]:
+        """Whether writing the file ``rel`` is safe, and its ``lstat`` when it exists.
+
+        Safe: its directories are, and the file is not a symlink leading outside.
+        """
+        if not self.dir_ok(rel.rpartition("/")[0]):
+            return False, None
+        path = os.path.join(self.top, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return True, None
+        if stat.S_ISLNK(st.st_mode):
+            return _is_within(Path(path).resolve(strict=False), self.root), st
+        return True, st
 
     def _look(self, rel: str) -> bool | None:
         """None when ``rel`` does not exist; else whether it stays inside the run directory."""
@@ -419,6 +431,7 @@ class _Item:
     dest: Path
     url: str | None = None
     urls_seen: list[str] = field(default_factory=list)
+    complete: bool = False
 
 
 def _partial_base(name: str) -> str:
@@ -439,14 +452,6 @@ def _hash_file(path: Path) -> str:
                 break
             digest.update(view[:n])
     return digest.hexdigest()
-
-
-def _is_complete(dest: Path, size: int) -> bool:
-    try:
-        st = os.lstat(dest)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_size == size
 
 
 # --------------------------------------------------------------------------- the engine
@@ -481,7 +486,7 @@ class _Downloader:
         # in them: most runs put several files in one directory, and resolving paths was a
         # tenth of the CPU time of a download of small files.
         self.dirs_lock = threading.Lock()
-        self.dirs: dict[str, list[str]] = {}
+        self.dirs: dict[str, tuple[int, list[str]]] = {}
 
     # ------------------------------------------------------------------ E9
 
@@ -560,13 +565,22 @@ class _Downloader:
         assert last is not None
         raise last
 
-    def _check_final(self, item: _Item) -> None:
-        """Right before writing or renaming: the destination still leads nowhere outside."""
-        if not self.tree.file_ok(item.path):
+    def _check_final(self, item: _Item, dir_fd: int) -> None:
+        """Right before the rename: a symlink at the destination must lead inside the run."""
+        try:
+            is_link = stat.S_ISLNK(os.lstat(item.dest.name, dir_fd=dir_fd).st_mode)
+        except OSError:
+            return
+        if is_link and not _is_within(item.dest.resolve(strict=False), self.tree.root):
             raise _FileFailed(MSG_SYMLINK, retry=False)
 
-    def _prepare_dir(self, item: _Item) -> list[str]:
-        """Check and create the item's directory once per call; the temp names left in it."""
+    def _prepare_dir(self, item: _Item) -> tuple[int, list[str]]:
+        """Check, create and open the item's directory once per call.
+
+        Returns the open directory and the temp file names found in it. Files are created
+        and renamed relative to that descriptor, so a directory on the path swapped for a
+        symlink after the check cannot redirect a write.
+        """
         rel = item.path.rpartition("/")[0]
         directory = item.dest.parent
         with self.dirs_lock:
@@ -584,29 +598,42 @@ class _Downloader:
             # A symlink could have appeared while we were busy; re-check after mkdir.
             if not self.tree.dir_ok(rel):
                 raise _FileFailed(MSG_SYMLINK, retry=False)
+            try:
+                dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise _FileFailed(
+                    f"Cannot open directory: {exc.strerror or exc}", retry=False
+                ) from exc
             names = []
             if not created:  # only a directory that was there can hold old temp files
                 try:
-                    names = [n for n in os.listdir(directory) if n.endswith(".partial")]
+                    names = [n for n in os.listdir(dir_fd) if n.endswith(".partial")]
                 except OSError:
                     pass
-            self.dirs[rel] = names
-            return names
+            self.dirs[rel] = (dir_fd, names)
+            return dir_fd, names
+
+    def close(self) -> None:
+        """Close the directories opened by ``_prepare_dir``; call once no worker runs."""
+        with self.dirs_lock:
+            for dir_fd, _names in self.dirs.values():
+                os.close(dir_fd)
+            self.dirs.clear()
 
     def _attempt(self, item: _Item) -> tuple[int, str]:
         dest = item.dest
         # The destination itself is checked before the rename (which replaces a symlink
         # there, never writes through it) and was checked when the manifest was read.
-        temp_names = self._prepare_dir(item)
-        self._remove_stale_partials(dest, temp_names)
+        dir_fd, temp_names = self._prepare_dir(item)
+        self._remove_stale_partials(dest.name, dir_fd, temp_names)
         token = secrets.token_hex(_PARTIAL_TOKEN_HEX // 2)
-        tmp = dest.parent / f"{_partial_base(dest.name)}.{token}.partial"
+        tmp = f"{_partial_base(dest.name)}.{token}.partial"
         created = replaced = False
         reported = 0
         try:
             with _Stream(self.http, item) as response:
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                fd = os.open(tmp, flags, 0o644)
+                fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
                 created = True
                 sink = _Sink(fd, threaded=item.size >= PIPELINE_MIN_BYTES)
                 received = 0
@@ -632,9 +659,9 @@ class _Downloader:
                 finally:
                     sink.close()
                     os.close(fd)
-            self._check_final(item)
+            self._check_final(item, dir_fd)
             crash_point("download.before_rename")
-            os.replace(tmp, dest)
+            os.replace(tmp, dest.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             replaced = True
             return received, hexdigest
         except _Cancelled:
@@ -654,7 +681,7 @@ class _Downloader:
         finally:
             if created and not replaced:
                 try:
-                    os.unlink(tmp)
+                    os.unlink(tmp, dir_fd=dir_fd)
                 except OSError:
                     pass
             if reported and not replaced and self.on_progress is not None:
@@ -662,17 +689,17 @@ class _Downloader:
                 self.on_progress(-reported)
 
     @staticmethod
-    def _remove_stale_partials(dest: Path, temp_names: Sequence[str]) -> None:
+    def _remove_stale_partials(name: str, dir_fd: int, temp_names: Sequence[str]) -> None:
         # Left over by a process killed mid-transfer; only this file's own temp names match.
         if not temp_names:
             return
         pattern = re.compile(
-            re.escape(_partial_base(dest.name)) + rf"\.[0-9a-f]{{{_PARTIAL_TOKEN_HEX}}}\.partial"
+            re.escape(_partial_base(name)) + rf"\.[0-9a-f]{{{_PARTIAL_TOKEN_HEX}}}\.partial"
         )
-        for name in temp_names:
-            if pattern.fullmatch(name):
+        for temp in temp_names:
+            if pattern.fullmatch(temp):
                 try:
-                    os.unlink(dest.parent / name)
+                    os.unlink(temp, dir_fd=dir_fd)
                 except OSError:
                     pass
 
@@ -872,10 +899,14 @@ def download_run(
             failures.append((shown, MSG_BAD_SIZE))
             continue
         dest = run_dir.joinpath(*path.split("/"))
-        if not tree.file_ok(path):
+        safe, st = tree.file(path)
+        if not safe:
             failures.append((shown, MSG_SYMLINK))
             continue
-        items.append(_Item(entry, path, size, getattr(entry, "token", None), dest))
+        item = _Item(entry, path, size, getattr(entry, "token", None), dest)
+        # Complete on disk: a regular file of the manifest size (resume skips it).
+        item.complete = st is not None and stat.S_ISREG(st.st_mode) and st.st_size == size
+        items.append(item)
 
     if not items:
         if failures:
@@ -895,19 +926,22 @@ def download_run(
     pending: list[_Item] = []
     skip_items: list[_Item] = []
     for it in items:
-        if not overwrite and _is_complete(it.dest, it.size):
+        if not overwrite and it.complete:
             skip_items.append(it)
         else:
             pending.append(it)
 
     futures: dict[Future, tuple[str, _Item]] = {}
+    # Workers report completions here; cheaper than concurrent.futures.wait, which
+    # re-installs a waiter on every outstanding future each time one finishes.
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(
         max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
     )
     try:
         for it in skip_items:
-            futures[pool.submit(_hash_file, it.dest)] = ("skip", it)
+            _track(futures, pool.submit(_hash_file, it.dest), ("skip", it), finished)
         for start in range(0, len(pending), E9_BATCH):
             batch = pending[start : start + E9_BATCH]
             error = engine.fetch_urls(batch)
@@ -917,28 +951,26 @@ def download_run(
                 elif it.url is None:
                     failures.append((it.path, MSG_NO_URL))
                 else:
-                    futures[pool.submit(engine.download, it)] = ("get", it)
-        outstanding = set(futures)
-        while outstanding:
-            done, outstanding = wait(outstanding, return_when=FIRST_COMPLETED)
-            for fut in done:
-                kind, it = futures[fut]
-                try:
-                    value = fut.result()
-                except _FileFailed as exc:
-                    failures.append((it.path, _redact(exc.message, it.urls_seen)))
-                    continue
-                except OSError as exc:
-                    failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
-                    continue
-                if kind == "skip":
-                    skipped += 1
-                    sha[it.path] = value
-                else:
-                    n, hexdigest = value
-                    downloaded += 1
-                    bytes_downloaded += n
-                    sha[it.path] = hexdigest
+                    _track(futures, pool.submit(engine.download, it), ("get", it), finished)
+        for _ in range(len(futures)):
+            fut = _next_done(finished)
+            kind, it = futures[fut]
+            try:
+                value = fut.result()
+            except _FileFailed as exc:
+                failures.append((it.path, _redact(exc.message, it.urls_seen)))
+                continue
+            except OSError as exc:
+                failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
+                continue
+            if kind == "skip":
+                skipped += 1
+                sha[it.path] = value
+            else:
+                n, hexdigest = value
+                downloaded += 1
+                bytes_downloaded += n
+                sha[it.path] = hexdigest
     except BaseException:
         # Ctrl-C or a fatal Platform refusal: stop workers at their next chunk; each one
         # removes its own .partial on the way out.
@@ -948,9 +980,11 @@ def download_run(
         wait(futures)
         if own_pool:
             pool.shutdown(wait=True)
+        engine.close()
         raise
     if own_pool:
         pool.shutdown(wait=True)
+    engine.close()
 
     order = {it.path: i for i, it in enumerate(items)}
     failures.sort(key=lambda f: order.get(f[0], -1))
@@ -965,6 +999,25 @@ def download_run(
         failures=tuple(failures),
         sha256=dict(sorted(sha.items())),
     )
+
+
+def _track(
+    futures: dict[Future, tuple[str, _Item]],
+    future: Future,
+    what: tuple[str, _Item],
+    finished: queue.SimpleQueue[Future],
+) -> None:
+    futures[future] = what  # before the callback can fire: the reader looks it up
+    future.add_done_callback(finished.put)
+
+
+def _next_done(finished: queue.SimpleQueue[Future]) -> Future:
+    # A bounded wait keeps the main thread responsive to Ctrl-C on every platform.
+    while True:
+        try:
+            return finished.get(timeout=1.0)
+        except queue.Empty:
+            continue
 
 
 def scan_outputs(

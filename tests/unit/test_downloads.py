@@ -820,6 +820,38 @@ def test_directory_swapped_for_an_outside_symlink_during_the_download_is_refused
     assert (run_dir / "summary.csv").read_bytes() == b"abc"
 
 
+def test_directory_swapped_after_its_first_file_cannot_redirect_the_next(tmp_path):
+    # The run's directory is checked and opened once; writes go through that descriptor,
+    # so a swap of the path for a symlink to elsewhere afterwards redirects nothing.
+    root = tmp_path / "root"
+    nested = root / "hle-smoke" / "artifacts" / "r1"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    files = [MFile("artifacts/r1/a.bin", 1), MFile("artifacts/r1/b.bin", 1)]
+    server = Server({"artifacts/r1/a.bin": b"a", "artifacts/r1/b.bin": b"b"})
+
+    def swap(request: httpx.Request) -> None:
+        nested.rename(nested.with_name("moved"))
+        nested.symlink_to(outside, target_is_directory=True)
+
+    server.override["artifacts/r1/a.bin"] = swap
+    result = run(Source(files), server, root, types=["artifacts"], max_workers=1)
+
+    assert list(outside.iterdir()) == []
+    moved = nested.with_name("moved")
+    assert sorted(p.name for p in moved.iterdir()) == ["a.bin", "b.bin"]
+    assert result.complete
+
+
+def test_no_file_descriptor_is_left_open(tmp_path):
+    files, bodies = standard_files()
+    before = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    result = run(Source(files), Server(bodies), tmp_path)
+    assert result.complete
+    if before is not None:
+        assert set(os.listdir("/proc/self/fd")) <= before
+
+
 def test_stale_partial_in_a_nested_directory_is_removed(tmp_path):
     nested = tmp_path / "hle-smoke" / "artifacts" / "r1"
     nested.mkdir(parents=True)
