@@ -288,13 +288,13 @@ def download_scenario(work: Path, k: int, runs: int) -> None:
     rate1 = Stat([r["bytes"] / r["seconds"] / 1e6 for r in products1])
     plain = Stat([r["bytes"] / r["seconds"] / 1e6 for r in plains])
     label = f"download {runs} runs"
-    row(label, "plain httpx loop MB/s", plain, ".1f")
+    row(label, "plain httpx loop MB/s", plain, ".3f")
     row(
         "",
         "product p=1 MB/s",
         rate1,
-        ".1f",
-        f"{plain.median:.1f}",
+        ".3f",
+        f"{plain.median:.3f}",
         f"{rate1.median / plain.median:.0%}",
         ">= 70% of plain",
         rate1.median >= 0.7 * plain.median,
@@ -303,8 +303,8 @@ def download_scenario(work: Path, k: int, runs: int) -> None:
         "",
         "product p=8 MB/s",
         rate,
-        ".1f",
-        f"{plain.median:.1f}",
+        ".3f",
+        f"{plain.median:.3f}",
         f"{rate.median / plain.median:.0%}",
         ">= 70% of plain",
         rate.median >= 0.7 * plain.median,
