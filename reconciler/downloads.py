@@ -320,7 +320,7 @@ class _RunTree:
         parent = rel.rpartition("/")[0]
         if not self.dir_ok(parent):
             return False
-        state = self._look(rel)
+        state, _ = self._look(rel)
         if state is None:  # not there yet: whoever creates it checks again
             return True
         if state:
@@ -335,27 +335,22 @@ class _RunTree:
         """
         if not self.dir_ok(rel.rpartition("/")[0]):
             return False, None
-        path = os.path.join(self.top, rel)
+        inside, st = self._look(rel)
+        return inside is not False, st
+
+    def _look(self, rel: str) -> tuple[bool | None, os.stat_result | None]:
+        """``(None, None)`` when ``rel`` does not exist; else whether it stays inside the
+        run directory, and its ``lstat``."""
+        path = os.path.join(self.top, rel)  # rel has no "." or ".." segments
         try:
             st = os.lstat(path)
-        except OSError:
+        except FileNotFoundError:
+            return None, None
+        except OSError:  # e.g. not a directory: creating or writing it fails clearly
             return True, None
         if stat.S_ISLNK(st.st_mode):
             return _is_within(Path(path).resolve(strict=False), self.root), st
         return True, st
-
-    def _look(self, rel: str) -> bool | None:
-        """None when ``rel`` does not exist; else whether it stays inside the run directory."""
-        path = os.path.join(self.top, rel)  # rel has no "." or ".." segments
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return True  # e.g. not a directory: creating or writing it fails with a clear error
-        if stat.S_ISLNK(mode):
-            return _is_within(Path(path).resolve(strict=False), self.root)
-        return True
 
 
 # --------------------------------------------------------------------------- URL hygiene
