@@ -3,14 +3,24 @@
 Every ``*.toml`` below the directory, recursively, sorted by address; hidden files and
 folders (a name starting with ``.``) are skipped. A symlink is followed only when it stays
 inside the benchmarks directory: one that points outside could make a pull request submit a
-config nobody reviewed, so it is an error, as is a dangling one.
+config nobody reviewed, so it is an error, as is a dangling one or a loop.
+
+The directory itself is checked from the repository root down, one ``lstat`` per path
+component: it must lie inside the repository and no component may be a symlink (a
+``benchmarks`` link to a directory elsewhere would be resolved before any comparison, so
+every config below it would look "inside"). Entries that can never be configs but are
+surely mistakes are reported, not skipped: FIFOs, sockets and devices (reading a FIFO would
+block forever) and names that are not UTF-8 (an address must be text).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from reconciler.paths import check_inside, describe_link
 
 CONFIG_SUFFIX = ".toml"
 
@@ -33,6 +43,76 @@ class Refused:
     hint: str
 
 
+class RootError(Exception):
+    """The benchmarks directory itself cannot be used (outside the repo, a symlink, a loop)."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+_LINK_HINT = (
+    "replace the link with the directory itself, so that every config the plan submits "
+    "is reviewed in this repository"
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """``a FIFO (named pipe)``, ``a socket``, ... for a file that is neither regular nor a directory."""
+    for test, kind in _SPECIAL_KINDS:
+        if test(mode):
+            return kind
+    return None
+
+
+def bad_name_byte(name: str) -> int | None:
+    """The first byte of a file name that is not UTF-8 (``os.fsdecode`` kept it as a surrogate)."""
+    if name.isascii():
+        return None
+    raw = os.fsencode(name)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return raw[exc.start]
+    return None
+
+
+def check_root(repo_root: str, rel: str) -> str:
+    """The benchmarks directory as an absolute path, checked from the repository root down.
+
+    Raises ``RootError`` when it is outside the repository or any component is a symlink
+    (``reconciler.paths.check_inside``), ``FileNotFoundError`` / ``NotADirectoryError``
+    when it is missing or not a directory.
+    """
+    target = os.path.normpath(os.path.join(repo_root, rel))
+    problem = check_inside(repo_root, rel)
+    if problem is not None:
+        if problem.message == "is outside the repository":
+            raise RootError(
+                f"benchmarks directory '{rel}' is outside the repository",
+                "keep the configs in the repository (default: benchmarks/), so that every "
+                "config the plan submits is reviewed there",
+            )
+        if problem.message == "is not a directory":
+            raise NotADirectoryError(target)
+        where = (
+            "benchmarks directory"
+            if os.path.join(repo_root, problem.path) == target
+            else "path component"
+        )
+        raise RootError(f"{where} '{problem.path}' {problem.message}", _LINK_HINT)
+    if not os.path.lexists(target):
+        raise FileNotFoundError(target)
+    return target
+
+
 def _relpath(path: str, repo_root: str) -> str:
     try:
         rel = os.path.relpath(path, repo_root)
@@ -45,16 +125,14 @@ def discover(repo_root: Path, benchmarks_dir: str) -> tuple[list[Found], list[Re
     """Walk ``repo_root / benchmarks_dir``; return the configs and the refused entries.
 
     Raises ``FileNotFoundError`` / ``NotADirectoryError`` when the directory itself is
-    missing or is not a directory (the loader turns these into issues).
+    missing or is not a directory, ``RootError`` when it must not be read (see
+    ``check_root``); the loader turns these into issues.
     """
-    root_display = str(repo_root / benchmarks_dir)
-    if not os.path.exists(root_display):
-        raise FileNotFoundError(root_display)
-    if not os.path.isdir(root_display):
-        raise NotADirectoryError(root_display)
-    repo = os.path.abspath(repo_root)
-    top = os.path.abspath(root_display)
-    top_real = os.path.realpath(top)
+    # The repository root may itself be reached through a link; everything below it is
+    # checked component by component.
+    repo = os.path.realpath(repo_root)
+    top = check_root(repo, benchmarks_dir)
+    top_real = top
 
     # Relative paths are built by joining names: os.path.relpath per file is measurably slow.
     top_rel = _relpath(top, repo)
@@ -82,11 +160,31 @@ def discover(repo_root: Path, benchmarks_dir: str) -> tuple[list[Found], list[Re
             if name.startswith("."):
                 continue
             shown = os.path.join(directory, name)
+            byte = bad_name_byte(name)
+            if byte is not None:
+                refused.append(
+                    Refused(
+                        _relpath(shown, repo),
+                        f"file name is not valid UTF-8 (byte 0x{byte:02x})",
+                        "rename it with a UTF-8 name: the address of a config is text, "
+                        "recorded in the lockfile",
+                    )
+                )
+                continue
             is_link = entry.is_symlink()
             if is_link:
                 target = os.path.realpath(shown)
                 if not os.path.exists(target):
-                    if name.endswith(CONFIG_SUFFIX):
+                    kind, _text = describe_link(shown)
+                    if kind == "loop":
+                        refused.append(
+                            Refused(
+                                _relpath(shown, repo),
+                                "symlink loop (it leads back to itself)",
+                                "fix or remove the symlink",
+                            )
+                        )
+                    elif name.endswith(CONFIG_SUFFIX):
                         refused.append(
                             Refused(
                                 _relpath(shown, repo),
@@ -121,6 +219,19 @@ def discover(repo_root: Path, benchmarks_dir: str) -> tuple[list[Found], list[Re
                         f"{prefix}{name[: -len(CONFIG_SUFFIX)]}", f"{top_rel}{prefix}{name}", shown
                     )
                 )
+            else:
+                try:
+                    kind = special_kind(entry.stat().st_mode)
+                except OSError:
+                    kind = None
+                if kind is not None:
+                    refused.append(
+                        Refused(
+                            _relpath(shown, repo),
+                            f"is {kind}, not a regular file",
+                            "remove it from the benchmarks directory: configs are regular files",
+                        )
+                    )
     found.sort(key=lambda f: f.address)
     refused.sort(key=lambda r: r.relpath)
     return found, refused

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.config import locate, rules
-from reconciler.config.discover import Found, discover
+from reconciler.config.discover import Found, RootError, discover, special_kind
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
@@ -79,6 +79,10 @@ def load_configs(repo_root: Path, benchmarks_dir: str = "benchmarks") -> LoadRes
     repo_root = Path(repo_root)
     try:
         found, refused = discover(repo_root, benchmarks_dir)
+    except RootError as exc:
+        return LoadResult(
+            (), (ConfigIssue(benchmarks_dir, None, None, "", exc.message, exc.hint),), 0
+        )
     except FileNotFoundError:
         return LoadResult(
             (),
@@ -135,7 +139,30 @@ def load_configs(repo_root: Path, benchmarks_dir: str = "benchmarks") -> LoadRes
         if gc_was_enabled:
             gc.enable()
     # Refused entries first (they explain why a config may be missing), then files by address.
-    return LoadResult(tuple(runs), tuple(issue for _, issue in issues), len(found) + len(refused))
+    listed = _capped([issue for _, issue in issues], benchmarks_dir)
+    return LoadResult(tuple(runs), tuple(listed), len(found) + len(refused))
+
+
+def _capped(issues: list[ConfigIssue], benchmarks_dir: str) -> list[ConfigIssue]:
+    """At most ``rules.MAX_ISSUES_TOTAL`` issues, then one that counts the rest."""
+    if len(issues) <= rules.MAX_ISSUES_TOTAL:
+        return issues
+    kept, rest = issues[: rules.MAX_ISSUES_TOTAL], issues[rules.MAX_ISSUES_TOTAL :]
+    files = {i.file for i in rest} - {i.file for i in kept}
+    errors = any(i.severity == "error" for i in rest)
+    return [
+        *kept,
+        ConfigIssue(
+            benchmarks_dir,
+            None,
+            None,
+            "",
+            f"{len(rest):,} more issue(s) are not listed (only the first "
+            f"{rules.MAX_ISSUES_TOTAL} are), {len(files):,} more file(s) among them",
+            "fix the ones listed, then run `osmosis-plan --validate-only` again to see the rest",
+            "error" if errors else "warning",
+        ),
+    ]
 
 
 def load_file(item: Found) -> tuple[DesiredRun | None, list[ConfigIssue]]:
@@ -148,13 +175,24 @@ def load_file(item: Found) -> tuple[DesiredRun | None, list[ConfigIssue]]:
         return None, [ConfigIssue(rel, line, column, key, message, hint)]
 
     try:
-        with open(item.fspath, "rb") as handle:
+        # Non-blocking, then checked: a file swapped for a FIFO after discovery must not
+        # block the read forever.
+        fd = os.open(item.fspath, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as handle:
+            info = os.fstat(fd)
+            kind = special_kind(info.st_mode)
+            if kind is not None:
+                return file_issue(
+                    f"is {kind}, not a regular file",
+                    "remove it from the benchmarks directory: configs are regular files",
+                    None,
+                    None,
+                )
             # Never read more than the limit: a huge file must not cost memory or time.
             data = handle.read(rules.MAX_CONFIG_BYTES + 1)
             if len(data) > rules.MAX_CONFIG_BYTES:
-                size = os.fstat(handle.fileno()).st_size
                 return file_issue(
-                    f"config file is too large ({size:,} bytes; the limit is "
+                    f"config file is too large ({info.st_size:,} bytes; the limit is "
                     f"{rules.MAX_CONFIG_BYTES:,})",
                     "a benchmark config is a few hundred bytes: check that this is the right file",
                 )
@@ -182,6 +220,17 @@ def load_file(item: Found) -> tuple[DesiredRun | None, list[ConfigIssue]]:
             "file starts with a byte order mark (BOM), which TOML does not allow",
             "save the file as UTF-8 without BOM",
         )
+    if text.count(".") >= rules.MAX_KEY_PARTS:
+        deep = locate.deep_key_position(text, rules.MAX_KEY_PARTS)
+        if deep is not None:
+            line, column = deep
+            return file_issue(
+                "Invalid TOML for a benchmark config: a key or table header with more than "
+                f"{rules.MAX_KEY_PARTS} dotted parts",
+                "a benchmark config nests keys a few levels deep: check that this is the right file",
+                line,
+                column,
+            )
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

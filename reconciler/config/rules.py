@@ -26,6 +26,19 @@ EXECUTION_KEYS = (
     "judge_model",
     "judge_api_key_secret",
 )
+# §9.2 lets the SDK forward [execution] values unvalidated ("any TOML type"), so a wrong
+# type was refused only by the Platform, after the plan was approved. These are the types
+# the Platform reads (its route defaults and the page's examples), with the example the
+# hint shows: key -> (accepted TOML types, example value).
+EXECUTION_TYPES: dict[str, tuple[tuple[str, ...], str]] = {
+    "attempts_per_task": (("integer",), "3"),
+    "max_concurrent_attempts": (("integer",), "4"),
+    "timeout_multiplier": (("integer", "float"), "1.5"),
+    "max_retries": (("integer",), "0"),
+    "pass_threshold": (("integer", "float"), "1.0"),
+    "judge_model": (("string",), '"openai/gpt-5.2"'),
+    "judge_api_key_secret": (("string",), '"OPENAI_API_KEY"'),
+}
 VERIFIER_KEYS = ("required",)
 SECRETS_KEYS = ("required",)
 
@@ -83,6 +96,16 @@ PARITY_TASK_SET = "parity"
 MAX_CONFIG_BYTES = 1024 * 1024
 # Arrays/inline tables nested deeper than this cannot be a meaningful [execution] value.
 MAX_NESTING_DEPTH = 32
+# Parts of one dotted key or table header (``[a.b.c]`` has 3). A config needs at most 5;
+# tomllib's time grows with the square of this, so deeper keys are refused before parsing.
+MAX_KEY_PARTS = 32
+
+# --------------------------------------------------------------------------- error output
+
+# Issues listed per config file, and in all (50,000 unknown keys once printed 8.3 MB); the
+# rest are counted in one closing issue.
+MAX_ISSUES_PER_FILE = 20
+MAX_ISSUES_TOTAL = 200
 
 # --------------------------------------------------------------------------- credentials
 

@@ -105,10 +105,35 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\n", "\\n") + "'"
 
 
+_KIND_NAMES = {
+    ("integer",): "an integer",
+    ("integer", "float"): "a number",
+    ("string",): "a string",
+}
+_KIND_HINTS = {
+    ("integer",): "a whole number without quotes",
+    ("integer", "float"): "a number without quotes",
+    ("string",): "a quoted string",
+}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return type(value) is int  # a bool is not a count
+    if kind == "float":
+        return type(value) is float
+    return isinstance(value, str)
+
+
 class _Checker:
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
         self.problems: list[Problem] = []
+        self.omitted = {"error": 0, "warning": 0}
+        """Problems found after ``rules.MAX_ISSUES_PER_FILE``: counted, not kept."""
+
+    def full(self) -> bool:
+        return len(self.problems) >= rules.MAX_ISSUES_PER_FILE
 
     def add(
         self,
@@ -119,6 +144,9 @@ class _Checker:
         severity: str = "error",
         at: Path | None = None,
     ) -> None:
+        if self.full():
+            self.omitted[severity] += 1
+            return
         self.problems.append(Problem(path, message, hint, anchor, severity, at))
 
     # ------------------------------------------------------------------ structure helpers
@@ -134,6 +162,9 @@ class _Checker:
             return  # the common case, kept cheap
         for key in table:
             if key in allowed:
+                continue
+            if self.full():  # 50,000 unknown keys: count them, spare the close matches
+                self.omitted["error"] += 1
                 continue
             if looks_like_credential(key):
                 self.add(
@@ -234,6 +265,22 @@ class _Checker:
                 )
         return good
 
+    def typed(self, key: str, value: Any, path: Path) -> bool:
+        """Whether ``value`` has a type ``rules.EXECUTION_TYPES`` accepts for ``key``."""
+        spec = rules.EXECUTION_TYPES.get(key)
+        if spec is None:
+            return True
+        kinds, example = spec
+        if any(_is_kind(value, kind) for kind in kinds):
+            return True
+        wanted = _KIND_NAMES[kinds]
+        self.add(
+            path + (key,),
+            f"must be {wanted}, got {type_name(value)}",
+            f"write {_KIND_HINTS[kinds]}, e.g. {key} = {example}",
+        )
+        return False
+
     def json_safe(self, value: Any, path: Path) -> None:
         """Refuse values the submit body cannot carry (date-times, nan/inf, deep nesting)."""
         if type(value) in (str, int, bool):
@@ -322,16 +369,11 @@ class _Checker:
             if execution is not None:
                 self.execution = execution
                 self.unknown_keys(execution, ("execution",), rules.EXECUTION_KEYS, "[execution]")
-                self.judge = self.string(
-                    execution,
-                    "judge_api_key_secret",
-                    ("execution",),
-                    type_hint="name a Platform secret record, e.g. "
-                    'judge_api_key_secret = "OPENAI_API_KEY"',
-                )
                 for key, value in execution.items():
-                    if key in rules.EXECUTION_KEYS:
+                    if key in rules.EXECUTION_KEYS and self.typed(key, value, ("execution",)):
                         self.json_safe(value, ("execution", key))
+                judge = execution.get("judge_api_key_secret")
+                self.judge = judge if isinstance(judge, str) else None
 
         for section, limit in (
             ("verifier", rules.MAX_VERIFIER_NAMES),
@@ -698,6 +740,18 @@ class _Checker:
         self.secret_names()
         self.per_agent()
         self.warnings()
+        omitted = self.omitted["error"] + self.omitted["warning"]
+        if omitted:
+            self.problems.append(
+                Problem(
+                    (),
+                    f"{omitted:,} more problem(s) in this file are not listed (only the "
+                    f"first {rules.MAX_ISSUES_PER_FILE} are)",
+                    "fix the ones listed, then validate again to see the rest",
+                    anchor="file",
+                    severity="error" if self.omitted["error"] else "warning",
+                )
+            )
         return self.problems
 
 

@@ -145,12 +145,27 @@ required = ["EXTRA"]
     assert run.spec_digest == spec_digest(run.spec) == digest(run.spec)
 
 
-@pytest.mark.parametrize(("value", "expected"), [("2", 2), ("2.0", 1), ('"2"', 1), ("true", 1)])
-def test_attempts_per_task_is_forwarded_but_counted_only_when_an_integer(tmp_path, value, expected):
-    write(tmp_path, "a.toml", VALID + f"[execution]\nattempts_per_task = {value}\n")
+def test_attempts_per_task_is_forwarded_and_counted(tmp_path):
+    write(tmp_path, "a.toml", VALID + "[execution]\nattempts_per_task = 2\n")
     (run,) = load_configs(tmp_path).runs
-    assert run.attempts_per_task == expected
-    assert "attempts_per_task" in run.spec["execution_config"]
+    assert run.attempts_per_task == 2
+    assert run.spec["execution_config"]["attempts_per_task"] == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "got"), [("2.0", "a number"), ('"three"', "a string"), ("true", "a boolean")]
+)
+def test_attempts_per_task_of_another_type_is_refused(tmp_path, value, got):
+    write(tmp_path, "a.toml", VALID + f"[execution]\nattempts_per_task = {value}\n")
+    result = load_configs(tmp_path)
+    assert result.runs == ()
+    (issue,) = result.issues
+    assert (issue.key, issue.message) == (
+        "execution.attempts_per_task",
+        f"must be an integer, got {got}",
+    )
+    assert issue.hint == "write a whole number without quotes, e.g. attempts_per_task = 3"
+    assert issue.line == VALID.count("\n") + 2
 
 
 def test_build_spec_omits_empty_parts_and_keeps_explicit_empty_task_names():

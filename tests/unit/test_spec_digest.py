@@ -32,20 +32,18 @@ short = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
 non_blank = text.filter(lambda s: s.strip() != "")
 env_name = st.from_regex(r"\A[A-Z][A-Z0-9_]{0,7}\Z").filter(lambda n: n not in RESERVED)
 header_name = st.from_regex(r"\AX-[A-Za-z]{1,8}\Z")
-scalar = st.one_of(
-    st.integers(-(2**63), 2**63 - 1),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.booleans(),
-    short,
-)
-exec_value = st.recursive(
-    scalar,
-    lambda children: st.one_of(
-        st.lists(children, max_size=3),
-        st.dictionaries(st.from_regex(r"\A[a-z_]{1,6}\Z"), children, max_size=3),
-    ),
-    max_leaves=6,
-)
+# [execution] values of the types rules.EXECUTION_TYPES accepts.
+_KIND_VALUES = {
+    "integer": st.integers(-(2**63), 2**63 - 1),
+    "float": st.floats(allow_nan=False, allow_infinity=False),
+    "string": short,
+}
+
+
+def exec_value(key: str):
+    kinds, _example = rules.EXECUTION_TYPES[key]
+    return st.one_of(*(_KIND_VALUES[kind] for kind in kinds))
+
 
 
 @st.composite
@@ -87,7 +85,7 @@ def configs(draw):
     doc["agents"] = draw(st.lists(agents(), min_size=1, max_size=3))
     if draw(st.booleans()):
         keys = draw(st.lists(st.sampled_from(rules.EXECUTION_KEYS[:-1]), unique=True, max_size=4))
-        execution = {key: draw(exec_value) for key in keys}
+        execution = {key: draw(exec_value(key)) for key in keys}
         if draw(st.booleans()):
             execution["judge_api_key_secret"] = draw(st.sampled_from(SECRETS))
         doc["execution"] = execution
@@ -357,7 +355,7 @@ def test_digest_through_the_loader(tmp_path: Path):
         "[tasks]\n\"task_set\" = 'parity'\n[experiment]\nbenchmark = 'hle'   # key\n"
     )
     (bench / "c.toml").write_text(
-        (bench / "a.toml").read_text().replace("attempts_per_task = 2", "attempts_per_task = 2.0")
+        (bench / "a.toml").read_text().replace("attempts_per_task = 2", "attempts_per_task = 3")
     )
     result = load_configs(tmp_path)
     assert result.ok, result.issues
