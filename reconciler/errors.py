@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reconciler.escaping import escape_text
+
 
 class ReconcilerError(Exception):
     """Base class: a known, user-facing failure with a message and a hint."""
@@ -76,7 +78,7 @@ class ConfigIssue:
     """``error`` or ``warning``; warnings never fail validation."""
 
     def location(self) -> str:
-        where = self.file
+        where = escape_text(self.file)
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:
@@ -84,10 +86,11 @@ class ConfigIssue:
         return where
 
     def render(self) -> str:
-        key = f" {self.key}:" if self.key else ""
-        text = f"{self.location()}:{key} {self.message}"
+        """``file:line:col: key: message (hint)``, with names from disk escaped."""
+        key = f" {escape_text(self.key)}:" if self.key else ""
+        text = f"{self.location()}:{key} {escape_text(self.message, keep_newlines=True)}"
         if self.hint:
-            text += f" ({self.hint})"
+            text += f" ({escape_text(self.hint, keep_newlines=True)})"
         return text
 
 

@@ -6,6 +6,12 @@
 
 ``plan_to_dict`` / ``plan_from_dict`` are the JSON shape of a saved plan (``--out``): the
 same document ``render_json`` prints, which round-trips to an equal ``Plan``.
+
+Every name from outside (addresses, run names and ids, commit subjects, config values in
+diffs, the Platform's texts in details and drift) goes through ``escape_text`` in the text
+and markdown renders, so a newline or an ANSI/OSC sequence in a file name cannot forge
+lines or rewrite the terminal; in markdown, names are also put in code spans and a ``<``
+in plain text cannot open HTML.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import StalePlanError
+from reconciler.escaping import escape_text
 from reconciler.model import (
     PLAN_FORMAT_VERSION,
     Action,
@@ -117,11 +124,14 @@ def summary_line(plan: Plan) -> str:
     return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}."
 
 
+_e = escape_text
+
+
 def reason_text(item: PlanItem) -> str:
-    """The ``# ...`` comment of an item, in words."""
+    """The ``# ...`` comment of an item, in words (names escaped)."""
     text = REASON_TEXT[item.reason]
     if item.action is Action.MOVE and item.from_address:
-        return f"{text}: {item.from_address} -> {item.address}"
+        return f"{text}: {_e(item.from_address)} -> {_e(item.address)}"
     if item.action is Action.BLOCKED and item.intended_action is not None:
         intended = item.intended_action.value
         why = REASON_TEXT[item.intended_reason] if item.intended_reason else ""
@@ -133,8 +143,8 @@ def reason_text(item: PlanItem) -> str:
 
 def _run_label(name: str | None, run_id: str | None) -> str:
     if name and run_id and name != run_id:
-        return f"{name} ({run_id})"
-    return name or run_id or ""
+        return f"{_e(name)} ({_e(run_id)})"
+    return _e(name or run_id or "")
 
 
 def _item_body(item: PlanItem) -> list[str]:
@@ -150,22 +160,25 @@ def _item_body(item: PlanItem) -> list[str]:
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
         lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}")
     if item.download_types:
-        lines.append(f"types: {', '.join(item.download_types)}")
+        lines.append(f"types: {_e(', '.join(item.download_types))}")
     if item.requested_by:
-        subject = f' "{item.requested_subject}"' if item.requested_subject else ""
-        lines.append(f"requested by {item.requested_by[:7]}{subject}")
+        subject = f' "{_e(item.requested_subject)}"' if item.requested_subject else ""
+        lines.append(f"requested by {_e(item.requested_by[:7])}{subject}")
     if item.changes:
         lines.append("changes:")
-        lines.extend(f"  {change}" for change in item.changes)
-    lines.extend(f"* {detail}" for detail in item.details)
-    lines.extend(f"warning: {warning}" for warning in item.warnings)
+        lines.extend(f"  {_e(change)}" for change in item.changes)
+    lines.extend(f"* {_e(detail)}" for detail in item.details)
+    lines.extend(f"warning: {_e(warning)}" for warning in item.warnings)
     return lines
 
 
 def _header(plan: Plan) -> str:
     serial = f" · lockfile serial {plan.serial}" if plan.serial is not None else ""
-    head = f" · HEAD {plan.head[:7]}" if plan.head else ""
-    return f"Osmosis plan · workspace {plan.workspace} · platform {plan.platform}{serial}{head}"
+    head = f" · HEAD {_e(plan.head[:7])}" if plan.head else ""
+    return (
+        f"Osmosis plan · workspace {_e(plan.workspace)} · platform {_e(plan.platform)}"
+        f"{serial}{head}"
+    )
 
 
 def _present_actions(plan: Plan) -> list[Action]:
@@ -213,8 +226,8 @@ def _money(value: float | None) -> str:
 
 
 def _agent_label(agent: AgentResult) -> str:
-    model = agent.model or f"agent {agent.agent_index + 1}"
-    return f"{model} · {agent.harness or 'default'}"
+    model = _e(agent.model) if agent.model else f"agent {agent.agent_index + 1}"
+    return f"{model} · {_e(agent.harness) if agent.harness else 'default'}"
 
 
 def _versus_previous(row: ResultRow) -> str:
@@ -251,7 +264,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
         out += ["", "Osmosis would:", ""]
         for item in plan.items:
-            out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {item.address}")
+            out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}")
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
     if plan.drift:
@@ -261,21 +274,21 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             "",
         ]
         for drift in plan.drift:
-            where = drift.address or "(workspace)"
+            where = _e(drift.address) if drift.address else "(workspace)"
             out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
-            out.append(f"      {drift.message}")
+            out.append(f"      {_e(drift.message)}")
             out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
             out.append("")
     if plan.results:
         out += _text_results(plan.results)
     if plan.warnings:
         out.append(paint(_YELLOW, "Warnings:"))
-        out.extend(f"  - {warning}" for warning in plan.warnings)
+        out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
         out.append("")
     if plan.other_pending:
         out += [_other_pending_note(plan), ""]
     for error in plan.errors:
-        out.append(f"{paint(_RED, 'Error:')} {error}")
+        out.append(f"{paint(_RED, 'Error:')} {_e(error)}")
     if plan.errors:
         out.append("")
     if plan.items:
@@ -309,7 +322,7 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
         if row.previous is not None:
             parts.append(_versus_previous(row))
         run = _run_label(row.run_name, row.run_id)
-        out.append(f"  {row.address} {run}: {_agent_label(row.agent)}: {' · '.join(parts)}")
+        out.append(f"  {_e(row.address)} {run}: {_agent_label(row.agent)}: {' · '.join(parts)}")
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
@@ -322,6 +335,28 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
 
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_plain(escaped: str) -> str:
+    """Markdown text already escaped by ``escape_text``: a ``<`` cannot open HTML."""
+    return escaped.replace("<", "&lt;")
+
+
+def _md_text(text: str) -> str:
+    """Plain markdown text from outside (escaped here)."""
+    return _md_plain(_e(text))
+
+
+def _md_code(text: str) -> str:
+    """A name as an inline code span that no backtick in it can close early."""
+    text = _e(text)
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _fence(body: str) -> tuple[str, str]:
@@ -338,6 +373,10 @@ def _group_of(address: str) -> str:
     return address.split("/", 1)[0] if "/" in address else "(top level)"
 
 
+def _html(text: str) -> str:
+    return _e(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _short_fingerprint(fingerprint: str) -> str:
     return fingerprint[: len("sha256:") + 12]
 
@@ -348,12 +387,12 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     Sections are added whole (an item, a drift row) while they fit; whatever does not fit is
     counted in a closing note, so the comment never breaks its markup.
     """
-    marker = f"{MARKDOWN_MARKER} workspace={plan.workspace} -->"
-    text = f"{marker}\n### Osmosis plan for `{plan.workspace}`\n\n"
+    marker = f"{MARKDOWN_MARKER} workspace={_e(plan.workspace).replace('-->', '-- >')} -->"
+    text = f"{marker}\n### Osmosis plan for {_md_code(plan.workspace)}\n\n"
     if not plan.items and not plan.drift and not plan.errors:
         text += NO_CHANGES + "\n"
         if plan.warnings:
-            text += "\n**Warnings:**\n" + "".join(f"- {w}\n" for w in plan.warnings)
+            text += "\n**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings)
         if plan.other_pending:
             text += "\n" + _other_pending_note(plan) + "\n"
         if plan.results:
@@ -384,7 +423,7 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         text += "No changes to benchmark runs; the drift found is listed below.\n\n"
     if plan.errors:
         text += "**The plan cannot be applied:**\n"
-        text += "".join(f"- :x: {error}\n" for error in plan.errors) + "\n"
+        text += "".join(f"- :x: {_md_text(error)}\n" for error in plan.errors) + "\n"
 
     budget = max_chars - 400  # room for the truncation note
     left_items = 0
@@ -398,14 +437,14 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         heading = "**Blocked** (fix these, then plan again):\n\n"
         body = ""
         for item in blocked:
-            entry = f"- `{item.address}`: {reason_text(item)}\n"
-            entry += "".join(f"  - {detail}\n" for detail in item.details)
+            entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
+            entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
             if fits(heading, body, entry, "\n"):
                 body += entry
         if body:
             text += heading + body + "\n"
     if plan.warnings:
-        section = "**Warnings:**\n" + "".join(f"- {w}\n" for w in plan.warnings) + "\n"
+        section = "**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings) + "\n"
         if fits(section):
             text += section
     if plan.other_pending:
@@ -430,11 +469,13 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         counts = {a: sum(1 for it in items if it.action is a) for a in Action}
         label = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
         rendered = [
-            "\n".join([f"{it.action.symbol} {it.address}"] + [f"    {x}" for x in _item_body(it)])
+            "\n".join(
+                [f"{it.action.symbol} {_e(it.address)}"] + [f"    {x}" for x in _item_body(it)]
+            )
             for it in items
         ]
         start, end = _fence("\n".join(rendered))
-        opening = f"<details><summary><b>{group}</b>: {label}</summary>\n\n{start}\n"
+        opening = f"<details><summary><b>{_html(group)}</b>: {label}</summary>\n\n{start}\n"
         closing = f"{end}\n\n</details>\n\n"
         shown: list[str] = []
         for piece in rendered:
@@ -457,8 +498,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         rows = ""
         for drift in plan.drift:
             row = (
-                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(drift.address or '(workspace)')} | "
-                f"{_md_cell(drift.run_id or '')} | {_md_cell(drift.message)} | "
+                f"| {DRIFT_TEXT[drift.kind]} | "
+                f"{_md_cell(_md_text(drift.address or '(workspace)'))} | "
+                f"{_md_cell(_md_text(drift.run_id or ''))} | {_md_cell(_md_text(drift.message))} | "
                 f"`{_short_fingerprint(drift.fingerprint)}` |\n"
             )
             if not fits(opening, rows, row, closing):
@@ -502,8 +544,9 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     shown = 0
     for row in rows:
         line = (
-            f"| `{_md_cell(row.address)}` | {_md_cell(_run_label(row.run_name, row.run_id))} | "
-            f"{_md_cell(_agent_label(row.agent))} | {_pass_at_1(row.agent)} | "
+            f"| {_md_cell(_md_code(row.address))} | "
+            f"{_md_cell(_md_plain(_run_label(row.run_name, row.run_id)))} | "
+            f"{_md_cell(_md_plain(_agent_label(row.agent)))} | {_pass_at_1(row.agent)} | "
             f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
             f"{_md_cell(_versus_previous(row))} |\n"
         )
