@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -30,7 +30,9 @@ from .errors import (
     OutcomeUnknownError,
     PlatformError,
     ReconcilerError,
+    StateError,
 )
+from .escaping import escape_text
 from .lockfile import StateStore, put_run, rekey_run, retire_run
 from .log import get_logger
 from .model import (
@@ -141,6 +143,7 @@ def scan_recorded_outputs(
                 repo_root / entry.downloads.directory,
                 entry.downloads.sha256,
                 verify=verify,
+                anchor=repo_root,
             )
     return outputs
 
@@ -240,12 +243,17 @@ class Outcome:
     message: str
     run_id: str | None = None
     run_name: str | None = None
+    reached_platform: bool = False
+    """A failed item whose paid call did happen (a run created or stopped) before the
+    failure, e.g. when the lockfile could not record it: the apply was partial."""
 
 
 @dataclass
 class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     cancelled: bool = False
+    unsaved: str | None = None
+    """Why the last lockfile write failed, when it did (some records are not on disk)."""
 
     @property
     def failures(self) -> list[Outcome]:
@@ -254,6 +262,18 @@ class ApplyResult:
     @property
     def succeeded(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.ok]
+
+    @property
+    def unrecorded(self) -> list[Outcome]:
+        """Failed items that nonetheless changed the Platform (see ``Outcome.reached_platform``)."""
+        return [o for o in self.outcomes if not o.ok and o.reached_platform]
+
+    @property
+    def exit_code(self) -> int:
+        """0 all applied; 3 partial (something succeeded or reached the Platform); 1 nothing."""
+        if not self.failures and self.unsaved is None:
+            return 0
+        return 3 if self.succeeded or self.unrecorded else 1
 
 
 @dataclass
@@ -274,6 +294,9 @@ class Applier:
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     """File transfers of every download of one ``apply`` call share this pool."""
     _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
+    _reached: set[int] = field(default_factory=set, init=False, repr=False)
+    """``id`` of the items whose paid call went through (see ``Outcome.reached_platform``)."""
+    _reached_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def _recorded_directory(self, run_dir: Path) -> str:
         """A run directory as the lockfile records it: relative to the repository."""
@@ -312,7 +335,11 @@ class Applier:
             if self._files is not None:
                 self._files.shutdown(wait=True, cancel_futures=True)
                 self._files = None
-            self.store.flush()
+            try:
+                self.store.flush()
+            except StateError as exc:
+                # A full disk must not turn a partial apply into "nothing applied".
+                result.unsaved = exc.message
         result.cancelled = self.cancel.is_set()
         return result
 
@@ -378,8 +405,17 @@ class Applier:
             outcome = Outcome(item, False, message)
         else:
             log.info("action done", run_id=outcome.run_id)
+        if not outcome.ok and not outcome.reached_platform:
+            with self._reached_lock:
+                reached = id(item) in self._reached
+            if reached:  # e.g. a replace whose stop went through before the submit failed
+                outcome = replace(outcome, reached_platform=True)
         self.report(_outcome_line(outcome))
         return outcome
+
+    def _reached_platform(self, item: PlanItem) -> None:
+        with self._reached_lock:
+            self._reached.add(id(item))
 
     # -- paid actions --------------------------------------------------------
 
@@ -409,7 +445,10 @@ class Applier:
             return put_run(state, entry)
 
         crash_point("submit.before_intent")
-        self.store.update(write_intent)
+        try:
+            self.store.update(write_intent)
+        except StateError as exc:
+            raise StateError(f"{exc.message}; nothing was submitted", exc.hint) from None
         crash_point("submit.before_post")
         try:
             created = self.client.submit_run(spec)
@@ -441,7 +480,22 @@ class Applier:
             )
             return put_run(state, entry)
 
-        self.store.update(record)
+        self._reached_platform(item)
+        try:
+            self.store.update(record)
+        except StateError as exc:
+            # The run exists and is paid for; only its record is missing. The intent is on
+            # disk, so the next plan adopts the run instead of paying again.
+            return Outcome(
+                item,
+                False,
+                f"the run was created ({created.name or created.id}) but could not be recorded: "
+                f"{exc.message}. Its intent is in the lockfile, so the next apply adopts it; "
+                "do not resubmit by hand",
+                created.id,
+                created.name,
+                reached_platform=True,
+            )
         return Outcome(item, True, "submitted", created.id, created.name)
 
     def _replace(self, item: PlanItem) -> Outcome:
@@ -472,6 +526,7 @@ class Applier:
                 status = self.client.get_run(run_id).summary.status or status
             except NotFoundError:
                 status = "missing"
+        self._reached_platform(item)
 
         def record(state: LockState) -> LockState:
             entry = state.runs.get(item.address)
@@ -567,6 +622,7 @@ class Applier:
                 types=types,
                 overwrite=item.reason.value == "results_changed",
                 executor=self._files,
+                repo_root=self.repo_root,
             )
         except BaseException:
             if scores is not None:
@@ -595,7 +651,7 @@ class Applier:
         # Not durable: a record lost to a crash costs a re-hash of files already on disk.
         self.store.update(record, durable=False)
         if result.failures:
-            failed = "; ".join(f"{p}: {e}" for p, e in result.failures[:5])
+            failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
             return Outcome(
                 item,
                 False,
@@ -648,12 +704,13 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _outcome_line(outcome: Outcome) -> str:
+    """``+ tb/smoke: submit eager-hare: ok: submitted``; names from disk and the Platform escaped."""
     item = outcome.item
     mark = "ok" if outcome.ok else "FAILED"
-    run = f" {outcome.run_name or outcome.run_id}" if (outcome.run_name or outcome.run_id) else ""
-    return (
-        f"{item.action.symbol} {item.address}: {item.action.value}{run}: {mark}: {outcome.message}"
-    )
+    name = outcome.run_name or outcome.run_id
+    run = f" {escape_text(name)}" if name else ""
+    message = escape_text(outcome.message, keep_newlines=True)
+    return f"{item.action.symbol} {escape_text(item.address)}: {item.action.value}{run}: {mark}: {message}"
 
 
 # --------------------------------------------------------------------------- wait

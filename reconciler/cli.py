@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__
+from . import __version__, shutdown
 from .errors import (
     ConfigError,
     ConfigIssue,
@@ -25,6 +25,7 @@ from .errors import (
     ReconcilerError,
     UsageError,
 )
+from .escaping import escape_text
 from .log import configure_logging, redact_text
 
 EXIT_CODES = """\
@@ -141,10 +142,15 @@ def _run(
     """The one error handler: known errors exit 1 (3 is apply's partial), ^C exits 130."""
     out, err = sys.stdout, sys.stderr
     previous = signal.getsignal(signal.SIGTERM)
+    previous_int = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
+        signal.signal(signal.SIGINT, _raise_interrupt)
+    shutdown.clear()
+    repo_dir = "."
     try:
         args = make_parser().parse_args(argv)
+        repo_dir = args.dir
         configure_logging(fmt=args.log_format, verbosity=args.verbose - args.quiet, command=prog)
         return command(args, out, err)
     except ConfigError as exc:
@@ -157,28 +163,54 @@ def _run(
     except KeyboardInterrupt:
         err.write(f"{prog}: interrupted; the lockfile holds every action that completed\n")
         return 130
-    except Exception:
-        path = _write_crash_log(prog)
+    except Exception as exc:
+        known = _file_error(exc)
+        if known is not None:
+            _print_error(known, err)
+            return 1
+        path = _write_crash_log(prog, repo_dir)
         err.write(f"{prog}: internal error (a bug); details in {path}\n")
         return 1
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    # Worker threads cannot receive the signal: the flag ends their network waits.
+    shutdown.begin()
     raise KeyboardInterrupt
 
 
 def _print_error(exc: ReconcilerError, err: TextIO) -> None:
-    err.write(f"Error: {redact_text(exc.message)}\n")
+    err.write(f"Error: {escape_text(redact_text(exc.message), keep_newlines=True)}\n")
     if exc.hint:
-        err.write(f"  {redact_text(exc.hint)}\n")
+        err.write(f"  {escape_text(redact_text(exc.hint), keep_newlines=True)}\n")
 
 
-def _write_crash_log(prog: str) -> str:
+def _file_error(exc: BaseException) -> ReconcilerError | None:
+    """An OS error on a named file that no layer translated: still a clear error, not a bug."""
+    if not isinstance(exc, OSError) or exc.filename is None:
+        return None
+    return ReconcilerError(
+        f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}",
+        "check that the path exists and is writable by this user, and that the disk is not full",
+    )
+
+
+def _write_crash_log(prog: str, repo_dir: str) -> str:
+    """Write the traceback to ``--dir``'s ``.osmosis/crash.log``; returns where it went."""
+    from .paths import check_inside
+
     text = redact_text(traceback.format_exc())
-    path = Path(os.environ.get("OSMOSIS_CRASH_LOG", ".osmosis/crash.log"))
+    override = os.environ.get("OSMOSIS_CRASH_LOG")
+    path = Path(override) if override else Path(repo_dir) / ".osmosis" / "crash.log"
+    if not override and check_inside(
+        Path(repo_dir).resolve(), ".osmosis/crash.log", last_is_file=True
+    ):
+        sys.stderr.write(text)  # .osmosis is a symlink (or worse): never write through it
+        return "stderr"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{prog} {__version__}\n{text}", encoding="utf-8")
@@ -227,7 +259,7 @@ def _print_issues(issues: Sequence[ConfigIssue], fmt: str, stream: TextIO, *, gi
     if github:
         for issue in issues:
             kind = "warning" if issue.severity == "warning" else "error"
-            where = f"file={issue.file}"
+            where = f"file={_gh_property(escape_text(issue.file))}"
             if issue.line is not None:
                 where += f",line={issue.line}"
                 if issue.column is not None:
@@ -235,11 +267,15 @@ def _print_issues(issues: Sequence[ConfigIssue], fmt: str, stream: TextIO, *, gi
             text = f"{issue.key}: {issue.message}" if issue.key else issue.message
             if issue.hint:
                 text += f" ({issue.hint})"
-            stream.write(f"::{kind} {where}::{_gh_escape(text)}\n")
+            stream.write(f"::{kind} {where}::{_gh_escape(escape_text(text))}\n")
 
 
 def _gh_escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_property(text: str) -> str:
+    return _gh_escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from .errors import UsageError
 from .gitinfo import GitRepo
 from .log import register_secret
 from .model import Settings
+from .paths import check_inside
 from .platform import PlatformClient, select_platform
 from .platform.settings import git_identity_from_remote
 from .project import load_project_settings
@@ -95,6 +96,13 @@ def open_context(
         from .platform.local import LocalPlatform, LocalTransport
 
         data_dir = repo_root / LOCAL_DATA_DIR
+        problem = check_inside(repo_root, LOCAL_DATA_DIR)
+        if problem is not None:  # its SQLite file must not be written elsewhere
+            raise UsageError(
+                f"{problem.path} {problem.message}: the embedded Platform keeps its data "
+                "inside the repository",
+                f"replace {problem.path} with a real directory, or pass --platform URL",
+            )
         speed = _local_speed(env, data_dir)
         local = LocalPlatform(data_dir, speed=speed, auto_workspaces=True)
         transport: httpx.BaseTransport | None = LocalTransport(local)

@@ -75,6 +75,7 @@ from reconciler.model import (
     RecordedRun,
     RunResults,
 )
+from reconciler.paths import check_inside
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -903,6 +904,23 @@ def new_state(platform: str, workspace: str) -> LockState:
 
 def _same_platform(a: str, b: str) -> bool:
     return a.strip().rstrip("/") == b.strip().rstrip("/")
+
+
+def check_state_path(repo_root: Path, rel: str) -> None:
+    """Refuse a lockfile path that leaves the repository or passes through a symlink.
+
+    Checked from the repository root down (``reconciler.paths``): a ``state`` directory
+    linked elsewhere would put the lockfile, its temp files and the apply lock outside the
+    repository, and a linked lockfile would read another repository's state.
+    """
+    problem = check_inside(repo_root, rel, last_is_file=True)
+    if problem is not None:
+        raise StateError(
+            f"{problem.path} {problem.message}: the lockfile and the apply lock must be "
+            "written inside the repository",
+            f"replace {problem.path} with a real directory (or file) in the repository, or "
+            "point --state at a path inside it (default state/osmosis.lock)",
+        )
 
 
 def read_lockfile(

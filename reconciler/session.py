@@ -28,8 +28,15 @@ from .apply import (
 from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
+from .escaping import escape_text
 from .gitinfo import _DEEPEN_HINT
-from .lockfile import StateStore, read_lockfile, remove_stale_temps, write_lockfile
+from .lockfile import (
+    StateStore,
+    check_state_path,
+    read_lockfile,
+    remove_stale_temps,
+    write_lockfile,
+)
 from .locking import hold_lock
 from .log import get_logger
 from .model import (
@@ -135,6 +142,7 @@ class Session:
         return runs
 
     def load_state(self) -> LockState:
+        check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         self.state = read_lockfile(
             self.ctx.state_path,
             platform=self.ctx.platform_id,
@@ -332,6 +340,7 @@ class Session:
                 f"{holder.get('host')} since {holder.get('started_at')} ...\n"
             )
 
+        check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
         with hold_lock(
             self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting, ci_url=_ci_url()
@@ -432,14 +441,19 @@ class Session:
         ok, failed = len(result.succeeded), len(result.failures)
         out.write(f"\nApply complete: {ok} succeeded, {failed} failed.\n")
         for outcome in result.failures:
+            address = escape_text(outcome.item.address)
+            message = escape_text(outcome.message, keep_newlines=True)
+            out.write(f"  ! {address} ({outcome.item.action.value}): {message}\n")
+        if result.unsaved:
+            out.write(f"  ! the lockfile could not be written: {result.unsaved}\n")
+        if result.unrecorded:
             out.write(
-                f"  ! {outcome.item.address} ({outcome.item.action.value}): {outcome.message}\n"
+                f"Partial apply: {len(result.unrecorded)} failed action(s) did reach the Platform "
+                "(listed above); the next osmosis-apply records them without paying again.\n"
             )
 
     def exit_code(self, result: ApplyResult) -> int:
-        if not result.failures:
-            return 0
-        return 3 if result.succeeded else 1
+        return result.exit_code
 
     # -- watch ---------------------------------------------------------------
 
