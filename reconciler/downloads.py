@@ -14,12 +14,22 @@ the planner what is on disk now. The layout and messages follow platform-api.md 
 
 Guarantees: a manifest path never causes a write outside the run directory (absolute,
 ``..``, encoded traversal, backslashes, NUL, symlinks are refused, each as a failure of
-that one file); a final path only ever holds a complete file; no ``.partial`` is left
-behind by a failure we live through; presigned URLs never appear in error strings.
+that one file), and neither does a symlinked ``.osmosis``, ``.osmosis/benchmarks`` or run
+directory (checked from the repository root, written through descriptors); a final path
+only ever holds a complete file; no ``.partial`` is left behind by a failure we live
+through; presigned URLs never appear in error strings.
+
+Deadlines: each file has an overall deadline for all its attempts, ``DEADLINE_BASE_S``
+(60 s, ``OSMOSIS_DOWNLOAD_DEADLINE`` changes it) plus its size at ``DEADLINE_MIN_RATE``
+(256 KiB/s), and no presigned GET stays silent longer than ``IDLE_TIMEOUT_S`` (30 s). They
+are enforced at the socket (``reconciler.deadlines``), so a trickling or stalled object
+store fails that one file at its deadline; on SIGTERM every transfer stops within a
+fraction of a second and removes its ``.partial``.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import queue
@@ -27,7 +37,6 @@ import re
 import secrets
 import stat
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -38,6 +47,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from . import deadlines, shutdown
 from .crashpoints import crash_point
 from .errors import (
     AuthError,
@@ -57,6 +67,7 @@ from .errors import (
     UpgradeRequiredError,
 )
 from .model import DOWNLOAD_TYPES, LocalOutputs
+from .paths import check_inside
 
 __all__ = [
     "CHUNK_SIZE",
@@ -82,6 +93,16 @@ BACKOFF_S = (0.5, 1.0)
 MAX_REDIRECTS = 20
 MAX_RETRY_AFTER_S = 30.0
 ERROR_BODY_CHARS = 500
+DEADLINE_BASE_S = 60.0
+"""Overall deadline of one file, all attempts included: this many seconds plus the time the
+file takes at ``DEADLINE_MIN_RATE`` (a 400-byte summary gets 60 s, 100 MB about 7 minutes)."""
+DEADLINE_ENV = "OSMOSIS_DOWNLOAD_DEADLINE"
+"""Environment variable that overrides ``DEADLINE_BASE_S``."""
+DEADLINE_MIN_RATE = 256 * 1024
+"""Bytes per second below which a transfer counts as stalled (see ``DEADLINE_BASE_S``)."""
+IDLE_TIMEOUT_S = 30.0
+"""Longest silence of a presigned GET before the attempt gives up."""
+CONNECT_TIMEOUT_S = 10.0
 
 MSG_LAYOUT = "Manifest path is outside the fixed run layout."
 MSG_DUPLICATE = "Manifest contains a duplicate path."
@@ -295,23 +316,106 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
 class _RunTree:
     """Which paths below a run directory are safe to write: none may lead outside it.
 
-    Paths are POSIX and relative to the run directory (manifest paths, already checked by
-    ``classify_path``). Each directory is looked at once per ``download_run`` call, with one
-    ``lstat`` per segment not seen before; only a symlink is resolved, and it must point
-    inside the run directory. (Resolving every destination walked the whole path from ``/``
-    per file: a tenth of the CPU time of downloading small files.) A directory that does
-    not exist yet is not remembered, so it is checked again once created.
+    The way to the run directory is checked from ``anchor`` (the repository root) down:
+    ``.osmosis``, ``.osmosis/benchmarks`` and the run directory itself must be real
+    directories, never symlinks, whatever they point to (resolving the run directory first
+    made a linked one look like the root of its own tree). ``open_dir`` then opens every
+    directory one component at a time relative to its parent's descriptor with
+    ``O_NOFOLLOW``, creating what is missing with ``mkdirat``, so no symlink planted on the
+    way after the check can redirect a write.
+
+    Below the run directory, paths are POSIX and relative to it (manifest paths, already
+    checked by ``classify_path``). Each directory is looked at once per ``download_run``
+    call, with one ``lstat`` per segment not seen before; only a symlink is resolved, and it
+    must point inside the run directory. (Resolving every destination walked the whole path
+    from ``/`` per file: a tenth of the CPU time of downloading small files.) A directory
+    that does not exist yet is not remembered, so it is checked again once created.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, anchor: Path) -> None:
         self.run_dir = run_dir
+        self.anchor = anchor
         self.top = str(run_dir)
         self.root = run_dir.resolve(strict=False)
         self._safe: set[str] = {""}
         self._lock = threading.Lock()
+        self._run_fd: int | None = None
+        self._run_created = False
+
+    def check_root(self) -> None:
+        """Raise ``DownloadError`` unless the way from the anchor to the run directory is
+        free of symlinks and stays inside the anchor."""
+        problem = check_inside(self.anchor, os.path.relpath(self.run_dir, self.anchor))
+        if problem is not None:
+            raise DownloadError(
+                f"{problem.path} {problem.message}: downloads are written only inside the "
+                "repository",
+                f"replace {problem.path} with a real directory (or remove it); the next apply "
+                "downloads the outputs again",
+            )
+
+    def open_dir(self, rel: str) -> tuple[int, bool]:
+        """Open (creating as needed) the directory ``rel`` of the run: a new descriptor, and
+        whether the directory itself was created by this call.
+
+        Raises ``_FileFailed`` when a component is a symlink that is not allowed, OSError
+        when the file system refuses.
+        """
+        if self._run_fd is None:
+            parts = Path(os.path.relpath(self.run_dir, self.anchor)).parts
+            # The anchor is the caller's own root (the repository): created like mkdir -p.
+            os.makedirs(self.anchor, exist_ok=True)
+            anchor_fd = os.open(self.anchor, _DIR_FLAGS)
+            try:
+                self._run_fd, self._run_created = self._walk(anchor_fd, parts, below_run=False)
+            finally:
+                os.close(anchor_fd)
+        if not rel:
+            return os.dup(self._run_fd), self._run_created
+        return self._walk(self._run_fd, tuple(rel.split("/")), below_run=True)
+
+    def _walk(self, base_fd: int, parts: Sequence[str], *, below_run: bool) -> tuple[int, bool]:
+        fd = os.dup(base_fd)
+        created = False
+        try:
+            for index, part in enumerate(parts):
+                try:
+                    child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+                    created = False
+                except FileNotFoundError:
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                        created = True
+                    except FileExistsError:
+                        created = False
+                    child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    # ELOOP: a symlink (O_NOFOLLOW); ENOTDIR: a file, or a link to one.
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    # Below the run directory a symlink that stays inside it is allowed.
+                    if not below_run or not self.dir_ok("/".join(parts[: index + 1])):
+                        raise _FileFailed(MSG_SYMLINK, retry=False) from None
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    created = False
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, created
+
+    def close(self) -> None:
+        if self._run_fd is not None:
+            os.close(self._run_fd)
+            self._run_fd = None
 
     def dir_ok(self, rel: str) -> bool:
         with self._lock:
@@ -461,7 +565,9 @@ class _Downloader:
         tree: _RunTree,
         on_progress: Callable[[int], None] | None,
         sleep: Callable[[float], None],
+        deadline_base: float = DEADLINE_BASE_S,
     ) -> None:
+        self.deadline_base = deadline_base
         self.source = source
         self.http = http
         self.run_id = run_id
@@ -536,12 +642,35 @@ class _Downloader:
 
     # ------------------------------------------------------------------ one file
 
+    def deadline(self, item: _Item) -> float:
+        """Seconds for all attempts at ``item`` (see ``DEADLINE_BASE_S``)."""
+        return self.deadline_base + item.size / DEADLINE_MIN_RATE
+
     def download(self, item: _Item) -> tuple[int, str]:
-        """Fetch one file with retries; returns (bytes, sha256) or raises _FileFailed."""
+        """Fetch one file with retries within its deadline; returns (bytes, sha256) or
+        raises _FileFailed."""
+        seconds = self.deadline(item)
+        with deadlines.budget(seconds, cancelled=self.cancel.is_set) as budget:
+            try:
+                return self._download(item, budget)
+            except _FileFailed as exc:
+                if budget.interrupted:
+                    raise _FileFailed("cancelled", retry=False) from None
+                if budget.expired:
+                    raise _FileFailed(
+                        f"Download did not complete within its {seconds:.0f} s deadline "
+                        f"({exc.message}).",
+                        retry=False,
+                    ) from None
+                raise
+
+    def _download(self, item: _Item, budget: deadlines.Budget) -> tuple[int, str]:
         last: _FileFailed | None = None
         for attempt in range(ATTEMPTS):
-            if self.cancel.is_set():
+            if self.cancel.is_set() or shutdown.requested():
                 raise _FileFailed("cancelled", retry=False)
+            if budget.remaining() <= 0:
+                raise last or _FileFailed("no time left", retry=False)
             if item.url is None or (last is not None and last.refresh):
                 error = self.fetch_urls([item])
                 if error is not None or item.url is None:
@@ -549,8 +678,8 @@ class _Downloader:
             try:
                 if item.size >= PIPELINE_MIN_BYTES:
                     with self.large_slots:
-                        return self._attempt(item)
-                return self._attempt(item)
+                        return self._attempt(item, budget)
+                return self._attempt(item, budget)
             except _FileFailed as exc:
                 last = exc
                 if not exc.retry or attempt + 1 == ATTEMPTS:
@@ -577,7 +706,6 @@ class _Downloader:
         symlink after the check cannot redirect a write.
         """
         rel = item.path.rpartition("/")[0]
-        directory = item.dest.parent
         with self.dirs_lock:
             known = self.dirs.get(rel)
             if known is not None:
@@ -585,19 +713,11 @@ class _Downloader:
             if not self.tree.dir_ok(rel):
                 raise _FileFailed(MSG_SYMLINK, retry=False)
             try:
-                created = _make_dir(directory)
+                dir_fd, created = self.tree.open_dir(rel)
             except OSError as exc:
                 raise _FileFailed(
-                    f"Cannot create directory: {exc.strerror or exc}", retry=False
-                ) from exc
-            # A symlink could have appeared while we were busy; re-check after mkdir.
-            if not self.tree.dir_ok(rel):
-                raise _FileFailed(MSG_SYMLINK, retry=False)
-            try:
-                dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            except OSError as exc:
-                raise _FileFailed(
-                    f"Cannot open directory: {exc.strerror or exc}", retry=False
+                    f"Cannot create directory {item.dest.parent}: {exc.strerror or exc}",
+                    retry=False,
                 ) from exc
             names = []
             if not created:  # only a directory that was there can hold old temp files
@@ -614,8 +734,9 @@ class _Downloader:
             for dir_fd, _names in self.dirs.values():
                 os.close(dir_fd)
             self.dirs.clear()
+            self.tree.close()
 
-    def _attempt(self, item: _Item) -> tuple[int, str]:
+    def _attempt(self, item: _Item, budget: deadlines.Budget) -> tuple[int, str]:
         dest = item.dest
         # The destination itself is checked before the rename (which replaces a symlink
         # there, never writes through it) and was checked when the manifest was read.
@@ -626,7 +747,7 @@ class _Downloader:
         created = replaced = False
         reported = 0
         try:
-            with _Stream(self.http, item) as response:
+            with _Stream(self.http, item, budget) as response:
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
                 created = True
@@ -634,7 +755,7 @@ class _Downloader:
                 received = 0
                 try:
                     for chunk in response.iter_bytes(CHUNK_SIZE):
-                        if self.cancel.is_set():
+                        if self.cancel.is_set() or budget.remaining() <= 0:
                             raise _Cancelled()
                         received += len(chunk)
                         if received > item.size:
@@ -697,25 +818,6 @@ class _Downloader:
                     os.unlink(temp, dir_fd=dir_fd)
                 except OSError:
                     pass
-
-
-def _make_dir(directory: Path) -> bool:
-    """``mkdir -p``; True when ``directory`` itself was created by this call."""
-    try:
-        os.mkdir(directory)
-    except FileExistsError:
-        if not directory.is_dir():
-            raise
-        return False
-    except FileNotFoundError:
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.mkdir(directory)
-        except FileExistsError:
-            if not directory.is_dir():
-                raise
-            return False
-    return True
 
 
 class _Sink:
@@ -797,9 +899,10 @@ def _read_prefix(response: httpx.Response, limit: int) -> str:
 class _Stream:
     """A GET of a presigned URL with redirects followed by hand (each hop checked)."""
 
-    def __init__(self, http: httpx.Client, item: _Item) -> None:
+    def __init__(self, http: httpx.Client, item: _Item, budget: deadlines.Budget) -> None:
         self.http = http
         self.item = item
+        self.budget = budget
         self.response: httpx.Response | None = None
 
     def __enter__(self) -> httpx.Response:
@@ -811,7 +914,11 @@ class _Stream:
                     "Refusing to download from a URL that is neither HTTPS nor loopback.",
                     retry=False,
                 )
-            request = self.http.build_request("GET", url)
+            left = self.budget.remaining()
+            if left <= 0:
+                raise httpx.ReadTimeout("deadline")
+            timeout = httpx.Timeout(min(IDLE_TIMEOUT_S, left), connect=min(CONNECT_TIMEOUT_S, left))
+            request = self.http.build_request("GET", url, timeout=timeout)
             # Presigned URLs carry their own authorisation; never leak ours to S3.
             request.headers.pop("Authorization", None)
             response = self.http.send(request, stream=True, follow_redirects=False, auth=None)
@@ -854,7 +961,9 @@ def download_run(
     max_workers: int = 8,
     executor: Executor | None = None,
     on_progress: Callable[[int], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = shutdown.sleep,
+    repo_root: Path | None = None,
+    deadline: float | None = None,
 ) -> DownloadResult:
     """Download one run's outputs into ``<root>/<run_dir_name(run_name, run_id)>``.
 
@@ -868,10 +977,18 @@ def download_run(
     Files are fetched on ``executor`` when given (an apply shares one across all its runs,
     so threads are not started per run), else on a pool of ``max_workers`` of this call's
     own.
+
+    ``repo_root`` is where the path checks start (see ``_RunTree``): no component between it
+    and the run directory may be a symlink. Without it they start at ``root``. A linked
+    component raises ``DownloadError`` before any request.
+
+    ``deadline`` is the fixed part of each file's deadline (default ``DEADLINE_BASE_S`` or
+    ``OSMOSIS_DOWNLOAD_DEADLINE``); ``http`` is guarded so that it is enforced at the socket.
     """
     selected = normalize_types(types)
     run_dir = Path(root) / run_dir_name(run_name, run_id)
-    tree = _RunTree(run_dir)
+    tree = _RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
+    tree.check_root()
     manifest = source.get_manifest(run_id, list(selected))
     entries = list(getattr(manifest, "files", None) or ())
 
@@ -915,7 +1032,12 @@ def download_run(
             f"the run has no {', '.join(selected)} outputs; choose other download types",
         )
 
-    engine = _Downloader(source, http, run_id, tree, on_progress, sleep)
+    base = (
+        deadline
+        if deadline is not None
+        else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
+    )
+    engine = _Downloader(source, deadlines.guard(http), run_id, tree, on_progress, sleep, base)
     sha: dict[str, str] = {}
     downloaded = skipped = bytes_downloaded = 0
     pending: list[_Item] = []
@@ -948,7 +1070,7 @@ def download_run(
                 else:
                     _track(futures, pool.submit(engine.download, it), ("get", it), finished)
         for _ in range(len(futures)):
-            fut = _next_done(finished)
+            fut = _next_done(finished, engine.cancel)
             kind, it = futures[fut]
             try:
                 value = fut.result()
@@ -1006,25 +1128,40 @@ def _track(
     future.add_done_callback(finished.put)
 
 
-def _next_done(finished: queue.SimpleQueue[Future]) -> Future:
-    # A bounded wait keeps the main thread responsive to Ctrl-C on every platform.
+def _next_done(finished: queue.SimpleQueue[Future], cancel: threading.Event) -> Future:
+    # A bounded wait keeps the main thread responsive to Ctrl-C on every platform; in a
+    # worker thread (parallel apply), shutdown is seen here and stops the transfers at once.
     while True:
         try:
-            return finished.get(timeout=1.0)
+            return finished.get(timeout=0.2)
         except queue.Empty:
+            if shutdown.requested():
+                cancel.set()
             continue
 
 
 def scan_outputs(
-    directory: Path, recorded_sha256: Mapping[str, str], *, verify: bool = True
+    directory: Path,
+    recorded_sha256: Mapping[str, str],
+    *,
+    verify: bool = True,
+    anchor: Path | None = None,
 ) -> LocalOutputs:
     """What is on disk in a run directory: regular files present and recorded files changed.
 
     ``present`` lists every regular file below ``directory`` (POSIX relative paths; temp
     ``.partial`` files and symlinks excluded). With ``verify``, each recorded file that is
-    present is hashed and listed in ``changed`` when its sha256 differs.
+    present is hashed and listed in ``changed`` when its sha256 differs. A run directory
+    reached through a symlink (checked from ``anchor``, the repository root, when given)
+    holds nothing: its files are not ours, and the download that follows refuses it.
     """
     directory = Path(directory)
+    empty = LocalOutputs(present=frozenset(), changed=frozenset())
+    if anchor is not None:
+        if check_inside(anchor, os.path.relpath(directory, anchor)) is not None:
+            return empty
+    elif os.path.islink(directory):
+        return empty
     present: set[str] = set()
     # Plain strings and scandir's cached entry types: a plan scans one directory per
     # recorded run, and per-file pathlib objects and lstat calls dominated its cost.

@@ -22,9 +22,20 @@ become frozen models from ``reconciler.platform.models``; failures become the cl
     submit sent, no usable answer           OutcomeUnknownError
     2xx that is not a JSON object           InvalidResponseError
 
+Deadlines: every request has an overall deadline, ``DEFAULT_DEADLINE_S`` (60 s; the
+``OSMOSIS_PLATFORM_DEADLINE`` environment variable or the ``deadline`` argument change it),
+that covers connecting, sending, the whole answer, every retry and every wait between
+them; no single network operation waits longer than ``READ_TIMEOUT_S`` (30 s, connects
+``CONNECT_TIMEOUT_S``, 10 s). The deadline is enforced at the socket
+(``reconciler.deadlines``), so a server that trickles one byte every few seconds or accepts
+and never answers ends the request with ``TransportError`` ("did not complete ... within
+the 60 s deadline") at the deadline, not after the retries' read timeouts add up. When the
+process is interrupted (SIGTERM, Ctrl-C), a request in flight gets ``INTERRUPT_GRACE_S``
+(2 s) to finish and then ends.
+
 Retries: reads, stops, download-URL batches and secret upserts/deletes are retried on
 connection errors, timeouts, 429 and 5xx with exponential backoff and full jitter
-(``Retry-After`` honoured, capped). A submit is retried only when nothing can have reached
+(``Retry-After`` honoured, capped), while the deadline leaves time for another try. A submit is retried only when nothing can have reached
 the Platform (connect-phase failures) or when the Platform answered 429: we assume a rate
 limiter refuses before any run is created. Any failure after the body may have been sent
 (read timeout, reset, protocol error, 5xx, an unreadable 2xx) raises
@@ -54,7 +65,7 @@ from urllib.parse import quote, urlencode
 import httpx
 import structlog
 
-from reconciler import __version__
+from reconciler import __version__, deadlines, shutdown
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -94,6 +105,15 @@ CLI_COMPAT_VERSION = "0.3.8"
 USER_AGENT = (
     f"osmosis-reconciler/{__version__} (osmosis-cli-compatible; osmosis-cli/{CLI_COMPAT_VERSION})"
 )
+DEFAULT_DEADLINE_S = 60.0
+"""Overall deadline of one Platform request, retries and their waits included (seconds)."""
+DEADLINE_ENV = "OSMOSIS_PLATFORM_DEADLINE"
+"""Environment variable that overrides ``DEFAULT_DEADLINE_S``."""
+READ_TIMEOUT_S = 30.0
+"""Longest silence on a connection before one attempt gives up."""
+CONNECT_TIMEOUT_S = 10.0
+INTERRUPT_GRACE_S = 2.0
+"""How long a request in flight may still finish once the process is interrupted."""
 PAGE_LIMIT = 50
 LOGS_MAX_LIMIT = 200
 DOWNLOAD_URL_BATCH = 500
@@ -429,8 +449,9 @@ class PlatformClient:
         git_identity: str | None = None,
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy = RetryPolicy(),
-        timeout: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
+        timeout: float = READ_TIMEOUT_S,
+        deadline: float | None = None,
+        sleep: Callable[[float], None] = shutdown.sleep,
     ) -> None:
         self.base_url = normalize_platform_url(base_url)
         token = token.strip() if token is not None else None
@@ -447,9 +468,23 @@ class PlatformClient:
             git_identity.strip().lower() if git_identity and git_identity.strip() else None
         )
         self.retry = retry
+        self.timeout = timeout
+        """Longest wait for any one network operation (a read, a connect)."""
+        self.deadline = (
+            deadline
+            if deadline is not None
+            else deadlines.seconds_from_env(DEADLINE_ENV, DEFAULT_DEADLINE_S)
+        )
+        """Longest time one logical request may take, retries and backoff included."""
         self._sleep = sleep
         self._redact = _Redactor([self._token] if self._token else [])
-        self._http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
+        self._http = deadlines.guard(
+            httpx.Client(
+                transport=transport,
+                timeout=httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout)),
+                follow_redirects=False,
+            )
+        )
         self._lock = threading.Lock()
         self._request_count = 0
         self.version_status: str | None = None
@@ -541,7 +576,29 @@ class PlatformClient:
         mode: _Mode = _Mode.SAFE,
         secrets: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Send one logical request (with retries) and return the decoded JSON object."""
+        """Send one logical request (with retries) and return the decoded JSON object.
+
+        The whole of it, retries and their waits included, has ``self.deadline`` seconds
+        (see ``reconciler.deadlines``); an interrupted process gives it
+        ``INTERRUPT_GRACE_S`` more at most.
+        """
+        with deadlines.budget(self.deadline, grace=INTERRUPT_GRACE_S) as budget:
+            return self._attempts(
+                budget, method, path, query, body, scoped, git_only, mode, secrets
+            )
+
+    def _attempts(
+        self,
+        budget: deadlines.Budget,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        scoped: bool,
+        git_only: bool,
+        mode: _Mode,
+        secrets: Sequence[str],
+    ) -> dict[str, Any]:
         redact = _Redactor([*([self._token] if self._token else []), *secrets])
         url = self.base_url + API_PREFIX + path
         if query:
@@ -551,7 +608,12 @@ class PlatformClient:
         attempt = 0
         while True:
             attempt += 1
-            request = self._http.build_request(method, url, headers=headers, content=content)
+            left = budget.remaining()
+            if left <= 0:
+                raise self._out_of_time(budget, method, path)
+            request = self._http.build_request(
+                method, url, headers=headers, content=content, timeout=self._timeouts(left)
+            )
             self._count()
             retry_after: float | None = None
             try:
@@ -564,6 +626,8 @@ class PlatformClient:
             ) as exc:
                 # Connect phase: the request never left this machine, so even a submit
                 # may be repeated.
+                if budget.remaining() <= 0:
+                    raise self._out_of_time(budget, method, path) from None
                 failure = TransportError(
                     f"Could not connect to the Platform at {self.base_url}: "
                     f"{self._reason(exc, redact)}",
@@ -581,12 +645,22 @@ class PlatformClient:
                 # protocol error, an undecodable body). httpx exceptions are not chained: they hold the request,
                 # whose headers carry the token.
                 if mode is _Mode.SUBMIT:
+                    if budget.remaining() <= 0:
+                        why = (
+                            "the command was interrupted"
+                            if budget.interrupted
+                            else f"no answer within the {self.deadline:g} s deadline"
+                        )
+                    else:
+                        why = self._reason(exc, redact)
                     raise OutcomeUnknownError(
                         f"The submit was sent to {self.base_url} but no response came back "
-                        f"({self._reason(exc, redact)}); the Platform may have created the run.",
+                        f"({why}); the Platform may have created the run.",
                         "do not resubmit by hand: run osmosis-plan, which adopts the run if "
                         "the Platform created it and resubmits it otherwise",
                     ) from None
+                if budget.remaining() <= 0:
+                    raise self._out_of_time(budget, method, path) from None
                 if isinstance(exc, httpx.TimeoutException):
                     failure = TransportError(
                         f"Connection to the Platform at {self.base_url} timed out "
@@ -626,6 +700,10 @@ class PlatformClient:
                 delay = min(retry_after, self.retry.max_retry_after)
             else:
                 delay = self.retry.backoff(attempt)
+            if delay >= budget.remaining():
+                # Another try could not finish within the deadline: the last answer is
+                # the clearest error there is.
+                raise failure
             log.info(
                 "platform.retry",
                 method=method,
@@ -635,6 +713,25 @@ class PlatformClient:
                 reason=failure.message.splitlines()[0],
             )
             self._sleep(delay)
+
+    def _timeouts(self, left: float) -> httpx.Timeout:
+        """The per-operation timeouts of one attempt, none longer than the time left."""
+        read = min(self.timeout, left)
+        return httpx.Timeout(read, connect=min(CONNECT_TIMEOUT_S, read))
+
+    def _out_of_time(self, budget: deadlines.Budget, method: str, path: str) -> TransportError:
+        if budget.interrupted:
+            return TransportError(
+                f"The request to the Platform ({method} {path}) was interrupted: the command "
+                "is shutting down.",
+                "run the command again when you are ready",
+            )
+        return TransportError(
+            f"The Platform at {self.base_url} did not complete {method} {path} within the "
+            f"{self.deadline:g} s deadline (it answers too slowly, or not at all).",
+            "check the Platform's status and your network; if it is only slow, raise the "
+            f"deadline with {DEADLINE_ENV}=SECONDS",
+        )
 
     def _decode(
         self, response: httpx.Response, method: str, path: str, redact: _Redactor
