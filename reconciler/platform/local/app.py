@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -65,12 +65,20 @@ ANIMALS = (
 
 @dataclass(frozen=True)
 class Response:
-    """What the platform answers. ``drop`` = close the connection without any response."""
+    """What the platform answers. ``drop`` = close the connection without any response.
+
+    The misbehaving-server faults (``Faults``): ``silent`` = never answer, keep the
+    connection open; ``trickle_s`` = write the answer one byte per that many seconds;
+    ``stall_after`` = send the headers and that many body bytes, then nothing more.
+    """
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     drop: bool = False
+    silent: bool = False
+    trickle_s: float = 0.0
+    stall_after: int | None = None
 
     def json(self) -> Any:
         return json.loads(self.body.decode("utf-8"))
@@ -183,7 +191,8 @@ class LocalPlatform:
     @property
     def fault_counts(self) -> dict[str, int]:
         """How many faults of each kind were injected (``error``, ``rate_limit``, ``drop``,
-        ``drop_after_submit``, ``latency_spike``, ``feature_gate``)."""
+        ``drop_after_submit``, ``latency_spike``, ``feature_gate``, ``silent``, ``trickle``,
+        ``stalled_download``; ``presigned_get`` counts GETs while downloads may stall)."""
         return dict(self.injector.counts)
 
     # ------------------------------------------------------------------ entry point
@@ -198,10 +207,32 @@ class LocalPlatform:
         if path.startswith(PRESIGNED_PREFIX):
             # Presigned downloads model object storage: never faulted, never authenticated.
             try:
-                return self._presigned(method, path)
+                answer = self._presigned(method, path)
             except ApiError as exc:
                 return _json_response(exc.status, exc.body, exc.headers)
+            if method == "GET" and self.injector.stall_download():
+                return replace(answer, stall_after=len(answer.body) // 2)
+            return answer
         draw = self.injector.draw()
+        if self.faults.silent:
+            self.injector.count("silent")
+            return Response(0, silent=True)
+        if self.faults.trickle_ms > 0:
+            self.injector.count("trickle")
+            answer = self._answer(method, path, query, lowered, body, draw)
+            return replace(answer, trickle_s=self.faults.trickle_ms / 1000.0)
+        return self._answer(method, path, query, lowered, body, draw)
+
+    def _answer(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        lowered: Mapping[str, str],
+        body: bytes,
+        draw: Draw,
+    ) -> Response:
+        """The API answer after the drawn faults (latency, drop, 5xx, 429) and the route."""
         if draw.delay_s > 0:
             time.sleep(draw.delay_s)
         if draw.drop:

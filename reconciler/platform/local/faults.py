@@ -1,8 +1,12 @@
 """Fault injection for the local Platform: deterministic given ``Faults.seed``.
 
 Each API request draws the same five numbers from one seeded generator, whatever knobs are
-set, so a given request order always meets the same faults. Presigned downloads
-(``/_presigned/...``) are never faulted.
+set, so a given request order always meets the same faults. The knobs of a misbehaving
+server (``trickle_ms``, ``silent``, ``stall_downloads_after``) are not drawn: they apply to
+every request they name. Presigned downloads (``/_presigned/...``) meet only
+``stall_downloads_after``. These three need the loopback server (``start_server``): in
+process (``LocalTransport``) a silent or stalled answer becomes an immediate read timeout
+and a trickled one arrives whole.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ class Faults:
     * ``presign_ttl_s``: lifetime of presigned download URLs.
     * ``benchmarks_disabled``: the feature gate: every benchmark and run route answers 403
       "Benchmarks is not available for your account".
+    * ``trickle_ms``: every API answer (status line and headers included) is written one
+      byte at a time, this many milliseconds apart: a per-read timeout never fires.
+    * ``silent``: every API request is read and never answered; the connection stays open
+      until the client gives up.
+    * ``stall_downloads_after``: presigned GETs after the first N (counted from 0) send
+      their headers and half of the body, then nothing more; -1 (default) never stalls.
     """
 
     latency_ms: int = 0
@@ -44,6 +54,9 @@ class Faults:
     after_submit_delay_ms: int = 0
     presign_ttl_s: int = 900
     benchmarks_disabled: bool = False
+    trickle_ms: int = 0
+    silent: bool = False
+    stall_downloads_after: int = -1
     seed: int = 0
 
 
@@ -89,3 +102,16 @@ class FaultInjector:
     def count(self, kind: str) -> None:
         with self._lock:
             self.counts[kind] += 1
+
+    def stall_download(self) -> bool:
+        """Whether this presigned GET stalls (``Faults.stall_downloads_after``); counts it."""
+        after = self.faults.stall_downloads_after
+        if after < 0:
+            return False
+        with self._lock:
+            seen = self.counts["presigned_get"]
+            self.counts["presigned_get"] += 1
+            if seen < after:
+                return False
+            self.counts["stalled_download"] += 1
+            return True

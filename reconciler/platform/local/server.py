@@ -2,7 +2,10 @@
 
 Standard library only (``http.server.ThreadingHTTPServer``); every request is answered by
 ``LocalPlatform.handle``, the same code path as the in-process transport. A "drop" answer
-closes the socket without writing a byte.
+closes the socket without writing a byte; the misbehaving-server faults (``Faults``:
+``silent``, ``trickle_ms``, ``stall_downloads_after``) hold the connection open without
+answering, write one byte at a time, or stop halfway through a body. A held connection is
+let go when the client closes it or the server is closed.
 """
 
 from __future__ import annotations
@@ -10,16 +13,17 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import select
 import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO
 
-from .app import LocalPlatform
+from .app import LocalPlatform, Response
 from .faults import Faults
 
 DEFAULT_DATA_DIR = ".osmosis/local-platform"
@@ -40,6 +44,9 @@ class _Handler(BaseHTTPRequestHandler):
     platform: LocalPlatform
     access_log: IO[str] | None
     log_lock: threading.Lock
+    stopping: threading.Event
+    """Set when the server closes: held connections are let go."""
+    HOLD_MAX_S = 600.0
 
     def setup(self) -> None:
         super().setup()
@@ -71,6 +78,10 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             self._log(answer.status, started, dropped=True)
             return
+        if answer.silent or answer.trickle_s > 0 or answer.stall_after is not None:
+            self._misbehave(answer)
+            self._log(answer.status, started, dropped=answer.silent)
+            return
         self.send_response(answer.status)
         for key, value in answer.headers.items():
             if key.lower() != "content-length":
@@ -82,6 +93,41 @@ class _Handler(BaseHTTPRequestHandler):
         self._log(answer.status, started)
 
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = _serve
+
+    def _misbehave(self, answer: Response) -> None:
+        """Answer as a broken server would: not at all, a byte at a time, or halfway."""
+        self.close_connection = True
+        if answer.silent:
+            self._hold()
+            return
+        reason = self.responses.get(answer.status, ("",))[0]
+        head = [f"HTTP/1.1 {answer.status} {reason}"]
+        head += [f"{k}: {v}" for k, v in answer.headers.items() if k.lower() != "content-length"]
+        head += [f"Content-Length: {len(answer.body)}", "Connection: close", "", ""]
+        raw = "\r\n".join(head).encode("latin-1")
+        body = b"" if self.command == "HEAD" else answer.body
+        try:
+            if answer.stall_after is not None:
+                self.connection.sendall(raw + body[: answer.stall_after])
+                self._hold()
+                return
+            for byte in raw + body:
+                self.connection.sendall(bytes((byte,)))
+                if self.stopping.wait(answer.trickle_s):
+                    return
+        except OSError:  # the client gave up: that is the point
+            return
+
+    def _hold(self) -> None:
+        """Keep the connection open, sending nothing, until the client closes it."""
+        end = time.monotonic() + self.HOLD_MAX_S
+        while time.monotonic() < end and not self.stopping.is_set():
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0.1)
+                if readable and not self.connection.recv(4096):
+                    return
+            except OSError:
+                return
 
     def _log(self, status: int, started: float, dropped: bool = False) -> None:
         if self.access_log is None:
@@ -107,8 +153,10 @@ class ServerHandle:
     url: str
     port: int
     platform: LocalPlatform
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def close(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
@@ -132,10 +180,16 @@ def start_server(
     When the platform still has the default ``public_url``, it is pointed at the bound
     address so presigned URLs and ``platform_url`` links work over loopback.
     """
+    stopping = threading.Event()
     handler = type(
         "LocalPlatformHandler",
         (_Handler,),
-        {"platform": platform, "access_log": access_log, "log_lock": threading.Lock()},
+        {
+            "platform": platform,
+            "access_log": access_log,
+            "log_lock": threading.Lock(),
+            "stopping": stopping,
+        },
     )
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
@@ -150,7 +204,7 @@ def start_server(
         daemon=True,
     )
     thread.start()
-    return ServerHandle(server, thread, url, bound, platform)
+    return ServerHandle(server, thread, url, bound, platform, stopping)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -189,6 +243,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--after-submit-delay-ms", type=int, default=0)
     serve.add_argument("--presign-ttl", type=int, default=900, help="presigned URL lifetime (s)")
     serve.add_argument("--benchmarks-disabled", action="store_true", help="the feature gate")
+    serve.add_argument(
+        "--trickle-ms", type=int, default=0, help="write every API answer a byte at a time"
+    )
+    serve.add_argument("--silent", action="store_true", help="never answer API requests")
+    serve.add_argument(
+        "--stall-downloads-after", type=int, default=-1, metavar="N",
+        help="presigned GETs after the first N stall halfway through the body",
+    )  # fmt: skip
     serve.add_argument("--fault-seed", type=int, default=0)
     serve.add_argument("--access-log", help="file for access-log lines (default: stderr)")
 
@@ -227,6 +289,9 @@ def _serve(args: argparse.Namespace) -> int:
         after_submit_delay_ms=args.after_submit_delay_ms,
         presign_ttl_s=args.presign_ttl,
         benchmarks_disabled=args.benchmarks_disabled,
+        trickle_ms=args.trickle_ms,
+        silent=args.silent,
+        stall_downloads_after=args.stall_downloads_after,
         seed=args.fault_seed,
     )
     platform = LocalPlatform(

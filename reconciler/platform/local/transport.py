@@ -2,7 +2,8 @@
 
 The request goes through ``LocalPlatform.handle`` exactly as a loopback HTTP request would;
 a "drop" fault (no response at all) becomes ``httpx.RemoteProtocolError``, which is what
-httpx raises when a real server closes the connection without answering.
+httpx raises when a real server closes the connection without answering; a silent or
+stalled answer becomes ``httpx.ReadTimeout`` at once, and a trickled one arrives whole.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class LocalTransport(httpx.BaseTransport):
             raise httpx.RemoteProtocolError(
                 "Server disconnected without sending a response.", request=request
             )
+        if answer.silent or answer.stall_after is not None:
+            # In process there is no socket to hold open: the client sees its read timeout.
+            raise httpx.ReadTimeout("The local Platform did not answer.", request=request)
         return httpx.Response(
             answer.status, headers=answer.headers, content=answer.body, request=request
         )
