@@ -23,7 +23,13 @@ from typing import Any
 import httpx
 
 from .crashpoints import crash_point
-from .downloads import download_run, run_dir_name, scan_outputs
+from .downloads import (
+    DownloadInterrupted,
+    DownloadResult,
+    download_run,
+    run_dir_name,
+    scan_outputs,
+)
 from .errors import (
     ConflictError,
     NotFoundError,
@@ -624,11 +630,45 @@ class Applier:
                 executor=self._files,
                 repo_root=self.repo_root,
             )
+        except DownloadInterrupted as exc:
+            # SIGTERM mid-run: the files that arrived are recorded before the apply ends.
+            if scores is not None:
+                scores.cancel()
+            self._record_download(item, entry, exc.result, types, None, terminal)
+            raise
         except BaseException:
             if scores is not None:
                 scores.cancel()
             raise
         results = self._scores(scores, run_id, item.address, wanted=terminal)
+        self._record_download(item, entry, result, types, results, terminal)
+        if result.failures:
+            failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
+            return Outcome(
+                item,
+                False,
+                f"{len(result.failures)} file(s) failed: {failed}",
+                entry.run_id,
+                entry.run_name,
+            )
+        return Outcome(
+            item,
+            True,
+            f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
+            f"{result.files_skipped} up to date",
+            entry.run_id,
+            entry.run_name,
+        )
+
+    def _record_download(
+        self,
+        item: PlanItem,
+        entry: RecordedRun,
+        result: DownloadResult,
+        types: tuple[str, ...],
+        results: RunResults | None,
+        terminal: bool,
+    ) -> None:
         directory = self._recorded_directory(result.directory)
         downloads = Downloads(
             types=types,
@@ -650,23 +690,6 @@ class Applier:
 
         # Not durable: a record lost to a crash costs a re-hash of files already on disk.
         self.store.update(record, durable=False)
-        if result.failures:
-            failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
-            return Outcome(
-                item,
-                False,
-                f"{len(result.failures)} file(s) failed: {failed}",
-                entry.run_id,
-                entry.run_name,
-            )
-        return Outcome(
-            item,
-            True,
-            f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date",
-            entry.run_id,
-            entry.run_name,
-        )
 
     def _scores(
         self, pending: Future[RunResults] | None, run_id: str, address: str, *, wanted: bool

@@ -71,6 +71,7 @@ from .paths import check_inside
 
 __all__ = [
     "CHUNK_SIZE",
+    "DownloadInterrupted",
     "DownloadResult",
     "OutputSource",
     "classify_path",
@@ -512,6 +513,14 @@ class _FileFailed(Exception):
         self.message = message
         self.retry = retry
         self.refresh = refresh
+
+
+class DownloadInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during ``download_run``; ``result`` holds what was completed."""
+
+    def __init__(self, result: DownloadResult) -> None:
+        super().__init__()
+        self.result = result
 
 
 class _Cancelled(Exception):
@@ -1056,6 +1065,44 @@ def download_run(
     pool = executor or ThreadPoolExecutor(
         max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
     )
+    seen: set[Future] = set()
+
+    def take(fut: Future) -> None:
+        nonlocal skipped, downloaded, bytes_downloaded
+        seen.add(fut)
+        kind, it = futures[fut]
+        try:
+            value = fut.result()
+        except _FileFailed as exc:
+            failures.append((it.path, _redact(exc.message, it.urls_seen)))
+            return
+        except OSError as exc:
+            failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
+            return
+        if kind == "skip":
+            skipped += 1
+            sha[it.path] = value
+        else:
+            n, hexdigest = value
+            downloaded += 1
+            bytes_downloaded += n
+            sha[it.path] = hexdigest
+
+    def result() -> DownloadResult:
+        order = {it.path: i for i, it in enumerate(items)}
+        failures.sort(key=lambda f: order.get(f[0], -1))
+        return DownloadResult(
+            directory=run_dir,
+            types=selected,
+            files_downloaded=downloaded,
+            files_skipped=skipped,
+            bytes_downloaded=bytes_downloaded,
+            total_files=len(items),
+            total_bytes=sum(it.size for it in items),
+            failures=tuple(failures),
+            sha256=dict(sorted(sha.items())),
+        )
+
     try:
         for it in skip_items:
             _track(futures, pool.submit(_hash_file, it.dest), ("skip", it), finished)
@@ -1070,25 +1117,8 @@ def download_run(
                 else:
                     _track(futures, pool.submit(engine.download, it), ("get", it), finished)
         for _ in range(len(futures)):
-            fut = _next_done(finished, engine.cancel)
-            kind, it = futures[fut]
-            try:
-                value = fut.result()
-            except _FileFailed as exc:
-                failures.append((it.path, _redact(exc.message, it.urls_seen)))
-                continue
-            except OSError as exc:
-                failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
-                continue
-            if kind == "skip":
-                skipped += 1
-                sha[it.path] = value
-            else:
-                n, hexdigest = value
-                downloaded += 1
-                bytes_downloaded += n
-                sha[it.path] = hexdigest
-    except BaseException:
+            take(_next_done(finished, engine.cancel))
+    except BaseException as exc:
         # Ctrl-C or a fatal Platform refusal: stop workers at their next chunk; each one
         # removes its own .partial on the way out.
         engine.cancel.set()
@@ -1098,24 +1128,18 @@ def download_run(
         if own_pool:
             pool.shutdown(wait=True)
         engine.close()
+        if isinstance(exc, KeyboardInterrupt):
+            # The files that did arrive are complete on disk: hand them to the caller, which
+            # records them before the interruption goes on.
+            for fut in futures:
+                if fut not in seen and not fut.cancelled():
+                    take(fut)
+            raise DownloadInterrupted(result()) from None
         raise
     if own_pool:
         pool.shutdown(wait=True)
     engine.close()
-
-    order = {it.path: i for i, it in enumerate(items)}
-    failures.sort(key=lambda f: order.get(f[0], -1))
-    return DownloadResult(
-        directory=run_dir,
-        types=selected,
-        files_downloaded=downloaded,
-        files_skipped=skipped,
-        bytes_downloaded=bytes_downloaded,
-        total_files=len(items),
-        total_bytes=sum(it.size for it in items),
-        failures=tuple(failures),
-        sha256=dict(sorted(sha.items())),
-    )
+    return result()
 
 
 def _track(
