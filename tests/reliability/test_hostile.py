@@ -6,14 +6,23 @@ UTF-8, lockfiles edited by hand or left with merge conflicts. Each case: a clear
 "internal error"), nothing written outside where it belongs, and nothing lost: the
 lockfile is byte-for-byte unchanged when the command refuses, and no run is paid twice.
 
-Fast: part of ``make test``.
+Issue 17 adds: symlinked roots (``benchmarks``, ``state``, ``.osmosis``, its ``benchmarks``
+and a run directory as links elsewhere, a ``benchmarks -> benchmarks`` loop), a FIFO under
+``benchmarks/``, file names that are not UTF-8 or carry newlines and ANSI/OSC escapes (and
+run names from the Platform that do), 50,000 unknown keys, wrong ``[execution]`` types,
+keys nested 40,000 levels deep, a read-only ``state/``, a disk that fills after a run was
+paid for, a trickling and a silent Platform, and SIGTERM during a stalled download.
+
+Fast: part of ``make test`` (the timed versions are in ``test_stalls.py``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,28 +31,38 @@ from typing import Any
 
 import pytest
 
-from reconciler.platform.local import LocalPlatform, Response, start_server
+from reconciler.platform.local import Faults, LocalPlatform, Response, start_server
+from reconciler.platform.local.faults import FaultInjector
 
 from .harness import (
     APPLY_ARGS,
+    CONFIG,
+    DOWNLOADS,
     SECRET_NAME,
     STATE,
     WORKSPACE,
     Server,
+    cli_env,
+    command,
+    finish,
     make_repo,
     read_lockfile,
     run,
+    spawn,
+    wait_until,
 )
 
 Transform = Callable[[list[dict[str, Any]], Path], list[dict[str, Any]]]
 
 
 class HostilePlatform(LocalPlatform):
-    """The local Platform with a man in the middle: rewritten manifests, canned answers."""
+    """The local Platform with a man in the middle: rewritten manifests, canned answers,
+    renamed runs."""
 
     manifest: Transform | None = None
     outside: Path = Path("/nonexistent")
     canned: dict[tuple[str, str], Response]
+    rename: Callable[[str], str] | None = None
 
     def handle(self, method: str, target: str, headers: Any, body: bytes = b"") -> Response:
         path = target.split("?", 1)[0]
@@ -51,6 +70,9 @@ class HostilePlatform(LocalPlatform):
             if method == m and path == route:
                 return answer
         answer = super().handle(method, target, headers, body)
+        if self.rename is not None and path.startswith(RUNS) and answer.status == 200:
+            data = _renamed(answer.json(), self.rename)
+            return Response(200, {"Content-Type": "application/json"}, json.dumps(data).encode())
         if (
             self.manifest is not None
             and path.endswith("/outputs/manifest")
@@ -139,6 +161,18 @@ def applied(_template: tuple[Path, Server], tmp_path: Path) -> Iterator[Applied]
         yield Applied(tmp_path, repo, server, platform, outside)
     finally:
         platform.canned = {}
+
+
+def _renamed(data: Any, rename: Callable[[str], str]) -> Any:
+    """Every run's ``name`` in a Platform answer passed through ``rename``."""
+    if isinstance(data, list):
+        return [_renamed(item, rename) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out = {key: _renamed(value, rename) for key, value in data.items()}
+    if isinstance(out.get("name"), str) and str(out.get("id", "")).startswith("bmr_"):
+        out["name"] = rename(out["name"])
+    return out
 
 
 def _clean_exit(done: subprocess.CompletedProcess[str]) -> str:
@@ -340,6 +374,15 @@ CONFIG_FILES: dict[str, bytes] = {
     "not-utf8": b'[experiment]\nbenchmark = "terminal-bench-2-1\xff\xfe"\n',
     "binary": bytes(range(256)) * 64,
     "utf16": '[experiment]\nbenchmark = "hle"\n'.encode("utf-16"),
+    # Issue 17: 35 s and over 6 GB on main, then "internal error".
+    "header-40000-levels": ("[" + ".".join(f"t{i}" for i in range(40_000)) + "]\n").encode(),
+    # The deepest header the 1 MiB size limit allows.
+    "header-deepest-allowed": ("[" + ".".join(["a"] * 524_286) + "]\n").encode(),
+    "dotted-key-deepest-allowed": (".".join(["a"] * 524_285) + " = 1\n").encode(),
+    # 8.3 MB of errors on main.
+    "unknown-keys-50000": (
+        '[experiment]\nbenchmark = "hle"\n' + "".join(f"k{i} = {i}\n" for i in range(50_000))
+    ).encode(),
 }
 
 
@@ -456,3 +499,356 @@ def test_merge_conflicted_lockfile(applied: Applied) -> None:
         assert setup.lockfile.read_bytes() == before
     assert setup.platform.submit_count() == paid
     assert os.listdir(setup.outside) == []
+
+
+# --------------------------------------------------------------------------- issue 17
+
+
+def _no_escapes(text: str) -> None:
+    """No terminal escape sequence (ESC, a C1 CSI, BEL) reached the output."""
+    for char in ("\x1b", "\x9b", "\x07"):
+        assert char not in text, repr(text[max(0, text.find(char) - 200) : text.find(char) + 200])
+
+
+def _snapshot(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): (p.read_bytes() if p.is_file() else b"<dir>")
+        for p in sorted(path.rglob("*"))
+    }
+
+
+def _config(index: int) -> str:
+    return CONFIG.format(index=index, secret=SECRET_NAME)
+
+
+def _commit(repo: Path, message: str) -> None:
+    assert _git(repo, "add", "-A").returncode == 0
+    assert _git(repo, "commit", "-qm", message).returncode == 0
+
+
+def test_unknown_keys_are_capped_with_a_count(setup: Setup) -> None:
+    bad = setup.repo / "benchmarks" / "tb" / "many.toml"
+    bad.write_bytes(CONFIG_FILES["unknown-keys-50000"])
+    done = run("osmosis-plan", setup.repo, setup.server.url, "--validate-only")
+    _clean_exit(done)
+    assert done.returncode == 1
+    assert len(done.stderr) < 20_000, len(done.stderr)
+    lines = [line for line in done.stderr.splitlines() if "many.toml" in line]
+    assert len(lines) == 21, lines[-3:]  # 20 listed and the count of the rest
+    # 50,000 unknown keys, the missing [[agents]] and HLE's task_set warning: 20 listed.
+    assert "49,982 more problem(s) in this file are not listed" in lines[-1], lines[-1]
+
+
+def test_deepest_config_fails_clearly_with_its_position(setup: Setup) -> None:
+    bad = setup.repo / "benchmarks" / "tb" / "deep.toml"
+    bad.write_bytes(CONFIG_FILES["header-deepest-allowed"])
+    done = run("osmosis-plan", setup.repo, setup.server.url, "--validate-only")
+    _clean_exit(done)
+    assert done.returncode == 1
+    assert (
+        "benchmarks/tb/deep.toml:1:2: Invalid TOML for a benchmark config: a key or table header "
+        "with more than 32 dotted parts"
+    ) in done.stderr, done.stderr
+
+
+def test_a_wrong_execution_type_fails_validate_only_with_line_key_and_hint(setup: Setup) -> None:
+    path = setup.repo / "benchmarks" / "tb" / "c00.toml"
+    text = path.read_text().replace("attempts_per_task = 1", 'attempts_per_task = "three"')
+    path.write_text(text)
+    line = text.splitlines().index('attempts_per_task = "three"') + 1
+    done = run("osmosis-plan", setup.repo, setup.server.url, "--validate-only")
+    _clean_exit(done)
+    assert done.returncode == 1
+    assert (
+        f"benchmarks/tb/c00.toml:{line}:21: execution.attempts_per_task: must be an integer, got "
+        "a string (write a whole number without quotes, e.g. attempts_per_task = 3)"
+    ) in done.stderr, done.stderr
+    assert setup.platform.submit_count() == 0
+
+
+def test_a_fifo_under_benchmarks_is_reported_not_skipped(setup: Setup) -> None:
+    os.mkfifo(setup.repo / "benchmarks" / "tb" / "pipe.toml")
+    os.mkfifo(setup.repo / "benchmarks" / "tb" / "pipe")
+    for tool, args in (
+        ("osmosis-plan", ("--validate-only",)),
+        ("osmosis-apply", ("--auto-approve",)),
+    ):
+        done = run(tool, setup.repo, setup.server.url, *args, timeout=60)
+        _clean_exit(done)
+        assert done.returncode == 1, (tool, done.stderr)
+        for name in ("pipe.toml", "pipe"):
+            assert (
+                f"benchmarks/tb/{name}: is a FIFO (named pipe), not a regular file" in done.stderr
+            )
+    assert setup.platform.submit_count() == 0
+
+
+def test_a_file_name_that_is_not_utf8_is_a_config_error_at_plan_time(setup: Setup) -> None:
+    bench = os.fsencode(setup.repo / "benchmarks" / "tb")
+    with open(os.path.join(bench, b"b\xffd.toml"), "w") as handle:
+        handle.write(_config(7))
+    for tool, args in (("osmosis-plan", ()), ("osmosis-apply", ("--auto-approve",))):
+        done = run(tool, setup.repo, setup.server.url, *args)
+        _clean_exit(done)
+        assert done.returncode == 1, (tool, done.stdout + done.stderr)
+        assert (
+            "benchmarks/tb/b\\xffd.toml: file name is not valid UTF-8 (byte 0xff)" in done.stderr
+        ), done.stderr
+    assert setup.platform.submit_count() == 0
+    assert not setup.lockfile.exists()
+
+
+HOSTILE_NAME = "evil\x1b]0;pwned\x07\x1b[2J\nPlan: 0 to submit\u202e"
+
+
+def test_names_with_newlines_and_escapes_are_escaped_wherever_printed(setup: Setup) -> None:
+    (setup.repo / "benchmarks" / "tb" / f"{HOSTILE_NAME}.toml").write_text(_config(9))
+    _commit(setup.repo, "a config with a hostile name")
+    setup.platform.rename = lambda name: name + "\x1b[31m\n~ forged drift"
+    shown = "tb/evil\\x1b]0;pwned\\x07\\x1b[2J\\nPlan: 0 to submit\\u202e"
+    try:
+        for fmt in ("text", "markdown"):
+            done = run("osmosis-plan", setup.repo, setup.server.url, "--format", fmt)
+            text = _clean_exit(done)
+            assert done.returncode == 0, text[-2000:]
+            _no_escapes(text)
+            assert "\nPlan: 0 to submit" not in done.stdout.replace(f"{shown}", "")
+            assert shown in done.stdout, done.stdout
+        applied = run("osmosis-apply", setup.repo, setup.server.url, *APPLY_ARGS)
+        text = _clean_exit(applied)
+        assert applied.returncode == 0, text[-2000:]
+        _no_escapes(text)
+        assert f"+ {shown}: submit " in applied.stdout, applied.stdout
+        assert "\\x1b[31m\\n~ forged drift: ok: submitted" in applied.stdout, applied.stdout
+        assert "\n~ forged drift" not in text
+        again = run("osmosis-plan", setup.repo, setup.server.url, "--format", "markdown")
+        _no_escapes(_clean_exit(again))
+    finally:
+        setup.platform.rename = None
+    assert setup.platform.submit_count() == 2
+
+
+# -- symlinked roots
+
+
+def _link_benchmarks_outside(s: Setup) -> None:
+    shutil.move(s.repo / "benchmarks", s.outside / "benchmarks")
+    (s.repo / "benchmarks").symlink_to(s.outside / "benchmarks", target_is_directory=True)
+
+
+def _benchmarks_loop(s: Setup) -> None:
+    shutil.rmtree(s.repo / "benchmarks")
+    (s.repo / "benchmarks").symlink_to("benchmarks")
+
+
+def _state_outside(s: Setup) -> None:
+    (s.outside / "state").mkdir()
+    (s.repo / "state").symlink_to(s.outside / "state", target_is_directory=True)
+
+
+def _lockfile_outside(s: Setup) -> None:
+    target = s.outside / "osmosis.lock"
+    target.write_text("# someone else's state\n")
+    (s.repo / "state").mkdir()
+    (s.repo / "state" / "osmosis.lock").symlink_to(target)
+
+
+CONFIG_ROOTS: dict[str, tuple[Callable[[Setup], None], str]] = {
+    "lockfile-outside": (_lockfile_outside, "state/osmosis.lock is a symlink (to "),
+    "benchmarks-outside": (
+        _link_benchmarks_outside,
+        "benchmarks directory 'benchmarks' is a symlink (to ",
+    ),
+    "benchmarks-loop": (_benchmarks_loop, "benchmarks directory 'benchmarks' is a symlink loop"),
+    "state-outside": (_state_outside, "state is a symlink (to "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONFIG_ROOTS))
+def test_symlinked_config_and_state_roots_are_refused(setup: Setup, case: str) -> None:
+    make, message = CONFIG_ROOTS[case]
+    make(setup)
+    before = _snapshot(setup.outside)
+    for tool, args in (("osmosis-plan", ()), ("osmosis-apply", ("--auto-approve",))):
+        done = run(tool, setup.repo, setup.server.url, *args)
+        _clean_exit(done)
+        assert done.returncode == 1, (tool, done.stdout[-2000:], done.stderr[-2000:])
+        assert message in done.stderr, done.stderr
+    assert setup.platform.submit_count() == 0
+    assert _snapshot(setup.outside) == before
+
+
+def _run_dir(a: Applied) -> Path:
+    state = read_lockfile(a.lockfile, platform=a.server.url, workspace=WORKSPACE)
+    (entry,) = state.runs.values()
+    return a.repo / DOWNLOADS / str(entry.run_name)
+
+
+def _osmosis_outside(a: Applied) -> str:
+    (a.repo / ".osmosis").symlink_to(a.outside, target_is_directory=True)
+    return ".osmosis is a symlink"
+
+
+def _downloads_outside(a: Applied) -> str:
+    (a.repo / ".osmosis").mkdir()
+    (a.repo / DOWNLOADS).symlink_to(a.outside, target_is_directory=True)
+    return ".osmosis/benchmarks is a symlink"
+
+
+def _run_dir_outside(a: Applied) -> str:
+    run_dir = _run_dir(a)
+    run_dir.parent.mkdir(parents=True)
+    run_dir.symlink_to(a.outside, target_is_directory=True)
+    return f".osmosis/benchmarks/{run_dir.name} is a symlink"
+
+
+DOWNLOAD_ROOTS: dict[str, Callable[[Applied], str]] = {
+    ".osmosis": _osmosis_outside,
+    ".osmosis-benchmarks": _downloads_outside,
+    "run-dir": _run_dir_outside,
+}
+
+
+@pytest.mark.parametrize("case", sorted(DOWNLOAD_ROOTS))
+def test_symlinked_download_roots_write_nothing_outside(applied: Applied, case: str) -> None:
+    message = DOWNLOAD_ROOTS[case](applied)
+    paid = applied.platform.submit_count()
+    done = run("osmosis-apply", applied.repo, applied.server.url, *APPLY_ARGS)
+    text = _clean_exit(done)
+    assert done.returncode == 1, text[-2000:]  # only the download was planned, and it failed
+    assert message in text, text[-2000:]
+    assert list(applied.outside.iterdir()) == []
+    assert applied.platform.submit_count() == paid
+    state = read_lockfile(applied.lockfile, platform=applied.server.url, workspace=WORKSPACE)
+    assert all(entry.downloads is None for entry in state.runs.values())
+
+
+# -- OS errors on our own files
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix under which permission bits apply (root ignores them)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: a read-only directory stays writable")
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"]
+
+
+def test_a_read_only_state_directory_is_a_clear_error_naming_the_path(applied: Applied) -> None:
+    before = applied.lockfile.read_bytes()
+    state_dir = applied.lockfile.parent
+    state_dir.chmod(0o555)
+    try:
+        done = subprocess.run(
+            [
+                *_without_root_powers(),
+                *command("osmosis-apply", applied.repo, applied.server.url, "--auto-approve"),
+            ],
+            env=cli_env(),
+            cwd=applied.repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        state_dir.chmod(0o755)
+    _clean_exit(done)
+    assert done.returncode == 1, done.stderr
+    assert f"Error: {state_dir}/.osmosis.lock.held: Permission denied" in done.stderr, done.stderr
+    assert applied.lockfile.read_bytes() == before
+
+
+def test_a_disk_that_fills_after_a_paid_submit_is_a_partial_apply(setup: Setup) -> None:
+    # Every lockfile write rewrites the whole file. The Platform's run links are made long,
+    # so the file with the recorded run no longer fits under the file-size limit while the
+    # one with the intent still does: the run is paid for, then its record fails.
+    original_url = setup.platform.public_url
+    setup.platform.public_url = original_url + "/" + "x" * 3000
+    limit = 2500
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    try:
+        done = subprocess.run(
+            command("osmosis-apply", setup.repo, setup.server.url, "--auto-approve"),
+            env=cli_env(),
+            cwd=setup.repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=small_disk,
+        )
+    finally:
+        setup.platform.public_url = original_url
+    text = _clean_exit(done)
+    assert setup.platform.submit_count() == 1, text[-2000:]
+    assert done.returncode == 3, text[-2000:]
+    assert "the run was created" in done.stdout and "File too large" in done.stdout, done.stdout
+    assert "Partial apply: 1 failed action(s) did reach the Platform" in done.stdout
+    # The intent is on disk: the next apply records the run instead of paying again.
+    again = run("osmosis-apply", setup.repo, setup.server.url, "--auto-approve")
+    assert again.returncode == 0, _clean_exit(again)[-2000:]
+    assert setup.platform.submit_count() == 1
+    state = read_lockfile(setup.lockfile, platform=setup.server.url, workspace=WORKSPACE)
+    assert [e.run_id for e in state.runs.values()] == [setup.server.runs()[0]["id"]]
+
+
+# -- a Platform that trickles, stays silent, or stalls a download
+
+
+def _faults(platform: LocalPlatform, faults: Faults) -> None:
+    platform.faults = faults
+    platform.injector = FaultInjector(faults)
+
+
+@pytest.mark.parametrize("fault", ["trickle", "silent"])
+def test_a_trickling_or_silent_platform_ends_the_plan_at_its_deadline(
+    setup: Setup, fault: str
+) -> None:
+    _faults(setup.platform, Faults(trickle_ms=1000) if fault == "trickle" else Faults(silent=True))
+    try:
+        done = run(
+            "osmosis-plan",
+            setup.repo,
+            setup.server.url,
+            env={"OSMOSIS_PLATFORM_DEADLINE": "2"},
+            timeout=60,
+        )
+    finally:
+        _faults(setup.platform, Faults())
+    _clean_exit(done)
+    assert done.returncode == 1
+    assert "did not complete GET /benchmark-runs within the 2 s deadline" in done.stderr, (
+        done.stderr
+    )
+
+
+def test_sigterm_during_a_stalled_download_exits_130_with_the_lockfile_flushed(
+    setup: Setup,
+) -> None:
+    first = run("osmosis-apply", setup.repo, setup.server.url, "--auto-approve")
+    assert first.returncode == 0, first.stderr
+    # The run's first file arrives, the second stalls halfway through its body.
+    _faults(setup.platform, Faults(stall_downloads_after=1))
+    proc = spawn(
+        "osmosis-apply", setup.repo, setup.server.url, "--auto-approve", "--parallelism", "1"
+    )
+    try:
+        stalled = wait_until(lambda: setup.platform.fault_counts.get("stalled_download", 0) > 0, 60)
+        assert stalled
+        proc.send_signal(signal.SIGTERM)
+        out, err = finish(proc, timeout=60)
+    finally:
+        _faults(setup.platform, Faults())
+    assert proc.returncode == 130, (out[-2000:], err[-2000:])
+    assert "interrupted" in err
+    state = read_lockfile(setup.lockfile, platform=setup.server.url, workspace=WORKSPACE)
+    (entry,) = state.runs.values()
+    # The file that arrived is recorded (download records are written lazily, then flushed).
+    assert entry.downloads is not None and entry.downloads.files == 1, entry.downloads
+    run_dir = setup.repo / entry.downloads.directory
+    (name,) = entry.downloads.sha256
+    assert sorted(p.name for p in run_dir.iterdir()) == [name]  # no .partial left behind
