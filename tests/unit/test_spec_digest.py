@@ -45,7 +45,6 @@ def exec_value(key: str):
     return st.one_of(*(_KIND_VALUES[kind] for kind in kinds))
 
 
-
 @st.composite
 def models(draw):
     kind = draw(st.sampled_from(sorted(rules.MODEL_VARIANTS)))
