@@ -297,7 +297,9 @@ def _plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     with Session.open(args, _overrides(args), err) as session:
         if args.watch:
-            return session.watch(args, out)
+            from .watch import watch_plans
+
+            return watch_plans(session, args, out)
         if args.refresh_only:
             session.refresh_only(out)
             plan = session.make_plan(changed_since=args.changed_since)

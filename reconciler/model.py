@@ -4,7 +4,7 @@ Three snapshots feed ``compute_plan``:
 
 * ``DesiredRun``   one validated config file (``config`` builds these);
 * ``LockState``    the recorded state, ``state/osmosis.lock`` (``lockfile`` reads/writes it);
-* ``Observation``  what the Platform and the local disk say now (``apply.observe`` builds it
+* ``Observation``  what the Platform and the local disk say now (``observe.observe`` builds it
   from the ``platform`` client and ``downloads``).
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).

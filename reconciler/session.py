@@ -15,16 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from .apply import (
-    LIST_READ_AHEAD,
-    Applier,
-    ApplyResult,
-    observe,
-    refresh_statuses,
-    scan_recorded_outputs,
-    utcnow,
-    wait_for_runs,
-)
+from .apply import Applier, ApplyResult, utcnow, wait_for_runs
 from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
@@ -44,6 +35,7 @@ from .model import (
     is_active,
     is_terminal,
 )
+from .observe import LIST_READ_AHEAD, observe, refresh_statuses, scan_recorded_outputs
 from .plan import compute_plan
 from .platform import RunSummary
 from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
@@ -440,13 +432,6 @@ class Session:
         if not result.failures:
             return 0
         return 3 if result.succeeded else 1
-
-    # -- watch ---------------------------------------------------------------
-
-    def watch(self, args: argparse.Namespace, out: TextIO) -> int:
-        from .watch import watch_plans
-
-        return watch_plans(self, args, out)
 
 
 class _Prefetch:
