@@ -66,6 +66,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="count", default=0)
     parser.add_argument("-v", "--verbose", action="count", default=0)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--allow-foreign-state",
+        action="store_true",
+        help="use a lockfile that names another repository or replaced the one committed at "
+        "HEAD (after a real rename or a deliberate replacement)",
+    )
 
 
 def _plan_parser() -> argparse.ArgumentParser:
@@ -95,6 +101,18 @@ def _plan_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-mass-stop", action="store_true")
     parser.add_argument("--allow-over-budget", action="store_true")
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
+    parser.add_argument(
+        "--refresh",
+        choices=("incremental", "full"),
+        help="incremental (default): read only runs newer than the lockfile's watermark and "
+        "the recorded runs that can still change; full: list every run of the workspace "
+        "(scheduled drift checks)",
+    )
+    parser.add_argument(
+        "--show-unmanaged",
+        action="store_true",
+        help="list the workspace's runs this repository does not manage (lists every run)",
+    )
     return parser
 
 
@@ -118,6 +136,11 @@ def _apply_parser() -> argparse.ArgumentParser:
     parser.add_argument("--replace", action="append", default=[], metavar="ADDR")
     parser.add_argument("--allow-mass-stop", action="store_true")
     parser.add_argument("--allow-over-budget", action="store_true")
+    parser.add_argument(
+        "--refresh",
+        choices=("incremental", "full"),
+        help="how to read the run list (see osmosis-plan --help)",
+    )
     return parser
 
 
@@ -255,6 +278,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     }
     if getattr(args, "refresh_only", False):
         values["refresh_only"] = True
+    if getattr(args, "refresh", None):
+        values["refresh"] = args.refresh
+    if getattr(args, "show_unmanaged", False):
+        values["unmanaged"] = "list"
+    if getattr(args, "allow_foreign_state", False):
+        values["allow_foreign_state"] = True
     if getattr(args, "parallelism", None) is not None:
         if args.parallelism < 1:
             raise UsageError("--parallelism must be at least 1")

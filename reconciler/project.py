@@ -15,7 +15,11 @@ from .model import DOWNLOAD_TYPES
 
 TABLE = "osmosis-reconciler"
 
-_CHOICES = {"on_delete": ("stop", "forget"), "on_change": ("replace", "keep")}
+_CHOICES = {
+    "on_delete": ("stop", "forget"),
+    "on_change": ("replace", "keep"),
+    "unmanaged": ("ignore", "summary", "list"),
+}
 _TYPES: dict[str, type] = {
     "benchmarks": str,
     "state": str,
@@ -25,6 +29,7 @@ _TYPES: dict[str, type] = {
     "max_stops": int,
     "max_attempts": int,
     "parallelism": int,
+    "unmanaged": str,
 }
 
 

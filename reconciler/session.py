@@ -20,7 +20,14 @@ from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
 from .gitinfo import _DEEPEN_HINT
-from .lockfile import StateStore, read_lockfile, remove_stale_temps, write_lockfile
+from .lockfile import (
+    StateStore,
+    check_provenance,
+    peek_watermark,
+    read_lockfile,
+    remove_stale_temps,
+    write_lockfile,
+)
 from .locking import hold_lock
 from .log import get_logger
 from .model import (
@@ -35,9 +42,8 @@ from .model import (
     is_active,
     is_terminal,
 )
-from .observe import LIST_READ_AHEAD, observe, refresh_statuses, scan_recorded_outputs
+from .observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from .plan import compute_plan
-from .platform import RunSummary
 from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -127,20 +133,53 @@ class Session:
         return runs
 
     def load_state(self) -> LockState:
-        self.state = read_lockfile(
+        """Read the lockfile and check it is this repository's own (``check_provenance``)."""
+        state = read_lockfile(
             self.ctx.state_path,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
             display_path=self.ctx.settings.state,
         )
+        git = self.ctx.git
+        if git is not None:
+            identity = self.repository()
+            committed = git.committed_file(self._state_in_repo(git))
+            check_provenance(
+                state,
+                name=self.ctx.settings.state,
+                repository=identity,
+                committed=committed,
+                allow_foreign=self.ctx.settings.allow_foreign_state,
+            )
+            if identity is not None and state.repository != identity:
+                # Recorded with the next write (older lockfiles, or an accepted rename).
+                state = state.model_copy(update={"repository": identity})
+        self.state = state
         return self.state
+
+    def repository(self) -> str | None:
+        """This repository's identity (``GitRepo.identity``), once per command."""
+        if not hasattr(self, "_repository"):
+            self._repository = self.ctx.git.identity() if self.ctx.git else None
+        return self._repository
+
+    def _state_in_repo(self, git: Any) -> str:
+        try:
+            return self.ctx.state_path.resolve().relative_to(git.root.resolve()).as_posix()
+        except ValueError:
+            return self.ctx.settings.state
 
     def head(self) -> str | None:
         return self.ctx.git.head() if self.ctx.git else None
 
+    @property
+    def _full_listing(self) -> bool:
+        settings = self.ctx.settings
+        return settings.refresh == "full" or settings.unmanaged == "list"
+
     def observe(
         self,
-        listed: Sequence[RunSummary] | None = None,
+        walk: RunWalk | None = None,
         outputs: Mapping[str, LocalOutputs] | None = None,
     ) -> Observation:
         assert self.state is not None
@@ -150,35 +189,38 @@ class Session:
             self.state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
-            download_root=self.ctx.download_root,
             repo_root=self.ctx.repo_root,
             head=self.head(),
             now=utcnow(),
-            listed=listed,
+            full=self.ctx.settings.refresh == "full",
+            want_unmanaged=self.ctx.settings.unmanaged == "list",
+            walk=walk,
             outputs=outputs,
         )
         return self.observation
+
+    def _start_walk(self) -> RunWalk:
+        """The first pages of the run list, read while the lockfile is parsed: every page
+        when the lockfile has no watermark (or a full listing is asked for), else the first.
+        A run a concurrent apply records meanwhile is read directly later, never missed."""
+        walk = RunWalk(self.ctx.client)
+        known, watermark = peek_watermark(self.ctx.state_path)
+        if self._full_listing or (known and watermark is None):
+            walk.all()
+        else:
+            walk.read_page()
+        return walk
 
     def make_plan(self, *, changed_since: str | None = None) -> Plan:
         # The run list (the bulk of a plan's wall time on a large workspace) is fetched
         # while provenance and the lockfile are read; they do not depend on each other.
         prefetches: list[_Prefetch] = []
-        self.load_desired(
-            on_valid=lambda: prefetches.append(
-                _Prefetch(lambda: self.ctx.client.list_runs(ahead=LIST_READ_AHEAD))
-            )
-        )
+        self.load_desired(on_valid=lambda: prefetches.append(_Prefetch(self._start_walk)))
         state = self.load_state()
         # Local files are hashed while the list may still be arriving.
         outputs = scan_recorded_outputs(state, self.ctx.repo_root)
-        listed: list[RunSummary] | None = prefetches[0].result()
-        # Read sequentially, a run recorded in the lockfile was created before the list was
-        # taken. Listed first, a concurrent apply could record a run the list has not seen:
-        # then list again rather than report it missing.
-        seen = {run.id for run in listed or ()}
-        if any(e.run_id and e.run_id not in seen for e in state.runs.values()):
-            listed = None
-        self.observe(listed, outputs)
+        walk = prefetches[0].result() if prefetches else None
+        self.observe(walk, outputs)
         settings = self._with_trailers(self.ctx.settings)
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
@@ -384,11 +426,12 @@ class Session:
     def _wait_and_download(
         self, applier: Applier, store: StateStore, out: TextIO, timeout: float
     ) -> list:
-        active = [
-            e.run_id
-            for e in store.state.runs.values()
-            if e.run_id and is_active(e.status or "pending")
+        waited = [
+            e for e in store.state.runs.values() if e.run_id and is_active(e.status or "pending")
         ]
+        active = [e.run_id for e in waited if e.run_id]
+        created = [e.submitted_at for e in waited]
+        since = None if None in created or not created else min(c for c in created if c)
         if active:
             out.write(f"Waiting for {len(active)} run(s) to finish ...\n")
             last: dict[str, int] = {}
@@ -405,7 +448,12 @@ class Session:
                     out.flush()
 
             wait_for_runs(
-                self.ctx.client, active, timeout=timeout, cancel=self.cancel, on_poll=progress
+                self.ctx.client,
+                active,
+                timeout=timeout,
+                cancel=self.cancel,
+                since=since,
+                on_poll=progress,
             )
         # Re-plan with fresh observations: only downloads remain for finished runs.
         self.state = store.state
@@ -441,9 +489,9 @@ class _Prefetch:
     (its own error, if any, is then dropped).
     """
 
-    def __init__(self, fetch: Callable[[], list[RunSummary]]) -> None:
+    def __init__(self, fetch: Callable[[], RunWalk]) -> None:
         self._fetch = fetch
-        self._value: list[RunSummary] | None = None
+        self._value: RunWalk | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="prefetch-runs", daemon=True)
         self._thread.start()
@@ -454,7 +502,7 @@ class _Prefetch:
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
 
-    def result(self) -> list[RunSummary]:
+    def result(self) -> RunWalk:
         self._thread.join()
         if self._error is not None:
             raise self._error

@@ -14,6 +14,7 @@ from reconciler.model import (
     Observation,
     ObservedRun,
     PlanItem,
+    RecordedRun,
     Settings,
     digest,
 )
@@ -41,6 +42,9 @@ class Draft:
     """Unrecorded run ids an item already adopted: no second address may claim them."""
     handled: set[str] = field(default_factory=set)
     """Recorded addresses already decided (intent resolved or moved)."""
+    creators: frozenset[str] = frozenset()
+    """Creators (``creator_digest``) of the runs this lockfile records: an unrecorded run by
+    anyone else cannot be one this repository's apply lost track of."""
 
     @classmethod
     def start(
@@ -67,6 +71,29 @@ class Draft:
             observed=observed,
             settings=settings,
             unrecorded=unrecorded,
+            creators=frozenset(e.creator for e in recorded.runs.values() if e.creator),
+        )
+
+    def run_of(self, entry: RecordedRun) -> ObservedRun | None:
+        """The entry's run as observed now; None when it has none or a read said it is gone.
+
+        A recorded run that was not looked at (an incremental observation does not read
+        ended runs: they never change) is taken as recorded.
+        """
+        run_id = entry.run_id
+        if run_id is None or run_id in self.observed.missing:
+            return None
+        run = self.observed.runs.get(run_id)
+        if run is not None:
+            return run
+        return ObservedRun(
+            id=run_id,
+            name=entry.run_name or "",
+            status=entry.status or "",
+            benchmark_id=entry.benchmark_id,
+            created_at=entry.submitted_at,
+            platform_url=entry.platform_url,
+            creator=entry.creator,
         )
 
     def add_drift(
