@@ -231,7 +231,9 @@ def observe(
 
     benchmarks = _benchmarks(client, desired)
     secrets = _secrets(client, desired, benchmarks)
-    runs = _fingerprint_candidates(client, runs, desired, state, benchmarks, missing)
+    runs = _fingerprint_candidates(
+        client, runs, desired, state, benchmarks, missing, seen_before=since
+    )
 
     if outputs is None:
         outputs = scan_recorded_outputs(state, repo_root, verify=verify_outputs)
@@ -366,6 +368,8 @@ def _fingerprint_candidates(
     state: LockState,
     benchmarks: Mapping[str, Any],
     missing: frozenset[str] | set[str] = frozenset(),
+    *,
+    seen_before: datetime | None = None,
 ) -> dict[str, ObservedRun]:
     """Fetch details (E5) of the unrecorded runs the plan must compare with a config.
 
@@ -379,7 +383,9 @@ def _fingerprint_candidates(
       intent (minus clock skew): the plan must not resubmit while any of those is undecided;
     * for an address that has its run, recent unrecorded runs of the same shape created
       since the config reached the branch: a possible second payment for one config
-      (newest first, at most ``DUPLICATE_DETAILS_MAX``).
+      (newest first, at most ``DUPLICATE_DETAILS_MAX``). Runs older than ``seen_before``
+      (the lockfile's watermark) were compared by the plan that set it, so an incremental
+      plan compares only the new ones; a full refresh compares them all again.
     """
     known = _known_run_ids(state)
     shapes: set[tuple[str, int]] = set()
@@ -400,6 +406,8 @@ def _fingerprint_candidates(
             shapes.add(shape)
         elif d.arrived_at is not None:
             since = d.arrived_at - CLOCK_SKEW
+            if seen_before is not None:
+                since = max(since, seen_before - CLOCK_SKEW)
             recent[shape] = min(since, recent.get(shape, since))
     windows: dict[str, datetime] = {}
     for entry in state.runs.values():

@@ -105,11 +105,13 @@ class Session:
             # A config edited since its last commit was not requested by that commit.
             dirty = git.changed_since("HEAD") if git.head() else set()
             commits = {p: c for p, c in commits.items() if p not in dirty}
+            arrivals = git.arrivals(list(commits)) if commits else {}
             runs = tuple(
                 r.model_copy(
                     update={
                         "requested_by": commits[r.path].sha,
                         "requested_subject": commits[r.path].subject,
+                        "arrived_at": arrivals.get(r.path),
                     }
                 )
                 if r.path in commits
