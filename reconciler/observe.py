@@ -39,10 +39,12 @@ from .model import (
     Observation,
     ObservedRun,
     RecordedRun,
+    canonical_digest,
     is_terminal,
     spec_fingerprint,
 )
 from .plan import CLOCK_SKEW
+from .plan.draft import recorded_digest
 from .platform import PlatformClient, RunSummary
 from .platform.client import PAGE_LIMIT
 
@@ -400,7 +402,8 @@ def _fingerprint_candidates(
             entry is None
             or entry.run_id is None
             or entry.intent is not None
-            or entry.spec_digest != d.spec_digest
+            or recorded_digest(entry, benchmarks)
+            not in (d.spec_digest, canonical_digest(d.spec, info.id))
             or entry.run_id in missing
         ):
             shapes.add(shape)

@@ -44,7 +44,7 @@ def finish(draft: Draft) -> Plan:
         platform=draft.observed.platform,
         workspace=draft.observed.workspace,
         head=draft.observed.head,
-        config_digests={a: draft.desired[a].spec_digest for a in sorted(draft.desired)},
+        config_digests={a: draft.raw_digests[a] for a in sorted(draft.raw_digests)},
         other_pending=other_pending,
         results=result_rows(draft.recorded, settings.targets),
         unmanaged_count=unmanaged_count,

@@ -16,6 +16,7 @@ from reconciler.model import (
     ObservedRun,
     RecordedRun,
     Settings,
+    canonical_digest,
     digest,
     spec_fingerprint,
 )
@@ -233,6 +234,12 @@ def observed_run(
         fingerprint=fingerprint,
         creator=creator,
     )
+
+
+def canonical_of(want: DesiredRun) -> str:
+    """The digest the plan uses for ``want``: its benchmark by resolved id."""
+    info = BENCHMARKS[want.benchmark]
+    return canonical_digest(want.spec, info.id if info else None)
 
 
 def fingerprint_of(want: DesiredRun) -> str:

@@ -29,8 +29,10 @@ from reconciler.plan import (
     spec_changes,
 )
 from tests.unit.plan_fixtures import (
+    BENCHMARKS,
     HLE,
     NOW,
+    canonical_of,
     desired,
     downloads,
     fingerprint_of,
@@ -563,7 +565,7 @@ def test_submit_carries_spec_digests_cost_and_commit():
     )
     (item,) = plan_of([want]).items
     assert item.spec == want.spec
-    assert item.after_digest == want.spec_digest and item.before_digest is None
+    assert item.after_digest == canonical_of(want) and item.before_digest is None
     assert item.benchmark_id == "bench-hle"
     assert item.task_count == 249  # the parity task set
     assert item.attempts == 249 * 2 * 3
@@ -606,7 +608,7 @@ def test_replace_names_the_old_run_and_the_change():
     plan = plan_of([A2], entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")])
     (item,) = plan.items
     assert item.run_id == "r1" and item.run_name == "name-r1"
-    assert item.before_digest == A.spec_digest and item.after_digest == A2.spec_digest
+    assert item.before_digest == canonical_of(A) and item.after_digest == canonical_of(A2)
     assert item.changes == ('agents[0].model.model: "openai/gpt-5" -> "openai/gpt-5.2"',)
 
 
@@ -745,7 +747,7 @@ def test_intent_adoption_of_a_changed_config_warns():
         runs=[observed_run("x1", "pending", fingerprint=fingerprint_of(A), created_at=NOW)],
     )
     (item,) = plan.items
-    assert item.action is Action.ADOPT and item.after_digest == A.spec_digest
+    assert item.action is Action.ADOPT and item.after_digest == canonical_of(A)
     assert "changed since the submit" in item.warnings[0]
 
 
@@ -1027,6 +1029,43 @@ def test_plan_is_deterministic_and_sorted():
     assert one == two
     assert [i.address for i in one.items] == sorted(i.address for i in one.items)
     assert one.drift == ()
+
+
+def test_key_name_and_id_of_one_benchmark_are_no_change():
+    # The lockfile recorded the config written with the key; the config now names the
+    # benchmark by its exact name, then by its id: the same request, no paid replace.
+    by_key = desired("hle/a", "hle")
+    entry = recorded_run(by_key, "r1", status="finished", downloads=downloads(*FILES))
+    entry = entry.model_copy(update={"benchmark_id": "bench-hle"})
+    benchmarks = {"hle": HLE, "HLE": HLE, "bench-hle": HLE}
+    for written in ("hle", "HLE", "bench-hle"):
+        plan = plan_of(
+            [desired("hle/a", written)],
+            entries=[entry],
+            runs=[observed_run("r1", "finished")],
+            outputs={"hle/a": ON_DISK},
+            benchmarks=benchmarks,
+        )
+        assert plan.items == (), (written, plan.items)
+    # An old entry without a recorded benchmark id is resolved by what it wrote.
+    old = entry.model_copy(update={"benchmark_id": None})
+    plan = plan_of(
+        [desired("hle/a", "bench-hle")],
+        entries=[old],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        benchmarks=benchmarks,
+    )
+    assert plan.items == ()
+    # Another benchmark is a change.
+    other = plan_of(
+        [desired("hle/a", "terminal-bench-2-1", task_set=None, harness="terminus-2", judge=None)],
+        entries=[entry],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        benchmarks={**benchmarks, "terminal-bench-2-1": BENCHMARKS["terminal-bench-2-1"]},
+    )
+    assert [i.reason for i in other.items] == [Reason.SPEC_CHANGED]
 
 
 def test_plan_carries_state_identity_and_config_digests():
