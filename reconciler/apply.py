@@ -25,11 +25,15 @@ import httpx
 from .crashpoints import crash_point
 from .downloads import download_run, run_dir_name
 from .errors import (
+    AuthError,
     ConflictError,
+    FeatureGateError,
     NotFoundError,
     OutcomeUnknownError,
+    PlatformError,
     RateLimitedError,
     ReconcilerError,
+    ScopeError,
 )
 from .lockfile import StateStore, put_run, rekey_run, retire_run
 from .log import get_logger
@@ -42,6 +46,7 @@ from .model import (
     Plan,
     PlanItem,
     RecordedRun,
+    Rejection,
     RunResults,
     Settings,
     is_active,
@@ -53,6 +58,9 @@ from .platform import PlatformClient, RunSummary, SubmittedRun
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8
 """Concurrent file transfers of one apply, across all the runs it downloads."""
+REFUSAL_STATUSES = frozenset({400, 404, 409, 422})
+"""Answers to a submit that mean "not this body" (remembered as a ``Rejection``); scope,
+feature-gate and auth errors, rate limits, outages and deployment conflicts are not."""
 SUBMIT_RATE_LIMITED_ATTEMPTS = 4
 """Submits of one item answered 429 before its outcome counts as unknown (intent kept)."""
 MAX_SUBMIT_RETRY_AFTER = 60.0
@@ -276,9 +284,20 @@ class Applier:
             created = self._post_submit(item, spec, now)
         except OutcomeUnknownError:
             raise
-        except ReconcilerError:
-            # The Platform answered with a refusal: no run exists, so the intent goes.
-            self.store.update(lambda s: _clear_failed_intent(s, item.address))
+        except ReconcilerError as exc:
+            # The Platform answered with a refusal: no run exists, so the intent goes, and a
+            # refusal of this body is remembered so no later apply POSTs it again.
+            rejection = self._rejection(item, exc, now)
+
+            def refused(state: LockState) -> LockState:
+                state = _clear_failed_intent(state, item.address)
+                if rejection is None:
+                    return state
+                return state.model_copy(
+                    update={"rejections": {**state.rejections, item.address: rejection}}
+                )
+
+            self.store.update(refused)
             raise
         crash_point("submit.after_post")
         desired = self.desired.get(item.address)
@@ -300,10 +319,38 @@ class Applier:
                 attempts=item.attempts or None,
                 platform_url=created.platform_url,
             )
-            return put_run(state, entry)
+            state = put_run(state, entry)
+            if item.address in state.rejections:
+                rejections = {k: v for k, v in state.rejections.items() if k != item.address}
+                state = state.model_copy(update={"rejections": rejections})
+            return state
 
         self.store.update(record)
         return Outcome(item, True, "submitted", created.id, created.name)
+
+    def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
+        """The refusal to remember, for the errors that say the Platform will not take this
+        body (not for an outage, a rate limit or an expired token)."""
+        if (
+            not isinstance(exc, PlatformError)
+            or isinstance(exc, ScopeError | FeatureGateError | AuthError)
+            or exc.status_code not in REFUSAL_STATUSES
+            or exc.code == "deployment_conflict"
+            or item.context is None
+        ):
+            return None
+        lines = [line.strip() for line in exc.message.splitlines() if line.strip()]
+        issues = tuple(line[2:] if line.startswith("- ") else line for line in lines[1:])
+        return Rejection(
+            spec_digest=item.after_digest or "",
+            context=item.context,
+            message=lines[0] if lines else type(exc).__name__,
+            issues=issues[:50],
+            status=getattr(exc, "status_code", None),
+            code=getattr(exc, "code", None),
+            rejected_at=now,
+            at_commit=self.head,
+        )
 
     def _post_submit(self, item: PlanItem, spec: dict[str, Any], started: datetime) -> SubmittedRun:
         """POST the submit; after a 429, look for the run it may have created before

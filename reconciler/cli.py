@@ -32,6 +32,7 @@ exit codes:
   osmosis-plan   0  success (with --detailed-exitcode: nothing to do and no drift)
                  1  error: invalid config, platform unreachable, policy denied, bad usage
                  2  only with --detailed-exitcode: changes or drift pending
+                 4  the plan has blocked items: apply would fail on them (see their fix)
   osmosis-apply  0  everything applied
                  1  nothing applied: error, stale plan, lock held, not approved
                  3  partial: some actions failed; the lockfile holds the ones that succeeded
@@ -342,6 +343,8 @@ def _plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise PolicyError(
                 "; ".join(plan.errors), "re-run with the flag named above if this is intended"
             )
+        if plan.summary.blocked:
+            return 4
         if args.detailed_exitcode and plan.has_changes:
             return 2
         return 0

@@ -73,6 +73,7 @@ from reconciler.model import (
     Intent,
     LockState,
     RecordedRun,
+    Rejection,
     RunResults,
 )
 
@@ -340,6 +341,13 @@ def serialize(state: LockState) -> str:
         _RUN_LINES.clear()
     for address in sorted(state.runs):
         out.extend(_run_lines(address, state.runs[address]))
+    for address in sorted(state.rejections):
+        rejection = state.rejections[address]
+        _emit_table(
+            out,
+            f"rejections.{_toml_key(address)}",
+            [(name, getattr(rejection, name)) for name in Rejection.model_fields],
+        )
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -528,6 +536,16 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
     return _validate(RecordedRun, data, filename, locator, base)
 
 
+def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
+    base: list[str | int] = ["rejections", address]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    data = dict(table)
+    if isinstance(data.get("issues"), list):
+        data["issues"] = tuple(data["issues"])
+    return _validate(Rejection, data, filename, locator, base)
+
+
 def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
@@ -557,6 +575,7 @@ _HEADER_KEYS = frozenset(
         "repository",
         "observed_until",
         "runs",
+        "rejections",
         "history",
     }
 )
@@ -938,6 +957,13 @@ def parse(text: str, filename: str) -> LockState:
         address: _build_run(address, table, filename, locator)
         for address, table in runs_table.items()
     }
+    rejections_table = raw.get("rejections", {})
+    if not isinstance(rejections_table, dict):
+        raise _shape_error(filename, locator, ["rejections"], "must be a table of addresses")
+    rejections = {
+        address: _build_rejection(address, table, filename, locator)
+        for address, table in rejections_table.items()
+    }
     history_list = raw.get("history", [])
     if not isinstance(history_list, list):
         raise _shape_error(
@@ -955,6 +981,7 @@ def parse(text: str, filename: str) -> LockState:
         repository=repository,
         observed_until=observed_until,
         runs=runs,
+        rejections=rejections,
         history=history,
     )
 

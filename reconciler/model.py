@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -59,6 +59,18 @@ def recorded_benchmark(spec: Mapping[str, Any]) -> str | None:
     """``[experiment].benchmark`` as written in a submit body."""
     value = (spec.get("experiment_config") or {}).get("benchmark")
     return value if isinstance(value, str) else None
+
+
+def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
+    """What a refusal of a submit may have depended on besides the body: the catalog entry
+    of its benchmark and which of the secret records it needs exist (names only)."""
+    info = None
+    if benchmark is not None:
+        info = {
+            key: sorted(value) if isinstance(value, frozenset | set) else value
+            for key, value in benchmark.model_dump().items()
+        }
+    return digest({"benchmark": info, "secrets": None if secrets is None else sorted(secrets)})
 
 
 def canonical_json(value: Any) -> str:
@@ -216,6 +228,29 @@ class RecordedRun(Frozen):
     evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
 
 
+class Rejection(Frozen):
+    """A submit the Platform refused (400 with issues, 404, 409, missing secrets), kept so the
+    plan shows the config as blocked in the Platform's own words and apply never POSTs the
+    same body again, until the config, the catalog entry or a re-run request changes.
+    Holds messages only, never a value."""
+
+    spec_digest: str
+    """The canonical digest of the refused body."""
+    context: str
+    """``rejection_context`` when refused: the catalog entry and the referenced secret
+    records as the plan saw them. A different context (a benchmark that finished syncing,
+    a secret created since) may be accepted, so the plan tries again."""
+    message: str
+    """The Platform's message, first line."""
+    issues: tuple[str, ...] = ()
+    """The Platform's issue lines (``key: message``), when it gave any."""
+    status: int | None = None
+    code: str | None = None
+    rejected_at: datetime
+    at_commit: str | None = None
+    """HEAD when refused: an ``Osmosis-Rerun`` trailer in an older commit is spent."""
+
+
 class HistoryEntry(Frozen):
     """A run that no longer backs its address (replaced, re-run or forgotten)."""
 
@@ -251,6 +286,8 @@ class LockState(Frozen):
     later plan lists only newer runs (platform-api.md: no other filter exists)."""
     runs: dict[str, RecordedRun] = Field(default_factory=dict)
     """Address -> entry."""
+    rejections: dict[str, Rejection] = Field(default_factory=dict)
+    """Address -> the Platform's refusal of its config (see ``Rejection``)."""
     history: tuple[HistoryEntry, ...] = ()
     """Newest first, capped per address."""
 
@@ -435,6 +472,7 @@ class Reason(str, Enum):
     TASKS_NOT_FOUND = "tasks_not_found"
     STOP_PENDING = "stop_pending"
     RECORD_MISMATCH = "record_mismatch"
+    PLATFORM_REFUSED = "platform_refused"
 
 
 class PlanItem(Frozen):
@@ -468,6 +506,8 @@ class PlanItem(Frozen):
     """For ``blocked``: what the plan would have done had preflight passed (submit/replace)."""
     intended_reason: Reason | None = None
     """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
+    context: str | None = None
+    """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
 
 
 class DriftKind(str, Enum):

@@ -71,6 +71,7 @@ REASON_TEXT = {
     Reason.TASKS_NOT_FOUND: "tasks not found",
     Reason.STOP_PENDING: "an interrupted stop is pending",
     Reason.RECORD_MISMATCH: "the lockfile's record does not match the run",
+    Reason.PLATFORM_REFUSED: "the Platform refused this config",
 }
 
 DRIFT_TEXT = {
@@ -606,6 +607,7 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "requested_by": item.requested_by,
         "requested_subject": item.requested_subject,
         "download_types": list(item.download_types),
+        "context": item.context,
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
@@ -721,6 +723,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_by=a.get("requested_by"),
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
+                context=a.get("context"),
                 spec=a.get("spec"),
             )
             for a in data["actions"]

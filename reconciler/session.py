@@ -7,6 +7,7 @@ to the stream they are given.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import threading
@@ -62,6 +63,7 @@ class Session:
         self.state: LockState | None = None
         self.observation: Observation | None = None
         self.cancel = threading.Event()
+        self.trailer_notes: list[str] = []
 
     @classmethod
     @contextmanager
@@ -83,7 +85,9 @@ class Session:
 
     # -- snapshots -----------------------------------------------------------
 
-    def load_desired(self, on_valid: Callable[[], None] | None = None) -> tuple[DesiredRun, ...]:
+    def load_desired(
+        self, on_valid: Callable[[tuple[DesiredRun, ...]], None] | None = None
+    ) -> tuple[DesiredRun, ...]:
         """Load and validate the configs, then add git provenance.
 
         ``on_valid`` runs once the configs are known to be valid, before the git calls:
@@ -97,7 +101,7 @@ class Session:
         if not result.ok:
             raise ConfigError(list(result.issues))
         if on_valid is not None:
-            on_valid()
+            on_valid(result.runs)
         runs = result.runs
         git = self.ctx.git
         if git is not None and runs:
@@ -217,7 +221,13 @@ class Session:
         # The run list (the bulk of a plan's wall time on a large workspace) is fetched
         # while provenance and the lockfile are read; they do not depend on each other.
         prefetches: list[_Prefetch] = []
-        self.load_desired(on_valid=lambda: prefetches.append(_Prefetch(self._start_walk)))
+
+        def valid(runs: tuple[DesiredRun, ...]) -> None:
+            # Before the first Platform request: a misspelt address is a usage error.
+            self._check_addresses({r.address for r in runs})
+            prefetches.append(_Prefetch(self._start_walk))
+
+        self.load_desired(on_valid=valid)
         state = self.load_state()
         # Local files are hashed while the list may still be arriving.
         outputs = scan_recorded_outputs(state, self.ctx.repo_root)
@@ -244,9 +254,39 @@ class Session:
                 reason=item.reason.value,
                 run_id=item.run_id,
             )
-        if self.provenance_note:
-            plan = plan.model_copy(update={"warnings": (*plan.warnings, self.provenance_note)})
+        notes = [*self.trailer_notes, *([self.provenance_note] if self.provenance_note else [])]
+        if notes:
+            plan = plan.model_copy(update={"warnings": (*plan.warnings, *notes)})
         return plan
+
+    def _check_addresses(self, desired: set[str]) -> None:
+        """``--target`` and ``--replace`` that match nothing are usage errors naming the
+        nearest address (a misspelt target would otherwise plan, and apply, nothing)."""
+        settings = self.ctx.settings
+        flags = [("--target", t) for t in settings.targets] + [
+            ("--replace", r) for r in settings.replace
+        ]
+        if not flags:
+            return
+        known = set(desired)
+        unmatched = [(f, v) for f, v in flags if not any(glob_match(a, (v,)) for a in known)]
+        if unmatched:
+            known |= set(self.load_state().runs)
+        for flag, value in unmatched:
+            pool = known if flag == "--target" else set(desired)
+            if any(glob_match(a, (value,)) for a in pool):
+                continue
+            what = "config or recorded run" if flag == "--target" else "config"
+            close = difflib.get_close_matches(value, sorted(pool), n=1, cutoff=0.5)
+            hint = (
+                f"did you mean `{flag} {close[0]}`?"
+                if close
+                else (
+                    f"addresses are config paths under {settings.benchmarks}/ without .toml, e.g. "
+                    + (f"`{sorted(pool)[0]}`" if pool else "`group/name`")
+                )
+            )
+            raise UsageError(f"{flag} {value} matches no {what}", hint)
 
     def _with_trailers(self, settings: Settings) -> Settings:
         """Fold ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers into the settings.
@@ -267,6 +307,12 @@ class Session:
         requested: dict[str, tuple[str, str]] = {}
         for trailer in trailers:
             matches = [a for a in addresses if glob_match(a, (trailer.value,))]
+            if not matches:
+                close = difflib.get_close_matches(trailer.value, sorted(addresses), n=1)
+                self.trailer_notes.append(
+                    f"{trailer.key}: {trailer.value} (commit {trailer.commit[:7]}) matches no "
+                    "config, so it does nothing" + (f"; did you mean {close[0]}?" if close else "")
+                )
             if trailer.key == "Osmosis-Skip":
                 skip.append(trailer.value)
                 continue
@@ -274,6 +320,14 @@ class Session:
                 entry = state.runs.get(address)
                 applied = entry.applied_at_commit if entry else None
                 if applied and git.is_ancestor(trailer.commit, applied):
+                    continue
+                # A retry the Platform refused again since the trailer is spent too.
+                refused = state.rejections.get(address)
+                if (
+                    refused
+                    and refused.at_commit
+                    and git.is_ancestor(trailer.commit, refused.at_commit)
+                ):
                     continue
                 if address not in replace:
                     replace.append(address)

@@ -15,11 +15,22 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import StalePlanError
-from reconciler.model import Action, Intent, LocalOutputs, Plan, PlanSummary, digest
+from reconciler.model import (
+    Action,
+    DriftKind,
+    Intent,
+    LocalOutputs,
+    Plan,
+    PlanSummary,
+    Reason,
+    digest,
+)
 from reconciler.plan import compute_plan
 from reconciler.render import (
+    DRIFT_TEXT,
     MARKDOWN_MARKER,
     NO_CHANGES,
+    REASON_TEXT,
     plan_from_dict,
     plan_to_dict,
     render_json,
@@ -435,3 +446,8 @@ def test_no_secret_values_in_renders():
     for text in (render_text(plan), render_markdown(plan), render_json(plan)):
         assert '"provided"' not in text
     assert digest({}) not in render_text(plan)
+
+
+def test_every_reason_and_drift_kind_has_words():
+    assert set(REASON_TEXT) == set(Reason)
+    assert set(DRIFT_TEXT) == set(DriftKind)

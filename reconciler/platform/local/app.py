@@ -788,6 +788,15 @@ class LocalPlatform:
                 platform_url=self._ws_url(ws, "benchmarks", "catalog", spec["id"]),
             )
         issues = rules.check_rules(body, spec)
+        limit = self.faults.workspace_concurrency_limit
+        concurrency = (body.get("execution_config") or {}).get("max_concurrent_attempts")
+        if limit is not None and isinstance(concurrency, int) and concurrency > limit:
+            issues.append(
+                rules.Issue(
+                    "execution_config.max_concurrent_attempts",
+                    f"{concurrency} exceeds this workspace's limit of {limit} concurrent attempts",
+                )
+            )
         tasks = rules.select_tasks(body, spec)
         if not tasks and not issues:
             issues.append(rules.Issue("tasks_config", "the task selection matches no tasks"))

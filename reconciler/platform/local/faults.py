@@ -38,6 +38,9 @@ class Faults:
       which are answered with a body of the wrong shape (``{"id": 5, "name": null}``).
     * ``list_omit_rate``: share of runs (chosen by id, so always the same ones) that the run
       list (E4) leaves out although a direct read (E5) still returns them.
+    * ``workspace_concurrency_limit``: a workspace limit no client can know in advance
+      (the page's "within your workspace limits"): a submit asking for more
+      ``max_concurrent_attempts`` is refused 400 with an issue naming the limit.
 
     The three submit knobs draw from a generator of their own, only on committed submits, so
     the other knobs meet the same requests whatever they are set to.
@@ -57,6 +60,7 @@ class Faults:
     rate_limit_after_submit_rate: float = 0.0
     wrong_submit_reply_rate: float = 0.0
     list_omit_rate: float = 0.0
+    workspace_concurrency_limit: int | None = None
     seed: int = 0
 
 
