@@ -519,7 +519,9 @@ class Applier:
                 run_name=entry.run_name,
                 root=self.download_root,
                 types=types,
-                overwrite=item.reason.value == "results_changed",
+                # A running run's files change without changing size: a snapshot is always
+                # fetched again (the page's --overwrite); changed files likewise.
+                overwrite=item.reason.value == "results_changed" or not terminal,
                 executor=self._files,
             )
         except BaseException:

@@ -110,6 +110,12 @@ def _plan_parser() -> argparse.ArgumentParser:
         "(scheduled drift checks)",
     )
     parser.add_argument(
+        "--download-running",
+        action="store_true",
+        help="also download a current snapshot of running runs (refreshed every time, "
+        "like `osmosis benchmark runs download --overwrite`)",
+    )
+    parser.add_argument(
         "--show-unmanaged",
         action="store_true",
         help="list the workspace's runs this repository does not manage (lists every run)",
@@ -141,6 +147,11 @@ def _apply_parser() -> argparse.ArgumentParser:
         "--refresh",
         choices=("incremental", "full"),
         help="how to read the run list (see osmosis-plan --help)",
+    )
+    parser.add_argument(
+        "--download-running",
+        action="store_true",
+        help="also download a current snapshot of running runs (see osmosis-plan --help)",
     )
     return parser
 
@@ -281,6 +292,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         values["refresh_only"] = True
     if getattr(args, "refresh", None):
         values["refresh"] = args.refresh
+    if getattr(args, "download_running", False):
+        values["download_running"] = True
     if getattr(args, "show_unmanaged", False):
         values["unmanaged"] = "list"
     if getattr(args, "allow_foreign_state", False):
