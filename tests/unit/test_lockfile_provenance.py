@@ -91,6 +91,7 @@ def test_write_keeps_provenance_and_bumps_serial(tmp_path: Path) -> None:
     assert written.serial == 4
     again = parse(path.read_text(), NAME)
     assert again.runs["hle/calm-yak"].imported_at == T0
-    assert again.runs["hle/calm-yak"].imported_with == imported_state().runs[
-        "hle/calm-yak"
-    ].imported_with
+    assert (
+        again.runs["hle/calm-yak"].imported_with
+        == imported_state().runs["hle/calm-yak"].imported_with
+    )
