@@ -253,6 +253,26 @@ def test_refused_when_the_model_secret_is_ambiguous(tmp_path: Path, platform: Pl
     )
 
 
+def test_a_refusal_in_json_is_one_document_on_stdout(tmp_path: Path, platform: Platform) -> None:
+    run_id, name = submit_example(platform, "gdpval/claude-sonnet")
+    osm = empty_repo(tmp_path / "repo", platform)
+    result = osm.import_(name, "--model-type", "provider", "--format", "json")
+    assert result.code == 1, result
+    doc = result.json()
+    assert doc["summary"] == {"imported": 0, "would_import": 0, "skipped": 0, "refused": 1}
+    assert doc["runs"] == [
+        {
+            "run_id": run_id,
+            "run_name": name,
+            "outcome": "refused",
+            "message": f"cannot import run {name} ({run_id}): its details (E5) do not say agent "
+            "1's model secret (the run resolved ANTHROPIC_API_KEY and OPENAI_API_KEY)",
+            "hint": "pass --secret 1=NAME",
+        }
+    ]
+    assert tree(osm.repo) == {}
+
+
 def test_refused_when_the_model_type_is_not_given(tmp_path: Path, platform: Platform) -> None:
     run_id, name = submit_example(platform, "terminal-bench/smoke")
     osm = empty_repo(tmp_path / "repo", platform)
@@ -371,7 +391,7 @@ def test_an_address_recorded_for_another_run_needs_force_and_an_ended_run(
     assert [(h["run_name"], h["reason"]) for h in lock["history"]] == [(first, "replaced")]
 
 
-def test_import_waits_for_no_one_when_the_apply_lock_is_held(
+def test_import_under_a_held_apply_lock_names_the_holder_and_writes_nothing(
     tmp_path: Path, platform: Platform
 ) -> None:
     run_id, name = submit_example(platform, "terminal-bench/smoke")
@@ -387,6 +407,25 @@ def test_import_waits_for_no_one_when_the_apply_lock_is_held(
     assert "running `osmosis-apply --wait`" in result.err
     assert f"(lock id {held.lock_id})" in result.err
     assert tree(osm.repo) == before, "no config is written when the lock cannot be taken"
+
+
+def test_a_config_written_before_a_crash_is_recorded_by_the_same_import_again(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # The config is written before the lockfile entry: a crash between the two leaves the
+    # file alone, and running the same import again finds it identical and records the run.
+    run_id, name = submit_example(platform, "terminal-bench/smoke")
+    osm = empty_repo(tmp_path / "repo", platform)
+    dry = osm.import_(name, "--model-type", "provider", "--dry-run", "--format", "json").json()
+    (item,) = dry["runs"]
+    target = osm.repo / item["path"]
+    target.parent.mkdir(parents=True)
+    target.write_text(item["content"], encoding="utf-8")
+    result = osm.import_(name, "--model-type", "provider")
+    assert result.code == 0, result
+    assert f"  kept {item['path']}\n" in result.out
+    assert target.read_text(encoding="utf-8") == item["content"]
+    assert read_lock(osm.repo)["runs"][item["address"]]["run_id"] == run_id
 
 
 # --------------------------------------------------------------------------- dry run, --all
