@@ -172,7 +172,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             outcomes = [Outcome(plan.run, "would_import", "", plan=plan)]
         serial = state.serial
         if not args.dry_run and any(o.plan for o in outcomes):
-            outcomes, serial = _commit(ctx, importer, outcomes, args)
+            outcomes, serial = _commit(ctx, importer, outcomes, args, err)
         if args.format == "json":
             _write_json(out, outcomes, args.dry_run, ctx.settings.state, serial)
         else:
@@ -305,13 +305,16 @@ def _prepare_all(
 
 
 def _commit(
-    ctx: Context, importer: Importer, outcomes: list[Outcome], args: argparse.Namespace
+    ctx: Context,
+    importer: Importer,
+    outcomes: list[Outcome],
+    args: argparse.Namespace,
+    err: TextIO,
 ) -> tuple[list[Outcome], int]:
     """Under the apply lock: re-read the lockfile, then write each config and its entry."""
     done: list[Outcome] = []
-    command = " ".join([importer.invocation, *(["--dry-run"] if args.dry_run else [])])
     with hold_state_lock(
-        ctx.state_path, timeout=args.lock_timeout, command=command[:300], err=None
+        ctx.state_path, timeout=args.lock_timeout, command=importer.invocation[:300], err=err
     ):
         store = StateStore(ctx.state_path, _read(ctx))
         for outcome in outcomes:
