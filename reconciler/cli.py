@@ -1,4 +1,8 @@
-"""The two commands, ``osmosis-plan`` and ``osmosis-apply``: thin shells over the library.
+"""The commands: thin shells over the library.
+
+``osmosis-plan`` and ``osmosis-apply`` live here; ``osmosis-import`` and ``osmosis-state``
+add their arguments and output in ``cli_import`` / ``cli_state`` and share the common flags
+and the one error handler below.
 
 Only this module prints or exits. Exit codes are frozen (design.md §4): see ``EXIT_CODES``.
 """
@@ -156,6 +160,18 @@ def _apply_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _module_parser(prog: str, module: Any) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=prog,
+        description=module.DESCRIPTION,
+        epilog=module.EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(parser)
+    module.add_arguments(parser)
+    return parser
+
+
 # --------------------------------------------------------------------------- entry points
 
 
@@ -165,6 +181,22 @@ def plan_main(argv: Sequence[str] | None = None) -> int:
 
 def apply_main(argv: Sequence[str] | None = None) -> int:
     return _run("osmosis-apply", _apply_parser, argv, _apply)
+
+
+def import_main(argv: Sequence[str] | None = None) -> int:
+    from . import cli_import
+
+    return _run(
+        "osmosis-import", lambda: _module_parser("osmosis-import", cli_import), argv, cli_import.run
+    )
+
+
+def state_main(argv: Sequence[str] | None = None) -> int:
+    from . import cli_state
+
+    return _run(
+        "osmosis-state", lambda: _module_parser("osmosis-state", cli_state), argv, cli_state.run
+    )
 
 
 def _run(

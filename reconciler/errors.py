@@ -12,6 +12,7 @@ the classes to the frozen exit codes; nothing below the CLI prints or exits.
     ├── StateError                  lockfile missing pieces, corrupt, conflicted, foreign
     ├── LockHeldError               another apply holds state/.osmosis.lock.held
     ├── StalePlanError              a saved plan no longer matches the repository or state
+    ├── ImportRefusedError          osmosis-import cannot record a run against a config
     ├── PolicyError                 a guard (max_stops, max_attempts) denied the plan
     ├── GitError                    git failed or the repository is not usable
     ├── DownloadError               an output could not be fetched or was unsafe
@@ -118,6 +119,11 @@ class LockHeldError(ReconcilerError):
 
 class StalePlanError(ReconcilerError):
     """A saved plan was made against a state that has since changed."""
+
+
+class ImportRefusedError(ReconcilerError):
+    """A run cannot be imported as asked: its details leave the config ambiguous, the
+    generated config would not describe it, or the file or address is already taken."""
 
 
 class PolicyError(ReconcilerError):

@@ -999,19 +999,24 @@ def _same_platform(a: str, b: str) -> bool:
 
 
 def read_lockfile(
-    path: Path, *, platform: str, workspace: str, display_path: str | None = None
+    path: Path,
+    *,
+    platform: str | None,
+    workspace: str | None,
+    display_path: str | None = None,
 ) -> LockState:
     """Read the lockfile at ``path``; a missing file is an empty state.
 
     A corrupt, conflicted, oversized, non-UTF-8 or foreign (other platform or workspace)
     lockfile raises ``StateError``; it is never treated as empty, because an empty state
-    would make the plan submit every run again.
+    would make the plan submit every run again. ``platform``/``workspace`` None accepts the
+    file's own (``osmosis-state``, which never talks to the Platform).
     """
     name = display_path or str(path)
     try:
         info = path.stat()
     except FileNotFoundError:
-        return new_state(platform, workspace)
+        return new_state(platform or "", workspace or "")
     except OSError as exc:
         raise StateError(
             f"{name}: cannot read the lockfile: {exc.strerror}",
@@ -1048,10 +1053,10 @@ def read_lockfile(
     state = parse(text, name)
     mismatches = []
     flags = []
-    if not _same_platform(state.platform, platform):
+    if platform is not None and not _same_platform(state.platform, platform):
         mismatches.append(f"platform {state.platform!r} (this run uses {platform!r})")
         flags.append(f"--platform {state.platform}")
-    if state.workspace.strip() != workspace.strip():
+    if workspace is not None and state.workspace.strip() != workspace.strip():
         mismatches.append(f"workspace {state.workspace!r} (this run uses {workspace!r})")
         flags.append(f"--workspace {state.workspace}")
     if mismatches:

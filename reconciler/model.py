@@ -219,6 +219,13 @@ class RecordedRun(Frozen):
     task_count: int | None = None
     attempts: int | None = None
     platform_url: str | None = None
+    imported_at: datetime | None = None
+    """When ``osmosis-import`` brought this run under management; None for runs this
+    repository submitted or adopted."""
+    imported_with: str | None = None
+    """How it was imported: the ``osmosis-import`` command with the flags that supplied what
+    the run's details (E5) do not say (model types, secret names, endpoint URLs), so a reader
+    can tell which config values came from a person rather than from the Platform."""
     downloads: Downloads | None = None
     intent: Intent | None = None
     results: RunResults | None = None
