@@ -49,7 +49,6 @@ from typing import Any
 from .config import load_configs
 from .config import rules as config_rules
 from .config.edit import render_config, update_config
-from .config.spec import spec_digest
 from .errors import ImportRefusedError, NotFoundError, UsageError
 from .lockfile import StateStore, put_run, retire_run
 from .model import (
@@ -57,6 +56,7 @@ from .model import (
     LockState,
     RecordedRun,
     Settings,
+    canonical_digest,
     is_active,
     model_identity,
     spec_fingerprint,
@@ -860,10 +860,9 @@ class Importer:
         info = benchmark.to_info()
         tasks = task_count(desired, info)
         now = self.clock()
-        # The digest the plan compares with the config's, computed the one way it is
-        # computed everywhere (config.spec); the benchmark's resolved id is at hand here
-        # should that digest come to depend on it.
-        digest_ = spec_digest(desired.spec)
+        # The digest the plan compares with the config's: canonical, the benchmark by its
+        # resolved id (key, name and id are the same request).
+        digest_ = canonical_digest(desired.spec, info.id)
         entry = RecordedRun(
             address=address,
             spec_digest=digest_,
