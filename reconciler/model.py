@@ -188,6 +188,9 @@ class RecordedRun(Frozen):
     intent: Intent | None = None
     results: RunResults | None = None
     """Scores fetched (E5) when the outputs of the ended run were downloaded."""
+    announced_at: datetime | None = None
+    """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
+    kept here so a fresh checkout never announces the same run twice."""
 
 
 class HistoryEntry(Frozen):
@@ -317,6 +320,15 @@ class Settings(Frozen):
     allow_over_budget: bool = False
     refresh_only: bool = False
     download_running: bool = False
+    outputs: str = "recorded"
+    """``recorded``: a complete download recorded in the lockfile is done even when its files
+    are not on this disk (a fresh clone, a CI runner); ``disk``: missing files are fetched
+    again. Files that are on disk are checked against their recorded sha256 either way."""
+    lock: str | None = None
+    """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
+    None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
+    lock_ttl: int = 120
+    """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
 
 
 # --------------------------------------------------------------------------- plan
