@@ -329,14 +329,15 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .session import Session
 
     if args.force_unlock:
-        from .locking import force_unlock
-
         root = Path(args.dir).resolve()
         from .context import resolve_settings
+        from .gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
-        force_unlock((root / settings.state).parent / ".osmosis.lock.held", args.force_unlock)
-        err.write(f"Released the apply lock {args.force_unlock}.\n")
+        where = force_unlock_any(
+            root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
+        )
+        err.write(f"Released the apply lock {args.force_unlock} ({where}).\n")
         return 0
     from .restrict import REFRESH, parse_only, restrict_plan
 
