@@ -336,6 +336,9 @@ def commit_lockfile(
 ) -> Pushed:
     """Commit ``paths`` (the lockfile, the results directory) as the bot and push to
     ``branch``, replaying the commit on top when the branch moved meanwhile."""
+    paths = [p for p in paths if (repo / p).exists()]
+    if not paths:
+        return Pushed(None)
     status = _must(_git(repo, "status", "--porcelain", "--", *paths), "status")
     if not status:
         return Pushed(None)

@@ -119,9 +119,10 @@ def evaluate(expr: str, contexts: dict[str, Any], status: dict[str, bool]) -> An
         while peek() in (("op", "=="), ("op", "!=")):
             _kind, op = take()
             right = primary()
-            same = str(left if left is not None else "").lower() == str(
-                right if right is not None else ""
-            ).lower()
+            same = (
+                str(left if left is not None else "").lower()
+                == str(right if right is not None else "").lower()
+            )
             left = same if op == "==" else not same
         return left
 
@@ -337,7 +338,9 @@ class Runner:
             outcome, outputs, log = self._composite(uses, inputs, contexts, workspace, env, files)
         else:
             script = str(substitute(step["run"], contexts, status))
-            cwd = workspace / str(substitute(step.get("working-directory") or ".", contexts, status))
+            cwd = workspace / str(
+                substitute(step.get("working-directory") or ".", contexts, status)
+            )
             outcome, outputs, log = self._bash(script, cwd, env, files)
         if outcome == "failure" and not step.get("continue-on-error"):
             status["failed"] = True
