@@ -273,4 +273,8 @@ def test_the_readme_set_up_plans_applies_collects_and_announces_once(
     )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert not (fresh / ".osmosis" / "benchmarks").exists(), "nothing may be fetched again"
+    # Neither token ever reached a log, a comment or a commit.
+    logs = [plan.log, apply.log, collect.log, again.log, message, *github.bodies(7)]
+    for text in logs + [remote_file(remote, "state/osmosis.lock")]:
+        assert TOKEN not in text and github.token not in text
     assert json.loads(json.dumps(github.statuses))  # the fake's state stays JSON
