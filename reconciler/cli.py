@@ -143,6 +143,12 @@ def _apply_parser() -> argparse.ArgumentParser:
     parser.add_argument("--wait", action="store_true", help="wait for active runs, then download")
     parser.add_argument("--wait-timeout", type=float, default=3600.0, metavar="SECONDS")
     parser.add_argument("--download-types", metavar="LIST")
+    parser.add_argument(
+        "--only",
+        metavar="KINDS",
+        help="perform only these kinds, hold the rest back: submit, replace, stop, forget, "
+        "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
+    )
     parser.add_argument("--target", action="append", default=[], metavar="ADDR|GLOB")
     parser.add_argument("--replace", action="append", default=[], metavar="ADDR")
     parser.add_argument("--allow-mass-stop", action="store_true")
@@ -402,28 +408,38 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .session import Session
 
     if args.force_unlock:
-        from .locking import force_unlock
-
         root = Path(args.dir).resolve()
         from .context import resolve_settings
+        from .gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
-        force_unlock((root / settings.state).parent / ".osmosis.lock.held", args.force_unlock)
-        err.write(f"Released the apply lock {args.force_unlock}.\n")
+        where = force_unlock_any(
+            root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
+        )
+        err.write(f"Released the apply lock {args.force_unlock} ({where}).\n")
         return 0
+    from .restrict import REFRESH, parse_only, restrict_plan
+
+    only = parse_only(args.only) if args.only is not None else None
+    if only is not None and args.wait and "download" not in only:
+        raise UsageError("--wait downloads the runs it waited for: add download to --only")
     with ExitStack() as stack:
         session = stack.enter_context(Session.open(args, _overrides(args), err))
         stack.enter_context(session.hold_lock(timeout=args.lock_timeout, command=_command_line()))
         if args.planfile:
             plan = session.load_saved_plan(Path(args.planfile))
+            if only is not None:
+                plan = restrict_plan(plan, only)
         else:
             plan = session.make_plan()
+            if only is not None:
+                plan = restrict_plan(plan, only)
             out.write(session.render(plan, args.format, color=_color(args, out)))
             if plan.errors:
                 raise PolicyError(
                     "; ".join(plan.errors), "re-run with the flag named above if this is intended"
                 )
-            if plan.is_empty and not args.wait:
+            if plan.is_empty and not args.wait and not (only and REFRESH in only):
                 return 0
             if not plan.is_empty and not args.auto_approve:
                 if not sys.stdin.isatty():

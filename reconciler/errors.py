@@ -15,6 +15,7 @@ the classes to the frozen exit codes; nothing below the CLI prints or exits.
     ├── ImportRefusedError          osmosis-import cannot record a run against a config
     ├── PolicyError                 a guard (max_stops, max_attempts) denied the plan
     ├── GitError                    git failed or the repository is not usable
+    ├── GitHubError                 the GitHub API refused or could not be reached (osmosis-ci)
     ├── DownloadError               an output could not be fetched or was unsafe
     │   └── UnsafePathError         a manifest path would escape the run directory
     └── PlatformError               the Osmosis Platform refused or could not be reached
@@ -132,6 +133,14 @@ class PolicyError(ReconcilerError):
 
 class GitError(ReconcilerError):
     """git is missing or failed."""
+
+
+class GitHubError(ReconcilerError):
+    """A GitHub REST call of ``osmosis-ci`` failed; ``status`` is the HTTP status (0: none)."""
+
+    def __init__(self, message: str, hint: str | None = None, status: int = 0) -> None:
+        super().__init__(message, hint)
+        self.status = status
 
 
 class DownloadError(ReconcilerError):

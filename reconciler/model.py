@@ -233,6 +233,9 @@ class RecordedRun(Frozen):
     creator: str | None = None
     """``creator_digest`` of the account that created the run, as the Platform lists it:
     evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
+    announced_at: datetime | None = None
+    """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
+    kept here so a fresh checkout never announces the same run twice."""
 
 
 class Rejection(Frozen):
@@ -421,6 +424,15 @@ class Settings(Frozen):
     unmanaged: str = "summary"
     """Runs of the workspace this repository did not request: ``ignore``, ``summary`` (one
     line with their count) or ``list`` (every one; needs a full listing)."""
+    outputs: str = "recorded"
+    """``recorded``: a complete download recorded in the lockfile is done even when its files
+    are not on this disk (a fresh clone, a CI runner); ``disk``: missing files are fetched
+    again. Files that are on disk are checked against their recorded sha256 either way."""
+    lock: str | None = None
+    """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
+    None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
+    lock_ttl: int = 120
+    """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
 
 
 # --------------------------------------------------------------------------- plan

@@ -11,7 +11,7 @@ same document ``render_json`` prints, which round-trips to an equal ``Plan``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -572,6 +572,13 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     if not shown:
         return "", len(rows)
     return opening + body + closing, len(rows) - shown
+
+
+def render_results_markdown(rows: Sequence[ResultRow], max_chars: int = 60000) -> str:
+    """The markdown results table of ``rows`` alone (``osmosis-ci announce`` posts it on the
+    pull request that requested the run); empty when no row fits."""
+    text, _left = _md_results(tuple(rows), max_chars)
+    return text
 
 
 def _cap(text: str, max_chars: int) -> str:

@@ -21,6 +21,7 @@ from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
 from .gitinfo import _DEEPEN_HINT
+from .gitlock import hold_git_lock
 from .lockfile import (
     StateStore,
     check_provenance,
@@ -422,9 +423,34 @@ class Session:
                 f"{holder.get('host')} since {holder.get('started_at')} ...\n"
             )
 
+        def lost() -> None:
+            self.err.write("Lost the apply lock on the git remote: no new action is started.\n")
+            self.cancel.set()
+
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
-        with hold_lock(
-            self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting, ci_url=_ci_url()
+        git, settings = self.ctx.git, self.ctx.settings
+        with (
+            hold_lock(
+                self.ctx.lock_path,
+                timeout=timeout,
+                command=command,
+                on_wait=waiting,
+                ci_url=_ci_url(),
+            ) as info,
+            # Across machines too (laptop and CI): see gitlock.py.
+            hold_git_lock(
+                git.root if git else self.ctx.repo_root,
+                mode=settings.lock,
+                has_origin=bool(git and git.origin_url()),
+                lock_id=info.lock_id,
+                command=command,
+                ci_url=info.ci_url,
+                ttl=settings.lock_ttl,
+                state_path=self.ctx.state_path,
+                timeout=timeout,
+                on_wait=waiting,
+                on_lost=lost,
+            ),
         ):
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)

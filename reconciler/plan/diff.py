@@ -228,7 +228,12 @@ def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
         elif (
             not downloads.complete
             or not set(settings.download_types) <= set(downloads.types)
-            or any(path not in outputs.present for path in downloads.sha256)
+            # A complete recorded download is done; only `outputs = "disk"` wants the
+            # files here too (a fresh clone or CI runner has none of them).
+            or (
+                settings.outputs == "disk"
+                and any(path not in outputs.present for path in downloads.sha256)
+            )
         ):
             reason = Reason.RESULTS_MISSING
     elif is_terminal(status) and (entry.status is None or not is_terminal(entry.status)):

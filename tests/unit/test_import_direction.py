@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-CORE_MODULES = ["reconciler.errors", "reconciler.model", "reconciler.plan", "reconciler.render"]
+CORE_MODULES = [
+    "reconciler.errors",
+    "reconciler.model",
+    "reconciler.plan",
+    "reconciler.render",
+    "reconciler.restrict",
+]
 EDGE_LIBRARIES = ["httpx", "tomlkit", "structlog", "watchfiles"]
 
 PROBE = """

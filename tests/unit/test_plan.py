@@ -191,19 +191,58 @@ CASES = [
         items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
     ),
     Case(
-        "a recorded file missing on disk is downloaded again",
+        "outputs = disk: a recorded file missing on disk is downloaded again",
         want=[A],
         entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
         runs=[observed_run("r1", "finished")],
         outputs={"hle/a": LocalOutputs(present=frozenset({"summary.json"}))},
+        settings={"outputs": "disk"},
         items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
     ),
     Case(
-        "no outputs entry at all means every recorded file is missing",
+        "outputs = disk: no outputs entry at all means every recorded file is missing",
         want=[A],
         entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
         runs=[observed_run("r1", "finished")],
+        settings={"outputs": "disk"},
         items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "a complete recorded download with no files on disk (fresh clone) is done",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        items=[],
+    ),
+    Case(
+        "a complete recorded download with some files on disk is done",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": LocalOutputs(present=frozenset({"summary.json"}))},
+        items=[],
+    ),
+    Case(
+        "an incomplete recorded download with no files on disk is fetched",
+        want=[A],
+        entries=[
+            recorded_run(A, "r1", status="finished", downloads=downloads(*FILES, complete=False))
+        ],
+        runs=[observed_run("r1", "finished")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "a changed file on disk is drift even when files need not be on disk",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={
+            "hle/a": LocalOutputs(
+                present=frozenset({"summary.json"}), changed=frozenset({"summary.json"})
+            )
+        },
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_CHANGED)],
+        drift=[(DriftKind.FILES_CHANGED, "hle/a", "r1")],
     ),
     Case(
         "downloaded types not covering download_types are downloaded",
