@@ -13,6 +13,7 @@ CORE_MODULES = [
     "reconciler.model",
     "reconciler.plan",
     "reconciler.render",
+    "reconciler.restrict",
 ]
 EDGE_LIBRARIES = ["httpx", "tomlkit", "structlog", "watchfiles"]
 
