@@ -175,8 +175,12 @@ class Applier:
         """Record how far back the run list was read for this plan, so the next plan reads
         only newer runs. Not when an adoption failed: its run must stay in view."""
         mark = plan.observed_until
-        if mark is None or any(o.item.action is Action.ADOPT and not o.ok for o in result.outcomes):
-            return
+        if (
+            mark is None
+            or self.store.state.observed_until == mark
+            or any(o.item.action is Action.ADOPT and not o.ok for o in result.outcomes)
+        ):
+            return  # (every store update bumps the serial: none for nothing)
 
         def record(state: LockState) -> LockState:
             if state.observed_until == mark:
