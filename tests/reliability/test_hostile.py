@@ -406,9 +406,10 @@ def test_hand_edited_lockfile(applied: Applied, case: str) -> None:
     text = setup.lockfile.read_text()
     setup.lockfile.write_bytes(edit(text).encode("utf-8", "surrogateescape"))
     before = setup.lockfile.read_bytes()
-    # The two commands that write the lockfile (plan reads it through the same path).
+    # The two ways to write the lockfile, and a refresh-only plan (which reads it the same way).
     for tool, args in (
         ("osmosis-apply", ("--auto-approve",)),
+        ("osmosis-apply", ("--refresh-only",)),
         ("osmosis-plan", ("--refresh-only",)),
     ):
         done = run(tool, setup.repo, setup.server.url, *args)

@@ -354,6 +354,8 @@ def test_apply_exit_codes() -> None:
     assert re.search(r"0\)\n\s+echo \"Everything applied.\" ;;", result)
     assert re.search(r"3\)\n\s+echo \"::error::Partial apply.*\n\s+exit 1 ;;", result)
     assert re.search(r"\*\)\n\s+echo \"::error::osmosis-apply failed.*\n\s+exit 1 ;;", result)
+    # A --wait that runs out applied everything: a warning, not "nothing was applied".
+    assert re.search(r"4\)\n\s+echo \"::warning::The --wait ran out \(exit 4\).*;;", result)
 
 
 # --------------------------------------------------------------------------- drift
