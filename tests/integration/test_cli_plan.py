@@ -489,3 +489,54 @@ def test_an_invalid_config_makes_no_platform_call_and_writes_nothing(tmp_path: P
         assert server.submits() == 0
     finally:
         server.close()
+
+
+# --------------------------------------------------------------------------- people (issue 16)
+
+
+def test_each_error_is_printed_once_and_quiet_keeps_only_results(
+    tmp_path: Path, platform: Platform
+) -> None:
+    osm = two_configs(tmp_path, platform, pyproject="[tool.osmosis-reconciler]\nmax_attempts = 1\n")
+    over = osm.plan()
+    assert over.code == 1, over
+    assert (over.out + over.err).count("more than max_attempts = 1") == 1, over
+    as_json = osm.plan("--format", "json")
+    assert as_json.code == 1
+    (error,) = as_json.json()["errors"]
+    assert "more than max_attempts = 1" in error
+    assert as_json.err.count("more than max_attempts = 1") == 1  # for people, on stderr
+
+    planfile = tmp_path / "q.plan.json"
+    quiet = osm.plan("-q", "--allow-over-budget", "--out", str(planfile))
+    assert quiet.code == 0, quiet
+    assert "Plan: 2 to submit" in quiet.out  # the result stays
+    assert quiet.err == "", quiet  # no banner, no "Saved the plan", no info logs
+    loud = osm.plan("--allow-over-budget", "--out", str(planfile))
+    assert loud.err.startswith("Platform: ") and "Saved the plan to" in loud.err
+
+
+def test_force_color_and_no_color_decide_the_colours(tmp_path: Path, platform: Platform) -> None:
+    from .helpers import _environ, cli_env
+
+    osm = two_configs(tmp_path, platform)
+    args = ["--dir", str(osm.repo), "--platform", platform.url, "--workspace", platform.workspace]
+
+    def plan(env: dict[str, str]) -> str:
+        import contextlib
+        import io
+
+        from reconciler.cli import plan_main
+
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            _environ(cli_env(env)),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            assert plan_main(args) == 0, err.getvalue()
+        return out.getvalue()
+
+    assert "\x1b[" not in plan({})  # not a terminal
+    assert "\x1b[32m+\x1b[0m tb/a" in plan({"FORCE_COLOR": "1"})
+    assert "\x1b[" not in plan({"FORCE_COLOR": "1", "NO_COLOR": "1"})
