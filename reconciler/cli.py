@@ -2,6 +2,14 @@
 
 Only this module exits, and everything it prints goes through one ``output.Output`` (text,
 one JSON document, or JSON Lines). Exit codes are frozen (design.md §4): see ``EXIT_CODES``.
+
+A new command (``osmosis-state``, ``osmosis-import``, ...) is wired the same way: a parser
+with ``add_common_flags``, an entry point ``run_command(prog, make_parser, argv, command)``
+where ``command(args, output)`` returns the exit code and calls ``output.result(type, body)``
+with its document body; errors are raised from the error tree and the one handler here turns
+them into stderr text and an ``error`` document. Then add the document type to
+``reconciler/schema/output.schema.json`` and one row to
+``tests/integration/test_machine_output.py``.
 """
 
 from __future__ import annotations
@@ -62,7 +70,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every command takes (design.md §4): root, files, Platform, output, logs."""
     parser.add_argument(
         "--dir",
         metavar="PATH",
@@ -154,7 +163,7 @@ def _plan_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(parser)
+    add_common_flags(parser)
     parser.add_argument("--out", metavar="PLANFILE", help="save the plan for osmosis-apply")
     parser.add_argument(
         "--detailed-exitcode", action="store_true", help="exit 2 when changes or drift are pending"
@@ -185,7 +194,7 @@ def _apply_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(parser)
+    add_common_flags(parser)
     parser.add_argument(
         "planfile",
         nargs="?",

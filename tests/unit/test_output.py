@@ -81,3 +81,17 @@ def test_jsonl_events_come_first_and_the_document_last() -> None:
     first, last = (json.loads(line) for line in out.getvalue().splitlines())
     assert first["type"] == "wait_progress" and "command" not in first
     assert last["type"] == "unlock" and last["exit_code"] == 0 and last["errored"] is False
+
+
+def test_every_flag_of_every_command_has_help_text() -> None:
+    from reconciler.cli import EXIT_CODES, _apply_parser, _plan_parser
+
+    for parser in (_plan_parser(), _apply_parser()):
+        missing = [
+            "/".join(action.option_strings) or action.dest
+            for action in parser._actions
+            if not action.help or not action.help.strip()
+        ]
+        assert missing == [], (parser.prog, missing)
+        assert EXIT_CODES in parser.format_help()
+    assert "4  only with --wait" in EXIT_CODES
