@@ -144,6 +144,9 @@ def applied(_template: tuple[Path, Server], tmp_path: Path) -> Iterator[Applied]
 def _clean_exit(done: subprocess.CompletedProcess[str]) -> str:
     text = done.stdout + done.stderr
     assert "internal error" not in text and "Traceback" not in text, text[-2000:]
+    # No token and no secret value is in play here, so nothing may be redacted: a
+    # "[REDACTED]" would be a fact (a URL, a path, a name) lost from the message.
+    assert "[REDACTED]" not in text, text[-2000:]
     return text
 
 
