@@ -1,4 +1,4 @@
-"""Orchestration: observe the world, carry a plan out, wait for runs, download outputs.
+"""Orchestration: carry a plan out, wait for runs, download outputs.
 
 The ordering rule of every paid action (style rule 8): write the intent to the lockfile,
 then call the Platform, then record the response. A crash between any two steps leaves a
@@ -23,12 +23,12 @@ from typing import Any
 import httpx
 
 from .crashpoints import crash_point
-from .downloads import download_run, run_dir_name, scan_outputs
+from .downloads import download_run, run_dir_name
 from .errors import (
     ConflictError,
     NotFoundError,
     OutcomeUnknownError,
-    PlatformError,
+    RateLimitedError,
     ReconcilerError,
 )
 from .lockfile import StateStore, put_run, rekey_run, retire_run
@@ -38,10 +38,7 @@ from .model import (
     DesiredRun,
     Downloads,
     Intent,
-    LocalOutputs,
     LockState,
-    Observation,
-    ObservedRun,
     Plan,
     PlanItem,
     RecordedRun,
@@ -50,159 +47,20 @@ from .model import (
     is_active,
     is_terminal,
 )
-from .plan import CLOCK_SKEW
-from .platform import PlatformClient, RunSummary
+from .observe import find_submitted_run, poll_statuses
+from .platform import PlatformClient, RunSummary, SubmittedRun
 
 Clock = Callable[[], datetime]
-LIST_READ_AHEAD = 4
-"""Run-list pages requested at a time: the list is most of a large plan's wall time."""
 DOWNLOAD_WORKERS = 8
 """Concurrent file transfers of one apply, across all the runs it downloads."""
+SUBMIT_RATE_LIMITED_ATTEMPTS = 4
+"""Submits of one item answered 429 before its outcome counts as unknown (intent kept)."""
+MAX_SUBMIT_RETRY_AFTER = 60.0
+"""Longest wait (s) after a 429 to a submit, whatever ``Retry-After`` asks."""
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
-
-
-# --------------------------------------------------------------------------- observe
-
-
-def observe(
-    client: PlatformClient,
-    desired: Sequence[DesiredRun],
-    state: LockState,
-    *,
-    platform: str,
-    workspace: str,
-    download_root: Path,
-    repo_root: Path,
-    head: str | None,
-    now: datetime,
-    verify_outputs: bool = True,
-    listed: Sequence[RunSummary] | None = None,
-    outputs: Mapping[str, LocalOutputs] | None = None,
-) -> Observation:
-    """Build the observed snapshot with as few requests as the plan allows.
-
-    One paginated list gives every run and its status; catalog info is fetched once per
-    distinct benchmark; secrets are listed once; run details (E5) only for runs that might
-    have to be adopted, never one request per recorded run. ``listed`` is that list when
-    the caller already fetched it, ``outputs`` the ``scan_recorded_outputs`` of ``state``
-    when already scanned (the session overlaps both with reading the files).
-    """
-    if listed is None:
-        listed = client.list_runs(ahead=LIST_READ_AHEAD)
-    runs = {run.id: run.to_observed() for run in listed}
-
-    names = sorted({d.benchmark for d in desired})
-    benchmarks = {}
-    for name in names:
-        try:
-            benchmarks[name] = client.get_benchmark(name).to_info()
-        except NotFoundError:
-            benchmarks[name] = None
-
-    secrets: frozenset[str] | None = None
-    needs_secrets = any(d.secret_names for d in desired) or any(
-        b and b.required_secret_names for b in benchmarks.values()
-    )
-    if needs_secrets:
-        try:
-            secrets = frozenset(s.name for s in client.list_secrets())
-        except PlatformError:
-            secrets = None
-    else:
-        secrets = frozenset()
-
-    runs = _fingerprint_candidates(client, runs, desired, state, benchmarks)
-
-    if outputs is None:
-        outputs = scan_recorded_outputs(state, repo_root, verify=verify_outputs)
-    return Observation(
-        platform=platform,
-        workspace=workspace,
-        observed_at=now,
-        runs=runs,
-        benchmarks=benchmarks,
-        secrets=secrets,
-        outputs=dict(outputs),
-        head=head,
-    )
-
-
-def scan_recorded_outputs(
-    state: LockState, repo_root: Path, *, verify: bool = True
-) -> dict[str, LocalOutputs]:
-    """What is on disk for every recorded run with downloads (see ``scan_outputs``)."""
-    outputs: dict[str, LocalOutputs] = {}
-    for address, entry in state.runs.items():
-        if entry.downloads is not None:
-            outputs[address] = scan_outputs(
-                repo_root / entry.downloads.directory,
-                entry.downloads.sha256,
-                verify=verify,
-            )
-    return outputs
-
-
-def _fingerprint_candidates(
-    client: PlatformClient,
-    runs: dict[str, ObservedRun],
-    desired: Sequence[DesiredRun],
-    state: LockState,
-    benchmarks: Mapping[str, Any],
-) -> dict[str, ObservedRun]:
-    """Fetch details (E5) of the unrecorded runs that an address could have to adopt.
-
-    Two kinds of candidates, each narrowed by what the run list already says so a busy
-    workspace does not cost one request per run: for an address with no recorded run, an
-    unrecorded run of the same benchmark with the same agent count; for a pending submit
-    intent, every unrecorded run of its benchmark created since the intent (minus clock
-    skew), since the plan must not resubmit while any of those is undecided.
-    """
-    known = {e.run_id for e in state.runs.values() if e.run_id}
-    known.update(h.run_id for h in state.history if h.run_id)
-    shapes: set[tuple[str, int]] = set()
-    for d in desired:
-        entry = state.runs.get(d.address)
-        info = benchmarks.get(d.benchmark)
-        if info is not None and (entry is None or entry.run_id is None or entry.intent):
-            shapes.add((info.id, d.agent_count))
-        elif info is not None and entry is not None and entry.spec_digest != d.spec_digest:
-            # A changed config may match a run whose recording was lost after an apply.
-            shapes.add((info.id, d.agent_count))
-    windows: dict[str, datetime] = {}
-    for entry in state.runs.values():
-        intent = entry.intent
-        if intent is not None and intent.op == "submit" and intent.benchmark_id:
-            since = intent.started_at - CLOCK_SKEW
-            windows[intent.benchmark_id] = min(since, windows.get(intent.benchmark_id, since))
-    if not shapes and not windows:
-        return runs
-    updated = dict(runs)
-    for run_id, run in runs.items():
-        if run_id in known:
-            continue
-        by_shape = run.benchmark_id is not None and any(
-            bid == run.benchmark_id and (run.agent_count is None or run.agent_count == n)
-            for bid, n in shapes
-        )
-        # A listed run without a benchmark id could belong to any intent's benchmark: the
-        # plan cannot rule it out, so its details are fetched too.
-        since = (
-            windows.get(run.benchmark_id)
-            if run.benchmark_id is not None
-            else min(windows.values(), default=None)
-        )
-        by_window = since is not None and (run.created_at is None or run.created_at >= since)
-        if not (by_shape or by_window):
-            continue
-        try:
-            detail = client.get_run(run_id)
-        except NotFoundError:
-            continue
-        updated[run_id] = run.model_copy(update={"fingerprint": detail.fingerprint()})
-    return updated
 
 
 # --------------------------------------------------------------------------- state edits
@@ -211,21 +69,6 @@ def _fingerprint_candidates(
 def retire(state: LockState, address: str, reason: str, now: datetime) -> LockState:
     """Move the run recorded at ``address`` into history (newest first, capped)."""
     return retire_run(state, address, reason, ended_at=now)
-
-
-def refresh_statuses(state: LockState, observation: Observation) -> LockState:
-    """Copy observed statuses into the recorded entries that changed (stable lockfile)."""
-    runs = dict(state.runs)
-    changed = False
-    for address, entry in state.runs.items():
-        run = observation.runs.get(entry.run_id or "")
-        if run is None or not run.status or run.status == entry.status:
-            continue
-        runs[address] = entry.model_copy(
-            update={"status": run.status, "observed_at": observation.observed_at}
-        )
-        changed = True
-    return state.model_copy(update={"runs": runs}) if changed else state
 
 
 # --------------------------------------------------------------------------- apply
@@ -279,6 +122,9 @@ class Applier:
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     """File transfers of every download of one ``apply`` call share this pool."""
     _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
+    _claims: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _claimed: set[str] = field(default_factory=set, init=False, repr=False)
+    """Runs found after a 429 and recorded by a worker: no other worker may take them."""
 
     def _recorded_directory(self, run_dir: Path) -> str:
         """A run directory as the lockfile records it: relative to the repository."""
@@ -309,6 +155,7 @@ class Applier:
         try:
             for item in local:
                 result.outcomes.append(self._run(item))
+            self._record_watermark(plan, result)
             for batch in (remote, downloads):
                 if self.cancel.is_set():
                     break
@@ -320,6 +167,20 @@ class Applier:
             self.store.flush()
         result.cancelled = self.cancel.is_set()
         return result
+
+    def _record_watermark(self, plan: Plan, result: ApplyResult) -> None:
+        """Record how far back the run list was read for this plan, so the next plan reads
+        only newer runs. Not when an adoption failed: its run must stay in view."""
+        mark = plan.observed_until
+        if mark is None or any(o.item.action is Action.ADOPT and not o.ok for o in result.outcomes):
+            return
+
+        def record(state: LockState) -> LockState:
+            if state.observed_until == mark:
+                return state
+            return state.model_copy(update={"observed_until": mark})
+
+        self.store.update(record, durable=False)
 
     def _parallel(self, items: Sequence[PlanItem], parallelism: int) -> list[Outcome]:
         if not items:
@@ -418,7 +279,7 @@ class Applier:
         self.store.update(write_intent)
         crash_point("submit.before_post")
         try:
-            created = self.client.submit_run(spec)
+            created = self._post_submit(item, spec, now)
         except OutcomeUnknownError:
             raise
         except ReconcilerError:
@@ -449,6 +310,52 @@ class Applier:
 
         self.store.update(record)
         return Outcome(item, True, "submitted", created.id, created.name, created.status)
+
+    def _post_submit(self, item: PlanItem, spec: dict[str, Any], started: datetime) -> SubmittedRun:
+        """POST the submit; after a 429, look for the run it may have created before
+        submitting again (a limiter can answer after the run was committed)."""
+        for attempt in range(1, SUBMIT_RATE_LIMITED_ATTEMPTS + 1):
+            try:
+                return self.client.submit_run(spec)
+            except RateLimitedError as exc:
+                delay = min(exc.retry_after or 2.0 * attempt, MAX_SUBMIT_RETRY_AFTER)
+                get_logger(address=item.address).info("submit rate limited", retry_in=delay)
+                if self.cancel.wait(delay):
+                    raise self._unknown_after_429(item) from None
+                found = self._find_own_run(item, spec, started)
+                if found is not None:
+                    return SubmittedRun(
+                        id=found.id,
+                        name=found.name,
+                        status=found.status or "pending",
+                        created_at=found.created_at,
+                        platform_url=found.platform_url,
+                    )
+        raise self._unknown_after_429(item)
+
+    def _find_own_run(
+        self, item: PlanItem, spec: dict[str, Any], started: datetime
+    ) -> RunSummary | None:
+        state = self.store.state
+        with self._claims:
+            exclude = {e.run_id for e in state.runs.values() if e.run_id}
+            exclude.update(h.run_id for h in state.history if h.run_id)
+            exclude.update(self._claimed)
+            found = find_submitted_run(
+                self.client, spec, item.benchmark_id, since=started, exclude=exclude
+            )
+            if found is not None:
+                self._claimed.add(found.id)
+            return found
+
+    @staticmethod
+    def _unknown_after_429(item: PlanItem) -> OutcomeUnknownError:
+        return OutcomeUnknownError(
+            f"The Platform kept answering 429 (rate limited) to the submit of {item.address}; "
+            "a run may have been created before one of those answers.",
+            "run osmosis-plan: it adopts the run if the Platform created it and resubmits "
+            "it otherwise",
+        )
 
     def _replace(self, item: PlanItem) -> Outcome:
         self._stop(item)
@@ -664,25 +571,23 @@ def wait_for_runs(
     *,
     timeout: float,
     cancel: threading.Event,
+    since: datetime | None = None,
     on_poll: Callable[[dict[str, str]], None] = lambda _s: None,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> dict[str, str]:
-    """Poll the run list with backoff until every run is terminal or ``timeout`` passes.
+    """Poll with backoff until every run is terminal or ``timeout`` passes.
 
-    One paginated list per poll, whatever the number of runs. Returns run id -> status.
+    Each poll reads the run list back to ``since`` (when the oldest waited run was created;
+    None lists every run) and reads directly any run not on it, so its cost follows the runs
+    waited on, not the workspace's history. Returns run id -> status.
     """
     pending = set(run_ids)
     statuses: dict[str, str] = {}
     deadline = monotonic() + timeout
     delay = 1.0
     while pending and not cancel.is_set():
-        listed = {
-            r.id: r.status
-            for r in client.list_runs(ahead=LIST_READ_AHEAD)
-            if r.id in pending or r.id in statuses
-        }
-        statuses.update(listed)
+        statuses.update(poll_statuses(client, sorted(pending), since=since))
         on_poll(dict(statuses))
         pending = {r for r in pending if is_active(statuses.get(r, "pending"))}
         if not pending or monotonic() >= deadline:

@@ -153,6 +153,12 @@ def _selection(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a plan that starts more new attempts than max_attempts",
     )
+    parser.add_argument(
+        "--allow-foreign-state",
+        action="store_true",
+        help="use a lockfile that names another repository or replaced the one committed at "
+        "HEAD (after a real rename or a deliberate replacement)",
+    )
 
 
 def _plan_parser() -> argparse.ArgumentParser:
@@ -184,6 +190,18 @@ def _plan_parser() -> argparse.ArgumentParser:
         help="only plan the configs changed since this git revision (a PR's base)",
     )
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
+    parser.add_argument(
+        "--refresh",
+        choices=("incremental", "full"),
+        help="incremental (default): read only runs newer than the lockfile's watermark and "
+        "the recorded runs that can still change; full: list every run of the workspace "
+        "(scheduled drift checks)",
+    )
+    parser.add_argument(
+        "--show-unmanaged",
+        action="store_true",
+        help="list the workspace's runs this repository does not manage (lists every run)",
+    )
     return parser
 
 
@@ -245,6 +263,11 @@ def _apply_parser() -> argparse.ArgumentParser:
         "all (default: the download_types setting, summary,results)",
     )
     _selection(parser)
+    parser.add_argument(
+        "--refresh",
+        choices=("incremental", "full"),
+        help="how to read the run list (see osmosis-plan --help)",
+    )
     return parser
 
 
@@ -353,6 +376,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,
     }
+    if getattr(args, "refresh", None):
+        values["refresh"] = args.refresh
+    if getattr(args, "show_unmanaged", False):
+        values["unmanaged"] = "list"
+    if getattr(args, "allow_foreign_state", False):
+        values["allow_foreign_state"] = True
     if getattr(args, "parallelism", None) is not None:
         if args.parallelism < 1:
             raise UsageError("--parallelism must be at least 1")
@@ -413,7 +442,9 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
 
     with Session.open(args, root, _overrides(args), output) as session:
         if args.watch:
-            return session.watch(args)
+            from .watch import watch_plans
+
+            return watch_plans(session, args, output)
         if args.refresh_only:
             return _refresh(session, args, output, record=False)
         plan = session.make_plan(changed_since=args.changed_since)

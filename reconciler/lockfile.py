@@ -85,6 +85,9 @@ __all__ = [
     "cap_history",
     "new_state",
     "parse",
+    "peek_watermark",
+    "peek_header",
+    "check_provenance",
     "put_run",
     "read_lockfile",
     "rekey_run",
@@ -329,6 +332,10 @@ def serialize(state: LockState) -> str:
         f"platform = {_toml_str(state.platform)}",
         f"workspace = {_toml_str(state.workspace)}",
     ]
+    if state.repository is not None:
+        out.append(f"repository = {_toml_str(state.repository)}")
+    if state.observed_until is not None:
+        out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
         _RUN_LINES.clear()
     for address in sorted(state.runs):
@@ -538,6 +545,47 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
             f"unknown reason {entry.reason!r} (expected one of {', '.join(sorted(HISTORY_REASONS))})",
         )
     return entry
+
+
+_HEADER_KEYS = frozenset(
+    {
+        "version",
+        "lineage",
+        "serial",
+        "platform",
+        "workspace",
+        "repository",
+        "observed_until",
+        "runs",
+        "history",
+    }
+)
+
+_PEEK_BYTES = 4096
+_PEEK_WATERMARK = re.compile(
+    r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
+)
+
+
+def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
+    """(known, watermark) from the lockfile's first lines, without reading the whole file:
+    lets the run list start (on a thread) before the lockfile is parsed. ``known`` is False
+    when the header cannot be read this way (the full parse decides then)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_PEEK_BYTES).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+    body, _, _ = head.partition("\n[")
+    match = _PEEK_WATERMARK.search(body)
+    if match:
+        try:
+            return True, datetime(*map(int, match.groups()), tzinfo=UTC)
+        except ValueError:
+            return False, None
+    return ("\n[" in head or len(head) < _PEEK_BYTES), None
 
 
 class _NotCanonical(Exception):
@@ -861,12 +909,28 @@ def parse(text: str, filename: str) -> LockState:
             ["serial"],
             f"must be a non-negative integer (found {_describe_input(serial)})",
         )
-    unknown = sorted(
-        set(raw) - {"version", "lineage", "serial", "platform", "workspace", "runs", "history"}
-    )
+    unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
 
+    repository = raw.get("repository")
+    if repository is not None and (not isinstance(repository, str) or not repository.strip()):
+        raise _shape_error(
+            filename,
+            locator,
+            ["repository"],
+            f"must be a non-empty string (found {_describe_input(repository)})",
+        )
+    observed_until = raw.get("observed_until")
+    if observed_until is not None and not isinstance(observed_until, datetime):
+        raise _shape_error(
+            filename,
+            locator,
+            ["observed_until"],
+            f"must be a date-time (found {_describe_input(observed_until)})",
+        )
+    if isinstance(observed_until, datetime) and observed_until.tzinfo is None:
+        observed_until = observed_until.replace(tzinfo=UTC)
     runs_table = raw.get("runs", {})
     if not isinstance(runs_table, dict):
         raise _shape_error(filename, locator, ["runs"], "must be a table of addresses")
@@ -888,6 +952,8 @@ def parse(text: str, filename: str) -> LockState:
         serial=serial,
         platform=raw["platform"],
         workspace=raw["workspace"],
+        repository=repository,
+        observed_until=observed_until,
         runs=runs,
         history=history,
     )
@@ -969,6 +1035,83 @@ def read_lockfile(
             "for the current platform and workspace",
         )
     return state
+
+
+_PEEK_LINEAGE = re.compile(r'^lineage = "([^"\\]+)"$', re.M)
+_PEEK_SERIAL = re.compile(r"^serial = (\d+)$", re.M)
+_PEEK_REPOSITORY = re.compile(r'^repository = "([^"\\]*)"$', re.M)
+FOREIGN_STATE_FLAG = "--allow-foreign-state"
+
+
+def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
+    """(lineage, serial, repository) from a lockfile's first lines (e.g. HEAD's committed
+    version), without parsing the whole file; None where absent."""
+    head = data[:_PEEK_BYTES].decode("utf-8", "replace").partition("\n[")[0]
+    lineage = _PEEK_LINEAGE.search(head)
+    serial = _PEEK_SERIAL.search(head)
+    repository = _PEEK_REPOSITORY.search(head)
+    return (
+        lineage.group(1) if lineage else None,
+        int(serial.group(1)) if serial else None,
+        repository.group(1) if repository else None,
+    )
+
+
+def check_provenance(
+    state: LockState,
+    *,
+    name: str,
+    repository: str | None,
+    committed: bytes | None,
+    allow_foreign: bool = False,
+) -> None:
+    """Refuse a lockfile that is not this repository's own history.
+
+    * It names another repository (copied from another repository in the same
+      workspace, its entries would stop that repository's runs).
+    * Its lineage differs from the lockfile committed at HEAD (replaced or deleted).
+    * Its serial is lower than HEAD's with the same lineage (an older copy, edited back).
+
+    ``allow_foreign`` (``--allow-foreign-state``) accepts the first two after a real rename
+    or a deliberate replacement; an older copy is never accepted (restore it from git).
+    """
+    restore = f"`git checkout HEAD -- {name}`"
+    if committed is not None:
+        head_lineage, head_serial, _ = peek_header(committed)
+        if head_lineage is not None and head_lineage == state.lineage:
+            if head_serial is not None and state.serial < head_serial:
+                raise StateError(
+                    f"{name} has serial {state.serial}, older than the version committed at "
+                    f"HEAD (serial {head_serial}): it was edited back or replaced by an older "
+                    "copy, and would record runs that were already replaced",
+                    f"restore it with {restore}",
+                )
+        elif head_lineage is not None and not allow_foreign:
+            what = (
+                "is missing"
+                if state.serial == 0 and not state.runs
+                else f"has lineage {state.lineage}"
+            )
+            raise StateError(
+                f"{name} {what}, but the lockfile committed at HEAD has lineage "
+                f"{head_lineage}: it was replaced (copied from elsewhere?) or deleted, and a "
+                "replaced lockfile must never drive stops or submits",
+                f"restore it with {restore}, or pass {FOREIGN_STATE_FLAG} if the "
+                "replacement is deliberate",
+            )
+    if (
+        repository is not None
+        and state.repository is not None
+        and state.repository != repository
+        and not allow_foreign
+    ):
+        raise StateError(
+            f"{name} belongs to repository {state.repository}, not to this one "
+            f"({repository}): a lockfile copied from another repository would stop or "
+            "replace that repository's runs",
+            f"use this repository's own lockfile; if the repository was renamed or moved, "
+            f"pass {FOREIGN_STATE_FLAG} once (the next apply records the new name)",
+        )
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -4,7 +4,7 @@ Three snapshots feed ``compute_plan``:
 
 * ``DesiredRun``   one validated config file (``config`` builds these);
 * ``LockState``    the recorded state, ``state/osmosis.lock`` (``lockfile`` reads/writes it);
-* ``Observation``  what the Platform and the local disk say now (``apply.observe`` builds it
+* ``Observation``  what the Platform and the local disk say now (``observe.observe`` builds it
   from the ``platform`` client and ``downloads``).
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
@@ -41,6 +41,24 @@ def is_active(status: str) -> bool:
     state, and treating it as terminal could trigger a duplicate paid submit.
     """
     return status not in TERMINAL_STATUSES
+
+
+def canonical_digest(spec: Mapping[str, Any], benchmark_id: str | None) -> str:
+    """The spec digest with ``[experiment].benchmark`` replaced by the benchmark's resolved
+    id: a key, the exact name and the id of one benchmark are the same request, so editing
+    one into another is no change (and no paid replace). Without an id, the plain digest."""
+    if not benchmark_id:
+        return digest(spec)
+    experiment = dict(spec.get("experiment_config") or {})
+    # An object, so no benchmark string written in a config can collide with it.
+    experiment["benchmark"] = {"id": benchmark_id}
+    return digest({**spec, "experiment_config": experiment})
+
+
+def recorded_benchmark(spec: Mapping[str, Any]) -> str | None:
+    """``[experiment].benchmark`` as written in a submit body."""
+    value = (spec.get("experiment_config") or {}).get("benchmark")
+    return value if isinstance(value, str) else None
 
 
 def canonical_json(value: Any) -> str:
@@ -91,6 +109,11 @@ class DesiredRun(Frozen):
     """Commit sha that last changed the file (filled by gitinfo when history is available)."""
     requested_subject: str | None = None
     """Subject line of that commit."""
+    arrived_at: datetime | None = None
+    """When the config's current content reached this branch: the committer time of the
+    newest first-parent commit of HEAD that changed the file (for a merged pull request,
+    the merge). None when unknown (uncommitted, or beyond a shallow clone's boundary). A run
+    created before it cannot be one this repository's apply submitted for this content."""
 
 
 # --------------------------------------------------------------------------- recorded
@@ -188,6 +211,9 @@ class RecordedRun(Frozen):
     intent: Intent | None = None
     results: RunResults | None = None
     """Scores fetched (E5) when the outputs of the ended run were downloaded."""
+    creator: str | None = None
+    """``creator_digest`` of the account that created the run, as the Platform lists it:
+    evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
 
 
 class HistoryEntry(Frozen):
@@ -215,6 +241,14 @@ class LockState(Frozen):
     serial: int = 0
     platform: str
     workspace: str
+    repository: str | None = None
+    """The repository this state belongs to (``reconciler.gitinfo.GitRepo.identity``): a
+    lockfile copied from another repository must never drive stops. None in lockfiles
+    written before it was recorded, and outside git."""
+    observed_until: datetime | None = None
+    """Watermark of the run list: every run the Platform created before this time (minus
+    ``plan.CLOCK_SKEW``) was seen by an observation whose plan this state records, so a
+    later plan lists only newer runs (platform-api.md: no other filter exists)."""
     runs: dict[str, RecordedRun] = Field(default_factory=dict)
     """Address -> entry."""
     history: tuple[HistoryEntry, ...] = ()
@@ -239,6 +273,8 @@ class ObservedRun(Frozen):
     best_pass_at_1: float | None = None
     fingerprint: str | None = None
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
+    creator: str | None = None
+    """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
 
 
 class BenchmarkInfo(Frozen):
@@ -280,7 +316,23 @@ class Observation(Frozen):
     workspace: str
     observed_at: datetime
     runs: dict[str, ObservedRun] = Field(default_factory=dict)
-    """Run id -> run, for every run in the workspace."""
+    """Run id -> run, for every run that was seen: with ``listing = "full"`` every run of the
+    workspace; with ``"incremental"`` the runs created since the lockfile's watermark plus
+    the recorded runs that were read one by one. A recorded ended run that is absent was not
+    looked at (ended runs never change); see ``missing`` for runs that are gone."""
+    listing: str = "full"
+    """``full`` or ``incremental`` (see ``runs``)."""
+    missing: frozenset[str] = frozenset()
+    """Recorded run ids that a direct read (E5) answered 404: only these count as gone."""
+    workspace_runs: int | None = None
+    """How many runs the workspace holds (the list's ``total_count``), when known."""
+    unmanaged: tuple[ObservedRun, ...] | None = None
+    """Every run of the workspace this repository never recorded, when listed in full and
+    asked for (``--show-unmanaged``); None otherwise."""
+    newest_created: datetime | None = None
+    """The newest ``created_at`` of a verified listing: the next watermark."""
+    notes: tuple[str, ...] = ()
+    """Things observation wants said once (e.g. the list order could not be relied on)."""
     benchmarks: dict[str, BenchmarkInfo | None] = Field(default_factory=dict)
     """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
     secrets: frozenset[str] | None = None
@@ -317,6 +369,14 @@ class Settings(Frozen):
     allow_over_budget: bool = False
     refresh_only: bool = False
     download_running: bool = False
+    allow_foreign_state: bool = False
+    """Accept a lockfile of another repository or lineage (``--allow-foreign-state``)."""
+    refresh: str = "incremental"
+    """``incremental``: list only runs newer than the lockfile's watermark (cost does not
+    grow with the workspace's history); ``full``: list every run (scheduled drift checks)."""
+    unmanaged: str = "summary"
+    """Runs of the workspace this repository did not request: ``ignore``, ``summary`` (one
+    line with their count) or ``list`` (every one; needs a full listing)."""
 
 
 # --------------------------------------------------------------------------- plan
@@ -374,6 +434,7 @@ class Reason(str, Enum):
     HARNESS_UNSUPPORTED = "harness_unsupported"
     TASKS_NOT_FOUND = "tasks_not_found"
     STOP_PENDING = "stop_pending"
+    RECORD_MISMATCH = "record_mismatch"
 
 
 class PlanItem(Frozen):
@@ -414,7 +475,7 @@ class DriftKind(str, Enum):
     STOPPED_OUTSIDE = "stopped_outside"
     FAILED_OUTSIDE = "failed_outside"
     FILES_CHANGED = "files_changed"
-    UNKNOWN_RUN = "unknown_run"
+    POSSIBLE_DUPLICATE = "possible_duplicate"
 
 
 class DriftItem(Frozen):
@@ -475,6 +536,13 @@ class Plan(Frozen):
     """Actions outside ``--target``/``--changed-since`` that were left out."""
     results: tuple[ResultRow, ...] = ()
     """Scores of the recorded ended runs (informational; apply never reads them)."""
+    unmanaged_count: int | None = None
+    """Runs of the workspace this repository does not manage (not plan items, not drift)."""
+    unmanaged: tuple[ObservedRun, ...] = ()
+    """Those runs, when listed (``unmanaged = "list"`` or ``--show-unmanaged``)."""
+    observed_until: datetime | None = None
+    """The watermark apply may record with this plan (never past a run the plan could still
+    have to adopt)."""
 
     @property
     def is_empty(self) -> bool:
@@ -512,6 +580,14 @@ def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
 
 
 # --------------------------------------------------------------------------- adoption
+
+
+def creator_digest(email: str | None) -> str | None:
+    """A short, stable stand-in for a run creator's e-mail (the lockfile is committed and
+    shared; the address itself is not needed, only whether two runs share a creator)."""
+    if not email or not email.strip():
+        return None
+    return "sha256:" + hashlib.sha256(email.strip().lower().encode("utf-8")).hexdigest()[:16]
 
 
 def model_identity(model: Mapping[str, Any]) -> str:

@@ -33,7 +33,11 @@ TABLE = "osmosis-reconciler"
 SETTINGS_FILES = ("osmosis.toml", ".osmosis.toml")
 """Settings files of their own, in order of precedence; ``pyproject.toml`` comes after."""
 
-_CHOICES = {"on_delete": ("stop", "forget"), "on_change": ("replace", "keep")}
+_CHOICES = {
+    "on_delete": ("stop", "forget"),
+    "on_change": ("replace", "keep"),
+    "unmanaged": ("ignore", "summary", "list"),
+}
 _TYPES: dict[str, type] = {
     "benchmarks": str,
     "state": str,
@@ -43,6 +47,7 @@ _TYPES: dict[str, type] = {
     "max_stops": int,
     "max_attempts": int,
     "parallelism": int,
+    "unmanaged": str,
 }
 
 

@@ -15,21 +15,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .apply import (
-    LIST_READ_AHEAD,
-    Applier,
-    ApplyResult,
-    observe,
-    refresh_statuses,
-    scan_recorded_outputs,
-    utcnow,
-    wait_for_runs,
-)
+from .apply import Applier, ApplyResult, utcnow, wait_for_runs
 from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
 from .gitinfo import _DEEPEN_HINT
-from .lockfile import StateStore, read_lockfile, remove_stale_temps, write_lockfile
+from .lockfile import (
+    StateStore,
+    check_provenance,
+    peek_watermark,
+    read_lockfile,
+    remove_stale_temps,
+    write_lockfile,
+)
 from .locking import hold_lock
 from .log import get_logger
 from .model import (
@@ -45,9 +43,9 @@ from .model import (
     is_active,
     is_terminal,
 )
+from .observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from .output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from .plan import compute_plan
-from .platform import RunSummary
 from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -111,11 +109,13 @@ class Session:
             # A config edited since its last commit was not requested by that commit.
             dirty = git.changed_since("HEAD") if git.head() else set()
             commits = {p: c for p, c in commits.items() if p not in dirty}
+            arrivals = git.arrivals(list(commits)) if commits else {}
             runs = tuple(
                 r.model_copy(
                     update={
                         "requested_by": commits[r.path].sha,
                         "requested_subject": commits[r.path].subject,
+                        "arrived_at": arrivals.get(r.path),
                     }
                 )
                 if r.path in commits
@@ -139,20 +139,53 @@ class Session:
         return runs
 
     def load_state(self) -> LockState:
-        self.state = read_lockfile(
+        """Read the lockfile and check it is this repository's own (``check_provenance``)."""
+        state = read_lockfile(
             self.ctx.state_path,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
             display_path=self.ctx.settings.state,
         )
+        git = self.ctx.git
+        if git is not None:
+            identity = self.repository()
+            committed = git.committed_file(self._state_in_repo(git))
+            check_provenance(
+                state,
+                name=self.ctx.settings.state,
+                repository=identity,
+                committed=committed,
+                allow_foreign=self.ctx.settings.allow_foreign_state,
+            )
+            if identity is not None and state.repository != identity:
+                # Recorded with the next write (older lockfiles, or an accepted rename).
+                state = state.model_copy(update={"repository": identity})
+        self.state = state
         return self.state
+
+    def repository(self) -> str | None:
+        """This repository's identity (``GitRepo.identity``), once per command."""
+        if not hasattr(self, "_repository"):
+            self._repository = self.ctx.git.identity() if self.ctx.git else None
+        return self._repository
+
+    def _state_in_repo(self, git: Any) -> str:
+        try:
+            return self.ctx.state_path.resolve().relative_to(git.root.resolve()).as_posix()
+        except ValueError:
+            return self.ctx.settings.state
 
     def head(self) -> str | None:
         return self.ctx.git.head() if self.ctx.git else None
 
+    @property
+    def _full_listing(self) -> bool:
+        settings = self.ctx.settings
+        return settings.refresh == "full" or settings.unmanaged == "list"
+
     def observe(
         self,
-        listed: Sequence[RunSummary] | None = None,
+        walk: RunWalk | None = None,
         outputs: Mapping[str, LocalOutputs] | None = None,
     ) -> Observation:
         assert self.state is not None
@@ -162,35 +195,38 @@ class Session:
             self.state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
-            download_root=self.ctx.download_root,
             repo_root=self.ctx.repo_root,
             head=self.head(),
             now=utcnow(),
-            listed=listed,
+            full=self.ctx.settings.refresh == "full",
+            want_unmanaged=self.ctx.settings.unmanaged == "list",
+            walk=walk,
             outputs=outputs,
         )
         return self.observation
+
+    def _start_walk(self) -> RunWalk:
+        """The first pages of the run list, read while the lockfile is parsed: every page
+        when the lockfile has no watermark (or a full listing is asked for), else the first.
+        A run a concurrent apply records meanwhile is read directly later, never missed."""
+        walk = RunWalk(self.ctx.client)
+        known, watermark = peek_watermark(self.ctx.state_path)
+        if self._full_listing or (known and watermark is None):
+            walk.all()
+        else:
+            walk.read_page()
+        return walk
 
     def make_plan(self, *, changed_since: str | None = None) -> Plan:
         # The run list (the bulk of a plan's wall time on a large workspace) is fetched
         # while provenance and the lockfile are read; they do not depend on each other.
         prefetches: list[_Prefetch] = []
-        self.load_desired(
-            on_valid=lambda: prefetches.append(
-                _Prefetch(lambda: self.ctx.client.list_runs(ahead=LIST_READ_AHEAD))
-            )
-        )
+        self.load_desired(on_valid=lambda: prefetches.append(_Prefetch(self._start_walk)))
         state = self.load_state()
         # Local files are hashed while the list may still be arriving.
         outputs = scan_recorded_outputs(state, self.ctx.repo_root)
-        listed: list[RunSummary] | None = prefetches[0].result()
-        # Read sequentially, a run recorded in the lockfile was created before the list was
-        # taken. Listed first, a concurrent apply could record a run the list has not seen:
-        # then list again rather than report it missing.
-        seen = {run.id for run in listed or ()}
-        if any(e.run_id and e.run_id not in seen for e in state.runs.values()):
-            listed = None
-        self.observe(listed, outputs)
+        walk = prefetches[0].result() if prefetches else None
+        self.observe(walk, outputs)
         return self.replan(changed_since=changed_since)
 
     def replan(self, *, changed_since: str | None = None) -> Plan:
@@ -415,11 +451,14 @@ class Session:
         timeout: float,
         waited: list[str],
     ) -> list:
-        active = [
-            RunRef(address, e.run_id, e.run_name, e.status)
+        entries = [
+            (address, e)
             for address, e in sorted(store.state.runs.items())
             if e.run_id and is_active(e.status or "pending")
         ]
+        active = [RunRef(address, e.run_id, e.run_name, e.status) for address, e in entries]
+        created = [e.submitted_at for _address, e in entries]
+        since = None if None in created or not created else min(c for c in created if c)
         if active:
             waited.extend(r.address for r in active)
             report.waiting(active, timeout)
@@ -439,6 +478,7 @@ class Session:
                 [r.run_id for r in active if r.run_id],
                 timeout=timeout,
                 cancel=self.cancel,
+                since=since,
                 on_poll=progress,
             )
             still = tuple(
@@ -472,13 +512,6 @@ class Session:
             return 4
         return 0
 
-    # -- watch ---------------------------------------------------------------
-
-    def watch(self, args: argparse.Namespace) -> int:
-        from .watch import watch_plans
-
-        return watch_plans(self, args, self.output)
-
 
 class _Prefetch:
     """Runs ``fetch`` on a daemon thread; ``result()`` returns its value or raises its error.
@@ -487,9 +520,9 @@ class _Prefetch:
     (its own error, if any, is then dropped).
     """
 
-    def __init__(self, fetch: Callable[[], list[RunSummary]]) -> None:
+    def __init__(self, fetch: Callable[[], RunWalk]) -> None:
         self._fetch = fetch
-        self._value: list[RunSummary] | None = None
+        self._value: RunWalk | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="prefetch-runs", daemon=True)
         self._thread.start()
@@ -500,7 +533,7 @@ class _Prefetch:
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
 
-    def result(self) -> list[RunSummary]:
+    def result(self) -> RunWalk:
         self._thread.join()
         if self._error is not None:
             raise self._error

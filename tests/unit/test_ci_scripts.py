@@ -760,7 +760,7 @@ def _plan_with_drift() -> Any:
                 fingerprint="sha256:" + "1" * 64,
             ),
             DriftItem(
-                kind=DriftKind.UNKNOWN_RUN,
+                kind=DriftKind.POSSIBLE_DUPLICATE,
                 address=None,
                 run_id="r9",
                 message="run r9 is not in the lockfile",

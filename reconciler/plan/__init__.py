@@ -1,0 +1,59 @@
+"""The plan engine: a pure function of the three snapshots (design.md §6).
+
+``compute_plan(desired, recorded, observed, settings)`` decides; it does no I/O, reads no
+clock (``observed.observed_at`` is "now"), and does not log. Apply carries the result out;
+the renderers show it. It runs in phases, one module each, over one working set (``Draft``);
+the order matters only where an observed run could be claimed twice, and there it is fixed:
+
+1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
+                run first;
+2. ``moves``    renames pair a vanished address with a new one of the same spec digest
+                (no Platform call);
+3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
+                every other recorded entry: changed, missing, finished, deleted;
+4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
+5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
+
+``preflight`` (would the Platform accept this submit, and what would it cost) is called by
+the diff phase for every paid item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reconciler.model import DesiredRun, LockState, Observation, Plan, Settings
+from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
+from reconciler.plan.diff import diff_configs
+from reconciler.plan.draft import CLOCK_SKEW, Draft
+from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
+from reconciler.plan.guards import ACTION_ORDER, finish
+from reconciler.plan.intents import resolve_intents
+from reconciler.plan.moves import pair_moves
+from reconciler.plan.results import result_rows
+
+__all__ = [
+    "ACTION_ORDER",
+    "CLOCK_SKEW",
+    "DRIFT_ORDER",
+    "PREVIOUS_CONFIG_UNKNOWN",
+    "compute_plan",
+    "drift_fingerprint",
+    "result_rows",
+    "spec_changes",
+]
+
+
+def compute_plan(
+    desired: Sequence[DesiredRun],
+    recorded: LockState,
+    observed: Observation,
+    settings: Settings,
+) -> Plan:
+    """Compare desired configs, the lockfile and what the Platform shows; return the plan."""
+    draft = Draft.start(desired, recorded, observed, settings)
+    resolve_intents(draft)
+    new_addresses = pair_moves(draft)
+    diff_configs(draft, new_addresses)
+    find_drift(draft)
+    return finish(draft)

@@ -1,0 +1,148 @@
+"""Phase 5: what the plan keeps (targets, skips), the guards it must pass, and its summary."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from reconciler.model import Action, ObservedRun, Plan, PlanItem, PlanSummary, glob_match
+from reconciler.plan.draft import Draft, plural
+from reconciler.plan.drift import DRIFT_ORDER
+from reconciler.plan.results import result_rows
+
+ACTION_ORDER = {
+    Action.MOVE: 0,
+    Action.ADOPT: 1,
+    Action.STOP: 2,
+    Action.REPLACE: 3,
+    Action.SUBMIT: 4,
+    Action.BLOCKED: 5,
+    Action.DOWNLOAD: 6,
+    Action.FORGET: 7,
+}
+"""Order of items of one address (stops before submits, as apply runs them)."""
+
+
+def finish(draft: Draft) -> Plan:
+    """Narrow the items to the targets, hold back skips, check the guards, summarise."""
+    settings = draft.settings
+    kept, other_pending = _select(draft)
+    summary = _summarise(kept, drift=len(draft.drift))
+    errors = _guard_errors(draft, summary)
+    drift = sorted(
+        draft.drift,
+        key=lambda d: (d.address is None, d.address or "", DRIFT_ORDER[d.kind], d.run_id or ""),
+    )
+    unmanaged_count, unmanaged = _unmanaged(draft)
+    return Plan(
+        items=tuple(kept),
+        drift=tuple(drift),
+        warnings=(*draft.observed.notes, *draft.warnings),
+        errors=tuple(errors),
+        summary=summary,
+        lineage=draft.recorded.lineage,
+        serial=draft.recorded.serial,
+        platform=draft.observed.platform,
+        workspace=draft.observed.workspace,
+        head=draft.observed.head,
+        config_digests={a: draft.raw_digests[a] for a in sorted(draft.raw_digests)},
+        other_pending=other_pending,
+        results=result_rows(draft.recorded, settings.targets),
+        unmanaged_count=unmanaged_count,
+        unmanaged=unmanaged,
+        observed_until=_watermark(draft, kept),
+    )
+
+
+def _unmanaged(draft: Draft) -> tuple[int | None, tuple[ObservedRun, ...]]:
+    """How many runs of the workspace this repository does not manage, and which (when
+    listed): every run minus the ones the lockfile records and the ones this plan adopts."""
+    if draft.settings.unmanaged == "ignore":
+        return None, ()
+    claimed = draft.claimed
+    listed = draft.observed.unmanaged
+    runs = tuple(r for r in listed if r.id not in claimed) if listed is not None else ()
+    if listed is not None:
+        return len(runs), runs
+    total = draft.observed.workspace_runs
+    if total is None:
+        return None, ()
+    recorded = {e.run_id for e in draft.recorded.runs.values() if e.run_id}
+    recorded.update(h.run_id for h in draft.recorded.history if h.run_id)
+    return max(0, total - len(recorded | claimed)), ()
+
+
+def _watermark(draft: Draft, kept: list[PlanItem]) -> datetime | None:
+    """The run-list watermark apply may record with this plan: the newest run observed, but
+    never past a run this plan would adopt and does not carry out (left out by a target or
+    a skip), so a later plan still sees that run."""
+    mark = draft.observed.newest_created
+    if mark is None:
+        return None
+    kept_ids = {id(item) for item in kept}
+    for item in draft.items:
+        if item.action is Action.ADOPT and id(item) not in kept_ids and item.run_id:
+            run = draft.observed.runs.get(item.run_id)
+            if run is not None and run.created_at is not None:
+                mark = min(mark, run.created_at - timedelta(seconds=1))
+    return mark
+
+
+def _select(draft: Draft) -> tuple[list[PlanItem], int]:
+    settings = draft.settings
+    items = sorted(draft.items, key=lambda it: (it.address, ACTION_ORDER[it.action]))
+    kept: list[PlanItem] = []
+    other_pending = 0
+    if settings.refresh_only:
+        return kept, other_pending
+    for item in items:
+        addresses = [item.address] + ([item.from_address] if item.from_address else [])
+        if settings.targets and not any(glob_match(a, settings.targets) for a in addresses):
+            other_pending += 1
+            continue
+        if settings.skip and any(glob_match(a, settings.skip) for a in addresses):
+            draft.warnings.append(
+                f"{item.address}: {item.action.value} held back by a skip "
+                "(Osmosis-Skip); it stays pending for a later plan"
+            )
+            continue
+        kept.append(item)
+    return kept, other_pending
+
+
+def _summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
+    counts = {action: 0 for action in Action}
+    for item in kept:
+        counts[item.action] += 1
+    attempts = sum(it.attempts for it in kept if it.action in (Action.SUBMIT, Action.REPLACE))
+    return PlanSummary(
+        submit=counts[Action.SUBMIT],
+        replace=counts[Action.REPLACE],
+        stop=counts[Action.STOP],
+        download=counts[Action.DOWNLOAD],
+        forget=counts[Action.FORGET],
+        adopt=counts[Action.ADOPT],
+        move=counts[Action.MOVE],
+        blocked=counts[Action.BLOCKED],
+        attempts=attempts,
+        drift=drift,
+    )
+
+
+def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
+    settings = draft.settings
+    errors: list[str] = []
+    stops = summary.stop + summary.replace
+    if stops > settings.max_stops and not settings.allow_mass_stop:
+        errors.append(
+            f"the plan would stop {plural(stops, 'run')} ({summary.stop} to stop, "
+            f"{summary.replace} to replace), more than max_stops = {settings.max_stops}; "
+            "re-run with --allow-mass-stop if that is intended, or raise max_stops in "
+            "[tool.osmosis-reconciler]"
+        )
+    if summary.attempts > settings.max_attempts and not settings.allow_over_budget:
+        errors.append(
+            f"the plan would start {summary.attempts:,} new attempts, more than max_attempts = "
+            f"{settings.max_attempts:,}; re-run with --allow-over-budget if that is "
+            "intended, or raise max_attempts in [tool.osmosis-reconciler]"
+        )
+    return errors

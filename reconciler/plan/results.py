@@ -1,0 +1,48 @@
+"""The results table: scores of recorded ended runs next to the address's previous run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconciler.model import LockState, ResultRow, glob_match, is_terminal
+
+
+def result_rows(recorded: LockState, targets: tuple[str, ...] = ()) -> tuple[ResultRow, ...]:
+    """One row per agent of every recorded ended run that has scores, by address.
+
+    Each row carries the same agent index's scores from the address's newest earlier run
+    that has them (history is newest first), so the table can say what changed.
+    ``targets`` (address globs, empty = all) narrows the table like it narrows the plan.
+    """
+    previous: dict[str, tuple[str | None, str | None, dict[int, Any]]] = {}
+    for old in recorded.history:
+        if old.results is None or old.address in previous:
+            continue
+        current = recorded.runs.get(old.address)
+        if current is not None and current.run_id == old.run_id:
+            continue  # the same run (moved away and back): not an earlier run
+        by_index = {agent.agent_index: agent for agent in old.results.agents}
+        previous[old.address] = (old.run_id, old.run_name, by_index)
+    rows: list[ResultRow] = []
+    for address in sorted(recorded.runs):
+        entry = recorded.runs[address]
+        if entry.results is None or not is_terminal(entry.status or ""):
+            continue
+        if targets and not glob_match(address, targets):
+            continue
+        prev_id, prev_name, prev_agents = previous.get(address, (None, None, {}))
+        for agent in sorted(entry.results.agents, key=lambda a: a.agent_index):
+            before = prev_agents.get(agent.agent_index)
+            rows.append(
+                ResultRow(
+                    address=address,
+                    run_id=entry.run_id,
+                    run_name=entry.run_name,
+                    status=entry.status,
+                    agent=agent,
+                    previous=before,
+                    previous_run_id=prev_id if before is not None else None,
+                    previous_run_name=prev_name if before is not None else None,
+                )
+            )
+    return tuple(rows)
