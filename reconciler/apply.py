@@ -91,6 +91,8 @@ class Outcome:
     message: str
     run_id: str | None = None
     run_name: str | None = None
+    status: str | None = None
+    """The run's status as last seen by the action (``failed`` and ``stopped`` are shown)."""
 
 
 @dataclass
@@ -119,7 +121,10 @@ class Applier:
     settings: Settings
     head: str | None = None
     clock: Clock = utcnow
-    report: Callable[[str], None] = lambda _line: None
+    report: Callable[[Outcome], None] = lambda _outcome: None
+    """Called with every outcome as it happens (from worker threads too)."""
+    started: Callable[[PlanItem], None] = lambda _item: None
+    """Called when an action starts (from worker threads too)."""
     cancel: threading.Event = field(default_factory=threading.Event)
     desired: Mapping[str, DesiredRun] = field(default_factory=dict)
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
@@ -141,8 +146,8 @@ class Applier:
         # fails its apply job visibly instead of passing with nothing done.
         for item in plan.items:
             if item.action is Action.BLOCKED:
-                outcome = Outcome(item, False, "blocked: " + "; ".join(item.details))
-                self.report(_outcome_line(outcome))
+                outcome = Outcome(item, False, "; ".join(item.details) or "cannot succeed")
+                self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]
         local = [i for i in items if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT)]
@@ -235,6 +240,7 @@ class Applier:
             Action.ADOPT: self._adopt,
             Action.MOVE: self._move,
         }[item.action]
+        self.started(item)
         try:
             outcome = handler(item)
         except OutcomeUnknownError as exc:
@@ -251,7 +257,7 @@ class Applier:
             outcome = Outcome(item, False, message)
         else:
             log.info("action done", run_id=outcome.run_id)
-        self.report(_outcome_line(outcome))
+        self.report(outcome)
         return outcome
 
     # -- paid actions --------------------------------------------------------
@@ -330,7 +336,7 @@ class Applier:
             return state
 
         self.store.update(record)
-        return Outcome(item, True, "submitted", created.id, created.name)
+        return Outcome(item, True, "submitted", created.id, created.name, created.status)
 
     def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
         """The refusal to remember, for the errors that say the Platform will not take this
@@ -444,7 +450,7 @@ class Applier:
             return state
 
         self.store.update(record)
-        return Outcome(item, True, status, run_id, item.run_name)
+        return Outcome(item, True, status, run_id, item.run_name, status)
 
     # -- state-only actions --------------------------------------------------
 
@@ -498,7 +504,7 @@ class Applier:
             return put_run(state, entry)
 
         self.store.update(record)
-        return Outcome(item, True, "adopted", run.id, run.name)
+        return Outcome(item, True, "adopted", run.id, run.name, run.status or None)
 
     # -- downloads -----------------------------------------------------------
 
@@ -562,6 +568,7 @@ class Applier:
                 f"{len(result.failures)} file(s) failed: {failed}",
                 entry.run_id,
                 entry.run_name,
+                entry.status,
             )
         return Outcome(
             item,
@@ -570,6 +577,7 @@ class Applier:
             f"{result.files_skipped} up to date",
             entry.run_id,
             entry.run_name,
+            entry.status,
         )
 
     def _scores(
@@ -605,15 +613,6 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-
-
-def _outcome_line(outcome: Outcome) -> str:
-    item = outcome.item
-    mark = "ok" if outcome.ok else "FAILED"
-    run = f" {outcome.run_name or outcome.run_id}" if (outcome.run_name or outcome.run_id) else ""
-    return (
-        f"{item.action.symbol} {item.address}: {item.action.value}{run}: {mark}: {outcome.message}"
-    )
 
 
 # --------------------------------------------------------------------------- wait

@@ -29,6 +29,7 @@ from reconciler.model import (
     PlanItem,
     PlanSummary,
     Reason,
+    RecordedChange,
     ResultRow,
 )
 
@@ -290,18 +291,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {item.address}")
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
-    if plan.drift:
-        out += [
-            f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
-            "(reported, not acted on by itself):",
-            "",
-        ]
-        for drift in plan.drift:
-            where = drift.address or "(workspace)"
-            out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
-            out.append(f"      {drift.message}")
-            out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
-            out.append("")
+    out += _text_drift(plan, paint)
     if plan.results:
         out += _text_results(plan.results)
     if plan.warnings:
@@ -330,27 +320,71 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
+def _text_drift(plan: Plan, paint: Callable[[str, str], str]) -> list[str]:
+    if not plan.drift:
+        return []
+    out = [
+        f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
+        "(reported, not acted on by itself):",
+        "",
+    ]
+    for drift in plan.drift:
+        where = drift.address or "(workspace)"
+        out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
+        out.append(f"      {drift.message}")
+        out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
+        out.append("")
+    return out
+
+
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Sequence[int] = ()
+) -> list[str]:
+    """Rows of text cells as aligned lines: every column as wide as its widest cell.
+
+    ``right`` lists the columns aligned to the right (numbers). Trailing spaces are
+    trimmed, so a short last cell leaves none.
+    """
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(padded).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
 def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
-    """The compact results section: one line per agent, at most ``TEXT_RESULT_ROWS``."""
+    """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``."""
     out = [
         f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; "
         "change against the previous run of the address):",
         "",
     ]
-    for row in rows[:TEXT_RESULT_ROWS]:
-        parts = [_pass_at_1(row.agent)]
-        if row.agent.pass_at_k is not None:
-            parts.append(_pass_at_k(row.agent))
-        if row.agent.cost_per_task is not None:
-            parts.append(f"{_money(row.agent.cost_per_task)}/task")
-        if row.previous is not None:
-            parts.append(_versus_previous(row))
-        run = _run_label(row.run_name, row.run_id)
-        out.append(f"  {row.address} {run}: {_agent_label(row.agent)}: {' · '.join(parts)}")
+    table = [
+        [
+            row.address,
+            _run_label(row.run_name, row.run_id),
+            _agent_label(row.agent),
+            _pass_at_1(row.agent),
+            _pass_at_k(row.agent),
+            _money(row.agent.cost_per_task),
+            _versus_previous(row),
+        ]
+        for row in rows[:TEXT_RESULT_ROWS]
+    ]
+    headers = ["address", "run", "agent", "pass@1", "pass@k", "cost/task", "vs previous"]
+    out.extend(f"  {line}" for line in format_table(headers, table, right=(5,)))
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
@@ -587,6 +621,105 @@ def _cap(text: str, max_chars: int) -> str:
         return text
     note = "\n\n_Truncated._\n"
     return text[: max(0, max_chars - len(note) - 1)] + note
+
+
+# --------------------------------------------------------------------------- refresh
+
+
+def _change_line(change: RecordedChange) -> str:
+    run = _run_label(change.run_name, change.run_id)
+    where = f"{change.address} {run}" if run else change.address
+    return f"{where}: {change.field} {change.before or 'none'} -> {change.after or 'none'}"
+
+
+def _refresh_closing(changes: Sequence[RecordedChange], recorded: bool, pending: int) -> list[str]:
+    out: list[str] = []
+    if recorded:
+        out.append(
+            f"Refresh complete: {_count(len(changes), 'change')} recorded."
+            if changes
+            else "No changes. The lockfile already records what the Platform reports."
+        )
+    elif changes:
+        out.append(
+            "This is a refresh-only plan: nothing was written. Record these changes with "
+            "`osmosis-apply --refresh-only`."
+        )
+    else:
+        out.append("No changes. The lockfile already records what the Platform reports.")
+    if pending:
+        what = "action is" if pending == 1 else "actions are"
+        out.append(f"{pending:,} pending {what} not part of a refresh; `osmosis-plan` shows them.")
+    return out
+
+
+def render_refresh_text(
+    plan: Plan,
+    changes: Sequence[RecordedChange],
+    *,
+    recorded: bool,
+    pending: int,
+    state_path: str,
+    color: bool = False,
+) -> str:
+    """A refresh: what the lockfile would record (or recorded), then the drift that stays."""
+
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    out = [_header(plan).replace("Osmosis plan", "Osmosis refresh", 1), ""]
+    if changes:
+        verb = "Recorded" if recorded else "Refresh would record"
+        out += [f"{verb} {_count(len(changes), 'change')} in {state_path}:", ""]
+        out.extend(f"  {paint(_YELLOW, '~')} {_change_line(c)}" for c in changes)
+        out.append("")
+    out += _text_drift(plan, paint)
+    if plan.warnings:
+        out.append(paint(_YELLOW, "Warnings:"))
+        out.extend(f"  - {warning}" for warning in plan.warnings)
+        out.append("")
+    out += _refresh_closing(changes, recorded, pending)
+    return "\n".join(out) + "\n"
+
+
+def render_refresh_markdown(
+    plan: Plan, changes: Sequence[RecordedChange], *, recorded: bool, pending: int
+) -> str:
+    """The refresh for a comment: the changes as a list, the drift as a table."""
+    marker = f"{MARKDOWN_MARKER} workspace={plan.workspace} -->"
+    text = f"{marker}\n### Osmosis refresh for `{plan.workspace}`\n\n"
+    if changes:
+        verb = "Recorded" if recorded else "Would record"
+        text += f"**{verb} {_count(len(changes), 'change')}:**\n\n"
+        text += "".join(f"- `{_md_cell(_change_line(c))}`\n" for c in changes) + "\n"
+    if plan.drift:
+        text += "| drift | address | message |\n|---|---|---|\n"
+        for drift in plan.drift:
+            text += (
+                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(drift.address or '(workspace)')} | "
+                f"{_md_cell(drift.message)} |\n"
+            )
+        text += "\n"
+    text += "\n".join(_refresh_closing(changes, recorded, pending)) + "\n"
+    return _cap(text, 65000)
+
+
+def refresh_to_dict(
+    plan: Plan, changes: Sequence[RecordedChange], *, recorded: bool, pending: int
+) -> dict[str, Any]:
+    """The JSON body of a refresh: the changes, whether they were written, the drift."""
+    return {
+        "platform": plan.platform,
+        "workspace": plan.workspace,
+        "lineage": plan.lineage,
+        "serial": plan.serial,
+        "head": plan.head,
+        "recorded": recorded,
+        "changes": [change.model_dump() for change in changes],
+        "drift": [_drift_to_dict(d) for d in plan.drift],
+        "pending_actions": pending,
+        "warnings": list(plan.warnings),
+    }
 
 
 # --------------------------------------------------------------------------- json
