@@ -93,6 +93,8 @@ class Outcome:
     message: str
     run_id: str | None = None
     run_name: str | None = None
+    status: str | None = None
+    """The run's status as last seen by the action (``failed`` and ``stopped`` are shown)."""
     reached_platform: bool = False
     """A failed item whose paid call did happen (a run created or stopped) before the
     failure, e.g. when the lockfile could not record it: the apply was partial."""
@@ -138,7 +140,10 @@ class Applier:
     settings: Settings
     head: str | None = None
     clock: Clock = utcnow
-    report: Callable[[str], None] = lambda _line: None
+    report: Callable[[Outcome], None] = lambda _outcome: None
+    """Called with every outcome as it happens (from worker threads too)."""
+    started: Callable[[PlanItem], None] = lambda _item: None
+    """Called when an action starts (from worker threads too)."""
     cancel: threading.Event = field(default_factory=threading.Event)
     desired: Mapping[str, DesiredRun] = field(default_factory=dict)
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
@@ -163,8 +168,8 @@ class Applier:
         # fails its apply job visibly instead of passing with nothing done.
         for item in plan.items:
             if item.action is Action.BLOCKED:
-                outcome = Outcome(item, False, "blocked: " + "; ".join(item.details))
-                self.report(_outcome_line(outcome))
+                outcome = Outcome(item, False, "; ".join(item.details) or "cannot succeed")
+                self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]
         local = [i for i in items if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT)]
@@ -201,8 +206,12 @@ class Applier:
         """Record how far back the run list was read for this plan, so the next plan reads
         only newer runs. Not when an adoption failed: its run must stay in view."""
         mark = plan.observed_until
-        if mark is None or any(o.item.action is Action.ADOPT and not o.ok for o in result.outcomes):
-            return
+        if (
+            mark is None
+            or self.store.state.observed_until == mark
+            or any(o.item.action is Action.ADOPT and not o.ok for o in result.outcomes)
+        ):
+            return  # (every store update bumps the serial: none for nothing)
 
         def record(state: LockState) -> LockState:
             if state.observed_until == mark:
@@ -257,6 +266,7 @@ class Applier:
             Action.ADOPT: self._adopt,
             Action.MOVE: self._move,
         }[item.action]
+        self.started(item)
         try:
             outcome = handler(item)
         except OutcomeUnknownError as exc:
@@ -278,7 +288,7 @@ class Applier:
                 reached = id(item) in self._reached
             if reached:  # e.g. a replace whose stop went through before the submit failed
                 outcome = replace(outcome, reached_platform=True)
-        self.report(_outcome_line(outcome))
+        self.report(outcome)
         return outcome
 
     def _reached_platform(self, item: PlanItem) -> None:
@@ -377,9 +387,10 @@ class Applier:
                 "do not resubmit by hand",
                 created.id,
                 created.name,
+                created.status,
                 reached_platform=True,
             )
-        return Outcome(item, True, "submitted", created.id, created.name)
+        return Outcome(item, True, "submitted", created.id, created.name, created.status)
 
     def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
         """The refusal to remember, for the errors that say the Platform will not take this
@@ -494,7 +505,7 @@ class Applier:
             return state
 
         self.store.update(record)
-        return Outcome(item, True, status, run_id, item.run_name)
+        return Outcome(item, True, status, run_id, item.run_name, status)
 
     # -- state-only actions --------------------------------------------------
 
@@ -548,7 +559,7 @@ class Applier:
             return put_run(state, entry)
 
         self.store.update(record)
-        return Outcome(item, True, "adopted", run.id, run.name)
+        return Outcome(item, True, "adopted", run.id, run.name, run.status or None)
 
     # -- downloads -----------------------------------------------------------
 
@@ -599,6 +610,7 @@ class Applier:
                 f"{len(result.failures)} file(s) failed: {failed}",
                 entry.run_id,
                 entry.run_name,
+                entry.status,
             )
         return Outcome(
             item,
@@ -607,6 +619,7 @@ class Applier:
             f"{result.files_skipped} up to date",
             entry.run_id,
             entry.run_name,
+            entry.status,
         )
 
     def _record_download(
@@ -673,16 +686,6 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-
-
-def _outcome_line(outcome: Outcome) -> str:
-    """``+ tb/smoke: submit eager-hare: ok: submitted``; names from disk and the Platform escaped."""
-    item = outcome.item
-    mark = "ok" if outcome.ok else "FAILED"
-    name = outcome.run_name or outcome.run_id
-    run = f" {escape_text(name)}" if name else ""
-    message = escape_text(outcome.message, keep_newlines=True)
-    return f"{item.action.symbol} {escape_text(item.address)}: {item.action.value}{run}: {mark}: {message}"
 
 
 # --------------------------------------------------------------------------- wait

@@ -4,12 +4,22 @@
 add their arguments and output in ``cli_import`` / ``cli_state`` and share the common flags
 and the one error handler below.
 
-Only this module prints or exits. Exit codes are frozen (design.md §4): see ``EXIT_CODES``.
+Only this module exits, and everything it prints goes through one ``output.Output`` (text,
+one JSON document, or JSON Lines). Exit codes are frozen (design.md §4): see ``EXIT_CODES``.
+
+A new command (``osmosis-state``, ``osmosis-import``, ...) is wired the same way: a parser
+with ``add_common_flags``, an entry point ``run_command(prog, make_parser, argv, command)``
+where ``command(args, output)`` returns the exit code and calls ``output.result(type, body)``
+with its document body; errors are raised from the error tree and the one handler here turns
+them into stderr text and an ``error`` document. Then add the document type to
+``reconciler/schema/output.schema.json`` and one row to
+``tests/integration/test_machine_output.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -22,27 +32,46 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, shutdown
-from .errors import (
-    ConfigError,
-    ConfigIssue,
-    PolicyError,
-    ReconcilerError,
-    UsageError,
+from .errors import PolicyError, ReconcilerError, UsageError
+from .log import configure_logging
+from .output import (
+    FORMATS,
+    Diagnostic,
+    Output,
+    color_enabled,
+    issue_to_dict,
+    requested_format,
 )
-from .escaping import escape_text
-from .log import configure_logging, redact_text
+from .redact import redact
+
+EXIT_WAIT_TIMEOUT = 4
+"""osmosis-apply: the --wait ran out."""
+EXIT_BLOCKED = 4
+"""osmosis-plan: the plan has blocked items (apply would fail on them)."""
+"""osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
 
 EXIT_CODES = """\
 exit codes:
   osmosis-plan   0  success (with --detailed-exitcode: nothing to do and no drift)
                  1  error: invalid config, platform unreachable, policy denied, bad usage
-                 2  only with --detailed-exitcode: changes or drift pending
-                 4  the plan has blocked items: apply would fail on them (see their fix)
-  osmosis-apply  0  everything applied
-                 1  nothing applied: error, stale plan, lock held, not approved
+                 2  only with --detailed-exitcode: changes or drift pending (with
+                    --refresh-only: changes to record or drift)
+                 4  the plan has blocked items: apply would fail on them (each says its
+                    fix); checked before --detailed-exitcode's 2
+  osmosis-apply  0  everything applied (with --wait: every run ended and was downloaded)
+                 1  nothing applied: error, stale plan, lock held, not approved, bad usage
                  3  partial: some actions failed; the lockfile holds the ones that succeeded
-                130 interrupted (SIGINT/SIGTERM); the lockfile holds what completed
+                 4  only with --wait: everything applied, but the wait ran out while runs
+                    were still active; the lockfile records what was done (apply --wait
+                    again to download them once they end)
+  both         130  interrupted (SIGINT/SIGTERM); the lockfile holds what completed
 """
+
+FORMAT_HELP = (
+    "output format: text (default), markdown, json (exactly one JSON document on stdout, "
+    "errors included) or jsonl (JSON Lines: events as they happen, then that document); "
+    "with json/jsonl, text for people and logs go to stderr"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,26 +81,89 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", default=".", help="repository root (default: .)")
-    parser.add_argument("--benchmarks", help="benchmarks directory (default: benchmarks)")
-    parser.add_argument("--state", help="lockfile (default: state/osmosis.lock)")
-    parser.add_argument("--platform", help="Platform URL, or 'local' for the embedded Platform")
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every command takes (design.md §4): root, files, Platform, output, logs."""
+    parser.add_argument(
+        "--dir",
+        metavar="PATH",
+        help="repository root (default: found from the current directory: the nearest "
+        "directory with osmosis.toml, .osmosis.toml or a pyproject.toml with "
+        "[tool.osmosis-reconciler], else the git work tree's top level)",
+    )
+    parser.add_argument(
+        "--benchmarks", metavar="DIR", help="configs directory, relative to the root "
+        "(default: benchmarks)"
+    )  # fmt: skip
+    parser.add_argument(
+        "--state", metavar="FILE", help="lockfile, relative to the root "
+        "(default: state/osmosis.lock)"
+    )  # fmt: skip
+    parser.add_argument(
+        "--platform",
+        metavar="URL|local",
+        help="Platform URL, or 'local' for the embedded Platform (default: "
+        "OSMOSIS_PLATFORM_URL, else the Osmosis Platform when OSMOSIS_TOKEN is set, else local)",
+    )
     parser.add_argument(
         "--workspace",
+        metavar="NAME",
         help="Platform workspace name (default: OSMOSIS_WORKSPACE, "
         "else the git origin's GitHub owner/repo)",
     )
-    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    parser.add_argument("--no-color", action="store_true", help="never colour the output")
+    parser.add_argument("--format", choices=FORMATS, default="text", help=FORMAT_HELP)
+    parser.add_argument(
+        "--no-color",
+        action="store_true",
+        help="never colour the output (also NO_COLOR=1 or TERM=dumb; FORCE_COLOR=1 colours "
+        "output that is not a terminal)",
+    )
     parser.add_argument(
         "--log-format",
         choices=("console", "json"),
-        help="default: console on a TTY, json otherwise",
+        help="log lines on stderr: console or json (default: console on a TTY, json otherwise)",
     )
-    parser.add_argument("-q", "--quiet", action="count", default=0)
-    parser.add_argument("-v", "--verbose", action="count", default=0)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        default=0,
+        help="only results, warnings and errors: no Platform banner, notes, progress or "
+        "info logs (the plan and the apply outcomes are still printed)",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logs: -v info, -vv debug"
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
+
+
+def _selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="ADDR|GLOB",
+        help="only plan these addresses (repeatable; * stays within a path segment, "
+        "dir/** matches below dir)",
+    )
+    parser.add_argument(
+        "--replace",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="re-run this address even though its config is unchanged (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-mass-stop",
+        action="store_true",
+        help="allow a plan that stops more runs than max_stops",
+    )
+    parser.add_argument(
+        "--allow-over-budget",
+        action="store_true",
+        help="allow a plan that starts more new attempts than max_attempts",
+    )
     parser.add_argument(
         "--allow-foreign-state",
         action="store_true",
@@ -84,11 +176,11 @@ def _plan_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="osmosis-plan",
         description="Show what osmosis-apply would do: diff benchmarks/ against the lockfile "
-        "and the Platform's runs.",
+        "and the Platform's runs. Never writes the lockfile.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(parser)
+    add_common_flags(parser)
     parser.add_argument("--out", metavar="PLANFILE", help="save the plan for osmosis-apply")
     parser.add_argument(
         "--detailed-exitcode", action="store_true", help="exit 2 when changes or drift are pending"
@@ -99,13 +191,15 @@ def _plan_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--refresh-only",
         action="store_true",
-        help="record observed statuses in the lockfile; plan nothing else",
+        help="show what a refresh would record in the lockfile (observed statuses) and the "
+        "drift; writes nothing (osmosis-apply --refresh-only records it)",
     )
-    parser.add_argument("--target", action="append", default=[], metavar="ADDR|GLOB")
-    parser.add_argument("--replace", action="append", default=[], metavar="ADDR")
-    parser.add_argument("--changed-since", metavar="GIT_REV")
-    parser.add_argument("--allow-mass-stop", action="store_true")
-    parser.add_argument("--allow-over-budget", action="store_true")
+    _selection(parser)
+    parser.add_argument(
+        "--changed-since",
+        metavar="GIT_REV",
+        help="only plan the configs changed since this git revision (a PR's base)",
+    )
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
     parser.add_argument(
         "--refresh",
@@ -135,25 +229,63 @@ def _apply_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(parser)
-    parser.add_argument("planfile", nargs="?", metavar="PLANFILE")
-    parser.add_argument("--auto-approve", action="store_true")
-    parser.add_argument("--parallelism", type=int)
-    parser.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS")
-    parser.add_argument("--force-unlock", metavar="LOCK_ID")
+    add_common_flags(parser)
+    parser.add_argument(
+        "planfile",
+        nargs="?",
+        metavar="PLANFILE",
+        help="a plan saved by osmosis-plan --out (refused when stale); default: plan now",
+    )
+    parser.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="apply without asking for 'yes' (needed without a terminal, e.g. in CI)",
+    )
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        metavar="N",
+        help="actions run at once (default: the parallelism setting, 8)",
+    )
+    parser.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for another apply's lock before giving up (default: 0)",
+    )
+    parser.add_argument(
+        "--force-unlock",
+        metavar="LOCK_ID",
+        help="release the apply lock LOCK_ID left by an apply that is gone, then exit",
+    )
+    parser.add_argument(
+        "--refresh-only",
+        action="store_true",
+        help="record what the Platform reports now (statuses) in the lockfile, under the "
+        "lock; take no other action",
+    )
     parser.add_argument("--wait", action="store_true", help="wait for active runs, then download")
-    parser.add_argument("--wait-timeout", type=float, default=3600.0, metavar="SECONDS")
-    parser.add_argument("--download-types", metavar="LIST")
+    parser.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help=f"give up waiting after this long and exit {EXIT_WAIT_TIMEOUT} (default: 3600)",
+    )
+    parser.add_argument(
+        "--download-types",
+        metavar="LIST",
+        help="outputs to download, comma-separated: summary, results, artifacts, logs, or "
+        "all (default: the download_types setting, summary,results)",
+    )
     parser.add_argument(
         "--only",
         metavar="KINDS",
         help="perform only these kinds, hold the rest back: submit, replace, stop, forget, "
         "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
     )
-    parser.add_argument("--target", action="append", default=[], metavar="ADDR|GLOB")
-    parser.add_argument("--replace", action="append", default=[], metavar="ADDR")
-    parser.add_argument("--allow-mass-stop", action="store_true")
-    parser.add_argument("--allow-over-budget", action="store_true")
+    _selection(parser)
     parser.add_argument(
         "--refresh",
         choices=("incremental", "full"),
@@ -174,7 +306,7 @@ def _module_parser(prog: str, module: Any) -> argparse.ArgumentParser:
         epilog=module.EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(parser)
+    add_common_flags(parser)
     module.add_arguments(parser)
     return parser
 
@@ -183,83 +315,121 @@ def _module_parser(prog: str, module: Any) -> argparse.ArgumentParser:
 
 
 def plan_main(argv: Sequence[str] | None = None) -> int:
-    return _run("osmosis-plan", _plan_parser, argv, _plan)
+    return run_command("osmosis-plan", _plan_parser, argv, _plan)
 
 
 def apply_main(argv: Sequence[str] | None = None) -> int:
-    return _run("osmosis-apply", _apply_parser, argv, _apply)
+    return run_command("osmosis-apply", _apply_parser, argv, _apply)
 
 
 def import_main(argv: Sequence[str] | None = None) -> int:
     from . import cli_import
 
-    return _run(
-        "osmosis-import", lambda: _module_parser("osmosis-import", cli_import), argv, cli_import.run
+    return run_command(
+        "osmosis-import",
+        lambda: _module_parser("osmosis-import", cli_import),
+        argv,
+        _through_output(cli_import.run, "import"),
     )
 
 
 def state_main(argv: Sequence[str] | None = None) -> int:
     from . import cli_state
 
-    return _run(
-        "osmosis-state", lambda: _module_parser("osmosis-state", cli_state), argv, cli_state.run
+    return run_command(
+        "osmosis-state",
+        lambda: _module_parser("osmosis-state", cli_state),
+        argv,
+        _through_output(cli_state.run, "state"),
     )
 
 
-def _run(
+def _through_output(
+    run: Callable[[argparse.Namespace, TextIO, TextIO], int], kind: str
+) -> Callable[[argparse.Namespace, Output], int]:
+    """A command that writes its own text (or, with ``--format json``, its own document
+    body) to ``out``, wired to the one output layer: its document becomes the body of the
+    command's document, its text the result for people."""
+
+    def command(args: argparse.Namespace, output: Output) -> int:
+        if getattr(args, "dir", None) is None:
+            args.dir = str(_root(args))
+        buffer = io.StringIO()
+        code = run(args, buffer, output.err)
+        text = buffer.getvalue()
+        if output.machine and text.strip():
+            body = json.loads(text)
+            doc_type = body.pop("type", None) or kind
+            for key in ("format_version", "command"):
+                body.pop(key, None)
+            output.result(doc_type, body)
+        else:
+            output.show(text)
+        return code
+
+    return command
+
+
+def run_command(
     prog: str,
     make_parser: Callable[[], argparse.ArgumentParser],
     argv: Sequence[str] | None,
-    command: Callable[[argparse.Namespace, TextIO, TextIO], int],
+    command: Callable[[argparse.Namespace, Output], int],
 ) -> int:
-    """The one error handler: known errors exit 1 (3 is apply's partial), ^C exits 130."""
-    out, err = sys.stdout, sys.stderr
+    """The one error handler of every command.
+
+    Known errors exit 1 (apply's partial is 3, its wait timeout 4), ^C and SIGTERM 130, a
+    bug 1 with a crash log. Whatever happens, the ``Output`` prints its document last.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    output = Output(prog, requested_format(argv), out=sys.stdout, err=sys.stderr)
     previous = signal.getsignal(signal.SIGTERM)
     previous_int = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
         signal.signal(signal.SIGINT, _raise_interrupt)
     shutdown.clear()
-    repo_dir = "."
+    code = 1
+    repo_dir: str | None = None
     try:
         args = make_parser().parse_args(argv)
-        repo_dir = getattr(args, "dir", None) or "."
-        configure_logging(fmt=args.log_format, verbosity=args.verbose - args.quiet, command=prog)
-        return command(args, out, err)
-    except ConfigError as exc:
-        _print_issues(exc.issues, "text", err, github=_on_github())
-        _print_error(exc, err)
-        return 1
+        repo_dir = getattr(args, "dir", None)
+        color = color_enabled(args.no_color, sys.stdout)
+        output.configure(fmt=args.format, quiet=args.quiet > 0, color=color)
+        configure_logging(
+            fmt=args.log_format,
+            verbosity=args.verbose - args.quiet,
+            command=prog,
+            color=color_enabled(args.no_color, sys.stderr),
+        )
+        code = command(args, output)
+    except SystemExit as exc:  # --help, --version: argparse printed them
+        return exc.code if isinstance(exc.code, int) else 0
     except ReconcilerError as exc:
-        _print_error(exc, err)
-        return 1
+        output.error(exc)
+        code = 1
     except KeyboardInterrupt:
-        err.write(f"{prog}: interrupted; the lockfile holds every action that completed\n")
-        return 130
+        output.failure("Interrupted", "interrupted; the lockfile holds every action that completed")
+        code = 130
     except Exception as exc:
         known = _file_error(exc)
         if known is not None:
-            _print_error(known, err)
-            return 1
-        path = _write_crash_log(prog, repo_dir)
-        err.write(f"{prog}: internal error (a bug); details in {path}\n")
-        return 1
+            output.error(known)
+        else:
+            path = _write_crash_log(prog, output, repo_dir)
+            output.failure("InternalError", f"internal error (a bug); details in {path}")
+        code = 1
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)
             signal.signal(signal.SIGINT, previous_int)
+    return output.finish(code)
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
     # Worker threads cannot receive the signal: the flag ends their network waits.
     shutdown.begin()
     raise KeyboardInterrupt
-
-
-def _print_error(exc: ReconcilerError, err: TextIO) -> None:
-    err.write(f"Error: {escape_text(redact_text(exc.message), keep_newlines=True)}\n")
-    if exc.hint:
-        err.write(f"  {escape_text(redact_text(exc.hint), keep_newlines=True)}\n")
 
 
 def _file_error(exc: BaseException) -> ReconcilerError | None:
@@ -272,83 +442,44 @@ def _file_error(exc: BaseException) -> ReconcilerError | None:
     )
 
 
-def _write_crash_log(prog: str, repo_dir: str) -> str:
-    """Write the traceback to ``--dir``'s ``.osmosis/crash.log``; returns where it went."""
+def _write_crash_log(prog: str, output: Output, repo_dir: str | None = None) -> str:
+    """The traceback in the repository's (``--dir``'s) ``.osmosis/crash.log``; where it went."""
     from .paths import check_inside
 
-    text = redact_text(traceback.format_exc())
+    text = redact(traceback.format_exc())
+    root = _crash_root(repo_dir)
     override = os.environ.get("OSMOSIS_CRASH_LOG")
-    path = Path(override) if override else Path(repo_dir) / ".osmosis" / "crash.log"
-    if not override and check_inside(
-        Path(repo_dir).resolve(), ".osmosis/crash.log", last_is_file=True
-    ):
-        sys.stderr.write(text)  # .osmosis is a symlink (or worse): never write through it
+    path = Path(override) if override else root / ".osmosis" / "crash.log"
+    if not override and check_inside(root, ".osmosis/crash.log", last_is_file=True):
+        output.err.write(text)  # .osmosis is a symlink (or worse): never write through it
         return "stderr"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{prog} {__version__}\n{text}", encoding="utf-8")
     except OSError:
-        sys.stderr.write(text)
+        output.err.write(text)
         return "stderr"
     return str(path)
 
 
-def _on_github() -> bool:
-    return os.environ.get("GITHUB_ACTIONS") == "true"
+def _crash_root(repo_dir: str | None = None) -> Path:
+    # Beside the repository's other local files (--dir's when given), never in the directory
+    # the command was started from (a crash in benchmarks/ must not create benchmarks/.osmosis/).
+    from .project import find_root
+
+    try:
+        return find_root(Path.cwd(), repo_dir).resolve()
+    except (ReconcilerError, OSError):
+        return Path(repo_dir or Path.cwd()).resolve()
 
 
-def _color(args: argparse.Namespace, stream: TextIO) -> bool:
-    return not args.no_color and "NO_COLOR" not in os.environ and stream.isatty()
+def _root(args: argparse.Namespace) -> Path:
+    from .project import find_root
+
+    return find_root(Path.cwd(), args.dir)
 
 
 # --------------------------------------------------------------------------- validate
-
-
-def _print_issues(issues: Sequence[ConfigIssue], fmt: str, stream: TextIO, *, github: bool) -> None:
-    if fmt == "json":
-        payload = [
-            {
-                "file": i.file,
-                "line": i.line,
-                "column": i.column,
-                "key": i.key,
-                "message": i.message,
-                "hint": i.hint,
-                "severity": i.severity,
-            }
-            for i in issues
-        ]
-        stream.write(
-            json.dumps(
-                {"valid": not any(i.severity == "error" for i in issues), "issues": payload},
-                indent=2,
-            )
-            + "\n"
-        )
-    else:
-        for issue in issues:
-            label = "warning" if issue.severity == "warning" else "error"
-            stream.write(f"{label}: {issue.render()}\n")
-    if github:
-        for issue in issues:
-            kind = "warning" if issue.severity == "warning" else "error"
-            where = f"file={_gh_property(escape_text(issue.file))}"
-            if issue.line is not None:
-                where += f",line={issue.line}"
-                if issue.column is not None:
-                    where += f",col={issue.column}"
-            text = f"{issue.key}: {issue.message}" if issue.key else issue.message
-            if issue.hint:
-                text += f" ({issue.hint})"
-            stream.write(f"::{kind} {where}::{_gh_escape(escape_text(text))}\n")
-
-
-def _gh_escape(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _gh_property(text: str) -> str:
-    return _gh_escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -362,8 +493,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,
     }
-    if getattr(args, "refresh_only", False):
-        values["refresh_only"] = True
     if getattr(args, "refresh", None):
         values["refresh"] = args.refresh
     if getattr(args, "download_running", False):
@@ -381,70 +510,129 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def _validate_only(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from .config import load_configs
     from .context import resolve_settings
 
-    root = Path(args.dir).resolve()
     settings = resolve_settings(root, _overrides(args))
     result = load_configs(root, settings.benchmarks)
-    _print_issues(
-        result.issues,
-        args.format if args.format == "json" else "text",
-        out if args.format == "json" else err,
-        github=_on_github(),
+    output.result(
+        "validation",
+        {
+            "valid": result.ok,
+            "files": result.files,
+            "issues": [issue_to_dict(i) for i in result.issues],
+        },
     )
+    for issue in result.issues:
+        output.issue(issue)
     if not result.ok:
         errors = sum(1 for i in result.issues if i.severity == "error")
         files = len({i.file for i in result.issues if i.severity == "error"})
-        err.write(f"{errors} error(s) in {files} of {result.files} config file(s).\n")
+        summary = f"{errors} error(s) in {files} of {result.files} config file(s)"
+        output.err.write(summary + ".\n")
+        output.diagnose(
+            Diagnostic(
+                "error",
+                "ConfigError",
+                summary,
+                "fix the configs listed above, then run `osmosis-plan --validate-only` again",
+            )
+        )
         return 1
-    if args.format != "json":
-        out.write(f"All {result.files} config file(s) are valid.\n")
+    output.show(f"All {result.files} config file(s) are valid.\n")
     return 0
 
 
 # --------------------------------------------------------------------------- plan
 
 
-def _plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _plan(args: argparse.Namespace, output: Output) -> int:
+    if args.refresh_only and (args.out or args.watch):
+        flag = "--out" if args.out else "--watch"
+        raise UsageError(
+            f"--refresh-only cannot be combined with {flag}",
+            "a refresh-only plan is recorded with `osmosis-apply --refresh-only`",
+        )
+    root = _root(args)
     if args.validate_only:
-        return _validate_only(args, out, err)
+        return _validate_only(args, root, output)
     from .session import Session
 
-    with Session.open(args, _overrides(args), err) as session:
+    with Session.open(args, root, _overrides(args), output) as session:
         if args.watch:
             from .watch import watch_plans
 
-            return watch_plans(session, args, out)
+            return watch_plans(session, args, output)
         if args.refresh_only:
-            session.refresh_only(out)
-            plan = session.make_plan(changed_since=args.changed_since)
-        else:
-            plan = session.make_plan(changed_since=args.changed_since)
-        out.write(session.render(plan, args.format, color=_color(args, out)))
+            return _refresh(session, args, output, record=False)
+        plan = session.make_plan(changed_since=args.changed_since)
+        from .render import plan_to_dict
+
+        output.result("plan", plan_to_dict(plan))
+        output.show(session.render(plan, args.format, color=output.color))
         if args.out:
             session.save_plan(plan, Path(args.out))
-            err.write(f"Saved the plan to {args.out}. Apply it with: osmosis-apply {args.out}\n")
+            output.info(f"Saved the plan to {args.out}. Apply it with: osmosis-apply {args.out}")
         if plan.errors:
-            raise PolicyError(
-                "; ".join(plan.errors), "re-run with the flag named above if this is intended"
-            )
+            _policy_errors(plan.errors, output)
+            return 1
         if plan.summary.blocked:
-            return 4
+            return EXIT_BLOCKED
         if args.detailed_exitcode and plan.has_changes:
             return 2
         return 0
 
 
+def _policy_errors(errors: Sequence[str], output: Output) -> None:
+    """A guard's refusal: the plan shows it, so it is printed again only for scripts."""
+    for error in errors:
+        output.error(
+            PolicyError(error, "re-run with the flag named above if this is intended"), shown=True
+        )
+
+
+def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: bool) -> int:
+    from .render import refresh_to_dict, render_refresh_markdown, render_refresh_text
+
+    plan, changes = session.refresh(record=record)
+    pending = len(plan.items)
+    output.result(
+        "refresh",
+        refresh_to_dict(plan, changes, recorded=record and bool(changes), pending=pending),
+    )
+    if args.format == "markdown":
+        output.show(render_refresh_markdown(plan, changes, recorded=record, pending=pending))
+    else:
+        output.show(
+            render_refresh_text(
+                plan,
+                changes,
+                recorded=record,
+                pending=pending,
+                state_path=session.ctx.settings.state,
+                color=output.color,
+            )
+        )
+    if getattr(args, "detailed_exitcode", False) and (changes or plan.drift):
+        return 2
+    return 0
+
+
 # --------------------------------------------------------------------------- apply
 
 
-def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _apply(args: argparse.Namespace, output: Output) -> int:
+    from .output import ApplyReport
+    from .render import plan_to_dict
     from .session import Session
 
+    if args.refresh_only and args.planfile:
+        raise UsageError(
+            "--refresh-only takes no PLANFILE", "run `osmosis-apply --refresh-only` alone"
+        )
+    root = _root(args)
     if args.force_unlock:
-        root = Path(args.dir).resolve()
         from .context import resolve_settings
         from .gitlock import force_unlock_any
 
@@ -452,7 +640,8 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         where = force_unlock_any(
             root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
         )
-        err.write(f"Released the apply lock {args.force_unlock} ({where}).\n")
+        output.result("unlock", {"lock_id": args.force_unlock, "released": True})
+        output.info(f"Released the apply lock {args.force_unlock} ({where}).")
         return 0
     from .restrict import REFRESH, parse_only, restrict_plan
 
@@ -460,8 +649,11 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if only is not None and args.wait and "download" not in only:
         raise UsageError("--wait downloads the runs it waited for: add download to --only")
     with ExitStack() as stack:
-        session = stack.enter_context(Session.open(args, _overrides(args), err))
+        session = stack.enter_context(Session.open(args, root, _overrides(args), output))
         stack.enter_context(session.hold_lock(timeout=args.lock_timeout, command=_command_line()))
+        if args.refresh_only:
+            return _refresh(session, args, output, record=True)
+        report = ApplyReport(output)
         if args.planfile:
             plan = session.load_saved_plan(Path(args.planfile))
             if only is not None:
@@ -470,30 +662,29 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             plan = session.make_plan()
             if only is not None:
                 plan = restrict_plan(plan, only)
-            out.write(session.render(plan, args.format, color=_color(args, out)))
-            if plan.errors:
-                raise PolicyError(
-                    "; ".join(plan.errors), "re-run with the flag named above if this is intended"
+            output.show(session.render(plan, args.format, color=output.color))
+        report.planned(plan, plan_to_dict(plan))
+        if plan.errors:
+            _policy_errors(plan.errors, output)
+            return 1
+        if plan.is_empty and not args.wait and not (only and REFRESH in only):
+            return 0
+        # A saved plan was reviewed when it was made: applying it is the approval.
+        if not args.planfile and not plan.is_empty and not args.auto_approve:
+            if not sys.stdin.isatty():
+                raise UsageError(
+                    "refusing to apply without approval: no terminal to ask on",
+                    "pass --auto-approve, or save a plan with `osmosis-plan --out FILE` "
+                    "and run `osmosis-apply FILE`",
                 )
-            if plan.is_empty and not args.wait and not (only and REFRESH in only):
-                return 0
-            if not plan.is_empty and not args.auto_approve:
-                if not sys.stdin.isatty():
-                    raise UsageError(
-                        "refusing to apply without approval: no terminal to ask on",
-                        "pass --auto-approve, or save a plan with `osmosis-plan --out FILE` "
-                        "and run `osmosis-apply FILE`",
-                    )
-                out.write(
-                    "\nDo you want to perform these actions? Only 'yes' will be accepted.\n"
-                    "  Enter a value: "
-                )
-                out.flush()
-                if sys.stdin.readline().strip() != "yes":
-                    err.write("Apply cancelled.\n")
-                    return 1
-        result = session.apply(plan, out=out, wait=args.wait, wait_timeout=args.wait_timeout)
-        return session.exit_code(result)
+            output.prompt(
+                "\nDo you want to perform these actions? Only 'yes' will be accepted.\n"
+                "  Enter a value: "
+            )
+            if sys.stdin.readline().strip() != "yes":
+                raise UsageError("Apply cancelled: the answer was not 'yes'")
+        result = session.apply(plan, report=report, wait=args.wait, wait_timeout=args.wait_timeout)
+        return session.exit_code(result, report)
 
 
 def _command_line() -> str:

@@ -1,7 +1,7 @@
 """Wiring for one CLI invocation: repository, settings, platform, workspace, git.
 
-``cli`` parses flags and calls ``open_context``; everything else receives the pieces it
-drives as arguments.
+``cli`` parses flags, finds the repository root (``project.find_root``) and calls
+``open_context``; everything else receives the pieces it drives as arguments.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import httpx
 
 from .errors import UsageError
 from .gitinfo import GitRepo
-from .log import register_secret
 from .model import Settings
 from .paths import check_inside
 from .platform import PlatformClient, select_platform
 from .platform.settings import git_identity_from_remote
 from .project import load_project_settings
+from .redact import register_secret
 
 LOCAL_DATA_DIR = ".osmosis/local-platform"
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
@@ -68,7 +68,7 @@ class Context:
 
 
 def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
-    """Defaults < ``[tool.osmosis-reconciler]`` < flags (``overrides`` holds only set flags)."""
+    """Defaults < the settings file (``project``) < flags (``overrides`` holds only set flags)."""
     values = load_project_settings(repo_root)
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**values)
@@ -76,20 +76,19 @@ def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
 
 def open_context(
     *,
-    repo_dir: str,
+    repo_root: Path,
     platform_flag: str | None,
     workspace_flag: str | None,
     overrides: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
 ) -> Context:
     env = dict(os.environ if env is None else env)
-    repo_root = Path(repo_dir).resolve()
-    if not repo_root.is_dir():
-        raise UsageError(f"--dir {repo_dir}: no such directory", "pass the repository root")
     settings = resolve_settings(repo_root, overrides)
     git = GitRepo.discover(repo_root)
 
     selection = select_platform(platform_flag, env)
+    # The real token is secret even when the embedded Platform is used instead; the
+    # embedded Platform's placeholder ("local") is not a secret and is never registered.
     register_secret(selection.token)
     local = None
     if selection.url == "local":

@@ -68,6 +68,7 @@ from .errors import (
 )
 from .model import DOWNLOAD_TYPES, LocalOutputs
 from .paths import check_inside
+from .redact import redact
 
 __all__ = [
     "CHUNK_SIZE",
@@ -112,7 +113,6 @@ MSG_NO_USABLE = "The download manifest contained no usable run-scoped paths."
 MSG_NOTHING = "No downloadable files matched the requested selection."
 MSG_BAD_SIZE = "Manifest entry has an invalid size."
 MSG_NO_URL = "The Platform returned no download URL for this path."
-REDACTED = "<redacted URL>"
 
 _FIXED_FILES = {"summary.csv": "summary", "results.csv": "results", "logs.txt": "logs"}
 _SANITISE = re.compile(r"[^A-Za-z0-9_-]")
@@ -122,7 +122,6 @@ _WINDOWS_RESERVED = frozenset(
     | {f"lpt{i}" for i in range(1, 10)}
 )
 _MAX_NAME = 255
-_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _PARTIAL_TOKEN_HEX = 16
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
@@ -477,13 +476,9 @@ def _url_allowed(url: httpx.URL) -> bool:
 
 
 def _redact(text: str, urls: Iterable[str] = ()) -> str:
-    for url in urls:
-        if url:
-            text = text.replace(url, REDACTED)
-            query = url.partition("?")[2]
-            if len(query) >= 8:
-                text = text.replace(query, REDACTED)
-    return _URL_RE.sub(REDACTED, text)
+    """The tool's redaction rule, with the signatures (query strings) of the presigned URLs
+    fetched for this file as secrets: a message keeps the URL's host and path."""
+    return redact(text, also=[url.partition("?")[2] for url in urls])
 
 
 def _is_fatal(exc: PlatformError) -> bool:

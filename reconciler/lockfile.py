@@ -115,7 +115,7 @@ HEADER_COMMENT = (
 
 _RESTORE_HINT = (
     "restore the last good version from git (`git checkout HEAD -- {file}`), "
-    "then run `osmosis-plan --refresh-only`"
+    "then run `osmosis-apply --refresh-only`"
 )
 
 # --------------------------------------------------------------------------- emitting TOML
@@ -869,7 +869,7 @@ def parse(text: str, filename: str) -> LockState:
             f"{filename} has unresolved git merge conflicts at {_describe_regions(regions)}",
             "lockfiles cannot be merged by hand: take one side with "
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
-            "`osmosis-plan --refresh-only` to re-observe the Platform and record the result",
+            "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
     raw = _fast_load(text)
     try:

@@ -612,6 +612,20 @@ class Plan(Frozen):
         return bool(self.items) or bool(self.drift)
 
 
+class RecordedChange(Frozen):
+    """One value a refresh records in the lockfile: what the Platform says now about a
+    recorded run (``osmosis-plan --refresh-only`` shows these; ``osmosis-apply
+    --refresh-only`` writes them)."""
+
+    address: str
+    run_id: str | None = None
+    run_name: str | None = None
+    field: str = "status"
+    """The lockfile field that changes."""
+    before: str | None = None
+    after: str | None = None
+
+
 def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
     """Whether ``address`` matches any of the address globs (``*`` stays within a segment)."""
     from fnmatch import fnmatchcase

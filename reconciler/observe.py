@@ -158,8 +158,9 @@ class RunWalk:
     def watermark(self) -> datetime | None:
         """The next ``observed_until``: the newest run seen, when the walk can vouch for
         every run up to it (an ordered walk, or a complete list)."""
-        if self.complete or self.ordered:
-            return self.newest
+        if (self.complete or self.ordered) and self.newest is not None:
+            # Whole seconds, as the lockfile records it (earlier is always safe).
+            return self.newest.replace(microsecond=0)
         return None
 
 

@@ -1,12 +1,28 @@
-"""Project settings: ``[tool.osmosis-reconciler]`` in the repository's ``pyproject.toml``.
+"""The project: where its root is, and its settings.
 
-Flags win over these; these win over the defaults in ``model.Settings``.
+Root (``find_root``): ``--dir`` when given. Otherwise, from the current directory upwards,
+the nearest directory holding a settings file, looking no higher than the git work tree's
+top level; else the git top level itself. Outside any git work tree and without a settings
+file there is no root, and the commands say so instead of guessing (a guess from
+``benchmarks/`` would create ``benchmarks/.osmosis/`` and plan nothing).
+
+Settings, one source per repository, the first that exists (like ruff's ``ruff.toml`` /
+``pyproject.toml``; sources are never merged):
+
+1. ``osmosis.toml``   the keys at the top level;
+2. ``.osmosis.toml``  the same, for a repository that keeps tool files hidden;
+3. ``pyproject.toml`` the same keys in ``[tool.osmosis-reconciler]``.
+
+Two of them holding settings at once is an error (which one would win is a surprise).
+Flags win over the settings; the settings win over the defaults in ``model.Settings``.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +30,8 @@ from .errors import UsageError
 from .model import DOWNLOAD_TYPES
 
 TABLE = "osmosis-reconciler"
+SETTINGS_FILES = ("osmosis.toml", ".osmosis.toml")
+"""Settings files of their own, in order of precedence; ``pyproject.toml`` comes after."""
 
 _CHOICES = {
     "on_delete": ("stop", "forget"),
@@ -38,24 +56,110 @@ _TYPES: dict[str, type] = {
 }
 
 
-def load_project_settings(repo_root: Path) -> dict[str, Any]:
-    """Read and check ``[tool.osmosis-reconciler]``; an absent file or table is ``{}``."""
-    path = repo_root / "pyproject.toml"
-    if not path.is_file():
-        return {}
+@dataclass(frozen=True)
+class SettingsSource:
+    """Where a repository's settings come from: a file and the table inside it."""
+
+    path: Path
+    table: dict[str, Any]
+    prefix: str
+    """How a key is named in messages: ``tool.osmosis-reconciler.`` in pyproject.toml."""
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+# --------------------------------------------------------------------------- root
+
+
+def find_root(start: Path, dir_flag: str | None = None) -> Path:
+    """The repository root for a command run in ``start`` (see the module docstring)."""
+    if dir_flag is not None:
+        root = (start / dir_flag).resolve()
+        if not root.is_dir():
+            raise UsageError(f"--dir {dir_flag}: no such directory", "pass the repository root")
+        return root
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        if _has_settings(directory):
+            return directory
+        if (directory / ".git").exists():
+            # The work tree's top level (a `.git` directory, or the file of a worktree or
+            # submodule): a settings file above it belongs to another project.
+            return directory
+    raise UsageError(
+        f"no repository root found from {here}: no {', '.join(SETTINGS_FILES)} or "
+        f"pyproject.toml with [tool.{TABLE}] here or above, and not inside a git work tree",
+        "run the command inside the repository that holds benchmarks/ and state/, pass "
+        "--dir PATH, or create an osmosis.toml at the repository root",
+    )
+
+
+def _has_settings(directory: Path) -> bool:
+    if any((directory / name).is_file() for name in SETTINGS_FILES):
+        return True
+    pyproject = directory / "pyproject.toml"
+    if not pyproject.is_file():
+        return False
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    # A cheap look before parsing: most pyproject.toml files are not ours.
+    return f"[tool.{TABLE}]" in text or f'[tool."{TABLE}"]' in text
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def settings_source(repo_root: Path) -> SettingsSource | None:
+    """The one settings file of ``repo_root`` with its table, or None when there is none."""
+    sources: list[SettingsSource] = []
+    for name in SETTINGS_FILES:
+        path = repo_root / name
+        if path.is_file():
+            sources.append(SettingsSource(path, _read_toml(path), ""))
+    pyproject = repo_root / "pyproject.toml"
+    if pyproject.is_file():
+        data = _read_toml(pyproject)
+        tool = data.get("tool", {})
+        if isinstance(tool, dict) and TABLE in tool:
+            table = tool[TABLE]
+            if not isinstance(table, dict):
+                raise UsageError(f"pyproject.toml: [tool.{TABLE}] must be a table")
+            sources.append(SettingsSource(pyproject, table, f"tool.{TABLE}."))
+    if len(sources) > 1:
+        names = " and ".join(s.name for s in sources)
         raise UsageError(
-            f"pyproject.toml: cannot read [tool.{TABLE}]: {exc}",
-            "fix the TOML syntax of pyproject.toml",
+            f"settings in two places: {names}",
+            f"keep the settings in one of them ({sources[0].name} would be read first) and "
+            "delete them from the other",
+        )
+    return sources[0] if sources else None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        what = f"[tool.{TABLE}]" if path.name == "pyproject.toml" else "the settings"
+        raise UsageError(
+            f"{path.name}: cannot read {what}: {exc}", f"fix the TOML syntax of {path.name}"
         ) from exc
-    table = data.get("tool", {}).get(TABLE, {})
-    if not isinstance(table, dict):
-        raise UsageError(f"pyproject.toml: [tool.{TABLE}] must be a table")
+    except OSError as exc:
+        raise UsageError(f"{path.name}: cannot read: {exc.strerror or exc}") from exc
+
+
+def load_project_settings(repo_root: Path) -> dict[str, Any]:
+    """Read and check the repository's settings; no settings file is ``{}``."""
+    source = settings_source(repo_root)
+    if source is None:
+        return {}
+    text = source.path.read_text(encoding="utf-8")
     settings: dict[str, Any] = {}
-    for key, value in table.items():
-        where = f"pyproject.toml: tool.{TABLE}.{key}"
+    for key, value in source.table.items():
+        where = f"{source.name}{_line_of(text, key, source)}: {source.prefix}{key}"
         if key not in _TYPES:
             close = difflib.get_close_matches(key, list(_TYPES), n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(_TYPES)}"
@@ -79,6 +183,21 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             value = tuple(parse_download_types(value, where))
         settings[key] = value
     return settings
+
+
+def _line_of(text: str, key: str, source: SettingsSource) -> str:
+    """``:LINE`` of ``key = ...`` in its table, when a plain scan finds it (else empty)."""
+    in_table = source.prefix == ""
+    key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            header = stripped.strip("[]").replace('"', "").strip()
+            in_table = (header == f"tool.{TABLE}") if source.prefix else False
+            continue
+        if in_table and key_re.match(line):
+            return f":{number}"
+    return ""
 
 
 def parse_download_types(

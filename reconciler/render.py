@@ -36,6 +36,7 @@ from reconciler.model import (
     PlanItem,
     PlanSummary,
     Reason,
+    RecordedChange,
     ResultRow,
 )
 
@@ -164,10 +165,10 @@ def _item_body(item: PlanItem) -> list[str]:
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
         lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}")
     if item.download_types:
-        lines.append(f"types: {_e(', '.join(item.download_types))}")
+        lines.append(f"types: {', '.join(item.download_types)}")
     if item.requested_by:
         subject = f' "{_e(item.requested_subject)}"' if item.requested_subject else ""
-        lines.append(f"requested by {_e(item.requested_by[:7])}{subject}")
+        lines.append(f"requested by {item.requested_by[:7]}{subject}")
     if item.changes:
         lines.append("changes:")
         lines.extend(f"  {_e(change)}" for change in item.changes)
@@ -178,7 +179,7 @@ def _item_body(item: PlanItem) -> list[str]:
 
 def _header(plan: Plan) -> str:
     serial = f" · lockfile serial {plan.serial}" if plan.serial is not None else ""
-    head = f" · HEAD {_e(plan.head[:7])}" if plan.head else ""
+    head = f" · HEAD {plan.head[:7]}" if plan.head else ""
     return (
         f"Osmosis plan · workspace {_e(plan.workspace)} · platform {_e(plan.platform)}"
         f"{serial}{head}"
@@ -203,7 +204,7 @@ def unmanaged_line(plan: Plan) -> str | None:
     verb = "is" if n == 1 else "are"
     see = "listed below" if plan.unmanaged else "list them with `osmosis-plan --show-unmanaged`"
     return (
-        f"{n:,} other {runs} in workspace {plan.workspace} {verb} not managed by this "
+        f"{n:,} other {runs} in workspace {_e(plan.workspace)} {verb} not managed by this "
         f"repository (not drift): {see}; bring one under management with "
         "`osmosis-import RUN`."
     )
@@ -214,8 +215,8 @@ def _unmanaged_rows(plan: Plan) -> list[str]:
     for run in plan.unmanaged[:UNMANAGED_LIST_MAX]:
         created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else "–"
         rows.append(
-            f"{_run_label(run.name, run.id) or run.id} · {run.benchmark_name or '–'} · "
-            f"{run.status or 'unknown status'} · created {created}"
+            f"{_run_label(run.name, run.id) or _e(run.id)} · {_e(run.benchmark_name or '–')} · "
+            f"{_e(run.status or 'unknown status')} · created {created}"
         )
     if len(plan.unmanaged) > UNMANAGED_LIST_MAX:
         rows.append(f"... {len(plan.unmanaged) - UNMANAGED_LIST_MAX:,} more (see --format json)")
@@ -303,18 +304,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}")
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
-    if plan.drift:
-        out += [
-            f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
-            "(reported, not acted on by itself):",
-            "",
-        ]
-        for drift in plan.drift:
-            where = _e(drift.address) if drift.address else "(workspace)"
-            out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
-            out.append(f"      {_e(drift.message)}")
-            out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
-            out.append("")
+    out += _text_drift(plan, paint)
     if plan.results:
         out += _text_results(plan.results)
     if plan.warnings:
@@ -343,27 +333,71 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
+def _text_drift(plan: Plan, paint: Callable[[str, str], str]) -> list[str]:
+    if not plan.drift:
+        return []
+    out = [
+        f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
+        "(reported, not acted on by itself):",
+        "",
+    ]
+    for drift in plan.drift:
+        where = _e(drift.address) if drift.address else "(workspace)"
+        out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
+        out.append(f"      {_e(drift.message)}")
+        out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
+        out.append("")
+    return out
+
+
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Sequence[int] = ()
+) -> list[str]:
+    """Rows of text cells as aligned lines: every column as wide as its widest cell.
+
+    ``right`` lists the columns aligned to the right (numbers). Trailing spaces are
+    trimmed, so a short last cell leaves none.
+    """
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(padded).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
 def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
-    """The compact results section: one line per agent, at most ``TEXT_RESULT_ROWS``."""
+    """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``."""
     out = [
         f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; "
         "change against the previous run of the address):",
         "",
     ]
-    for row in rows[:TEXT_RESULT_ROWS]:
-        parts = [_pass_at_1(row.agent)]
-        if row.agent.pass_at_k is not None:
-            parts.append(_pass_at_k(row.agent))
-        if row.agent.cost_per_task is not None:
-            parts.append(f"{_money(row.agent.cost_per_task)}/task")
-        if row.previous is not None:
-            parts.append(_versus_previous(row))
-        run = _run_label(row.run_name, row.run_id)
-        out.append(f"  {_e(row.address)} {run}: {_agent_label(row.agent)}: {' · '.join(parts)}")
+    table = [
+        [
+            _e(row.address),
+            _run_label(row.run_name, row.run_id),
+            _agent_label(row.agent),
+            _pass_at_1(row.agent),
+            _pass_at_k(row.agent),
+            _money(row.agent.cost_per_task),
+            _versus_previous(row),
+        ]
+        for row in rows[:TEXT_RESULT_ROWS]
+    ]
+    headers = ["address", "run", "agent", "pass@1", "pass@k", "cost/task", "vs previous"]
+    out.extend(f"  {line}" for line in format_table(headers, table, right=(5,)))
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
@@ -389,8 +423,12 @@ def _md_text(text: str) -> str:
 
 
 def _md_code(text: str) -> str:
-    """A name as an inline code span that no backtick in it can close early."""
-    text = _e(text)
+    """A name from outside as an inline code span (see ``_code_span``)."""
+    return _code_span(_e(text))
+
+
+def _code_span(text: str) -> str:
+    """Escaped text as an inline code span that no backtick in it can close early."""
     longest = run = 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
@@ -398,6 +436,10 @@ def _md_code(text: str) -> str:
     ticks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _html(text: str) -> str:
+    return _e(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _fence(body: str) -> tuple[str, str]:
@@ -410,12 +452,13 @@ def _fence(body: str) -> tuple[str, str]:
     return ticks + "text", ticks
 
 
+def _marker_workspace(workspace: str) -> str:
+    # Inside the hidden HTML comment: a "-->" in the name must not close it.
+    return _e(workspace).replace("-->", "-- >")
+
+
 def _group_of(address: str) -> str:
     return address.split("/", 1)[0] if "/" in address else "(top level)"
-
-
-def _html(text: str) -> str:
-    return _e(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _short_fingerprint(fingerprint: str) -> str:
@@ -428,7 +471,7 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     Sections are added whole (an item, a drift row) while they fit; whatever does not fit is
     counted in a closing note, so the comment never breaks its markup.
     """
-    marker = f"{MARKDOWN_MARKER} workspace={_e(plan.workspace).replace('-->', '-- >')} -->"
+    marker = f"{MARKDOWN_MARKER} workspace={_marker_workspace(plan.workspace)} -->"
     text = f"{marker}\n### Osmosis plan for {_md_code(plan.workspace)}\n\n"
     if not plan.items and not plan.drift and not plan.errors:
         text += NO_CHANGES + "\n"
@@ -543,8 +586,7 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         rows = ""
         for drift in plan.drift:
             row = (
-                f"| {DRIFT_TEXT[drift.kind]} | "
-                f"{_md_cell(_md_text(drift.address or '(workspace)'))} | "
+                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
                 f"{_md_cell(_md_text(drift.run_id or ''))} | {_md_cell(_md_text(drift.message))} | "
                 f"`{_short_fingerprint(drift.fingerprint)}` |\n"
             )
@@ -573,7 +615,7 @@ def _md_unmanaged(plan: Plan, room: int) -> str:
         return ""
     text = "\n" + line + "\n"
     if plan.unmanaged:
-        body = "".join(f"- {_md_cell(row)}\n" for row in _unmanaged_rows(plan))
+        body = "".join(f"- {_md_cell(_md_plain(row))}\n" for row in _unmanaged_rows(plan))
         folded = f"\n<details><summary>Unmanaged runs</summary>\n\n{body}\n</details>\n"
         if len(text) + len(folded) <= room:
             text += folded
@@ -630,6 +672,106 @@ def _cap(text: str, max_chars: int) -> str:
         return text
     note = "\n\n_Truncated._\n"
     return text[: max(0, max_chars - len(note) - 1)] + note
+
+
+# --------------------------------------------------------------------------- refresh
+
+
+def _change_line(change: RecordedChange) -> str:
+    run = _run_label(change.run_name, change.run_id)
+    where = f"{_e(change.address)} {run}" if run else _e(change.address)
+    before, after = _e(change.before or "none"), _e(change.after or "none")
+    return f"{where}: {_e(change.field)} {before} -> {after}"
+
+
+def _refresh_closing(changes: Sequence[RecordedChange], recorded: bool, pending: int) -> list[str]:
+    out: list[str] = []
+    if recorded:
+        out.append(
+            f"Refresh complete: {_count(len(changes), 'change')} recorded."
+            if changes
+            else "No changes. The lockfile already records what the Platform reports."
+        )
+    elif changes:
+        out.append(
+            "This is a refresh-only plan: nothing was written. Record these changes with "
+            "`osmosis-apply --refresh-only`."
+        )
+    else:
+        out.append("No changes. The lockfile already records what the Platform reports.")
+    if pending:
+        what = "action is" if pending == 1 else "actions are"
+        out.append(f"{pending:,} pending {what} not part of a refresh; `osmosis-plan` shows them.")
+    return out
+
+
+def render_refresh_text(
+    plan: Plan,
+    changes: Sequence[RecordedChange],
+    *,
+    recorded: bool,
+    pending: int,
+    state_path: str,
+    color: bool = False,
+) -> str:
+    """A refresh: what the lockfile would record (or recorded), then the drift that stays."""
+
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    out = [_header(plan).replace("Osmosis plan", "Osmosis refresh", 1), ""]
+    if changes:
+        verb = "Recorded" if recorded else "Refresh would record"
+        out += [f"{verb} {_count(len(changes), 'change')} in {state_path}:", ""]
+        out.extend(f"  {paint(_YELLOW, '~')} {_change_line(c)}" for c in changes)
+        out.append("")
+    out += _text_drift(plan, paint)
+    if plan.warnings:
+        out.append(paint(_YELLOW, "Warnings:"))
+        out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
+        out.append("")
+    out += _refresh_closing(changes, recorded, pending)
+    return "\n".join(out) + "\n"
+
+
+def render_refresh_markdown(
+    plan: Plan, changes: Sequence[RecordedChange], *, recorded: bool, pending: int
+) -> str:
+    """The refresh for a comment: the changes as a list, the drift as a table."""
+    marker = f"{MARKDOWN_MARKER} workspace={_marker_workspace(plan.workspace)} -->"
+    text = f"{marker}\n### Osmosis refresh for {_md_code(plan.workspace)}\n\n"
+    if changes:
+        verb = "Recorded" if recorded else "Would record"
+        text += f"**{verb} {_count(len(changes), 'change')}:**\n\n"
+        text += "".join(f"- {_md_cell(_code_span(_change_line(c)))}\n" for c in changes) + "\n"
+    if plan.drift:
+        text += "| drift | address | message |\n|---|---|---|\n"
+        for drift in plan.drift:
+            text += (
+                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
+                f"{_md_cell(_md_text(drift.message))} |\n"
+            )
+        text += "\n"
+    text += "\n".join(_refresh_closing(changes, recorded, pending)) + "\n"
+    return _cap(text, 65000)
+
+
+def refresh_to_dict(
+    plan: Plan, changes: Sequence[RecordedChange], *, recorded: bool, pending: int
+) -> dict[str, Any]:
+    """The JSON body of a refresh: the changes, whether they were written, the drift."""
+    return {
+        "platform": plan.platform,
+        "workspace": plan.workspace,
+        "lineage": plan.lineage,
+        "serial": plan.serial,
+        "head": plan.head,
+        "recorded": recorded,
+        "changes": [change.model_dump() for change in changes],
+        "drift": [_drift_to_dict(d) for d in plan.drift],
+        "pending_actions": pending,
+        "warnings": list(plan.warnings),
+    }
 
 
 # --------------------------------------------------------------------------- json

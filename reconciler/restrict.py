@@ -83,5 +83,9 @@ def restrict_plan(plan: Plan, kinds: Iterable[str]) -> Plan:
             "summary": summary,
             "warnings": (*plan.warnings, warning),
             "errors": plan.errors if guarded else (),
+            # A held-back adoption's run must stay in view of the next plan's run list.
+            "observed_until": None
+            if any(i.action is Action.ADOPT for i in held)
+            else plan.observed_until,
         }
     )

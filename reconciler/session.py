@@ -1,7 +1,7 @@
 """One command's work from start to end: load, observe, plan, apply, wait, download.
 
-The CLI builds a ``Session`` and calls its steps; the steps return values and write only
-to the stream they are given.
+The CLI builds a ``Session`` and calls its steps; the steps return values and tell people
+and scripts what happens only through the ``output`` layer they are given.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from .apply import Applier, ApplyResult, utcnow, wait_for_runs
 from .config import load_configs
 from .context import Context, open_context
-from .errors import ConfigError, StalePlanError, UsageError
-from .escaping import escape_text
+from .errors import ConfigError, StalePlanError, StateError, UsageError
 from .gitinfo import _DEEPEN_HINT
 from .gitlock import hold_git_lock
 from .lockfile import (
@@ -41,12 +40,14 @@ from .model import (
     LockState,
     Observation,
     Plan,
+    RecordedChange,
     Settings,
     glob_match,
     is_active,
     is_terminal,
 )
 from .observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from .output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from .plan import compute_plan
 from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
 
@@ -59,9 +60,9 @@ class Session:
     provenance_note: str | None = None
     """Set by ``load_desired`` in a shallow clone whose history misses some configs."""
 
-    def __init__(self, ctx: Context, err: TextIO) -> None:
+    def __init__(self, ctx: Context, output: Output) -> None:
         self.ctx = ctx
-        self.err = err
+        self.output = output
         self.desired: tuple[DesiredRun, ...] = ()
         self.state: LockState | None = None
         self.observation: Observation | None = None
@@ -71,19 +72,21 @@ class Session:
     @classmethod
     @contextmanager
     def open(
-        cls, args: argparse.Namespace, overrides: dict[str, Any], err: TextIO
+        cls, args: argparse.Namespace, root: Path, overrides: dict[str, Any], output: Output
     ) -> Iterator[Session]:
         ctx = open_context(
-            repo_dir=args.dir,
+            repo_root=root,
             platform_flag=args.platform,
             workspace_flag=args.workspace,
             overrides=overrides,
         )
         if ctx.announcement:
-            err.write(ctx.announcement + "\n")
+            output.info(ctx.announcement)
         try:
-            yield cls(ctx, err)
+            yield cls(ctx, output)
         finally:
+            if ctx.client.version_warning:
+                output.warning(f"the Platform says: {ctx.client.version_warning}")
             ctx.close()
 
     # -- snapshots -----------------------------------------------------------
@@ -100,7 +103,7 @@ class Session:
         result = load_configs(self.ctx.repo_root, self.ctx.settings.benchmarks)
         warnings = [i for i in result.issues if i.severity == "warning"]
         for issue in warnings:
-            self.err.write(f"warning: {issue.render()}\n")
+            self.output.issue(issue)
         if not result.ok:
             raise ConfigError(list(result.issues))
         if on_valid is not None:
@@ -237,6 +240,10 @@ class Session:
         outputs = scan_recorded_outputs(state, self.ctx.repo_root)
         walk = prefetches[0].result() if prefetches else None
         self.observe(walk, outputs)
+        return self.replan(changed_since=changed_since)
+
+    def replan(self, *, changed_since: str | None = None) -> Plan:
+        """The plan of the snapshots already loaded (``make_plan`` loads them first)."""
         settings = self._with_trailers(self.ctx.settings)
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
@@ -421,9 +428,9 @@ class Session:
     @contextmanager
     def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
         def waiting(holder: dict) -> None:
-            self.err.write(
+            self.output.info(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "
-                f"{holder.get('host')} since {holder.get('started_at')} ...\n"
+                f"{holder.get('host')} since {holder.get('started_at')} ..."
             )
 
         def lost() -> None:
@@ -460,18 +467,26 @@ class Session:
             remove_stale_temps(self.ctx.state_path)
             yield
 
-    def refresh_only(self, out: TextIO) -> None:
-        """Record observed statuses in the lockfile (under the apply lock)."""
-        with self.hold_lock(timeout=0.0, command="osmosis-plan --refresh-only"):
-            self.load_desired()
-            state = self.load_state()
-            observation = self.observe()
-            refreshed = refresh_statuses(state, observation)
-            if refreshed != state:
-                self.state = write_lockfile(self.ctx.state_path, refreshed)
-                self.err.write(f"Refreshed statuses in {self.ctx.settings.state}.\n")
+    def refresh(self, *, record: bool) -> tuple[Plan, tuple[RecordedChange, ...]]:
+        """What a refresh records: observed statuses that the lockfile does not hold yet.
 
-    def apply(self, plan: Plan, *, out: TextIO, wait: bool, wait_timeout: float) -> ApplyResult:
+        With ``record`` (``osmosis-apply --refresh-only``, under the apply lock) they are
+        written, and the returned plan is the one after recording; without it
+        (``osmosis-plan --refresh-only``) nothing is written. The plan gives the drift that
+        stays and the actions a refresh does not take.
+        """
+        plan = self.make_plan()
+        assert self.state is not None and self.observation is not None
+        refreshed = refresh_statuses(self.state, self.observation)
+        changes = recorded_changes(self.state, refreshed)
+        if record and changes:
+            self.state = write_lockfile(self.ctx.state_path, refreshed)
+            plan = self.replan()
+        return plan, changes
+
+    def apply(
+        self, plan: Plan, *, report: ApplyReport, wait: bool, wait_timeout: float
+    ) -> ApplyResult:
         if self.state is None:
             self.load_state()
         assert self.state is not None
@@ -482,10 +497,6 @@ class Session:
         if state != self.state:
             store.update(lambda s: s)
 
-        def report(line: str) -> None:
-            out.write(line + "\n")
-            out.flush()
-
         applier = Applier(
             client=self.ctx.client,
             store=store,
@@ -494,32 +505,48 @@ class Session:
             download_root=self.ctx.download_root,
             settings=self.ctx.settings,
             head=self.head(),
-            report=report,
+            report=report.finished,
+            started=report.started,
             cancel=self.cancel,
             desired={d.address: d for d in self.desired},
         )
+        waited: list[str] = []
         try:
             result = applier.apply(plan, parallelism=self.ctx.settings.parallelism)
             if wait and not self.cancel.is_set():
-                result.outcomes.extend(self._wait_and_download(applier, store, out, wait_timeout))
+                result.outcomes.extend(
+                    self._wait_and_download(applier, store, report, wait_timeout, waited)
+                )
         except KeyboardInterrupt:
             self.cancel.set()
             raise
+        finally:
+            unsaved = _flush(store)
+        if unsaved is not None and result.unsaved is None:
+            result.unsaved = unsaved
         self.state = store.state
-        self._summarise(result, out)
+        report.summarise(_unsuccessful(store.state, result, waited), unsaved=result.unsaved)
         return result
 
     def _wait_and_download(
-        self, applier: Applier, store: StateStore, out: TextIO, timeout: float
+        self,
+        applier: Applier,
+        store: StateStore,
+        report: ApplyReport,
+        timeout: float,
+        waited: list[str],
     ) -> list:
-        waited = [
-            e for e in store.state.runs.values() if e.run_id and is_active(e.status or "pending")
+        entries = [
+            (address, e)
+            for address, e in sorted(store.state.runs.items())
+            if e.run_id and is_active(e.status or "pending")
         ]
-        active = [e.run_id for e in waited if e.run_id]
-        created = [e.submitted_at for e in waited]
+        active = [RunRef(address, e.run_id, e.run_name, e.status) for address, e in entries]
+        created = [e.submitted_at for _address, e in entries]
         since = None if None in created or not created else min(c for c in created if c)
         if active:
-            out.write(f"Waiting for {len(active)} run(s) to finish ...\n")
+            waited.extend(r.address for r in active)
+            report.waiting(active, timeout)
             last: dict[str, int] = {}
 
             def progress(statuses: dict[str, str]) -> None:
@@ -529,17 +556,25 @@ class Session:
                 if counts != last:
                     last.clear()
                     last.update(counts)
-                    text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-                    out.write(f"  runs: {text}\n")
-                    out.flush()
+                    report.wait_progress(counts)
 
-            wait_for_runs(
+            statuses = wait_for_runs(
                 self.ctx.client,
-                active,
+                [r.run_id for r in active if r.run_id],
                 timeout=timeout,
                 cancel=self.cancel,
                 since=since,
                 on_poll=progress,
+            )
+            still = tuple(
+                RunRef(r.address, r.run_id, r.run_name, statuses.get(r.run_id or "", r.status))
+                for r in active
+                if is_active(statuses.get(r.run_id or "", r.status or "pending"))
+            )
+            report.waited(
+                WaitReport(
+                    timeout, timed_out=bool(still) and not self.cancel.is_set(), active=still
+                )
             )
         # Re-plan with fresh observations: only downloads remain for finished runs.
         self.state = store.state
@@ -554,23 +589,26 @@ class Session:
         sub = plan.model_copy(update={"items": tuple(downloads)})
         return applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
 
-    def _summarise(self, result: ApplyResult, out: TextIO) -> None:
-        ok, failed = len(result.succeeded), len(result.failures)
-        out.write(f"\nApply complete: {ok} succeeded, {failed} failed.\n")
-        for outcome in result.failures:
-            address = escape_text(outcome.item.address)
-            message = escape_text(outcome.message, keep_newlines=True)
-            out.write(f"  ! {address} ({outcome.item.action.value}): {message}\n")
-        if result.unsaved:
-            out.write(f"  ! the lockfile could not be written: {result.unsaved}\n")
-        if result.unrecorded:
-            out.write(
-                f"Partial apply: {len(result.unrecorded)} failed action(s) did reach the Platform "
-                "(listed above); the next osmosis-apply records them without paying again.\n"
-            )
+    def exit_code(self, result: ApplyResult, report: ApplyReport) -> int:
+        """0 all done; 1 nothing applied; 3 partial; 4 the ``--wait`` ran out (cli.EXIT_CODES).
 
-    def exit_code(self, result: ApplyResult) -> int:
-        return result.exit_code
+        Partial (``ApplyResult.exit_code``) includes a failure whose paid call reached the
+        Platform, and a lockfile that could not be written at the end.
+        """
+        if result.failures or result.unsaved is not None:
+            return result.exit_code
+        if report.wait is not None and report.wait.timed_out:
+            return 4
+        return 0
+
+
+def _flush(store: StateStore) -> str | None:
+    """Write what is pending; why it failed, if it did (a full disk must not hide the result)."""
+    try:
+        store.flush()
+    except StateError as exc:
+        return exc.message
+    return None
 
 
 class _Prefetch:
@@ -608,6 +646,41 @@ def _ci_url() -> str | None:
     if server and repo and run:
         return f"{server}/{repo}/actions/runs/{run}"
     return None
+
+
+def recorded_changes(before: LockState, after: LockState) -> tuple[RecordedChange, ...]:
+    """What ``after`` records that ``before`` does not (statuses, by address)."""
+    changes = []
+    for address, entry in sorted(after.runs.items()):
+        old = before.runs.get(address)
+        if old is not None and old.status != entry.status:
+            changes.append(
+                RecordedChange(
+                    address=address,
+                    run_id=entry.run_id,
+                    run_name=entry.run_name,
+                    before=old.status,
+                    after=entry.status,
+                )
+            )
+    return tuple(changes)
+
+
+def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) -> list[RunRef]:
+    """Runs this apply submitted, adopted, downloaded or waited for that ended failed or
+    stopped (a stop it made itself is not news)."""
+    touched = {
+        o.item.address
+        for o in result.outcomes
+        if o.ok and o.item.action in (Action.SUBMIT, Action.REPLACE, Action.ADOPT, Action.DOWNLOAD)
+    }
+    touched.update(waited)
+    runs = []
+    for address in sorted(touched):
+        entry = state.runs.get(address)
+        if entry is not None and entry.status in UNSUCCESSFUL:
+            runs.append(RunRef(address, entry.run_id, entry.run_name, entry.status))
+    return runs
 
 
 def terminal_runs(state: LockState) -> Sequence[str]:

@@ -2,31 +2,37 @@
 
 The Platform is observed once; later plans reuse that observation (fetching catalog info
 only for a benchmark name not seen before), so editing a file never causes a request storm.
+
+With ``--format json`` (or ``jsonl``) every plan is one complete document on one line of
+stdout (JSON Lines), and errors and the "Watching" note go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 import watchfiles
 
 from .errors import ConfigError, NotFoundError, ReconcilerError
 from .plan import compute_plan
+from .render import plan_to_dict
 
 if TYPE_CHECKING:
+    from .output import Output
     from .session import Session
 
 CLEAR = "\x1b[2J\x1b[H"
 
 
 def watch_plans(
-    session: Session, args: argparse.Namespace, out: TextIO, *, max_plans: int | None = None
+    session: Session, args: argparse.Namespace, output: Output, *, max_plans: int | None = None
 ) -> int:
     """Plan now, then after every change; returns 0 when stopped (^C ends it as usual)."""
     bench_dir = session.ctx.repo_root / session.ctx.settings.benchmarks
-    tty = out.isatty()
-    color = tty and not args.no_color
+    out = output.out
+    tty = out.isatty() and not output.machine
+    color = output.color
     plans = 0
 
     def show(first: bool) -> None:
@@ -43,13 +49,20 @@ def watch_plans(
                 plan = compute_plan(
                     session.desired, session.state, session.observation, session.ctx.settings
                 )
-            out.write(session.render(plan, args.format, color=color))
+            if output.machine:
+                output.document_line("plan", plan_to_dict(plan))
+            else:
+                out.write(session.render(plan, args.format, color=color))
         except ConfigError as exc:
+            people = output.people
             for issue in exc.issues:
-                out.write(f"{issue.severity}: {issue.render()}\n")
+                people.write(f"{issue.severity}: {issue.render()}\n")
         except ReconcilerError as exc:
-            out.write(f"Error: {exc.message}\n")
-        out.write(f"\nWatching {session.ctx.settings.benchmarks}/ for changes (Ctrl-C to stop)\n")
+            output.people.write(f"Error: {exc.message}\n")
+        output.people.write(
+            f"\nWatching {session.ctx.settings.benchmarks}/ for changes (Ctrl-C to stop)\n"
+        )
+        output.people.flush()
         out.flush()
         plans += 1
 

@@ -78,8 +78,9 @@ def results_table() -> None:
     if not lock.is_file():
         return
     state = parse(lock.read_text(encoding="utf-8"), "state/osmosis.lock")
-    print("\nResults (pass@1 per agent with its 95% confidence interval, from summary.csv):")
-    print(f"  {'address':<46} {'run':<14} {'status':<9} {'agent':<40} {'pass@1':>7}")
+    from reconciler.render import format_table
+
+    rows: list[list[str]] = []
     for address, entry in sorted(state.runs.items()):
         if entry.downloads is None:
             continue
@@ -87,18 +88,25 @@ def results_table() -> None:
         if not summary.is_file():
             continue
         with summary.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-        for row in rows:
-            agent = row.get("agent") or row.get("model") or "?"
-            value = row.get("pass_at_1") or ""
-            ci = ""
-            if row.get("ci_low") and row.get("ci_high"):
-                ci = f"  [{float(row['ci_low']):.1%} – {float(row['ci_high']):.1%}]"
-            shown = f"{float(value):.1%}" if value else "–"
-            print(
-                f"  {address:<46} {entry.run_name or '':<14} {entry.status or '':<9} "
-                f"{agent:<40} {shown:>7}{ci}"
-            )
+            for row in csv.DictReader(fh):
+                value = row.get("pass_at_1") or ""
+                ci = ""
+                if row.get("ci_low") and row.get("ci_high"):
+                    ci = f"{float(row['ci_low']):.1%} – {float(row['ci_high']):.1%}"
+                rows.append(
+                    [
+                        address,
+                        entry.run_name or "",
+                        entry.status or "",
+                        row.get("agent") or row.get("model") or "?",
+                        f"{float(value):.1%}" if value else "–",
+                        ci,
+                    ]
+                )
+    print("\nResults (pass@1 per agent with its 95% confidence interval, from summary.csv):")
+    headers = ["address", "run", "status", "agent", "pass@1", "95% CI"]
+    for line in format_table(headers, rows, right=(4,)):
+        print(f"  {line}")
 
 
 def main() -> None:

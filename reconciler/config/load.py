@@ -22,6 +22,7 @@ from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
 from reconciler.model import DesiredRun
+from reconciler.redact import REDACTED, redact
 
 _BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
 _DUPLICATE_REASONS = ("Cannot overwrite a value", "Cannot declare")
@@ -61,7 +62,7 @@ def format_path(path: tuple[str | int, ...]) -> str:
             out += f"[{part}]"
             continue
         if looks_like_credential(part):
-            text = "<redacted>"
+            text = REDACTED
         elif _BARE.match(part):
             text = part
         else:
@@ -297,11 +298,13 @@ def _locate(rel: str, text: str, problems: list[Problem]) -> list[ConfigIssue]:
 
 
 def _redact(text: str | None) -> str | None:
-    """Last line of defence: no credential-looking token leaves this module in a message."""
+    """Last line of defence: a credential-looking value in a message is a secret to the
+    tool's one redaction rule (``reconciler.redact``), so it never leaves this module."""
     if text is None or not looks_like_credential(text):
         return text
-    text = rules.CREDENTIAL_RE.sub("<redacted>", text)
-    return " ".join("<redacted>" if looks_like_credential(tok) else tok for tok in text.split(" "))
+    found = [m.group() for m in rules.CREDENTIAL_RE.finditer(text)]
+    found += [token for token in text.split(" ") if looks_like_credential(token)]
+    return redact(text, also=found)
 
 
 def _desired_run(item: Found, doc: dict[str, Any]) -> DesiredRun:

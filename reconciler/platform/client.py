@@ -44,8 +44,8 @@ unreadable or wrong-shaped 2xx) raises
 ``OutcomeUnknownError``, because the Platform has no idempotency key (§10) and a blind
 retry could pay for the same run twice.
 
-The bearer token and secret values are redacted from every message and hint, and httpx
-exceptions are not chained (their request objects carry the headers).
+The bearer token and secret values are redacted (``reconciler.redact``) from every message
+and hint, and httpx exceptions are not chained (their request objects carry the headers).
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ from reconciler.platform.models import (
     Workspace,
 )
 from reconciler.platform.settings import normalize_platform_url
+from reconciler.redact import redact_optional, register_secret
 
 API_PREFIX = "/api/cli"
 CLI_COMPAT_VERSION = "0.3.8"
@@ -121,7 +122,6 @@ LOGS_MAX_LIMIT = 200
 DOWNLOAD_URL_BATCH = 500
 SECRET_SCOPES = ("workspace", "user")
 SECRET_LIST_SCOPES = ("all", "workspace", "user")
-REDACTED = "[REDACTED]"
 FEATURE_GATE_TEXT = "Benchmarks is not available for your account"
 DEPLOYMENT_CONFLICT_MESSAGE = (
     "The platform is temporarily blocking this request during a deployment or release "
@@ -219,43 +219,20 @@ class _Mode(Enum):
 
 
 class _Redactor:
-    """Replaces the token and secret values (and their URL-encoded forms) in text.
+    """The tool's one redaction rule (``reconciler.redact``) plus one request's secrets.
 
-    Values of at least ``_SUBSTRING_MIN`` characters are replaced wherever they occur.
-    Shorter ones (a test token like ``t``, the ``local`` placeholder) would shred ordinary
-    words, so they are replaced only where they stand alone, not inside a longer word.
+    The token is registered for the whole process when the client is made; the secret
+    values a request carries (a submit's provided secrets, a secret upsert) are added here
+    and registered too, since they stay secret after the request.
     """
 
-    _SUBSTRING_MIN = 8
-
     def __init__(self, secrets: Sequence[str]) -> None:
-        values = set()
-        for secret in secrets:
-            if secret:
-                values.add(secret)
-                values.add(quote(secret, safe=""))
-        # Longest first, so a secret that contains another is replaced whole.
-        ordered = sorted(values, key=len, reverse=True)
-        self._long = [v for v in ordered if len(v) >= self._SUBSTRING_MIN]
-        short = [v for v in ordered if len(v) < self._SUBSTRING_MIN]
-        self._short = (
-            re.compile(
-                r"(?<![A-Za-z0-9._~-])(?:"
-                + "|".join(re.escape(v) for v in short)
-                + r")(?![A-Za-z0-9._~-])"
-            )
-            if short
-            else None
-        )
+        self._also = tuple(s for s in secrets if s)
+        for value in self._also:
+            register_secret(value)
 
     def __call__(self, text: str | None) -> str | None:
-        if text is None:
-            return None
-        for value in self._long:
-            text = text.replace(value, REDACTED)
-        if self._short is not None:
-            text = self._short.sub(REDACTED, text)
-        return text
+        return redact_optional(text, also=self._also)
 
 
 def _trimmed(value: Any) -> str | None:
@@ -475,6 +452,7 @@ class PlatformClient:
                 "set OSMOSIS_TOKEN to the token exactly as the Platform issued it",
             )
         self._token = token or None
+        register_secret(self._token)
         self.workspace = workspace.strip() if workspace and workspace.strip() else None
         self.git_identity = (
             git_identity.strip().lower() if git_identity and git_identity.strip() else None

@@ -313,3 +313,73 @@ def test_figures_200_submits_with_50ms_latency_parallelism_1_vs_8(tmp_path: Path
         )
     finally:
         server.close()
+
+
+# --------------------------------------------------------------------------- outcomes (issue 16)
+
+
+def test_a_wait_that_runs_out_names_the_active_runs_keeps_the_lockfile_and_exits_4(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    osm = repo_with(tmp_path, platform, 2)
+    result = osm.apply("--auto-approve", "--wait", "--wait-timeout", "0")
+    assert result.code == 4, result
+    out = result.out
+    assert "The wait ran out after 0 s; 2 run(s) still active:" in out
+    runs = read_lock(osm.repo)["runs"]
+    for address, entry in runs.items():
+        assert f"  {address} {entry['run_name']}: pending" in out
+        assert entry["run_id"] and "intent" not in entry
+    assert (
+        "Apply complete: 2 succeeded, 0 failed. The wait ran out with 2 run(s) still active." in out
+    )
+    help_text = osm.apply("--help").out
+    assert "4  only with --wait: everything applied, but the wait ran out" in help_text
+    # Nothing was lost: once the runs end, the next apply --wait only downloads.
+    clock.advance(86400)
+    again = osm.apply("--auto-approve", "--wait", "--wait-timeout", "30")
+    assert again.code in (0, 3), again
+    assert platform.submits() == 2
+
+
+def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    osm = Osmosis(
+        init_repo(
+            tmp_path / "repo",
+            configs={
+                "tb/a": smoke_config(),
+                "tb/b": smoke_config(attempts=2),
+                "tb/locked": smoke_config(secret="NEVER_STORED_KEY"),
+            },
+        ),
+        platform,
+    )
+    first = osm.apply("--auto-approve")
+    assert first.code == 3, first
+    (blocked,) = [line for line in first.out.splitlines() if line.startswith("! tb/locked")]
+    assert blocked.startswith("! tb/locked: blocked: secret NEVER_STORED_KEY"), blocked
+    assert "FAILED" not in blocked and blocked.count("blocked") == 1, blocked
+    assert "  ! tb/locked (blocked): secret NEVER_STORED_KEY" in first.out
+
+    # tb/a is stopped outside the tool; once both runs have ended, the download lines and
+    # the closing lines show which run did not finish, with the command that re-runs it.
+    stopped = read_lock(osm.repo)["runs"]["tb/a"]
+    with platform.client() as client:
+        client.stop_run(stopped["run_id"])
+    clock.advance(86400)
+    (tmp_path / "repo" / "benchmarks" / "tb" / "locked.toml").unlink()
+    commit(osm.repo, "Drop the blocked config")
+    statuses = platform.statuses()
+    second = osm.apply("--auto-approve", "--wait", "--wait-timeout", "30")
+    assert second.code == 0, second
+    assert f"↓ tb/a: download {stopped['run_name']} (run stopped): ok:" in second.out
+    assert (
+        f"  tb/a {stopped['run_name']}: stopped; re-run it with `osmosis-apply --replace tb/a`"
+        in (second.out)
+    )
+    b = read_lock(osm.repo)["runs"]["tb/b"]
+    if statuses[b["run_id"]] == "finished":
+        assert "1 run(s) ended without finishing:" in second.out
+        assert f"↓ tb/b: download {b['run_name']}: ok:" in second.out

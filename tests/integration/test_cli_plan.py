@@ -298,26 +298,61 @@ def test_mass_stop_guard_from_pyproject(tmp_path: Path, platform: Platform) -> N
     assert "2 to stop" in allowed.out
 
 
-def test_refresh_only_records_statuses_and_plans_nothing(
+def test_plan_refresh_only_writes_nothing_and_apply_refresh_only_records(
     tmp_path: Path, platform: Platform, clock: ManualClock
 ) -> None:
     osm = two_configs(tmp_path, platform)
     applied(osm)
+    lockfile = osm.repo / "state" / "osmosis.lock"
+    before = lockfile.read_bytes()
     serial = read_lock(osm.repo)["serial"]
     assert {e["status"] for e in read_lock(osm.repo)["runs"].values()} == {"pending"}
     clock.advance(DAY)
-
-    result = osm.plan("--refresh-only", "--format", "json")
-    assert result.code == 0, result
-    assert result.json()["actions"] == []
-    lock = read_lock(osm.repo)
-    assert lock["serial"] > serial
     observed = platform.statuses()
+
+    shown = osm.plan("--refresh-only", "--format", "json", "--detailed-exitcode")
+    assert shown.code == 2, shown
+    doc = shown.json()
+    assert doc["type"] == "refresh" and doc["recorded"] is False
+    assert sorted(c["address"] for c in doc["changes"]) == ["tb/a", "tb/b"]
+    assert {(c["field"], c["before"]) for c in doc["changes"]} == {("status", "pending")}
+    assert {c["after"] for c in doc["changes"]} == set(observed.values())
+    assert doc["pending_actions"] == 2  # the downloads, which a refresh does not take
+    assert lockfile.read_bytes() == before, "osmosis-plan --refresh-only must write nothing"
+    text = osm.plan("--refresh-only")
+    assert "Refresh would record 2 changes in state/osmosis.lock:" in text.out
+    assert "nothing was written" in text.out and "osmosis-apply --refresh-only" in text.out
+    assert lockfile.read_bytes() == before
+
+    recorded = osm.apply("--refresh-only", "--format", "json")
+    assert recorded.code == 0, recorded
+    assert recorded.json()["recorded"] is True
+    lock = read_lock(osm.repo)
+    assert lock["serial"] == serial + 1
     for entry in lock["runs"].values():
         assert entry["status"] == observed[entry["run_id"]]
-        assert entry["status"] in ("finished", "failed")
-    # The downloads are still pending for a normal plan.
+    # Recorded now: nothing left to refresh, and the downloads are still pending.
+    again = osm.plan("--refresh-only", "--format", "json")
+    assert again.json()["changes"] == [] and again.json()["pending_actions"] == 2
     assert set(actions(osm.plan("--format", "json")).values()) == {"download"}
+
+
+def test_drift_stays_visible_until_a_refresh_is_recorded(
+    tmp_path: Path, platform: Platform
+) -> None:
+    osm = two_configs(tmp_path, platform)
+    applied(osm)
+    run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
+    with platform.client() as client:
+        client.stop_run(run_id)  # outside the tool
+    for _ in range(2):
+        shown = osm.plan("--refresh-only", "--format", "json")
+        assert [d["kind"] for d in shown.json()["drift"]] == ["stopped_outside"], shown
+        assert [c["after"] for c in shown.json()["changes"]] == ["stopped"]
+    assert osm.apply("--refresh-only").code == 0
+    after = osm.plan("--format", "json").json()
+    assert after["drift"] == []
+    assert read_lock(osm.repo)["runs"]["tb/a"]["status"] == "stopped"
 
 
 def test_validate_only_needs_no_platform(tmp_path: Path, platform: Platform) -> None:
@@ -454,3 +489,54 @@ def test_an_invalid_config_makes_no_platform_call_and_writes_nothing(tmp_path: P
         assert server.submits() == 0
     finally:
         server.close()
+
+
+# --------------------------------------------------------------------------- people (issue 16)
+
+
+def test_each_error_is_printed_once_and_quiet_keeps_only_results(
+    tmp_path: Path, platform: Platform
+) -> None:
+    osm = two_configs(tmp_path, platform, pyproject="[tool.osmosis-reconciler]\nmax_attempts = 1\n")
+    over = osm.plan()
+    assert over.code == 1, over
+    assert (over.out + over.err).count("more than max_attempts = 1") == 1, over
+    as_json = osm.plan("--format", "json")
+    assert as_json.code == 1
+    (error,) = as_json.json()["errors"]
+    assert "more than max_attempts = 1" in error
+    assert as_json.err.count("more than max_attempts = 1") == 1  # for people, on stderr
+
+    planfile = tmp_path / "q.plan.json"
+    quiet = osm.plan("-q", "--allow-over-budget", "--out", str(planfile))
+    assert quiet.code == 0, quiet
+    assert "Plan: 2 to submit" in quiet.out  # the result stays
+    assert quiet.err == "", quiet  # no banner, no "Saved the plan", no info logs
+    loud = osm.plan("--allow-over-budget", "--out", str(planfile))
+    assert loud.err.startswith("Platform: ") and "Saved the plan to" in loud.err
+
+
+def test_force_color_and_no_color_decide_the_colours(tmp_path: Path, platform: Platform) -> None:
+    from .helpers import _environ, cli_env
+
+    osm = two_configs(tmp_path, platform)
+    args = ["--dir", str(osm.repo), "--platform", platform.url, "--workspace", platform.workspace]
+
+    def plan(env: dict[str, str]) -> str:
+        import contextlib
+        import io
+
+        from reconciler.cli import plan_main
+
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            _environ(cli_env(env)),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            assert plan_main(args) == 0, err.getvalue()
+        return out.getvalue()
+
+    assert "\x1b[" not in plan({})  # not a terminal
+    assert "\x1b[32m+\x1b[0m tb/a" in plan({"FORCE_COLOR": "1"})
+    assert "\x1b[" not in plan({"FORCE_COLOR": "1", "NO_COLOR": "1"})

@@ -241,7 +241,7 @@ def test_the_readme_set_up_plans_applies_collects_and_announces_once(
     again = runner.run_job(workflow_dir / "osmosis-collect.yml", "collect", "schedule", schedule)
     assert again.ok, again.log
     assert github.writes() == writes, github.writes()[len(writes) :]
-    assert git(remote, "rev-parse", "main") == head
+    assert git(remote, "rev-parse", "main") == head, git(remote, "show", "--stat", "main")
     assert "did not change; nothing to commit" in again.log
 
     # -- 5. a fresh clone converges: No changes, and nothing downloaded ----------------------

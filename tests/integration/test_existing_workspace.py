@@ -304,11 +304,19 @@ def test_a_429_after_the_run_was_committed_records_that_run(
 def test_a_lockfile_copied_from_another_repository_is_refused(
     tmp_path: Path, platform: Platform, clock: ManualClock
 ) -> None:
-    theirs = Osmosis(init_repo(tmp_path / "theirs", configs={"tb/x": smoke_config()}), platform)
+    # Origins on GitHub (unreachable from here), so the apply lock stays on this machine.
+    local_lock = '[tool.osmosis-reconciler]\nlock = "local"\n'
+    theirs = Osmosis(
+        init_repo(tmp_path / "theirs", configs={"tb/x": smoke_config()}, pyproject=local_lock),
+        platform,
+    )
     git(theirs.repo, "remote", "add", "origin", "https://github.com/acme/theirs.git")
     assert theirs.apply("--auto-approve").code == 0
     ours = Osmosis(
-        init_repo(tmp_path / "ours", configs={"tb/mine": smoke_config("m/mine")}), platform
+        init_repo(
+            tmp_path / "ours", configs={"tb/mine": smoke_config("m/mine")}, pyproject=local_lock
+        ),
+        platform,
     )
     git(ours.repo, "remote", "add", "origin", "https://github.com/acme/ours.git")
     (ours.repo / "state").mkdir()

@@ -4,15 +4,25 @@ Every ```sh block of the section runs, in order, in one bash process in a temp d
 with the venv's bin dir first on PATH and the embedded local Platform (no token). Each
 ```text block that follows a command block lists lines that must appear, in that order, in
 that block's output (``...`` skips lines; 7-hex commit shas are compared as placeholders).
+A ```json block is a part of the JSON document the command printed: every key shown has
+the value shown (the document may have more keys).
+
+The JSON examples of the "Machine-readable output" section validate against the published
+schema.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import tomllib
 from pathlib import Path
+
+from jsonschema import Draft202012Validator, FormatChecker
+
+from reconciler.output import SCHEMA_FILE
 
 from .helpers import BIN_DIR, PROJECT_ROOT
 
@@ -21,13 +31,36 @@ SHORT_SHA = re.compile(r"\b[0-9a-f]{7}\b")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 
 
+def section_blocks(heading: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced block under ``heading`` in the README."""
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(heading + "\n")
+    level = heading.split(" ", 1)[0]
+    end = min(
+        (i for i in (text.find(f"\n{h} ", start + len(heading)) for h in ("##", level)) if i != -1),
+        default=len(text),
+    )
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(text[start:end])]
+
+
 def walkthrough_blocks() -> list[tuple[str, str]]:
     """``(language, body)`` of every fenced block in the README's Walkthrough section."""
-    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(SECTION + "\n")
-    end = text.find("\n## ", start + len(SECTION))
-    section = text[start : end if end != -1 else len(text)]
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(section)]
+    return section_blocks(SECTION)
+
+
+def assert_json_part(expected: object, actual: object, where: str) -> None:
+    """Every key of ``expected`` is in ``actual`` with the same value (recursively)."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), f"{where}: expected an object, got {actual!r}"
+        for key, value in expected.items():
+            assert key in actual, f"{where}: no key {key!r} in {sorted(actual)}"
+            assert_json_part(value, actual[key], f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), f"{where}: {actual!r}"
+        for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
+            assert_json_part(want, got, f"{where}[{i}]")
+    else:
+        assert expected == actual, f"{where}: README shows {expected!r}, output has {actual!r}"
 
 
 def normalise(line: str) -> str:
@@ -74,14 +107,16 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
 
     script = ["set -e", "exec 2>&1"]
     expected: dict[int, str] = {}
+    kinds: dict[int, str] = {}
     index = -1
     for lang, body in blocks:
         if lang == "sh":
             index += 1
             script += [f"echo '@@block {index}@@'", body.rstrip("\n")]
-        elif lang == "text":
+        elif lang in ("text", "json"):
             assert index >= 0, "an output block before any command block"
             expected[index] = body
+            kinds[index] = lang
     script.append("echo '@@end@@'")
 
     done = subprocess.run(
@@ -98,7 +133,11 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     outputs = re.split(r"^@@block \d+@@\n", done.stdout.split("@@end@@")[0], flags=re.M)[1:]
     assert len(outputs) == len(commands)
     for i, want in expected.items():
-        assert_lines_in_order(want, outputs[i], f"walkthrough block {i + 1}")
+        if kinds[i] == "json":
+            assert_json_part(json.loads(want), json.loads(outputs[i]), f"block {i + 1}")
+        else:
+            assert_lines_in_order(want, outputs[i], f"walkthrough block {i + 1}")
+    assert "json" in kinds.values(), "the walkthrough lost its JSON example"
 
     # What the outputs claim is true of the repository the walkthrough built.
     repo = tmp_path / "walkthrough"
@@ -122,3 +161,20 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert [h["run_name"] for h in lock["history"]] == ["eager-hare"]
     assert "sk-local-only" not in text.split("secret set OPENAI_API_KEY", 1)[-1]
     assert "sk-local-only" not in (repo / "state" / "osmosis.lock").read_text()
+
+
+def test_the_readme_json_examples_follow_the_published_schema() -> None:
+    validator = Draft202012Validator(
+        json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=FormatChecker()
+    )
+    blocks = section_blocks("### Machine-readable output")
+    values = []
+    for lang, body in blocks:
+        if lang == "json":
+            values.append(json.loads(body))
+        elif lang == "jsonl":
+            values.extend(json.loads(line) for line in body.splitlines() if line.strip())
+    assert len(values) >= 5, "the section lost its examples"
+    for value in values:
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(value)]
+        assert not errors, (value, errors)

@@ -92,7 +92,8 @@ def test_apply_wait_records_scores_and_plan_compares_with_the_previous_run(
         assert result["previous"]["pass_at_1"] == before
 
         text = osm.plan()
-        assert f"{ADDRESS} {entry['run_name']}" in text.out
+        (line,) = [row for row in text.out.splitlines() if row.startswith(f"  {ADDRESS}  ")]
+        assert f"  {entry['run_name']} ({entry['run_id']})  " in line
         assert f"pts (prev {_pct(before)})" in text.out
     finally:
         server.close()

@@ -35,6 +35,7 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
 
     from reconciler.cli import _overrides, _plan_parser
     from reconciler.log import configure_logging
+    from reconciler.output import Output
     from reconciler.session import Session
 
     imported = time.perf_counter()
@@ -43,8 +44,8 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
         ["--dir", str(repo), "--platform", url, "--workspace", "perf", "--no-color",
          "--refresh", refresh]
     )  # fmt: skip
-    err = io.StringIO()
-    with Session.open(args, _overrides(args), err) as session:
+    output = Output("osmosis-plan", out=io.StringIO(), err=io.StringIO())
+    with Session.open(args, repo, _overrides(args), output) as session:
         t0 = time.perf_counter()
         plan = session.make_plan()
         t1 = time.perf_counter()
@@ -125,16 +126,18 @@ def _apply(repo: Path, url: str, workspace: str, parallelism: str) -> dict:
 
     from reconciler.cli import _overrides
     from reconciler.model import Action
+    from reconciler.output import ApplyReport, Output
     from reconciler.session import Session
 
     args = _session_args(repo, url, workspace, ["--parallelism", parallelism])
-    with Session.open(args, _overrides(args), io.StringIO()) as session:
+    output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
+    with Session.open(args, repo, _overrides(args), output) as session:
         plan = session.make_plan()
         items = tuple(i for i in plan.items if i.action is Action.SUBMIT)
         plan = plan.model_copy(update={"items": items})
         before = session.ctx.client.request_count
         t0 = time.perf_counter()
-        result = session.apply(plan, out=io.StringIO(), wait=False, wait_timeout=0)
+        result = session.apply(plan, report=ApplyReport(output), wait=False, wait_timeout=0)
         seconds = time.perf_counter() - t0
         requests = session.ctx.client.request_count - before
     return {
@@ -155,17 +158,19 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
     from reconciler.cli import _overrides
     from reconciler.downloads import download_run
     from reconciler.model import Action
+    from reconciler.output import ApplyReport, Output
     from reconciler.session import Session
 
     args = _session_args(
         repo, url, "perf", ["--parallelism", parallelism, "--download-types", ",".join(TYPES)]
     )
-    with Session.open(args, _overrides(args), io.StringIO()) as session:
+    output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
+    with Session.open(args, repo, _overrides(args), output) as session:
         plan = session.make_plan()
         items = tuple(i for i in plan.items if i.action is Action.DOWNLOAD)
         plan = plan.model_copy(update={"items": items})
         t0, c0 = time.perf_counter(), time.process_time()
-        result = session.apply(plan, out=io.StringIO(), wait=False, wait_timeout=0)
+        result = session.apply(plan, report=ApplyReport(output), wait=False, wait_timeout=0)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         state = session.state
         assert state is not None

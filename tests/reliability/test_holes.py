@@ -78,11 +78,14 @@ def test_foreign_lockfile_is_refused(tmp_path: Path) -> None:
     with platform_server(tmp_path / "platform", speed=1.0) as server:
         theirs, ours = repos.new(), repos.new()
         for repo, name in ((theirs, "theirs"), (ours, "ours")):
-            subprocess.run(
-                ["git", "remote", "add", "origin", f"https://github.com/acme/{name}.git"],
-                cwd=repo,
-                check=True,
-            )
+            # Origins on GitHub (unreachable from here): the apply lock stays local.
+            (repo / "pyproject.toml").write_text('[tool.osmosis-reconciler]\nlock = "local"\n')
+            for args in (
+                ["remote", "add", "origin", f"https://github.com/acme/{name}.git"],
+                ["add", "-A"],
+                ["commit", "-q", "-m", "Lock on this machine"],
+            ):
+                subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
         applied = run("osmosis-apply", theirs, server.url, "--auto-approve", timeout=600)
         assert applied.returncode == 0, applied.stderr
         theirs_runs = {r["id"] for r in server.runs()}

@@ -23,9 +23,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from reconciler.lockfile import new_state, write_lockfile
 from reconciler.platform.local import LocalPlatform, start_server
 
-from .harness import WORKSPACE, cli_env, command
+from .harness import BIN, WORKSPACE, cli_env, command
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "tok-RECOGNISABLE-3f9a7c21e85d4b60"
@@ -142,7 +143,9 @@ def test_no_token_or_secret_value_anywhere(
         "all",
         expect=(0, 3),
     )
-    cli("osmosis-plan", "--refresh-only")
+    cli("osmosis-plan", "--refresh-only", "--format", "json", expect=(0,))
+    cli("osmosis-apply", "--refresh-only", "--format", "jsonl")
+    cli("osmosis-apply", "--auto-approve", "--format", "jsonl", expect=(0, 3))
     cli("osmosis-plan", "--detailed-exitcode", "--format", "json", expect=(0, 2))
     # Failure paths: a token the Platform refuses, and a Platform that is gone.
     refused = cli("osmosis-plan", token=WRONG_TOKEN, expect=(1,))
@@ -188,3 +191,52 @@ def test_no_leak_when_the_platform_goes_away(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert b"Error:" in done.stderr
     assert leaks(done.stdout + done.stderr) == []
+
+
+def test_error_messages_keep_their_urls_workspace_and_addresses(
+    tmp_path: Path, platform_url: tuple[str, LocalPlatform]
+) -> None:
+    """Redaction removes the token and secret values only: every fact an error is about
+    (the Platform URL, the workspace, an address, a secret's name) stays readable, also
+    where the placeholder token of a loopback Platform ("local") is in play."""
+    url, _platform = platform_url
+    _set_secrets_over_s2(url)
+    repo = _repo(tmp_path)
+    write_config = repo / "benchmarks" / "extra" / "needs-a-secret.toml"
+    write_config.parent.mkdir()
+    write_config.write_text(
+        (repo / "benchmarks" / "terminal-bench" / "smoke.toml")
+        .read_text()
+        .replace('"OPENAI_API_KEY"', '"NEVER_STORED_KEY"')
+    )
+
+    def cli(*args: str, token: str | None = TOKEN, at: str = url, code: int = 1) -> str:
+        argv = [str(BIN / args[0]), "--dir", str(repo), "--platform", at, *args[1:]]
+        env = cli_env({"OSMOSIS_TOKEN": token} if token else {})
+        done = subprocess.run(argv, env=env, cwd=repo, capture_output=True, timeout=300)
+        text = (done.stdout + done.stderr).decode()
+        assert done.returncode == code, text
+        assert leaks(done.stdout + done.stderr) == []
+        assert "[REDACTED]" not in text, text
+        return text
+
+    # A token the Platform refuses: the message says which Platform refused it.
+    refused = cli("osmosis-plan", "--workspace", WORKSPACE, token=WRONG_TOKEN)
+    assert "OSMOSIS_TOKEN" in refused, refused
+    # A missing secret: the blocked item names its address and the secret record.
+    blocked = cli("osmosis-plan", "--workspace", WORKSPACE, "--target", "extra/*", code=0)
+    assert "extra/needs-a-secret" in blocked and "NEVER_STORED_KEY" in blocked, blocked
+    # The issue's case: a lockfile of the embedded Platform, read with a loopback URL and
+    # no token (placeholder "local"), used to say "platform '[REDACTED]'".
+    gone = "http://127.0.0.1:9"
+    lockfile = repo / "state" / "osmosis.lock"
+    lockfile.parent.mkdir()
+    write_lockfile(lockfile, new_state("local", "local"))
+    mismatch = cli("osmosis-plan", "--workspace", "local", token=None, at=gone)
+    assert "platform 'local'" in mismatch and "--platform local" in mismatch, mismatch
+    assert gone in mismatch, mismatch
+    # The Platform is gone: the message keeps its URL and says what to check.
+    unreachable = cli(
+        "osmosis-plan", "--workspace", WORKSPACE, "--state", "state/other.lock", at=gone
+    )
+    assert f"Could not connect to the Platform at {gone}" in unreachable, unreachable

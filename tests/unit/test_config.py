@@ -410,7 +410,7 @@ def test_credential_is_never_echoed_anywhere(tmp_path: Path):
     assert all("osmosis secret set NAME" in i.hint for i in result.issues)
     # The env entry is refused once (its name), the two secret-name fields once each.
     assert [i.key for i in result.issues] == [
-        "env.<redacted>",
+        "env.[REDACTED]",
         "agents[0].model.api_key_secret",
         "secrets.required[0]",
     ]

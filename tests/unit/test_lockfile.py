@@ -343,7 +343,7 @@ def read_error(path: Path, platform: str = "local", workspace: str = "demo") -> 
 HEADER = f'version = 1\nlineage = "{LINEAGE}"\nserial = 3\nplatform = "local"\nworkspace = "demo"\n'
 RESTORE = (
     "restore the last good version from git (`git checkout HEAD -- state/osmosis.lock`),"
-    " then run `osmosis-plan --refresh-only`"
+    " then run `osmosis-apply --refresh-only`"
 )
 
 
@@ -375,7 +375,7 @@ def test_merge_conflict_names_the_lines_and_the_fix(tmp_path: Path) -> None:
     assert error.hint == (
         "lockfiles cannot be merged by hand: take one side with "
         "`git checkout --theirs state/osmosis.lock` (or `--ours`), then run "
-        "`osmosis-plan --refresh-only` to re-observe the Platform and record the result"
+        "`osmosis-apply --refresh-only` to re-observe the Platform and record the result"
     )
 
 

@@ -1075,14 +1075,19 @@ def test_client_repr_and_context_manager() -> None:
         assert TOKEN not in repr(client) and "platform.example.test" in repr(client)
 
 
-def test_short_token_is_redacted_only_where_it_stands_alone() -> None:
-    rec = Recorder(err(404, {"error": "Secret t not found for token t; see https://x/?q=t"}))
-    client, _ = make_client(rec, token="t", retry=RetryPolicy(max_attempts=1))
+def test_a_short_placeholder_token_is_not_a_secret_and_a_real_one_is() -> None:
+    # The embedded Platform's placeholder token is "local", like the workspace: redacting
+    # it would erase the workspace and the --platform value from every message.
+    rec = Recorder(err(404, {"error": "No run in workspace local; pass --platform local"}))
+    client, _ = make_client(rec, token="local", retry=RetryPolicy(max_attempts=1))
     with pytest.raises(NotFoundError) as info:
         client.get_run("r")
-    assert info.value.message == (
-        "Secret [REDACTED] not found for token [REDACTED]; see https://x/?q=[REDACTED]"
-    )
+    assert info.value.message == "No run in workspace local; pass --platform local"
+    rec = Recorder(err(404, {"error": f"token {TOKEN} unknown at https://x/?q={TOKEN}"}))
+    client, _ = make_client(rec, retry=RetryPolicy(max_attempts=1))
+    with pytest.raises(NotFoundError) as info:
+        client.get_run("r")
+    assert info.value.message == "token [REDACTED] unknown at https://x/?q=[REDACTED]"
 
 
 def test_undecodable_response_is_retried_for_reads_and_unknown_for_submit() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from reconciler.context import resolve_settings
 from reconciler.errors import UsageError
-from reconciler.project import load_project_settings, parse_download_types
+from reconciler.project import find_root, load_project_settings, parse_download_types
 
 
 def write_pyproject(root: Path, body: str) -> None:
@@ -110,3 +110,80 @@ def test_download_types(raw: str, expected: list[str]) -> None:
 def test_download_types_refused(raw: str) -> None:
     with pytest.raises(UsageError):
         parse_download_types(raw)
+
+
+# --------------------------------------------------------------------------- settings files
+
+
+@pytest.mark.parametrize("name", ["osmosis.toml", ".osmosis.toml"])
+def test_a_settings_file_of_its_own_has_the_same_keys_at_the_top_level(
+    tmp_path: Path, name: str
+) -> None:
+    (tmp_path / name).write_text(
+        '# not a Python project\nbenchmarks = "evals"\n\nparallelism = 2\n', encoding="utf-8"
+    )
+    settings = resolve_settings(tmp_path, {"parallelism": 4})
+    assert settings.benchmarks == "evals"
+    assert settings.parallelism == 4  # flags win
+
+
+def test_a_bad_key_in_osmosis_toml_names_the_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "osmosis.toml").write_text('benchmarks = "b"\n\nmax_stop = 3\n')
+    with pytest.raises(UsageError) as info:
+        load_project_settings(tmp_path)
+    assert info.value.message == "osmosis.toml:3: max_stop: unknown setting"
+    assert info.value.hint == "did you mean 'max_stops'?"
+
+
+def test_pyproject_keys_are_located_inside_their_table(tmp_path: Path) -> None:
+    write_pyproject(
+        tmp_path, "[project]\nparallelism = 1\n\n[tool.osmosis-reconciler]\nparallelism = 0\n"
+    )
+    with pytest.raises(UsageError) as info:
+        load_project_settings(tmp_path)
+    assert info.value.message == (
+        "pyproject.toml:5: tool.osmosis-reconciler.parallelism: must be at least 1"
+    )
+
+
+def test_settings_in_two_files_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "osmosis.toml").write_text("max_stops = 1\n")
+    (tmp_path / ".osmosis.toml").write_text("max_stops = 2\n")
+    with pytest.raises(UsageError, match="settings in two places: osmosis.toml and .osmosis.toml"):
+        load_project_settings(tmp_path)
+
+
+def test_a_pyproject_without_the_table_does_not_count_as_a_second_file(tmp_path: Path) -> None:
+    write_pyproject(tmp_path, '[project]\nname = "x"\n')
+    (tmp_path / "osmosis.toml").write_text("max_stops = 1\n")
+    assert load_project_settings(tmp_path) == {"max_stops": 1}
+
+
+# --------------------------------------------------------------------------- root
+
+
+def test_the_root_is_the_nearest_settings_file_below_the_git_top_level(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    nested = tmp_path / "evals" / "benchmarks" / "tb"
+    nested.mkdir(parents=True)
+    assert find_root(nested) == tmp_path
+    (tmp_path / "evals" / ".osmosis.toml").write_text("")
+    assert find_root(nested) == tmp_path / "evals"
+    assert find_root(nested, "..") == (nested / "..").resolve()
+
+
+def test_a_settings_file_above_the_git_top_level_belongs_to_another_project(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "osmosis.toml").write_text("")
+    work = tmp_path / "checkout"
+    (work / "benchmarks").mkdir(parents=True)
+    (work / ".git").write_text("gitdir: /elsewhere\n")  # a worktree or submodule
+    assert find_root(work / "benchmarks") == work
+
+
+def test_no_root_and_a_missing_dir_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no repository root found from"):
+        find_root(tmp_path)
+    with pytest.raises(UsageError, match="--dir nowhere: no such directory"):
+        find_root(tmp_path, "nowhere")

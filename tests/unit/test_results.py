@@ -391,9 +391,15 @@ def test_text_results_are_compact_and_capped() -> None:
     text = render_text(results_plan())
     assert "Results of 3 ended runs" in text
     assert (
-        "  hle/parity name-run-2 (run-2): GPT-5 · codex: 65.3% (60.3–70.3) · pass@2 75.3% "
-        "· $2.00/task · +4.2 pts (prev 61.1%)"
+        "  hle/parity  name-run-2 (run-2)  GPT-5 · codex              65.3% (60.3–70.3)  "
+        "pass@2 75.3%      $2.00  +4.2 pts (prev 61.1%)"
     ) in text
+    # A table whose columns fit their content: every row's pass@1 starts under its header.
+    lines = text.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("  address ")))
+    header, rows = lines[start], lines[start + 2 : start + 6]
+    column = header.index("pass@1")
+    assert all(row[column - 2 : column] == "  " and row[column] != " " for row in rows), rows
     many = Plan(
         results=tuple(
             ResultRow(address=f"a/{i:03d}", run_id=f"r{i}", status="finished", agent=agent())
