@@ -107,10 +107,11 @@ def test_shutdown_ends_a_request_blocked_in_another_thread(served) -> None:
 
     thread = threading.Thread(target=blocked, daemon=True)
     thread.start()
-    seen = threading.Event()
-    while not seen.wait(0.02):
-        if platform.fault_counts.get("silent", 0):
-            seen.set()
+    for _ in range(3000):  # until the request is on the wire (or the thread gave up)
+        if platform.fault_counts.get("silent", 0) or not thread.is_alive():
+            break
+        time.sleep(0.02)
+    assert platform.fault_counts.get("silent", 0), errors
     shutdown.begin()
     thread.join(60)  # a liveness bound, not a figure: without shutdown this waits 600 s
     assert not thread.is_alive()
