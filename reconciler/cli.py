@@ -644,6 +644,9 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         report = ApplyReport(output)
         if args.planfile:
             plan = session.load_saved_plan(Path(args.planfile))
+            # Re-observe (design.md §7.2): statuses that changed since the plan was made are
+            # recorded before acting (a run that ended meanwhile downloads as ended).
+            session.observe()
             if only is not None:
                 plan = restrict_plan(plan, only)
         else:
