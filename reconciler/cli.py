@@ -485,7 +485,7 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from .context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
-    result = load_configs(root, settings.benchmarks)
+    result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
     output.result(
         "validation",
         {
