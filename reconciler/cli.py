@@ -45,10 +45,9 @@ from .output import (
 from .redact import redact
 
 EXIT_WAIT_TIMEOUT = 4
-"""osmosis-apply: the --wait ran out."""
-EXIT_BLOCKED = 4
-"""osmosis-plan: the plan has blocked items (apply would fail on them)."""
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
+EXIT_BLOCKED = 4
+"""osmosis-plan: the plan has blocked items; apply would fail on them (a new outcome)."""
 
 EXIT_CODES = """\
 exit codes:
@@ -359,9 +358,9 @@ def _through_output(
         text = buffer.getvalue()
         if output.machine and text.strip():
             body = json.loads(text)
-            doc_type = body.pop("type", None) or kind
-            for key in ("format_version", "command"):
-                body.pop(key, None)
+            # "state forget" -> type "state_forget"; the envelope names the command.
+            doc_type = str(body.pop("command", kind)).replace(" ", "_")
+            body.pop("format_version", None)
             output.result(doc_type, body)
         else:
             output.show(text)
@@ -515,7 +514,7 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from .context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
-    result = load_configs(root, settings.benchmarks)
+    result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
     output.result(
         "validation",
         {
@@ -578,10 +577,28 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
             _policy_errors(plan.errors, output)
             return 1
         if plan.summary.blocked:
+            _blocked(plan, output)
             return EXIT_BLOCKED
         if args.detailed_exitcode and plan.has_changes:
             return 2
         return 0
+
+
+def _blocked(plan: Any, output: Output) -> None:
+    """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
+    a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
+    from .output import Diagnostic
+
+    for item in plan.items:
+        if item.action.value != "blocked":
+            continue
+        message = (
+            f"{item.address} (blocked): {item.details[0] if item.details else item.reason.value}"
+        )
+        fix = next((d for d in item.details if d.startswith("fix:")), None)
+        if output.machine:
+            output.err.write(f"Error: {message}\n" + (f"  {fix}\n" if fix else ""))
+        output.diagnose(Diagnostic("error", "Blocked", message, fix))
 
 
 def _policy_errors(errors: Sequence[str], output: Output) -> None:
@@ -656,6 +673,9 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         report = ApplyReport(output)
         if args.planfile:
             plan = session.load_saved_plan(Path(args.planfile))
+            # Re-observe (design.md §7.2): statuses that changed since the plan was made are
+            # recorded before acting (a run that ended meanwhile downloads as ended).
+            session.observe()
             if only is not None:
                 plan = restrict_plan(plan, only)
         else:

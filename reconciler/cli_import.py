@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from .context import Context, open_context
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     statuses = _statuses(args.status)
     since = _since(args.created_since)
     ctx = open_context(
-        repo_dir=args.dir,
+        repo_root=Path(args.dir).resolve(),
         platform_flag=args.platform,
         workspace_flag=args.workspace,
         overrides={"benchmarks": args.benchmarks, "state": args.state},

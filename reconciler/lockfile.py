@@ -616,8 +616,8 @@ _F_WS = re.compile(r"[ \t]*")
 _F_ARRAY_WS = re.compile(r"(?:[ \t]|\r?\n)*")
 _F_BARE = re.compile(r"[A-Za-z0-9_-]+")
 # Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
-# surrogate \u escapes), so ``json.loads`` decodes them exactly as TOML does.
-_F_STR_BODY = r'(?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u(?![dD][89abAB])[0-9A-Fa-f]{4})*'
+# surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
+_F_STR_BODY = r'(?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*'
 _F_STR = re.compile('"' + _F_STR_BODY + '"')
 _F_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
 _F_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")

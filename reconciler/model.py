@@ -416,6 +416,9 @@ class Settings(Frozen):
     allow_over_budget: bool = False
     refresh_only: bool = False
     download_running: bool = False
+    ignore: tuple[str, ...] = ()
+    """Address globs of config files kept in the tree but never submitted (templates,
+    drafts); a file can also say so itself (``# osmosis-reconciler: ignore``)."""
     allow_foreign_state: bool = False
     """Accept a lockfile of another repository or lineage (``--allow-foreign-state``)."""
     refresh: str = "incremental"
@@ -602,6 +605,8 @@ class Plan(Frozen):
     observed_until: datetime | None = None
     """The watermark apply may record with this plan (never past a run the plan could still
     have to adopt)."""
+    ignored: tuple[tuple[str, str], ...] = ()
+    """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
 
     @property
     def is_empty(self) -> bool:

@@ -50,6 +50,7 @@ _TYPES: dict[str, type] = {
     "max_attempts": int,
     "parallelism": int,
     "unmanaged": str,
+    "ignore": list,
     "outputs": str,
     "lock": str,
     "lock_ttl": int,
@@ -181,6 +182,10 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             raise UsageError(f"{where}: must be at least 2 (seconds)")
         if key == "download_types":
             value = tuple(parse_download_types(value, where))
+        if key == "ignore":
+            if not all(isinstance(v, str) and v.strip() for v in value):
+                raise UsageError(f'{where}: must be a list of address globs, e.g. ["templates/**"]')
+            value = tuple(v.strip().removesuffix(".toml") for v in value)
         settings[key] = value
     return settings
 

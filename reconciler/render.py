@@ -223,6 +223,21 @@ def _unmanaged_rows(plan: Plan) -> list[str]:
     return rows
 
 
+IGNORED_SHOWN = 10
+
+
+def ignored_line(plan: Plan) -> str | None:
+    """One line naming the config files kept in the tree but never submitted."""
+    if not plan.ignored:
+        return None
+    why = {"marker": "its # osmosis-reconciler: ignore line", "setting": "the ignore setting"}
+    shown = [f"{path} ({why.get(reason, reason)})" for path, reason in plan.ignored]
+    more = len(shown) - IGNORED_SHOWN
+    listed = "; ".join(shown[:IGNORED_SHOWN]) + (f"; and {more:,} more" if more > 0 else "")
+    n = len(plan.ignored)
+    return f"Ignored, never submitted: {n:,} config file{'s' if n != 1 else ''}: {listed}."
+
+
 def _other_pending_note(plan: Plan) -> str:
     n = plan.other_pending
     what = "action is" if n == 1 else "actions are"
@@ -318,6 +333,9 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
         out += [unmanaged, ""]
         if plan.unmanaged:
             out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
+    ignored = ignored_line(plan)
+    if ignored:
+        out += [ignored, ""]
     for error in plan.errors:
         out.append(f"{paint(_RED, 'Error:')} {_e(error)}")
     if plan.errors:
@@ -480,6 +498,8 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         if plan.other_pending:
             text += "\n" + _other_pending_note(plan) + "\n"
         text += _md_unmanaged(plan, max_chars - 400 - len(text))
+        if ignored_line(plan):
+            text += "\n" + _md_cell(ignored_line(plan) or "") + "\n"
         if plan.results:
             section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
             text += "\n" + section
@@ -536,6 +556,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         note = _other_pending_note(plan) + "\n\n"
         if fits(note):
             text += note
+    ignored = ignored_line(plan)
+    if ignored and fits(ignored, "\n\n"):
+        text += _md_cell(ignored) + "\n\n"
     unmanaged = _md_unmanaged(plan, budget - len(text))
     if unmanaged:
         text += unmanaged + "\n"
@@ -854,6 +877,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "unmanaged_count": plan.unmanaged_count,
         "unmanaged": [_unmanaged_to_dict(run) for run in plan.unmanaged],
         "observed_until": plan.observed_until.isoformat() if plan.observed_until else None,
+        "ignored": [{"path": path, "why": why} for path, why in plan.ignored],
     }
 
 
@@ -959,6 +983,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             results=results,
             unmanaged_count=data.get("unmanaged_count"),
             observed_until=_datetime_or_none(data.get("observed_until")),
+            ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

@@ -68,6 +68,7 @@ class Session:
         self.observation: Observation | None = None
         self.cancel = threading.Event()
         self.trailer_notes: list[str] = []
+        self.ignored: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     @contextmanager
@@ -100,7 +101,10 @@ class Session:
         the plan starts its first Platform request there, so invalid input never reaches
         the Platform.
         """
-        result = load_configs(self.ctx.repo_root, self.ctx.settings.benchmarks)
+        result = load_configs(
+            self.ctx.repo_root, self.ctx.settings.benchmarks, ignore=self.ctx.settings.ignore
+        )
+        self.ignored = tuple((i.path, i.why) for i in result.ignored)
         warnings = [i for i in result.issues if i.severity == "warning"]
         for issue in warnings:
             self.output.issue(issue)
@@ -266,8 +270,18 @@ class Session:
                 run_id=item.run_id,
             )
         notes = [*self.trailer_notes, *([self.provenance_note] if self.provenance_note else [])]
+        recorded = {d.address for d in self.desired}
+        for path, _why in self.ignored:
+            address = _address_of(path, self.ctx.settings.benchmarks)
+            if address in self.state.runs and address not in recorded:
+                notes.append(
+                    f"{path} is ignored but has a recorded run: the plan treats its config "
+                    "as deleted (remove the ignore, or let its run be stopped or forgotten)"
+                )
         if notes:
             plan = plan.model_copy(update={"warnings": (*plan.warnings, *notes)})
+        if self.ignored:
+            plan = plan.model_copy(update={"ignored": self.ignored})
         return plan
 
     def _check_addresses(self, desired: set[str]) -> None:
@@ -637,6 +651,11 @@ class _Prefetch:
             raise self._error
         assert self._value is not None
         return self._value
+
+
+def _address_of(path: str, benchmarks: str) -> str:
+    prefix = benchmarks.rstrip("/") + "/"
+    return path.removeprefix(prefix).removesuffix(".toml")
 
 
 def _ci_url() -> str | None:

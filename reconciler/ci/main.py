@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from .. import __version__
 from ..errors import GitHubError, ReconcilerError, UsageError
 from ..locking import ci_run_url
-from ..log import redact_text
+from ..redact import redact as redact_text
 
 
 class _Parser(argparse.ArgumentParser):

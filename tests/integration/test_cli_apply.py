@@ -383,3 +383,22 @@ def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
     if statuses[b["run_id"]] == "finished":
         assert "1 run(s) ended without finishing:" in second.out
         assert f"↓ tb/b: download {b['run_name']}: ok:" in second.out
+
+
+def test_a_saved_plan_is_applied_with_fresh_statuses(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    # The run ended after it was recorded: the saved plan downloads it, and the apply of that
+    # plan re-observes, so the download is recorded as complete and with the run's scores.
+    osm = repo_with(tmp_path, platform, 1)
+    assert osm.apply("--auto-approve").code == 0
+    assert read_lock(osm.repo)["runs"]["tb/r0"]["status"] != "finished"
+    clock.advance(48 * 3600)
+    planfile = tmp_path / "download.plan.json"
+    assert osm.plan("--out", str(planfile)).code == 0
+    applied = osm.apply(str(planfile))
+    assert applied.code == 0, applied
+    entry = read_lock(osm.repo)["runs"]["tb/r0"]
+    assert entry["status"] in ("finished", "failed")
+    assert entry["downloads"]["complete"] is True
+    assert "results" in entry

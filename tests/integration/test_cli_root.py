@@ -86,7 +86,9 @@ def test_the_embedded_platform_keeps_its_data_at_the_root(tmp_path: Path) -> Non
         code = plan_main(["--no-color", "--validate-only"])
         assert code == 0, err.getvalue()
         code = plan_main(["--no-color"])
-    assert code == 0, err.getvalue()
+    # A new embedded Platform stores no secrets yet: the submit is blocked (exit 4).
+    assert code == 4, err.getvalue()
+    assert "OPENAI_API_KEY" in out.getvalue()
     assert (repo / ".osmosis" / "local-platform").is_dir()
     assert not (repo / "benchmarks" / ".osmosis").exists()
     assert not (repo / "benchmarks" / "tb" / ".osmosis").exists()

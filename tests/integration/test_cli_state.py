@@ -65,7 +65,7 @@ def test_list_in_text_and_json(osm: Osmosis) -> None:
     assert result.err == ""
 
     doc = osm.state("list", "tb/*", "--format", "json").json()
-    assert doc["format_version"] == "1.0" and doc["command"] == "state list"
+    assert doc["format_version"] == "1.0" and doc["type"] == "state_list"
     assert doc["lockfile"] == {
         "path": "state/osmosis.lock",
         "exists": True,
@@ -92,7 +92,7 @@ def test_show_in_text_and_json_holds_the_whole_entry_and_no_secret_value(osm: Os
     assert '    experiment_config.benchmark = "terminal-bench-2-1"' in lines
 
     doc = osm.state("show", "tb/smoke", "--format", "json").json()
-    assert doc["command"] == "state show" and doc["history"] == []
+    assert doc["type"] == "state_show" and doc["history"] == []
     run = doc["run"]
     assert run["address"] == "tb/smoke"
     assert run["spec"] == entry["spec"]
@@ -138,13 +138,20 @@ def test_forget_moves_the_entry_to_history_and_never_calls_the_platform(
     )
 
 
+ENVELOPE = ("format_version", "type", "command", "diagnostics", "errors", "errored", "exit_code")
+
+
+def body(doc: dict) -> dict:
+    """A document without the envelope every command's document has (reconciler.output)."""
+    return {k: v for k, v in doc.items() if k not in ENVELOPE}
+
+
 def test_forget_in_json(osm: Osmosis, platform: Platform) -> None:
     (osm.repo / "benchmarks" / "hle" / "parity.toml").unlink()
     entry = read_lock(osm.repo)["runs"]["hle/parity"]
     doc = osm.state("forget", "hle/parity", "--format", "json").json()
-    assert doc == {
-        "format_version": "1.0",
-        "command": "state forget",
+    assert doc["type"] == "state_forget" and doc["command"] == "osmosis-state"
+    assert body(doc) == {
         "lockfile": {"path": "state/osmosis.lock", "serial_before": 2, "serial": 3},
         "forgotten": {
             "address": "hle/parity",
@@ -212,7 +219,9 @@ def test_mv_rekeys_the_entry_and_refuses_an_existing_address(
     before = lock_bytes(osm)
     refused = osm.state("mv", "tb/smoke-v2", "hle/parity", "--format", "json")
     hle = read_lock(osm.repo)["runs"]["hle/parity"]
-    assert refused.code == 1 and refused.out == ""
+    # In json mode the error is one document on stdout too (reconciler.output).
+    assert refused.code == 1 and refused.json()["type"] == "error"
+    assert refused.json()["errored"] is True
     assert refused.err == (
         f"Error: hle/parity is already recorded in state/osmosis.lock (run {hle['run_name']}); "
         "mv does not overwrite\n"
@@ -224,9 +233,8 @@ def test_mv_rekeys_the_entry_and_refuses_an_existing_address(
 def test_mv_in_json_warns_when_the_configs_do_not_follow(osm: Osmosis) -> None:
     entry = read_lock(osm.repo)["runs"]["hle/parity"]
     doc = osm.state("mv", "hle/parity", "hle/renamed", "--format", "json").json()
-    assert doc == {
-        "format_version": "1.0",
-        "command": "state mv",
+    assert doc["type"] == "state_mv"
+    assert body(doc) == {
         "lockfile": {"path": "state/osmosis.lock", "serial_before": 2, "serial": 3},
         "moved": {
             "from": "hle/parity",

@@ -87,7 +87,13 @@ def _expect(kind: str, **codes: tuple[int, str]) -> dict[str, tuple[int, str]]:
 
 
 ROWS = (
-    Row("osmosis-plan", plan_main, (), _expect("plan")),
+    Row(
+        "osmosis-plan",
+        plan_main,
+        (),
+        # A blocked item fails the plan where apply would fail (exit 4).
+        _expect("plan", blocked=(4, "plan"), partial=(4, "plan")),
+    ),
     Row(
         "osmosis-plan --validate-only",
         plan_main,
@@ -225,7 +231,8 @@ def test_every_command_in_every_mode_prints_valid_json(
     kinds = {d["kind"] for d in document["diagnostics"]}
     if code not in (0, 2):
         assert document["errors"], document
-        assert KINDS[mode] in kinds, (mode, kinds)
+        expected = "Blocked" if (row.name, mode) == ("osmosis-plan", "partial") else KINDS[mode]
+        assert expected in kinds, (mode, kinds)
     if mode == "lock_held" and code:
         (held,) = [d for d in document["diagnostics"] if d["kind"] == "LockHeldError"]
         assert held["details"]["holder"]["command"] == "another osmosis-apply"

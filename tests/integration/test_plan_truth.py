@@ -129,3 +129,42 @@ def test_a_trailer_that_matches_nothing_is_a_warning(tmp_path: Path, platform: P
     plan = osm.plan()
     assert "Osmosis-Rerun: tb/smoek" in plan.out and "matches no config" in plan.out
     assert "did you mean tb/smoke?" in plan.out
+
+
+TEMPLATE = """# osmosis-reconciler: ignore
+# The workspace template (configs/benchmark/default.toml): copy it and fill it in.
+[experiment]
+benchmark = "<benchmark key>"
+
+[[agents]]
+[agents.model]
+type = "provider"
+model = "<provider/model>"
+api_key_secret = "<SECRET_NAME>"
+"""
+
+
+def test_templates_and_drafts_stay_in_the_tree_unsubmitted(
+    tmp_path: Path, platform: Platform
+) -> None:
+    pyproject = '[tool.osmosis-reconciler]\nignore = ["drafts/**"]\n'
+    configs = {
+        "tb/smoke": smoke_config(),
+        "templates/default": TEMPLATE,
+        "drafts/next-model": smoke_config("openai/gpt-6-preview"),
+    }
+    osm = Osmosis(init_repo(tmp_path / "repo", configs=configs, pyproject=pyproject), platform)
+    valid = osm.plan("--validate-only")
+    assert valid.code == 0, valid
+    plan = osm.plan("--format", "json")
+    doc = plan.json()
+    assert [a["address"] for a in doc["actions"]] == ["tb/smoke"]
+    assert doc["ignored"] == [
+        {"path": "benchmarks/drafts/next-model.toml", "why": "setting"},
+        {"path": "benchmarks/templates/default.toml", "why": "marker"},
+    ]
+    text = osm.plan().out
+    assert "Ignored, never submitted: 2 config files:" in text
+    assert "benchmarks/templates/default.toml (its # osmosis-reconciler: ignore line)" in text
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 1

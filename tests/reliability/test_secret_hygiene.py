@@ -224,7 +224,7 @@ def test_error_messages_keep_their_urls_workspace_and_addresses(
     refused = cli("osmosis-plan", "--workspace", WORKSPACE, token=WRONG_TOKEN)
     assert "OSMOSIS_TOKEN" in refused, refused
     # A missing secret: the blocked item names its address and the secret record.
-    blocked = cli("osmosis-plan", "--workspace", WORKSPACE, "--target", "extra/*", code=0)
+    blocked = cli("osmosis-plan", "--workspace", WORKSPACE, "--target", "extra/*", code=4)
     assert "extra/needs-a-secret" in blocked and "NEVER_STORED_KEY" in blocked, blocked
     # The case: a lockfile of the embedded Platform, read with a loopback URL and
     # no token (placeholder "local"), used to say "platform '[REDACTED]'".
