@@ -311,6 +311,7 @@ class Applier:
             raise
         crash_point("submit.after_post")
         desired = self.desired.get(item.address)
+        attempts, planned, message = _attempts_of(item, created.task_count)
 
         def record(state: LockState) -> LockState:
             entry = RecordedRun(
@@ -326,7 +327,8 @@ class Applier:
                 applied_at_commit=self.head,
                 benchmark_id=item.benchmark_id,
                 task_count=created.task_count,
-                attempts=item.attempts or None,
+                attempts=attempts,
+                planned_attempts=planned,
                 platform_url=created.platform_url,
             )
             state = put_run(state, entry)
@@ -336,7 +338,9 @@ class Applier:
             return state
 
         self.store.update(record)
-        return Outcome(item, True, "submitted", created.id, created.name, created.status)
+        if planned is not None:
+            get_logger(address=item.address).warning("task count differs", message=message)
+        return Outcome(item, True, message, created.id, created.name, created.status)
 
     def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
         """The refusal to remember, for the errors that say the Platform will not take this
@@ -595,6 +599,25 @@ class Applier:
                 "run results not fetched", error=exc.message
             )
             return None
+
+
+def _attempts_of(item: PlanItem, task_count: int | None) -> tuple[int | None, int | None, str]:
+    """(attempts the Platform will schedule, the plan's figure when it differs, the outcome
+    message): the plan promised ``item.task_count`` tasks; the submit reply says how many
+    the Platform selected (a difference is said and recorded, never silent)."""
+    planned = item.attempts or None
+    if task_count is None or not item.task_count or planned is None:
+        return planned, None, "submitted"
+    per_task = planned // item.task_count
+    actual = task_count * per_task
+    if task_count == item.task_count:
+        return actual, None, "submitted"
+    return (
+        actual,
+        planned,
+        f"submitted; warning: the Platform selected {task_count:,} task(s), the plan counted "
+        f"{item.task_count:,}: {actual:,} attempts instead of {planned:,}",
+    )
 
 
 def _clear_failed_intent(state: LockState, address: str) -> LockState:

@@ -217,7 +217,11 @@ class RecordedRun(Frozen):
     applied_at_commit: str | None = None
     benchmark_id: str | None = None
     task_count: int | None = None
+    """Tasks the Platform selected (its submit reply)."""
     attempts: int | None = None
+    """Attempts the Platform schedules: ``task_count`` x agents x attempts_per_task."""
+    planned_attempts: int | None = None
+    """What the plan counted, recorded only when it differs from ``attempts``."""
     platform_url: str | None = None
     imported_at: datetime | None = None
     """When ``osmosis-import`` brought this run under management; None for runs this
