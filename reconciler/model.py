@@ -409,6 +409,8 @@ class Settings(Frozen):
     """``replace`` or ``keep`` for an active run whose config changed."""
     max_stops: int = 5
     max_attempts: int = 5000
+    max_cost_usd: float | None = None
+    """Budget guard in dollars: the estimated cost (upper end) of new submits; None: off."""
     parallelism: int = 8
     targets: tuple[str, ...] = ()
     """Address globs; empty = everything."""
@@ -534,6 +536,11 @@ class PlanItem(Frozen):
     """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
     context: str | None = None
     """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
+    cost_usd_low: float | None = None
+    """For submit/replace: the estimated dollar range of its attempts (``plan.cost``)..."""
+    cost_usd_high: float | None = None
+    cost_basis: str | None = None
+    """... and where the estimate comes from."""
 
 
 class DriftKind(str, Enum):
@@ -566,6 +573,11 @@ class PlanSummary(Frozen):
     blocked: int = 0
     attempts: int = 0
     drift: int = 0
+    cost_usd_low: float | None = None
+    """Estimated dollars of the new attempts (submits and replaces that have an estimate)."""
+    cost_usd_high: float | None = None
+    unestimated: int = 0
+    """Submits and replaces without a cost estimate (no recorded run of their model)."""
 
 
 class ResultRow(Frozen):

@@ -119,7 +119,19 @@ def summary_line(plan: Plan) -> str:
     if s.blocked:
         parts.append(f"{s.blocked:,} blocked")
     word = "attempt" if s.attempts == 1 else "attempts"
-    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}."
+    cost = ""
+    if s.cost_usd_high is not None:
+        cost = f", est. {_usd_range(s.cost_usd_low, s.cost_usd_high)}"
+        if s.unestimated:
+            cost += f" (+{s.unestimated:,} without an estimate)"
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
+
+
+def _usd_range(low: float | None, high: float) -> str:
+    low = high if low is None else low
+    if round(low, 2) == round(high, 2):
+        return _money(high)
+    return f"{_money(low)}–{_money(high)}"
 
 
 def reason_text(item: PlanItem) -> str:
@@ -153,7 +165,12 @@ def _item_body(item: PlanItem) -> list[str]:
         item.task_count is not None or item.attempts
     ):
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
-        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}")
+        estimate = ""
+        if item.cost_usd_high is not None:
+            estimate = f", est. {_usd_range(item.cost_usd_low, item.cost_usd_high)}"
+        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")
+        if item.cost_basis:
+            lines.append(f"  (estimate: {item.cost_basis})")
     if item.download_types:
         lines.append(f"types: {', '.join(item.download_types)}")
     if item.requested_by:
@@ -771,6 +788,9 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "requested_subject": item.requested_subject,
         "download_types": list(item.download_types),
         "context": item.context,
+        "cost_usd": {"low": item.cost_usd_low, "high": item.cost_usd_high, "basis": item.cost_basis}
+        if item.cost_usd_high is not None
+        else None,
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
@@ -888,6 +908,9 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
                 context=a.get("context"),
+                cost_usd_low=(a.get("cost_usd") or {}).get("low"),
+                cost_usd_high=(a.get("cost_usd") or {}).get("high"),
+                cost_basis=(a.get("cost_usd") or {}).get("basis"),
                 spec=a.get("spec"),
             )
             for a in data["actions"]
