@@ -25,6 +25,12 @@ ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
 NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
+UNSUCCESSFUL_STATUSES = ("failed", "stopped")
+"""Ended, but not with results to trust: shown as such, with ``RERUN_HINT``."""
+RERUN_HINT = (
+    "re-run it with `osmosis-apply --replace {address}`, or from CI with an empty commit: "
+    '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'
+)
 LOCKFILE_VERSION = 1
 PLAN_FORMAT_VERSION = "1.0"
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ConfigError, ConfigIssue, LockHeldError, MissingSecretsError, ReconcilerError
+from .model import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from .redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
@@ -367,11 +368,7 @@ def _dumps(value: Any) -> str:
 # --------------------------------------------------------------------------- apply
 
 
-RERUN_HINT = (
-    "re-run it with `osmosis-apply --replace {address}`, or from CI with an empty commit: "
-    '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'
-)
-UNSUCCESSFUL = ("failed", "stopped")
+UNSUCCESSFUL = UNSUCCESSFUL_STATUSES
 
 
 def outcome_line(outcome: Outcome) -> str:

@@ -20,6 +20,8 @@ from pydantic import ValidationError
 from reconciler.errors import StalePlanError
 from reconciler.model import (
     PLAN_FORMAT_VERSION,
+    RERUN_HINT,
+    UNSUCCESSFUL_STATUSES,
     Action,
     AgentResult,
     DriftItem,
@@ -409,7 +411,7 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
     table = [
         [
             row.address,
-            _run_label(row.run_name, row.run_id),
+            _result_run(row),
             _agent_label(row.agent),
             _pass_at_1(row.agent),
             _pass_at_k(row.agent),
@@ -423,8 +425,25 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
+    out.extend(f"  {note}" for note in _unsuccessful_notes(rows))
     out.append("")
     return out
+
+
+def _result_run(row: ResultRow) -> str:
+    label = _run_label(row.run_name, row.run_id)
+    return f"{label} ({row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
+
+
+def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:
+    """A line per run that ended failed or stopped, with the command that re-runs it."""
+    seen: dict[str, str] = {}
+    for row in rows:
+        if row.status in UNSUCCESSFUL_STATUSES and row.address not in seen:
+            seen[row.address] = f"{row.address}: the run ended {row.status}; " + RERUN_HINT.format(
+                address=row.address
+            )
+    return list(seen.values())
 
 
 # --------------------------------------------------------------------------- markdown
@@ -634,7 +653,7 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     shown = 0
     for row in rows:
         line = (
-            f"| `{_md_cell(row.address)}` | {_md_cell(_run_label(row.run_name, row.run_id))} | "
+            f"| `{_md_cell(row.address)}` | {_md_cell(_result_run(row))} | "
             f"{_md_cell(_agent_label(row.agent))} | {_pass_at_1(row.agent)} | "
             f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
             f"{_md_cell(_versus_previous(row))} |\n"
@@ -645,6 +664,9 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         shown += 1
     if not shown:
         return "", len(rows)
+    notes = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
+    if notes and len(opening) + len(body) + len(notes) + 1 + len(closing) <= room:
+        closing = "\n" + notes + closing
     return opening + body + closing, len(rows) - shown
 
 
