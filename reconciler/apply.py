@@ -11,6 +11,7 @@ as arguments; it never prints.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,6 +39,7 @@ from .errors import (
 from .lockfile import StateStore, put_run, rekey_run, retire_run
 from .log import get_logger
 from .model import (
+    HASHED_OUTPUTS,
     Action,
     DesiredRun,
     Downloads,
@@ -544,11 +546,19 @@ class Applier:
             raise
         results = self._scores(scores, run_id, item.address, wanted=terminal)
         directory = self._recorded_directory(result.directory)
+        hashed = {p: h for p, h in sorted(result.sha256.items()) if p in HASHED_OUTPUTS}
+        others = sorted((p, h) for p, h in result.sha256.items() if p not in HASHED_OUTPUTS)
         downloads = Downloads(
             types=types,
             files=len(result.sha256),
             bytes=result.total_bytes,
-            sha256=dict(sorted(result.sha256.items())),
+            sha256=hashed,
+            others=len(others) or None,
+            others_sha256=hashlib.sha256(
+                "".join(f"{p} {h}\n" for p, h in others).encode("utf-8")
+            ).hexdigest()
+            if others
+            else None,
             directory=directory,
             complete=result.complete and terminal,
         )

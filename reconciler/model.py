@@ -25,6 +25,8 @@ ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
 NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
+HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
+"""Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
 UNSUCCESSFUL_STATUSES = ("failed", "stopped")
 """Ended, but not with results to trust: shown as such, with ``RERUN_HINT``."""
 RERUN_HINT = (
@@ -160,7 +162,12 @@ class Downloads(Frozen):
     files: int
     bytes: int
     sha256: dict[str, str] = Field(default_factory=dict)
-    """Relative path -> hex sha256 of every downloaded file."""
+    """Relative path -> hex sha256 of the summary and results files (older lockfiles: of
+    every downloaded file). The lockfile stays small and reviewable."""
+    others: int | None = None
+    """Downloaded files beyond the summary and results (artifacts, logs): counted..."""
+    others_sha256: str | None = None
+    """... and summed up in one sha256 over their sorted ``path sha256`` lines."""
     directory: str
     """Run directory relative to the repository root."""
     complete: bool = True

@@ -191,3 +191,21 @@ def test_a_new_config_of_a_model_with_recorded_costs_shows_a_dollar_estimate(
     (osm.repo / "pyproject.toml").write_text(pyproject)
     guarded = osm.plan()
     assert guarded.code == 1 and "more than max_cost_usd" in guarded.text
+
+
+def test_the_lockfile_hashes_summary_and_results_and_counts_the_rest(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    pyproject = '[tool.osmosis-reconciler]\ndownload_types = ["all"]\n'
+    osm = Osmosis(
+        init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}, pyproject=pyproject),
+        platform,
+    )
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(48 * 3600)
+    assert osm.apply("--auto-approve").code == 0
+    downloads = read_lock(osm.repo)["runs"]["tb/a"]["downloads"]
+    assert sorted(downloads["sha256"]) == ["results.csv", "summary.csv"]
+    assert downloads["others"] >= 1 and len(downloads["others_sha256"]) == 64
+    assert downloads["files"] == 2 + downloads["others"]
+    assert osm.plan("--detailed-exitcode").code == 0
