@@ -11,6 +11,7 @@ as arguments; it never prints.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +41,7 @@ from .escaping import escape_text
 from .lockfile import StateStore, put_run, rekey_run, retire_run
 from .log import get_logger
 from .model import (
+    HASHED_OUTPUTS,
     Action,
     DesiredRun,
     Downloads,
@@ -349,6 +351,7 @@ class Applier:
             raise
         crash_point("submit.after_post")
         desired = self.desired.get(item.address)
+        attempts, planned, message = _attempts_of(item, created.task_count)
 
         def record(state: LockState) -> LockState:
             entry = RecordedRun(
@@ -364,7 +367,8 @@ class Applier:
                 applied_at_commit=self.head,
                 benchmark_id=item.benchmark_id,
                 task_count=created.task_count,
-                attempts=item.attempts or None,
+                attempts=attempts,
+                planned_attempts=planned,
                 platform_url=created.platform_url,
             )
             state = put_run(state, entry)
@@ -390,7 +394,9 @@ class Applier:
                 created.status,
                 reached_platform=True,
             )
-        return Outcome(item, True, "submitted", created.id, created.name, created.status)
+        if planned is not None:
+            get_logger(address=item.address).warning("task count differs", message=message)
+        return Outcome(item, True, message, created.id, created.name, created.status)
 
     def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
         """The refusal to remember, for the errors that say the Platform will not take this
@@ -632,11 +638,19 @@ class Applier:
         terminal: bool,
     ) -> None:
         directory = self._recorded_directory(result.directory)
+        hashed = {p: h for p, h in sorted(result.sha256.items()) if p in HASHED_OUTPUTS}
+        others = sorted((p, h) for p, h in result.sha256.items() if p not in HASHED_OUTPUTS)
         downloads = Downloads(
             types=types,
             files=len(result.sha256),
             bytes=result.total_bytes,
-            sha256=dict(sorted(result.sha256.items())),
+            sha256=hashed,
+            others=len(others) or None,
+            others_sha256=hashlib.sha256(
+                "".join(f"{p} {h}\n" for p, h in others).encode("utf-8")
+            ).hexdigest()
+            if others
+            else None,
             directory=directory,
             complete=result.complete and terminal,
         )
@@ -668,6 +682,25 @@ class Applier:
                 "run results not fetched", error=exc.message
             )
             return None
+
+
+def _attempts_of(item: PlanItem, task_count: int | None) -> tuple[int | None, int | None, str]:
+    """(attempts the Platform will schedule, the plan's figure when it differs, the outcome
+    message): the plan promised ``item.task_count`` tasks; the submit reply says how many
+    the Platform selected (a difference is said and recorded, never silent)."""
+    planned = item.attempts or None
+    if task_count is None or not item.task_count or planned is None:
+        return planned, None, "submitted"
+    per_task = planned // item.task_count
+    actual = task_count * per_task
+    if task_count == item.task_count:
+        return actual, None, "submitted"
+    return (
+        actual,
+        planned,
+        f"submitted; warning: the Platform selected {task_count:,} task(s), the plan counted "
+        f"{item.task_count:,}: {actual:,} attempts instead of {planned:,}",
+    )
 
 
 def _clear_failed_intent(state: LockState, address: str) -> LockState:

@@ -25,6 +25,14 @@ ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
 NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
+HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
+"""Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
+UNSUCCESSFUL_STATUSES = ("failed", "stopped")
+"""Ended, but not with results to trust: shown as such, with ``RERUN_HINT``."""
+RERUN_HINT = (
+    "re-run it with `osmosis-apply --replace {address}`, or from CI with an empty commit: "
+    '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'
+)
 LOCKFILE_VERSION = 1
 PLAN_FORMAT_VERSION = "1.0"
 
@@ -154,7 +162,12 @@ class Downloads(Frozen):
     files: int
     bytes: int
     sha256: dict[str, str] = Field(default_factory=dict)
-    """Relative path -> hex sha256 of every downloaded file."""
+    """Relative path -> hex sha256 of the summary and results files (older lockfiles: of
+    every downloaded file). The lockfile stays small and reviewable."""
+    others: int | None = None
+    """Downloaded files beyond the summary and results (artifacts, logs): counted..."""
+    others_sha256: str | None = None
+    """... and summed up in one sha256 over their sorted ``path sha256`` lines."""
     directory: str
     """Run directory relative to the repository root."""
     complete: bool = True
@@ -217,7 +230,11 @@ class RecordedRun(Frozen):
     applied_at_commit: str | None = None
     benchmark_id: str | None = None
     task_count: int | None = None
+    """Tasks the Platform selected (its submit reply)."""
     attempts: int | None = None
+    """Attempts the Platform schedules: ``task_count`` x agents x attempts_per_task."""
+    planned_attempts: int | None = None
+    """What the plan counted, recorded only when it differs from ``attempts``."""
     platform_url: str | None = None
     imported_at: datetime | None = None
     """When ``osmosis-import`` brought this run under management; None for runs this
@@ -405,6 +422,8 @@ class Settings(Frozen):
     """``replace`` or ``keep`` for an active run whose config changed."""
     max_stops: int = 5
     max_attempts: int = 5000
+    max_cost_usd: float | None = None
+    """Budget guard in dollars: the estimated cost (upper end) of new submits; None: off."""
     parallelism: int = 8
     targets: tuple[str, ...] = ()
     """Address globs; empty = everything."""
@@ -530,6 +549,11 @@ class PlanItem(Frozen):
     """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
     context: str | None = None
     """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
+    cost_usd_low: float | None = None
+    """For submit/replace: the estimated dollar range of its attempts (``plan.cost``)..."""
+    cost_usd_high: float | None = None
+    cost_basis: str | None = None
+    """... and where the estimate comes from."""
 
 
 class DriftKind(str, Enum):
@@ -562,6 +586,11 @@ class PlanSummary(Frozen):
     blocked: int = 0
     attempts: int = 0
     drift: int = 0
+    cost_usd_low: float | None = None
+    """Estimated dollars of the new attempts (submits and replaces that have an estimate)."""
+    cost_usd_high: float | None = None
+    unestimated: int = 0
+    """Submits and replaces without a cost estimate (no recorded run of their model)."""
 
 
 class ResultRow(Frozen):

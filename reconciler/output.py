@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ConfigError, ConfigIssue, LockHeldError, MissingSecretsError, ReconcilerError
 from .escaping import escape_text
+from .model import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from .redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
@@ -376,11 +377,7 @@ def _dumps(value: Any) -> str:
 # --------------------------------------------------------------------------- apply
 
 
-RERUN_HINT = (
-    "re-run it with `osmosis-apply --replace {address}`, or from CI with an empty commit: "
-    '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'
-)
-UNSUCCESSFUL = ("failed", "stopped")
+UNSUCCESSFUL = UNSUCCESSFUL_STATUSES
 
 
 def outcome_line(outcome: Outcome) -> str:
@@ -509,7 +506,9 @@ class ApplyReport:
                 essential=True,
             )
             for run in report.active:
-                self.output.progress(f"  {run.label()}: {run.status or 'unknown'}", essential=True)
+                self.output.progress(
+                    f"  {escape_text(run.label())}: {run.status or 'unknown'}", essential=True
+                )
             self.output.progress(
                 "Their outputs are downloaded by a later `osmosis-apply --wait` once they end.",
                 essential=True,
@@ -554,7 +553,7 @@ class ApplyReport:
             lines.append(f"{len(self.unsuccessful)} run(s) ended without finishing:")
             for run in self.unsuccessful:
                 hint = RERUN_HINT.format(address=run.address)
-                lines.append(f"  {run.label()}: {run.status}; {hint}")
+                lines.append(f"  {escape_text(run.label())}: {run.status}; {escape_text(hint)}")
                 self.output.diagnose(
                     Diagnostic("warning", "RunUnsuccessful", f"{run.label()}: {run.status}", hint)
                 )

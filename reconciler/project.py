@@ -51,6 +51,7 @@ _TYPES: dict[str, type] = {
     "parallelism": int,
     "unmanaged": str,
     "ignore": list,
+    "max_cost_usd": float,
     "outputs": str,
     "lock": str,
     "lock_ttl": int,
@@ -166,10 +167,14 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(_TYPES)}"
             raise UsageError(f"{where}: unknown setting", hint)
         expected = _TYPES[key]
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # max_cost_usd = 100 means 100.0
         if not isinstance(value, expected) or isinstance(value, bool):
             raise UsageError(f"{where}: must be {expected.__name__}, got {value!r}")
         if key in _CHOICES and value not in _CHOICES[key]:
             raise UsageError(f"{where}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
+        if key == "max_cost_usd" and value < 0:
+            raise UsageError(f"{where}: must not be negative")
         if key in ("max_stops", "max_attempts", "parallelism") and value < (
             1 if key == "parallelism" else 0
         ):

@@ -27,6 +27,8 @@ from reconciler.errors import StalePlanError
 from reconciler.escaping import escape_text
 from reconciler.model import (
     PLAN_FORMAT_VERSION,
+    RERUN_HINT,
+    UNSUCCESSFUL_STATUSES,
     Action,
     AgentResult,
     DriftItem,
@@ -126,7 +128,19 @@ def summary_line(plan: Plan) -> str:
     if s.blocked:
         parts.append(f"{s.blocked:,} blocked")
     word = "attempt" if s.attempts == 1 else "attempts"
-    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}."
+    cost = ""
+    if s.cost_usd_high is not None:
+        cost = f", est. {_usd_range(s.cost_usd_low, s.cost_usd_high)}"
+        if s.unestimated:
+            cost += f" (+{s.unestimated:,} without an estimate)"
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
+
+
+def _usd_range(low: float | None, high: float) -> str:
+    low = high if low is None else low
+    if round(low, 2) == round(high, 2):
+        return _money(high)
+    return f"{_money(low)}–{_money(high)}"
 
 
 _e = escape_text
@@ -163,7 +177,12 @@ def _item_body(item: PlanItem) -> list[str]:
         item.task_count is not None or item.attempts
     ):
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
-        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}")
+        estimate = ""
+        if item.cost_usd_high is not None:
+            estimate = f", est. {_usd_range(item.cost_usd_low, item.cost_usd_high)}"
+        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")
+        if item.cost_basis:
+            lines.append(f"  (estimate: {item.cost_basis})")
     if item.download_types:
         lines.append(f"types: {', '.join(item.download_types)}")
     if item.requested_by:
@@ -405,7 +424,7 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
     table = [
         [
             _e(row.address),
-            _run_label(row.run_name, row.run_id),
+            _result_run(row),
             _agent_label(row.agent),
             _pass_at_1(row.agent),
             _pass_at_k(row.agent),
@@ -419,8 +438,25 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
+    out.extend(f"  {note}" for note in _unsuccessful_notes(rows))
     out.append("")
     return out
+
+
+def _result_run(row: ResultRow) -> str:
+    label = _run_label(row.run_name, row.run_id)
+    return f"{label} ({row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
+
+
+def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:
+    """A line per run that ended failed or stopped, with the command that re-runs it."""
+    seen: dict[str, str] = {}
+    for row in rows:
+        if row.status in UNSUCCESSFUL_STATUSES and row.address not in seen:
+            seen[row.address] = f"{_e(row.address)}: the run ended {row.status}; " + (
+                RERUN_HINT.format(address=_e(row.address))
+            )
+    return list(seen.values())
 
 
 # --------------------------------------------------------------------------- markdown
@@ -667,8 +703,7 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     shown = 0
     for row in rows:
         line = (
-            f"| {_md_cell(_md_code(row.address))} | "
-            f"{_md_cell(_md_plain(_run_label(row.run_name, row.run_id)))} | "
+            f"| {_md_cell(_md_code(row.address))} | {_md_cell(_md_plain(_result_run(row)))} | "
             f"{_md_cell(_md_plain(_agent_label(row.agent)))} | {_pass_at_1(row.agent)} | "
             f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
             f"{_md_cell(_versus_previous(row))} |\n"
@@ -679,6 +714,9 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         shown += 1
     if not shown:
         return "", len(rows)
+    notes = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
+    if notes and len(opening) + len(body) + len(notes) + 1 + len(closing) <= room:
+        closing = "\n" + notes + closing
     return opening + body + closing, len(rows) - shown
 
 
@@ -823,6 +861,9 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "requested_subject": item.requested_subject,
         "download_types": list(item.download_types),
         "context": item.context,
+        "cost_usd": {"low": item.cost_usd_low, "high": item.cost_usd_high, "basis": item.cost_basis}
+        if item.cost_usd_high is not None
+        else None,
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
@@ -940,6 +981,9 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
                 context=a.get("context"),
+                cost_usd_low=(a.get("cost_usd") or {}).get("low"),
+                cost_usd_high=(a.get("cost_usd") or {}).get("high"),
+                cost_basis=(a.get("cost_usd") or {}).get("basis"),
                 spec=a.get("spec"),
             )
             for a in data["actions"]

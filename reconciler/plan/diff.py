@@ -232,7 +232,10 @@ def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
             # files here too (a fresh clone or CI runner has none of them).
             or (
                 settings.outputs == "disk"
-                and any(path not in outputs.present for path in downloads.sha256)
+                and (
+                    any(path not in outputs.present for path in downloads.sha256)
+                    or len(outputs.present - set(downloads.sha256)) < (downloads.others or 0)
+                )
             )
         ):
             reason = Reason.RESULTS_MISSING

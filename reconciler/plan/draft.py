@@ -21,6 +21,7 @@ from reconciler.model import (
     digest,
     recorded_benchmark,
 )
+from reconciler.plan.cost import cost_table
 
 CLOCK_SKEW = timedelta(minutes=10)
 """How far before an intent's ``started_at`` a run may have been created and still be its run:
@@ -48,6 +49,8 @@ class Draft:
     raw_digests: dict[str, str] = field(default_factory=dict)
     """Address -> the config's plain spec digest (what a saved plan's staleness check uses);
     ``desired`` carries the canonical one (``model.canonical_digest``)."""
+    costs: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
+    """``plan.cost.cost_table`` of the recorded runs."""
     creators: frozenset[str] = frozenset()
     """Creators (``creator_digest``) of the runs this lockfile records: an unrecorded run by
     anyone else cannot be one this repository's apply lost track of."""
@@ -79,6 +82,7 @@ class Draft:
             unrecorded=unrecorded,
             raw_digests={run.address: run.spec_digest for run in desired},
             creators=frozenset(e.creator for e in recorded.runs.values() if e.creator),
+            costs=cost_table(recorded),
         )
 
     def run_of(self, entry: RecordedRun) -> ObservedRun | None:

@@ -113,8 +113,13 @@ def _summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
     counts = {action: 0 for action in Action}
     for item in kept:
         counts[item.action] += 1
-    attempts = sum(it.attempts for it in kept if it.action in (Action.SUBMIT, Action.REPLACE))
+    paid = [it for it in kept if it.action in (Action.SUBMIT, Action.REPLACE)]
+    attempts = sum(it.attempts for it in paid)
+    priced = [it for it in paid if it.cost_usd_high is not None]
     return PlanSummary(
+        cost_usd_low=round(sum(it.cost_usd_low or 0.0 for it in priced), 4) if priced else None,
+        cost_usd_high=round(sum(it.cost_usd_high or 0.0 for it in priced), 4) if priced else None,
+        unestimated=len(paid) - len(priced),
         submit=counts[Action.SUBMIT],
         replace=counts[Action.REPLACE],
         stop=counts[Action.STOP],
@@ -144,5 +149,19 @@ def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
             f"the plan would start {summary.attempts:,} new attempts, more than max_attempts = "
             f"{settings.max_attempts:,}; re-run with --allow-over-budget if that is "
             "intended, or raise max_attempts in [tool.osmosis-reconciler]"
+        )
+    cost = summary.cost_usd_high
+    limit = settings.max_cost_usd
+    if limit is not None and cost is not None and cost > limit and not settings.allow_over_budget:
+        unpriced = (
+            f" ({plural(summary.unestimated, 'submit')} without an estimate not counted)"
+            if summary.unestimated
+            else ""
+        )
+        errors.append(
+            f"the plan's new attempts may cost up to ${cost:,.2f} (estimated from recorded "
+            f"runs{unpriced}), more than max_cost_usd = ${limit:,.2f}; re-run with "
+            "--allow-over-budget if that is intended, or raise max_cost_usd in "
+            "[tool.osmosis-reconciler]"
         )
     return errors

@@ -19,6 +19,7 @@ from reconciler.model import (
     glob_match,
     rejection_context,
 )
+from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft, plural
 
 
@@ -55,6 +56,9 @@ def paid_item(
     }
     context = rejection_context(benchmark, _present_secrets(wanted, benchmark, draft.observed))
     fields["context"] = context
+    cost = estimate(wanted, benchmark.id if benchmark else None, tasks, draft.costs)
+    if cost is not None:
+        fields.update(cost_usd_low=cost.low, cost_usd_high=cost.high, cost_basis=cost.basis)
     if not problems:
         refused = _remembered_refusal(draft, wanted, context)
         if refused:

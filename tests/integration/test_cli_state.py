@@ -142,7 +142,11 @@ ENVELOPE = ("format_version", "type", "command", "diagnostics", "errors", "error
 
 
 def body(doc: dict) -> dict:
-    """A document without the envelope every command's document has (reconciler.output)."""
+    """A document without the envelope every command's document has (reconciler.output),
+    after checking it against the published schema."""
+    from .test_machine_output import check_schema
+
+    check_schema(doc)
     return {k: v for k, v in doc.items() if k not in ENVELOPE}
 
 

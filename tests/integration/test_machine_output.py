@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.cli import apply_main, plan_main
+from reconciler.cli import apply_main, import_main, plan_main, state_main
 from reconciler.locking import hold_lock
 from reconciler.output import SCHEMA_FILE
 
@@ -115,6 +115,20 @@ ROWS = (
         formats=("json", "jsonl"),
         planfile=True,
         waits=True,
+    ),
+    Row(
+        "osmosis-import --all --dry-run",
+        import_main,
+        ("--all", "--dry-run"),
+        # Reads the Platform only; no lock for a dry run, no config is read.
+        _expect("import", invalid=(0, "import"), lock_held=(0, "import")),
+    ),
+    Row(
+        "osmosis-state list",
+        state_main,
+        ("list",),
+        # The lockfile only: no Platform, no configs, no lock.
+        _expect("state_list", invalid=(0, "state_list"), unreachable=(0, "state_list")),
     ),
     Row(
         "osmosis-apply --refresh-only",

@@ -168,3 +168,44 @@ def test_templates_and_drafts_stay_in_the_tree_unsubmitted(
     assert "benchmarks/templates/default.toml (its # osmosis-reconciler: ignore line)" in text
     assert osm.apply("--auto-approve").code == 0
     assert platform.submits() == 1
+
+
+def test_a_new_config_of_a_model_with_recorded_costs_shows_a_dollar_estimate(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(48 * 3600)
+    assert osm.apply("--auto-approve").code == 0  # downloads, and records the run's scores
+    commit(osm.repo, "Record the run")
+    write_config(osm.repo, "tb/b", smoke_config(attempts=3))
+    commit(osm.repo, "Three attempts")
+    doc = osm.plan("--format", "json").json()
+    (item,) = doc["actions"]
+    cost = item["cost_usd"]
+    assert cost is not None and 0 < cost["low"] <= cost["high"], item
+    assert "1 recorded run of openai/gpt-5.2" in cost["basis"]
+    text = osm.plan().out
+    assert "est. $" in text and "(estimate: cost per attempt of 1 recorded run" in text
+    pyproject = f"[tool.osmosis-reconciler]\nmax_cost_usd = {cost['high'] / 2}\n"
+    (osm.repo / "pyproject.toml").write_text(pyproject)
+    guarded = osm.plan()
+    assert guarded.code == 1 and "more than max_cost_usd" in guarded.text
+
+
+def test_the_lockfile_hashes_summary_and_results_and_counts_the_rest(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    pyproject = '[tool.osmosis-reconciler]\ndownload_types = ["all"]\n'
+    osm = Osmosis(
+        init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}, pyproject=pyproject),
+        platform,
+    )
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(48 * 3600)
+    assert osm.apply("--auto-approve").code == 0
+    downloads = read_lock(osm.repo)["runs"]["tb/a"]["downloads"]
+    assert sorted(downloads["sha256"]) == ["results.csv", "summary.csv"]
+    assert downloads["others"] >= 1 and len(downloads["others_sha256"]) == 64
+    assert downloads["files"] == 2 + downloads["others"]
+    assert osm.plan("--detailed-exitcode").code == 0

@@ -1123,7 +1123,36 @@ def test_no_changes_plan_is_empty():
         outputs={"hle/a": ON_DISK},
     )
     assert plan.is_empty and not plan.has_changes
-    assert plan.summary.model_dump() == {k: 0 for k in plan.summary.model_dump()}
+    counts = plan.summary.model_dump()
+    assert counts.pop("cost_usd_low") is None and counts.pop("cost_usd_high") is None
+    assert counts == {k: 0 for k in counts}
+
+
+def test_cost_is_estimated_from_recorded_runs_of_the_same_benchmark_and_model():
+    from reconciler.model import AgentResult, RunResults
+
+    # Two recorded runs of openai/gpt-5 on HLE: $0.40 and $1.00 per task, one attempt each.
+    def priced(address: str, run_id: str, cost: float):
+        entry = recorded_run(desired(address), run_id, status="finished")
+        results = RunResults(agents=(AgentResult(agent_index=0, cost_per_task=cost),))
+        return entry.model_copy(update={"benchmark_id": "bench-hle", "results": results})
+
+    entries = [priced("hle/x", "r1", 0.40), priced("hle/y", "r2", 1.00)]
+    want = desired("hle/new", attempts=2)  # parity: 249 tasks x 2 attempts
+    runs = [observed_run("r1", "finished"), observed_run("r2", "finished")]
+    plan = plan_of([want, desired("hle/x"), desired("hle/y")], entries=entries, runs=runs)
+    (item,) = [i for i in plan.items if i.address == "hle/new"]
+    assert (item.cost_usd_low, item.cost_usd_high) == (199.2, 498.0)
+    assert (
+        item.cost_basis == "cost per attempt of 2 recorded runs of openai/gpt-5 on this benchmark"
+    )
+    assert plan.summary.cost_usd_high == 498.0
+    other = desired("hle/other", models=("anthropic/claude-sonnet-4",))
+    unpriced = plan_of([other], entries=entries)
+    assert unpriced.items[0].cost_usd_high is None and unpriced.summary.unestimated == 1
+    guarded = plan_of([want], entries=entries, max_cost_usd=100.0)
+    assert guarded.errors and "may cost up to $498.00" in guarded.errors[0]
+    assert not plan_of([want], entries=entries, max_cost_usd=100.0, allow_over_budget=True).errors
 
 
 # --------------------------------------------------------------------------- field-level diff

@@ -451,3 +451,21 @@ def test_no_secret_values_in_renders():
 def test_every_reason_and_drift_kind_has_words():
     assert set(REASON_TEXT) == set(Reason)
     assert set(DRIFT_TEXT) == set(DriftKind)
+
+
+def test_a_run_that_ended_failed_shows_its_status_and_how_to_rerun_it():
+    from reconciler.model import AgentResult, ResultRow
+
+    row = ResultRow(
+        address="tb/x",
+        run_id="r9",
+        run_name="calm-yak",
+        status="failed",
+        agent=AgentResult(agent_index=0, model="m", pass_at_1=0.0),
+    )
+    plan = Plan(results=(row,), workspace="w", platform="local")
+    text = render_text(plan)
+    assert "calm-yak (r9) (failed)" in text
+    assert "tb/x: the run ended failed; re-run it with `osmosis-apply --replace tb/x`" in text
+    md = render_markdown(plan)
+    assert "calm-yak (r9) (failed)" in md and '"Osmosis-Rerun: tb/x"' in md
