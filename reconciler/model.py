@@ -137,6 +137,8 @@ class AgentResult(Frozen):
     """None = the benchmark's official scaffold."""
     model: str | None = None
     """``model_display_name``, else ``model``, else ``model_ref``."""
+    model_id: str | None = None
+    """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
     rank: int | None = None
     pass_at_1: float | None = None
     """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
@@ -241,6 +243,29 @@ class ObservedRun(Frozen):
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
 
 
+class LeaderboardScore(Frozen):
+    """One published score of a benchmark (E2 ``leaderboard[]``): who, on what, how well."""
+
+    model: str | None = None
+    harness: str | None = None
+    """None = the benchmark's official scaffold."""
+    task_set: str | None = None
+    """``parity``, ``full``, ...: the selection the score was measured on."""
+    rank: int | None = None
+    pass_at_1: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+
+
+class BenchmarkRef(Frozen):
+    """A catalog entry as E1 lists it, reduced to what names it (for did-you-mean hints)."""
+
+    id: str
+    name: str
+    key: str
+
+
 class BenchmarkInfo(Frozen):
     """What preflight needs to know about one catalog benchmark (E2)."""
 
@@ -262,6 +287,20 @@ class BenchmarkInfo(Frozen):
     requires_judge_api_key: bool = False
     judge_model_default: str | None = None
     required_secret_names: tuple[str, ...] = ()
+    source_type: str | None = None
+    """``osmosis_managed``, ``harbor_registry``, ...: some rules depend on it (``[verifier]``)."""
+    source_url: str | None = None
+    """The upstream project or adapter repository."""
+    pass_threshold: float | None = None
+    """Score at which a task counts as passed."""
+    tasks: tuple[tuple[str, str | None], ...] = ()
+    """(name, category) of every task in catalog order, when the catalog listed them."""
+    recommended_task_sets: tuple[str, ...] = ()
+    """Task sets the catalog marks ``recommended`` (comparable with published scores)."""
+    unavailable_tasks: tuple[str, ...] = ()
+    """Tasks the benchmark lists as unavailable (E2 ``unavailable_tasks.tasks``)."""
+    unavailable_reason: str | None = None
+    leaderboard: tuple[LeaderboardScore, ...] = ()
 
 
 class LocalOutputs(Frozen):
@@ -289,6 +328,9 @@ class Observation(Frozen):
     """Address -> local files of its recorded run."""
     head: str | None = None
     """git HEAD sha, when in a repository."""
+    catalog: tuple[BenchmarkRef, ...] | None = None
+    """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
+    None when not listed."""
 
 
 # --------------------------------------------------------------------------- settings
@@ -374,6 +416,35 @@ class Reason(str, Enum):
     HARNESS_UNSUPPORTED = "harness_unsupported"
     TASKS_NOT_FOUND = "tasks_not_found"
     STOP_PENDING = "stop_pending"
+    EXECUTION_INVALID = "execution_invalid"
+    VERIFIER_REJECTED = "verifier_rejected"
+    TASKS_EMPTY = "tasks_empty"
+
+
+class Fix(Frozen):
+    """One step that makes a blocked item pass on the next plan, exactly as shown.
+
+    Either a shell ``command`` (run from the repository root) or an edit of a config file:
+    set ``key`` to ``value`` (or ``remove`` it). ``text`` is how a person reads it.
+    """
+
+    command: str | None = None
+    file: str | None = None
+    """For an edit: the config file, relative to the repository root."""
+    key: str | None = None
+    """For an edit: the TOML key, dotted, with ``[n]`` for an array-of-tables item
+    (``execution.max_concurrent_attempts``, ``agents[0].harness``)."""
+    value: Any = None
+    """For an edit: the new value (a string, integer or list of strings)."""
+    remove: bool = False
+
+    @property
+    def text(self) -> str:
+        if self.command is not None:
+            return f"`{self.command}`"
+        if self.remove:
+            return f"remove `{self.key}` from {self.file}"
+        return f"set `{self.key} = {json.dumps(self.value, ensure_ascii=False)}` in {self.file}"
 
 
 class PlanItem(Frozen):
@@ -407,6 +478,12 @@ class PlanItem(Frozen):
     """For ``blocked``: what the plan would have done had preflight passed (submit/replace)."""
     intended_reason: Reason | None = None
     """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
+    source_url: str | None = None
+    """For submit/replace: the benchmark's upstream source (E2 ``source_url``)."""
+    pass_threshold: float | None = None
+    """For submit/replace: the benchmark's pass threshold."""
+    fixes: tuple[Fix, ...] = ()
+    """For ``blocked``: the steps that make it pass (each also quoted in ``details``)."""
 
 
 class DriftKind(str, Enum):
@@ -453,6 +530,11 @@ class ResultRow(Frozen):
     previous: AgentResult | None = None
     previous_run_id: str | None = None
     previous_run_name: str | None = None
+    leaderboard: LeaderboardScore | None = None
+    """The benchmark's published score for the same model and harness, when it has one."""
+    unavailable_tasks: int = 0
+    """How many tasks the benchmark lists as unavailable (not run, not scored)."""
+    unavailable_reason: str | None = None
 
 
 class Plan(Frozen):

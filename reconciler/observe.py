@@ -14,7 +14,7 @@ from typing import Any
 
 from .downloads import scan_outputs
 from .errors import NotFoundError, PlatformError
-from .model import DesiredRun, LocalOutputs, LockState, Observation, ObservedRun
+from .model import BenchmarkRef, DesiredRun, LocalOutputs, LockState, Observation, ObservedRun
 from .plan import CLOCK_SKEW
 from .platform import PlatformClient, RunSummary
 
@@ -69,6 +69,8 @@ def observe(
     else:
         secrets = frozenset()
 
+    catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
+
     runs = _fingerprint_candidates(client, runs, desired, state, benchmarks)
 
     if outputs is None:
@@ -82,7 +84,20 @@ def observe(
         secrets=secrets,
         outputs=dict(outputs),
         head=head,
+        catalog=catalog,
     )
+
+
+def list_catalog(client: PlatformClient) -> tuple[BenchmarkRef, ...] | None:
+    """The workspace's benchmarks (one E1 walk), for did-you-mean hints; None if unlisted.
+
+    Only called when a config's benchmark did not resolve, so a plan whose benchmarks all
+    resolve costs no extra request.
+    """
+    try:
+        return tuple(b.to_ref() for b in client.list_benchmarks())
+    except PlatformError:
+        return None
 
 
 def scan_recorded_outputs(

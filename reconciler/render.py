@@ -23,6 +23,8 @@ from reconciler.model import (
     AgentResult,
     DriftItem,
     DriftKind,
+    Fix,
+    LeaderboardScore,
     Plan,
     PlanItem,
     PlanSummary,
@@ -68,6 +70,9 @@ REASON_TEXT = {
     Reason.HARNESS_UNSUPPORTED: "harness not supported",
     Reason.TASKS_NOT_FOUND: "tasks not found",
     Reason.STOP_PENDING: "an interrupted stop is pending",
+    Reason.EXECUTION_INVALID: "[execution] value out of range",
+    Reason.VERIFIER_REJECTED: "[verifier] not accepted",
+    Reason.TASKS_EMPTY: "task selection is empty",
 }
 
 DRIFT_TEXT = {
@@ -149,6 +154,9 @@ def _item_body(item: PlanItem) -> list[str]:
     ):
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
         lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}")
+    benchmark = _benchmark_line(item)
+    if benchmark:
+        lines.append(benchmark)
     if item.download_types:
         lines.append(f"types: {', '.join(item.download_types)}")
     if item.requested_by:
@@ -160,6 +168,16 @@ def _item_body(item: PlanItem) -> list[str]:
     lines.extend(f"* {detail}" for detail in item.details)
     lines.extend(f"warning: {warning}" for warning in item.warnings)
     return lines
+
+
+def _benchmark_line(item: PlanItem) -> str | None:
+    """``benchmark: source https://... · pass threshold 0.5`` (the catalog's seed data)."""
+    parts = []
+    if item.source_url:
+        parts.append(f"source {item.source_url}")
+    if item.pass_threshold is not None:
+        parts.append(f"pass threshold {item.pass_threshold:g}")
+    return "benchmark: " + " · ".join(parts) if parts else None
 
 
 def _header(plan: Plan) -> str:
@@ -227,6 +245,38 @@ def _versus_previous(row: ResultRow) -> str:
     points = round((row.agent.pass_at_1 - before.pass_at_1) * 100, 1)
     delta = "±0.0" if points == 0 else f"{points:+.1f}"
     return f"{delta} pts (prev {_pct(before.pass_at_1)})"
+
+
+def _versus_leaderboard(row: ResultRow) -> str:
+    """``-3.1 pts vs leaderboard 49.4% (#1, parity)``: against the published score of the
+    same model and harness."""
+    board = row.leaderboard
+    if board is None or board.pass_at_1 is None:
+        return "–"
+    where = ", ".join(
+        part
+        for part in (f"#{board.rank}" if board.rank is not None else None, board.task_set)
+        if part
+    )
+    published = f"leaderboard {_pct(board.pass_at_1)}" + (f" ({where})" if where else "")
+    if row.agent.pass_at_1 is None:
+        return published
+    points = round((row.agent.pass_at_1 - board.pass_at_1) * 100, 1)
+    delta = "±0.0" if points == 0 else f"{points:+.1f}"
+    return f"{delta} pts vs {published}"
+
+
+def _unavailable_notes(rows: tuple[ResultRow, ...]) -> list[str]:
+    """One note per address whose benchmark lists unavailable tasks."""
+    notes: dict[str, str] = {}
+    for row in rows:
+        if row.unavailable_tasks and row.address not in notes:
+            why = f" ({row.unavailable_reason})" if row.unavailable_reason else ""
+            notes[row.address] = (
+                f"{row.address}: {_count(row.unavailable_tasks, 'task')} of the benchmark "
+                f"unavailable{why}, not run or scored"
+            )
+    return list(notes.values())
 
 
 def _result_runs(rows: tuple[ResultRow, ...]) -> int:
@@ -308,11 +358,14 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
             parts.append(f"{_money(row.agent.cost_per_task)}/task")
         if row.previous is not None:
             parts.append(_versus_previous(row))
+        if row.leaderboard is not None:
+            parts.append(_versus_leaderboard(row))
         run = _run_label(row.run_name, row.run_id)
         out.append(f"  {row.address} {run}: {_agent_label(row.agent)}: {' · '.join(parts)}")
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
+    out.extend(f"  note: {note}" for note in _unavailable_notes(rows))
     out.append("")
     return out
 
@@ -494,10 +547,14 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         f"**Results** of {_count(_result_runs(rows), 'ended run')} "
         "(pass@1 with its 95% confidence interval; change against the previous run of the "
         "same address):\n\n"
-        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous |\n"
-        "|---|---|---|---:|---:|---:|---|\n"
+        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous "
+        "| vs leaderboard |\n"
+        "|---|---|---|---:|---:|---:|---|---|\n"
     )
-    closing = "\n"
+    notes = _unavailable_notes(rows)
+    closing = (
+        "\n" + "".join(f"_Note: {_md_cell(note)}._\n" for note in notes) + ("\n" if notes else "")
+    )
     body = ""
     shown = 0
     for row in rows:
@@ -505,7 +562,7 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
             f"| `{_md_cell(row.address)}` | {_md_cell(_run_label(row.run_name, row.run_id))} | "
             f"{_md_cell(_agent_label(row.agent))} | {_pass_at_1(row.agent)} | "
             f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
-            f"{_md_cell(_versus_previous(row))} |\n"
+            f"{_md_cell(_versus_previous(row))} | {_md_cell(_versus_leaderboard(row))} |\n"
         )
         if len(opening) + len(body) + len(line) + len(closing) > room:
             break
@@ -549,6 +606,9 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "requested_by": item.requested_by,
         "requested_subject": item.requested_subject,
         "download_types": list(item.download_types),
+        "source_url": item.source_url,
+        "pass_threshold": item.pass_threshold,
+        "fixes": [fix.model_dump(exclude_defaults=True) for fix in item.fixes],
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
@@ -576,6 +636,9 @@ def _result_to_dict(row: ResultRow) -> dict[str, Any]:
         "previous": row.previous.model_dump() if row.previous else None,
         "previous_run_id": row.previous_run_id,
         "previous_run_name": row.previous_run_name,
+        "leaderboard": row.leaderboard.model_dump() if row.leaderboard else None,
+        "unavailable_tasks": row.unavailable_tasks,
+        "unavailable_reason": row.unavailable_reason,
         "delta_pass_at_1": round(now - before, 6)
         if now is not None and before is not None
         else None,
@@ -647,6 +710,9 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
                 spec=a.get("spec"),
+                source_url=a.get("source_url"),
+                pass_threshold=a.get("pass_threshold"),
+                fixes=tuple(Fix.model_validate(f) for f in a.get("fixes", ())),
             )
             for a in data["actions"]
         )
@@ -670,6 +736,11 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 previous=AgentResult.model_validate(r["previous"]) if r.get("previous") else None,
                 previous_run_id=r.get("previous_run_id"),
                 previous_run_name=r.get("previous_run_name"),
+                leaderboard=LeaderboardScore.model_validate(r["leaderboard"])
+                if r.get("leaderboard")
+                else None,
+                unavailable_tasks=r.get("unavailable_tasks", 0),
+                unavailable_reason=r.get("unavailable_reason"),
             )
             for r in data.get("results", ())
         )

@@ -43,7 +43,7 @@ def finish(draft: Draft) -> Plan:
         head=draft.observed.head,
         config_digests={a: draft.desired[a].spec_digest for a in sorted(draft.desired)},
         other_pending=other_pending,
-        results=result_rows(draft.recorded, settings.targets),
+        results=result_rows(draft.recorded, settings.targets, draft.observed.benchmarks.values()),
     )
 
 

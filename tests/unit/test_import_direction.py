@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-CORE_MODULES = ["reconciler.errors", "reconciler.model", "reconciler.plan", "reconciler.render"]
+CORE_MODULES = [
+    "reconciler.errors",
+    "reconciler.model",
+    "reconciler.submit_rules",
+    "reconciler.plan",
+    "reconciler.render",
+]
 EDGE_LIBRARIES = ["httpx", "tomlkit", "structlog", "watchfiles"]
 
 PROBE = """

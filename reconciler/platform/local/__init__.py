@@ -23,7 +23,7 @@ docs/local-platform.md):
   before scoping. Secrets, workspaces and verify are not gated.
 * Unknown benchmark: 404, code ``BENCHMARK_NOT_FOUND`` on submit, ``NOT_FOUND`` on E2.
   Benchmark still syncing or failed: 409 ``BENCHMARK_NOT_READY`` with the CLI's sync wording
-  (``rules.NOT_READY_STATUS`` / ``NOT_READY_MESSAGES``). Missing judge secret and every other
+  (``submit_rules.NOT_READY_STATUS`` / ``NOT_READY_MESSAGES``). Missing judge secret and every other
   config rule: 400 ``VALIDATION`` with ``issues`` (never 422).
 * ``WORKSPACE_SCOPE_HEADER_CONFLICT`` → 400; ``WORKSPACE_SCOPE_HEADER_ACCESS_DENIED`` → 403;
   workspace names match exactly and case-sensitively; Git identities case-insensitively.
