@@ -331,14 +331,16 @@ def test_secret_set_command_stores_through_the_route(tmp_path: Path) -> None:
     data = tmp_path / "d"
     value = "stdin-secret-5d2e"
     done = subprocess.run(
-        [*emulator_command(), "secret", "set", "OPENAI_API_KEY", "--data", str(data), "--workspace", "acme"],
+        [*emulator_command(), "secret", "set", "OPENAI_API_KEY", "--data", str(data), "--workspace", "acme",
+         "--scope", "workspace"],
         input=value + "\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert value not in done.stdout + done.stderr
     env_done = subprocess.run(
+        # No --scope: personal, the Platform's default (platform-api.md S2).
         [*emulator_command(), "secret", "set", "HF_TOKEN", "--data", str(data), "--workspace", "acme",
-         "--scope", "user", "--from-env", "MY_HF"],
+         "--from-env", "MY_HF"],
         env={"MY_HF": "hf-value", "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert env_done.returncode == 0, env_done.stderr
