@@ -55,6 +55,9 @@ RULE_REASONS: Mapping[Rule, Reason] = {
 }
 
 
+SELECTION_REASONS = frozenset({Reason.TASKS_NOT_FOUND, Reason.TASKS_EMPTY})
+
+
 @dataclass(frozen=True)
 class Problem:
     """One reason the submit would be refused: what the Platform says, and the fixes."""
@@ -200,7 +203,16 @@ def preflight(
             found.problems.append(_not_ready(benchmark, observed))
         facts = facts_of(benchmark)
         found.selection = submit_rules.select_tasks(facts, wanted.spec.get("tasks_config"))
-        found.problems.extend(_rule_problems(wanted, benchmark, facts, observed))
+        problems = _rule_problems(wanted, benchmark, facts, observed)
+        if benchmark.sync_status != "ready":
+            # The task list is still paging in: the Platform refuses the submit for that
+            # alone (409), and [tasks] can only be checked against the finished list.
+            problems = [p for p in problems if p.reason not in SELECTION_REASONS]
+            found.warnings.append(
+                f"{benchmark.name}'s task list is not complete yet, so [tasks] is checked "
+                "once it is ready"
+            )
+        found.problems.extend(problems)
         found.warnings.extend(_warnings(wanted, benchmark, found.selection))
     found.problems.extend(_secret_problems(wanted, benchmark, observed, found.warnings))
     return found
@@ -280,8 +292,6 @@ def _rule_problems(
     execution = spec.get("execution_config") or {}
     problems: list[Problem] = []
     found = submit_rules.violations(spec, facts)
-    unknown_tasks = [n for v in found if v.rule is Rule.UNKNOWN_TASK for n in v.names]
-    unknown_categories = [n for v in found if v.rule is Rule.UNKNOWN_CATEGORY for n in v.names]
     for violation in found:
         reason = RULE_REASONS[violation.rule]
         if violation.rule is Rule.EXECUTION_RANGE:
@@ -309,33 +319,19 @@ def _rule_problems(
         elif violation.rule is Rule.HARNESS_UNSUPPORTED:
             fix = Fix(file=path, key=f"agents[{violation.agent}].harness", remove=True)
             problems.append(Problem(reason, _agent(violation), (fix,)))
-        elif violation.rule is Rule.UNKNOWN_TASK:
-            if violation.names[0] != unknown_tasks[0]:
-                continue  # one problem for all unknown names, with one corrected list
+        elif violation.rule in (Rule.UNKNOWN_TASK, Rule.UNKNOWN_CATEGORY):
+            task = violation.rule is Rule.UNKNOWN_TASK
+            same = [v for v in found if v.rule is violation.rule]
+            if violation is not same[0]:
+                continue  # one problem for all unknown names of a key, one corrected list
             problems.append(
                 _unknown_names(
                     reason,
-                    "task",
-                    benchmark.name,
-                    unknown_tasks,
-                    [name for name, _ in facts.tasks],
-                    list(dict.fromkeys(wanted.task_names or ())),
-                    Fix(file=path, key="tasks.task_names"),
-                    _info_command(benchmark, observed),
-                )
-            )
-        elif violation.rule is Rule.UNKNOWN_CATEGORY:
-            if violation.names[0] != unknown_categories[0]:
-                continue
-            problems.append(
-                _unknown_names(
-                    reason,
-                    "category",
-                    benchmark.name,
-                    unknown_categories,
-                    list(facts.categories),
-                    list(dict.fromkeys(wanted.categories or ())),
-                    Fix(file=path, key="tasks.categories"),
+                    same,
+                    [name for name, _ in facts.tasks] if task else list(facts.categories),
+                    list(dict.fromkeys((wanted.task_names if task else wanted.categories) or ())),
+                    Fix(file=path, key="tasks.task_names" if task else "tasks.categories"),
+                    "tasks" if task else "categories",
                     _info_command(benchmark, observed),
                 )
             )
@@ -356,7 +352,12 @@ def _agent(violation: Violation) -> str:
 
 
 def _clamped(name: str, value: Any) -> int:
+    """The valid value nearest to what was written (``"2"`` and ``2.0`` mean 2)."""
     low, high = submit_rules.EXECUTION_RANGES[name]
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         return submit_rules.EXECUTION_DEFAULTS[name]
     return min(max(value, low), high)
@@ -384,31 +385,26 @@ def nearest_names(name: str, candidates: Iterable[str]) -> str | None:
 
 def _unknown_names(
     reason: Reason,
-    what: str,
-    benchmark: str,
-    unknown: list[str],
+    violations: list[Violation],
     candidates: list[str],
     written: list[str],
     edit: Fix,
+    words: str,
     info: str,
 ) -> Problem:
+    """Unknown task names or categories, each with its nearest catalog name, and the
+    corrected list as one edit when every unknown name has a nearest one."""
+    unknown = [v.names[0] for v in violations]
     nearest = {name: nearest_names(name, candidates) for name in unknown}
-    words = "categories" if what == "category" else f"{what}s"
-    label = what if len(unknown) == 1 else words
-    shown = ", ".join(
-        f"{name} (did you mean {nearest[name]}?)" if nearest[name] else name for name in unknown
+    message = "; ".join(
+        f"{v.message} (did you mean '{nearest[v.names[0]]}'?)" if nearest[v.names[0]] else v.message
+        for v in violations
     )
-    message = f"{label} not in {benchmark}: {shown}"
     advice = f"list the {words} with `{info}`"
     if all(nearest.values()):
         corrected = list(dict.fromkeys(nearest.get(name) or name for name in written))
-        fix = edit.model_copy(update={"value": corrected})
-        return Problem(reason, message, (fix,), advice=advice)
-    return Problem(
-        reason,
-        message,
-        advice=f"correct {edit.key} in {edit.file} ({advice})",
-    )
+        return Problem(reason, message, (edit.model_copy(update={"value": corrected}),))
+    return Problem(reason, message, advice=f"correct {edit.key} in {edit.file} ({advice})")
 
 
 def _info_command(benchmark: BenchmarkInfo, observed: Observation) -> str:

@@ -803,9 +803,9 @@ def test_unknown_task_names_offer_the_nearest_names():
     names = tb_item(task_names=("terminal-bench/hello-world", "terminal-bench/git-multibrnch"))
     assert names.reason is Reason.TASKS_NOT_FOUND
     assert (
-        "terminal-bench/git-multibrnch (did you mean terminal-bench/git-multibranch?)"
-        in (names.details[0])
-    )
+        "Unknown task 'terminal-bench/git-multibrnch' in Terminal-Bench 2.1 (did you mean "
+        "'terminal-bench/git-multibranch'?)"
+    ) in names.details[0]
     (fix,) = names.fixes
     assert (fix.key, fix.value) == (
         "tasks.task_names",
@@ -878,7 +878,7 @@ def test_every_problem_is_listed_in_the_platforms_order():
     # The Platform checks its rules before it looks for secrets (platform/local/app.py).
     assert item.reason is Reason.HARNESS_REQUIRED
     assert len(item.details) == 3
-    assert [d.split(" ")[0] for d in item.details] == ["Agent", "category", "Secret(s)"]
+    assert [d.split(" ")[0] for d in item.details] == ["Agent", "Unknown", "Secret(s)"]
 
 
 def test_submit_shows_the_benchmarks_source_and_pass_threshold():

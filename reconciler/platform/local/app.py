@@ -613,6 +613,7 @@ class LocalPlatform:
             "default_harness": None, "requires_judge_model": False,
             "requires_judge_api_key": False, "judge_model_default": None, "pass_threshold": 1.0,
             "required_secret_names": [], "unavailable_tasks": None, "_task_set_members": {},
+            "_pending_tasks": [],
             "_leaderboard": [], "_skill_bias": 0.0,
         }  # fmt: skip
         for key, value in defaults.items():
@@ -639,6 +640,14 @@ class LocalPlatform:
         if synced_task_count is not None:
             spec["synced_task_count"] = synced_task_count
         if sync_status == "ready":
+            # The sync has listed everything: the tasks still pending join the list.
+            spec["tasks"] = [*spec["tasks"], *spec.pop("_pending_tasks", [])]
+            counts: dict[str, int] = {}
+            for task in spec["tasks"]:
+                if task.get("category"):
+                    counts[task["category"]] = counts.get(task["category"], 0) + 1
+            spec["categories"] = [{"name": k, "task_count": v} for k, v in counts.items()]
+            spec["category_count"] = len(counts)
             spec["task_count"] = len(spec["tasks"]) or spec["task_count"]
             spec["synced_task_count"] = spec["task_count"]
         with self.store.write() as w:
