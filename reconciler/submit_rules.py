@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 # --------------------------------------------------------------------------- data
@@ -134,6 +135,15 @@ class CatalogFacts:
     unavailable_tasks: tuple[str, ...] = ()
     unavailable_reason: str | None = None
 
+    @cached_property
+    def task_names(self) -> frozenset[str]:
+        """Every task name, for membership tests (computed once per facts object)."""
+        return frozenset(name for name, _ in self.tasks)
+
+    @cached_property
+    def all_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.tasks)
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -156,7 +166,7 @@ class Selection:
 def select_tasks(facts: CatalogFacts, tasks_config: Mapping[str, Any] | None) -> Selection:
     """The tasks a submit with this ``tasks_config`` selects (semantics: module docstring)."""
     config = tasks_config or {}
-    all_names = tuple(name for name, _ in facts.tasks)
+    all_names = facts.all_names
     if "task_set" in config:
         ignored = tuple(k for k in ("task_names", "categories") if k in config)
         task_set = config["task_set"]
@@ -313,7 +323,7 @@ def selection_violations(
     config = tasks_config or {}
     found: list[Violation] = []
     if "task_set" not in config and facts.tasks:
-        known = {name for name, _ in facts.tasks}
+        known = facts.task_names
         unavailable = set(facts.unavailable_tasks)
         unknown = [n for n in dict.fromkeys(config.get("task_names") or ()) if n not in known]
         for name in unknown:

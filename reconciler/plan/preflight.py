@@ -102,7 +102,7 @@ def paid_item(
     """A submit or replace, with its cost, after preflight; ``blocked`` when it would fail."""
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     found = preflight(wanted, benchmark, draft.observed)
-    tasks = task_count(wanted, benchmark)
+    tasks = found.selection.count if found.selection is not None else task_count(wanted, None)
     attempts = (
         tasks * len(wanted.spec.get("agents") or ()) * attempts_per_task(wanted)
         if tasks is not None
@@ -141,8 +141,28 @@ def paid_item(
 # --------------------------------------------------------------------------- cost
 
 
+_FACTS_CACHE: dict[int, tuple[BenchmarkInfo, CatalogFacts]] = {}
+_FACTS_CACHE_MAX = 64
+
+
 def facts_of(benchmark: BenchmarkInfo) -> CatalogFacts:
-    """The rules' view of the Platform's E2 answer."""
+    """The rules' view of the Platform's E2 answer.
+
+    Memoised per (frozen) ``BenchmarkInfo`` object: a plan with a thousand configs on one
+    benchmark builds its task list once. The cache holds the object, so its ``id`` cannot
+    be reused while cached; no I/O, and the answer depends on the argument alone.
+    """
+    cached = _FACTS_CACHE.get(id(benchmark))
+    if cached is not None and cached[0] is benchmark:
+        return cached[1]
+    facts = _facts(benchmark)
+    if len(_FACTS_CACHE) >= _FACTS_CACHE_MAX:
+        _FACTS_CACHE.clear()
+    _FACTS_CACHE[id(benchmark)] = (benchmark, facts)
+    return facts
+
+
+def _facts(benchmark: BenchmarkInfo) -> CatalogFacts:
     tasks = benchmark.tasks
     if not tasks and not benchmark.categories:
         # Names without categories are a full list only when there are no categories to

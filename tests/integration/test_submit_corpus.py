@@ -17,6 +17,7 @@ the local Platform does with it: ``# verdict: +`` (accepted) or ``# verdict: ! <
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from dataclasses import dataclass
@@ -28,13 +29,18 @@ import pytest
 import tomlkit
 
 from .helpers import (
+    BIN_DIR,
     TOKEN,
     Osmosis,
     Platform,
+    RequestLog,
+    cli_env,
     init_repo,
     plan_items,
     read_lock,
+    smoke_config,
     start_platform,
+    write_config,
 )
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "submit"
@@ -262,3 +268,66 @@ def test_the_example_configs_plan_as_the_platform_answers(
         answer = raw_submit(platform, item["spec"])
         assert refusal(answer)[0] == item["reason"], (address, answer.json())
     assert platform.submits() == len(runs)
+
+
+def test_the_catalog_is_listed_only_when_a_benchmark_does_not_resolve(tmp_path: Path) -> None:
+    log = RequestLog()
+    platform = start_platform(tmp_path / "platform", access_log=log)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+        osm = Osmosis(repo, platform)
+        listing = re.compile(r"^GET /api/cli/benchmarks \d")
+        assert plan_items(osm.plan("--format", "json"))["tb/a"]["action"] == "submit"
+        assert not any(listing.match(line) for line in log.lines), log.lines
+        write_config(repo, "tb/typo", smoke_config().replace("terminal-bench-2-1", "terminal-bnch"))
+        log.reset()
+        item = plan_items(osm.plan("--format", "json"))["tb/typo"]
+        assert sum(1 for line in log.lines if listing.match(line)) == 1  # one page: 9 entries
+        assert item["fixes"] == [
+            {
+                "file": "benchmarks/tb/typo.toml",
+                "key": "experiment.benchmark",
+                "value": "terminal-bench-2-1",
+            }
+        ]
+    finally:
+        platform.close()
+
+
+def test_fixes_for_the_embedded_local_platform_work_as_typed(tmp_path: Path) -> None:
+    syncing = (
+        '[experiment]\nbenchmark = "acme/custom@1.0"\n\n[[agents]]\nharness = "codex"\n\n'
+        '[agents.model]\ntype = "provider"\nmodel = "openai/gpt-5"\n'
+        'api_key_secret = "OPENAI_API_KEY"\n'
+    )
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config(), "acme/a": syncing})
+    env = {k: v for k, v in cli_env().items() if k != "OSMOSIS_TOKEN"}  # the embedded one
+
+    def plan() -> dict[str, dict[str, Any]]:
+        done = subprocess.run(
+            [str(BIN_DIR / "osmosis-plan"), "--format", "json"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        return {a["address"]: a for a in json.loads(done.stdout)["actions"]}
+
+    items = plan()
+    commands = [fix["command"] for item in items.values() for fix in item["fixes"]]
+    assert sorted(set(commands)) == [
+        "echo VALUE | osmosis-platform-emulator secret set OPENAI_API_KEY --scope workspace "
+        "--workspace local",
+        "osmosis-platform-emulator benchmark sync acme/custom@1.0 --status ready",
+    ]
+    for command in dict.fromkeys(commands):
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=repo, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, (command, done.stderr)
+    assert {a: item["action"] for a, item in plan().items()} == {
+        "tb/a": "submit",
+        "acme/a": "submit",
+    }
