@@ -323,7 +323,8 @@ def _rule_problems(
             fix = Fix(file=path, key="verifier", remove=True)
             problems.append(Problem(reason, violation.message, (fix,)))
         elif violation.rule is Rule.JUDGE_SECRET_REQUIRED:
-            fix = Fix(file=path, key="execution.judge_api_key_secret", value=_judge_secret(spec))
+            name = _judge_secret(spec, benchmark, observed)
+            fix = Fix(file=path, key="execution.judge_api_key_secret", value=name)
             problems.append(Problem(reason, violation.message, (fix,)))
         elif violation.rule is Rule.JUDGE_MODEL_REQUIRED:
             advice = f"set execution.judge_model in {path} to the judge model to use"
@@ -383,9 +384,19 @@ def _clamped(name: str, value: Any) -> int:
     return min(max(value, low), high)
 
 
-def _judge_secret(spec: Mapping[str, Any]) -> str:
-    """The record to name as the judge credential: the first model key (the judges are
-    hosted models of the same providers), else a name for a new record."""
+def _judge_secret(spec: Mapping[str, Any], benchmark: BenchmarkInfo, observed: Observation) -> str:
+    """The record to name as the judge credential: one for the judge model's provider
+    (``openai/gpt-5`` -> a name containing ``OPENAI``), referenced or stored, else the first
+    model key, else a name for a new record."""
+    execution = spec.get("execution_config") or {}
+    judge = execution.get("judge_model") or benchmark.judge_model_default or ""
+    provider = judge.split("/", 1)[0].upper() if isinstance(judge, str) and "/" in judge else ""
+    referenced = submit_rules.referenced_secrets(spec)
+    stored = sorted(observed.secrets or ())
+    if provider:
+        for name in [*referenced, *stored]:
+            if provider in name:
+                return name
     for agent in spec.get("agents") or ():
         model = agent.get("model") or {}
         if model.get("type") in ("provider", "endpoint") and model.get("api_key_secret"):

@@ -1167,3 +1167,15 @@ def test_plan_invariants(snapshot):
     keys = [(i.address, i.action) for i in plan.items]
     assert keys == sorted(keys, key=lambda k: (k[0], ACTION_ORDER[k[1]]))
     assert len({d.fingerprint for d in plan.drift}) == len(plan.drift)
+
+
+def test_judge_fix_names_a_record_of_the_judge_models_provider():
+    want = desired("hle/a", judge=None, models=("anthropic/claude-sonnet-4",))
+    spec = {**want.spec, "agents": [{**want.spec["agents"][0]}]}
+    spec["agents"][0]["model"] = {
+        **spec["agents"][0]["model"],
+        "api_key_secret": "ANTHROPIC_API_KEY",
+    }
+    item = only_item(want.model_copy(update={"spec": spec}))
+    # HLE's default judge is openai/gpt-5: its key, not the agent's Anthropic one.
+    assert item.fixes[0].value == "OPENAI_API_KEY"
