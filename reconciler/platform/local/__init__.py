@@ -38,7 +38,10 @@ docs/local-platform.md):
   (never ``queued``). Lists are newest first (``created_at`` desc, then insertion order).
   Submit answers 200.
 * ``[execution]``: ``attempts_per_task`` 1-16 (default 1), ``max_concurrent_attempts`` 1-64
-  (default 4), integers, else 400; other keys are stored and echoed unvalidated.
+  (default 4), integers, else 400; other keys are stored and echoed unvalidated. These and
+  the other catalog-dependent rules (judge, ``[verifier]``, harness flags, task selection:
+  ``task_names`` + ``categories`` select their union) are ``reconciler.submit_rules``,
+  which the plan's preflight reads too.
 * Rate limits only through fault injection; a 429 always carries ``Retry-After``.
 * Presigned URLs live ``Faults.presign_ttl_s`` (default 900 s = the docs' 15 minutes); an
   expired or forged URL answers 403. Manifest ``totals`` = ``{files, bytes}``.
