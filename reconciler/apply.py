@@ -25,10 +25,15 @@ import httpx
 from .crashpoints import crash_point
 from .downloads import download_run, run_dir_name
 from .errors import (
+    AuthError,
     ConflictError,
+    FeatureGateError,
     NotFoundError,
     OutcomeUnknownError,
+    PlatformError,
+    RateLimitedError,
     ReconcilerError,
+    ScopeError,
 )
 from .lockfile import StateStore, put_run, rekey_run, retire_run
 from .log import get_logger
@@ -41,17 +46,25 @@ from .model import (
     Plan,
     PlanItem,
     RecordedRun,
+    Rejection,
     RunResults,
     Settings,
     is_active,
     is_terminal,
 )
-from .observe import LIST_READ_AHEAD
-from .platform import PlatformClient
+from .observe import find_submitted_run, poll_statuses
+from .platform import PlatformClient, RunSummary, SubmittedRun
 
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8
 """Concurrent file transfers of one apply, across all the runs it downloads."""
+REFUSAL_STATUSES = frozenset({400, 404, 409, 422})
+"""Answers to a submit that mean "not this body" (remembered as a ``Rejection``); scope,
+feature-gate and auth errors, rate limits, outages and deployment conflicts are not."""
+SUBMIT_RATE_LIMITED_ATTEMPTS = 4
+"""Submits of one item answered 429 before its outcome counts as unknown (intent kept)."""
+MAX_SUBMIT_RETRY_AFTER = 60.0
+"""Longest wait (s) after a 429 to a submit, whatever ``Retry-After`` asks."""
 
 
 def utcnow() -> datetime:
@@ -112,6 +125,9 @@ class Applier:
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     """File transfers of every download of one ``apply`` call share this pool."""
     _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
+    _claims: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _claimed: set[str] = field(default_factory=set, init=False, repr=False)
+    """Runs found after a 429 and recorded by a worker: no other worker may take them."""
 
     def _recorded_directory(self, run_dir: Path) -> str:
         """A run directory as the lockfile records it: relative to the repository."""
@@ -142,6 +158,7 @@ class Applier:
         try:
             for item in local:
                 result.outcomes.append(self._run(item))
+            self._record_watermark(plan, result)
             for batch in (remote, downloads):
                 if self.cancel.is_set():
                     break
@@ -153,6 +170,20 @@ class Applier:
             self.store.flush()
         result.cancelled = self.cancel.is_set()
         return result
+
+    def _record_watermark(self, plan: Plan, result: ApplyResult) -> None:
+        """Record how far back the run list was read for this plan, so the next plan reads
+        only newer runs. Not when an adoption failed: its run must stay in view."""
+        mark = plan.observed_until
+        if mark is None or any(o.item.action is Action.ADOPT and not o.ok for o in result.outcomes):
+            return
+
+        def record(state: LockState) -> LockState:
+            if state.observed_until == mark:
+                return state
+            return state.model_copy(update={"observed_until": mark})
+
+        self.store.update(record, durable=False)
 
     def _parallel(self, items: Sequence[PlanItem], parallelism: int) -> list[Outcome]:
         if not items:
@@ -250,12 +281,23 @@ class Applier:
         self.store.update(write_intent)
         crash_point("submit.before_post")
         try:
-            created = self.client.submit_run(spec)
+            created = self._post_submit(item, spec, now)
         except OutcomeUnknownError:
             raise
-        except ReconcilerError:
-            # The Platform answered with a refusal: no run exists, so the intent goes.
-            self.store.update(lambda s: _clear_failed_intent(s, item.address))
+        except ReconcilerError as exc:
+            # The Platform answered with a refusal: no run exists, so the intent goes, and a
+            # refusal of this body is remembered so no later apply POSTs it again.
+            rejection = self._rejection(item, exc, now)
+
+            def refused(state: LockState) -> LockState:
+                state = _clear_failed_intent(state, item.address)
+                if rejection is None:
+                    return state
+                return state.model_copy(
+                    update={"rejections": {**state.rejections, item.address: rejection}}
+                )
+
+            self.store.update(refused)
             raise
         crash_point("submit.after_post")
         desired = self.desired.get(item.address)
@@ -277,10 +319,84 @@ class Applier:
                 attempts=item.attempts or None,
                 platform_url=created.platform_url,
             )
-            return put_run(state, entry)
+            state = put_run(state, entry)
+            if item.address in state.rejections:
+                rejections = {k: v for k, v in state.rejections.items() if k != item.address}
+                state = state.model_copy(update={"rejections": rejections})
+            return state
 
         self.store.update(record)
         return Outcome(item, True, "submitted", created.id, created.name)
+
+    def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
+        """The refusal to remember, for the errors that say the Platform will not take this
+        body (not for an outage, a rate limit or an expired token)."""
+        if (
+            not isinstance(exc, PlatformError)
+            or isinstance(exc, ScopeError | FeatureGateError | AuthError)
+            or exc.status_code not in REFUSAL_STATUSES
+            or exc.code == "deployment_conflict"
+            or item.context is None
+        ):
+            return None
+        lines = [line.strip() for line in exc.message.splitlines() if line.strip()]
+        issues = tuple(line[2:] if line.startswith("- ") else line for line in lines[1:])
+        return Rejection(
+            spec_digest=item.after_digest or "",
+            context=item.context,
+            message=lines[0] if lines else type(exc).__name__,
+            issues=issues[:50],
+            status=getattr(exc, "status_code", None),
+            code=getattr(exc, "code", None),
+            rejected_at=now,
+            at_commit=self.head,
+        )
+
+    def _post_submit(self, item: PlanItem, spec: dict[str, Any], started: datetime) -> SubmittedRun:
+        """POST the submit; after a 429, look for the run it may have created before
+        submitting again (a limiter can answer after the run was committed)."""
+        for attempt in range(1, SUBMIT_RATE_LIMITED_ATTEMPTS + 1):
+            try:
+                return self.client.submit_run(spec)
+            except RateLimitedError as exc:
+                delay = min(exc.retry_after or 2.0 * attempt, MAX_SUBMIT_RETRY_AFTER)
+                get_logger(address=item.address).info("submit rate limited", retry_in=delay)
+                if self.cancel.wait(delay):
+                    raise self._unknown_after_429(item) from None
+                found = self._find_own_run(item, spec, started)
+                if found is not None:
+                    return SubmittedRun(
+                        id=found.id,
+                        name=found.name,
+                        status=found.status or "pending",
+                        created_at=found.created_at,
+                        platform_url=found.platform_url,
+                    )
+        raise self._unknown_after_429(item)
+
+    def _find_own_run(
+        self, item: PlanItem, spec: dict[str, Any], started: datetime
+    ) -> RunSummary | None:
+        state = self.store.state
+        with self._claims:
+            exclude = {e.run_id for e in state.runs.values() if e.run_id}
+            exclude.update(h.run_id for h in state.history if h.run_id)
+            exclude.update(self._claimed)
+            found = find_submitted_run(
+                self.client, spec, item.benchmark_id, since=started, exclude=exclude
+            )
+            if found is not None:
+                self._claimed.add(found.id)
+            return found
+
+    @staticmethod
+    def _unknown_after_429(item: PlanItem) -> OutcomeUnknownError:
+        return OutcomeUnknownError(
+            f"The Platform kept answering 429 (rate limited) to the submit of {item.address}; "
+            "a run may have been created before one of those answers.",
+            "run osmosis-plan: it adopts the run if the Platform created it and resubmits "
+            "it otherwise",
+        )
 
     def _replace(self, item: PlanItem) -> Outcome:
         self._stop(item)
@@ -403,7 +519,9 @@ class Applier:
                 run_name=entry.run_name,
                 root=self.download_root,
                 types=types,
-                overwrite=item.reason.value == "results_changed",
+                # A running run's files change without changing size: a snapshot is always
+                # fetched again (the page's --overwrite); changed files likewise.
+                overwrite=item.reason.value == "results_changed" or not terminal,
                 executor=self._files,
             )
         except BaseException:
@@ -503,25 +621,23 @@ def wait_for_runs(
     *,
     timeout: float,
     cancel: threading.Event,
+    since: datetime | None = None,
     on_poll: Callable[[dict[str, str]], None] = lambda _s: None,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> dict[str, str]:
-    """Poll the run list with backoff until every run is terminal or ``timeout`` passes.
+    """Poll with backoff until every run is terminal or ``timeout`` passes.
 
-    One paginated list per poll, whatever the number of runs. Returns run id -> status.
+    Each poll reads the run list back to ``since`` (when the oldest waited run was created;
+    None lists every run) and reads directly any run not on it, so its cost follows the runs
+    waited on, not the workspace's history. Returns run id -> status.
     """
     pending = set(run_ids)
     statuses: dict[str, str] = {}
     deadline = monotonic() + timeout
     delay = 1.0
     while pending and not cancel.is_set():
-        listed = {
-            r.id: r.status
-            for r in client.list_runs(ahead=LIST_READ_AHEAD)
-            if r.id in pending or r.id in statuses
-        }
-        statuses.update(listed)
+        statuses.update(poll_statuses(client, sorted(pending), since=since))
         on_poll(dict(statuses))
         pending = {r for r in pending if is_active(statuses.get(r, "pending"))}
         if not pending or monotonic() >= deadline:

@@ -1,4 +1,8 @@
-"""The two commands, ``osmosis-plan`` and ``osmosis-apply``: thin shells over the library.
+"""The commands: thin shells over the library.
+
+``osmosis-plan`` and ``osmosis-apply`` live here; ``osmosis-import`` and ``osmosis-state``
+add their arguments and output in ``cli_import`` / ``cli_state`` and share the common flags
+and the one error handler below.
 
 Only this module prints or exits. Exit codes are frozen (design.md §4): see ``EXIT_CODES``.
 """
@@ -32,6 +36,7 @@ exit codes:
   osmosis-plan   0  success (with --detailed-exitcode: nothing to do and no drift)
                  1  error: invalid config, platform unreachable, policy denied, bad usage
                  2  only with --detailed-exitcode: changes or drift pending
+                 4  the plan has blocked items: apply would fail on them (see their fix)
   osmosis-apply  0  everything applied
                  1  nothing applied: error, stale plan, lock held, not approved
                  3  partial: some actions failed; the lockfile holds the ones that succeeded
@@ -66,6 +71,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="count", default=0)
     parser.add_argument("-v", "--verbose", action="count", default=0)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--allow-foreign-state",
+        action="store_true",
+        help="use a lockfile that names another repository or replaced the one committed at "
+        "HEAD (after a real rename or a deliberate replacement)",
+    )
 
 
 def _plan_parser() -> argparse.ArgumentParser:
@@ -95,6 +106,24 @@ def _plan_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-mass-stop", action="store_true")
     parser.add_argument("--allow-over-budget", action="store_true")
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
+    parser.add_argument(
+        "--refresh",
+        choices=("incremental", "full"),
+        help="incremental (default): read only runs newer than the lockfile's watermark and "
+        "the recorded runs that can still change; full: list every run of the workspace "
+        "(scheduled drift checks)",
+    )
+    parser.add_argument(
+        "--download-running",
+        action="store_true",
+        help="also download a current snapshot of running runs (refreshed every time, "
+        "like `osmosis benchmark runs download --overwrite`)",
+    )
+    parser.add_argument(
+        "--show-unmanaged",
+        action="store_true",
+        help="list the workspace's runs this repository does not manage (lists every run)",
+    )
     return parser
 
 
@@ -114,10 +143,38 @@ def _apply_parser() -> argparse.ArgumentParser:
     parser.add_argument("--wait", action="store_true", help="wait for active runs, then download")
     parser.add_argument("--wait-timeout", type=float, default=3600.0, metavar="SECONDS")
     parser.add_argument("--download-types", metavar="LIST")
+    parser.add_argument(
+        "--only",
+        metavar="KINDS",
+        help="perform only these kinds, hold the rest back: submit, replace, stop, forget, "
+        "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
+    )
     parser.add_argument("--target", action="append", default=[], metavar="ADDR|GLOB")
     parser.add_argument("--replace", action="append", default=[], metavar="ADDR")
     parser.add_argument("--allow-mass-stop", action="store_true")
     parser.add_argument("--allow-over-budget", action="store_true")
+    parser.add_argument(
+        "--refresh",
+        choices=("incremental", "full"),
+        help="how to read the run list (see osmosis-plan --help)",
+    )
+    parser.add_argument(
+        "--download-running",
+        action="store_true",
+        help="also download a current snapshot of running runs (see osmosis-plan --help)",
+    )
+    return parser
+
+
+def _module_parser(prog: str, module: Any) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=prog,
+        description=module.DESCRIPTION,
+        epilog=module.EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(parser)
+    module.add_arguments(parser)
     return parser
 
 
@@ -130,6 +187,22 @@ def plan_main(argv: Sequence[str] | None = None) -> int:
 
 def apply_main(argv: Sequence[str] | None = None) -> int:
     return _run("osmosis-apply", _apply_parser, argv, _apply)
+
+
+def import_main(argv: Sequence[str] | None = None) -> int:
+    from . import cli_import
+
+    return _run(
+        "osmosis-import", lambda: _module_parser("osmosis-import", cli_import), argv, cli_import.run
+    )
+
+
+def state_main(argv: Sequence[str] | None = None) -> int:
+    from . import cli_state
+
+    return _run(
+        "osmosis-state", lambda: _module_parser("osmosis-state", cli_state), argv, cli_state.run
+    )
 
 
 def _run(
@@ -255,6 +328,14 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     }
     if getattr(args, "refresh_only", False):
         values["refresh_only"] = True
+    if getattr(args, "refresh", None):
+        values["refresh"] = args.refresh
+    if getattr(args, "download_running", False):
+        values["download_running"] = True
+    if getattr(args, "show_unmanaged", False):
+        values["unmanaged"] = "list"
+    if getattr(args, "allow_foreign_state", False):
+        values["allow_foreign_state"] = True
     if getattr(args, "parallelism", None) is not None:
         if args.parallelism < 1:
             raise UsageError("--parallelism must be at least 1")
@@ -313,6 +394,8 @@ def _plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise PolicyError(
                 "; ".join(plan.errors), "re-run with the flag named above if this is intended"
             )
+        if plan.summary.blocked:
+            return 4
         if args.detailed_exitcode and plan.has_changes:
             return 2
         return 0
@@ -325,28 +408,38 @@ def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .session import Session
 
     if args.force_unlock:
-        from .locking import force_unlock
-
         root = Path(args.dir).resolve()
         from .context import resolve_settings
+        from .gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
-        force_unlock((root / settings.state).parent / ".osmosis.lock.held", args.force_unlock)
-        err.write(f"Released the apply lock {args.force_unlock}.\n")
+        where = force_unlock_any(
+            root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
+        )
+        err.write(f"Released the apply lock {args.force_unlock} ({where}).\n")
         return 0
+    from .restrict import REFRESH, parse_only, restrict_plan
+
+    only = parse_only(args.only) if args.only is not None else None
+    if only is not None and args.wait and "download" not in only:
+        raise UsageError("--wait downloads the runs it waited for: add download to --only")
     with ExitStack() as stack:
         session = stack.enter_context(Session.open(args, _overrides(args), err))
         stack.enter_context(session.hold_lock(timeout=args.lock_timeout, command=_command_line()))
         if args.planfile:
             plan = session.load_saved_plan(Path(args.planfile))
+            if only is not None:
+                plan = restrict_plan(plan, only)
         else:
             plan = session.make_plan()
+            if only is not None:
+                plan = restrict_plan(plan, only)
             out.write(session.render(plan, args.format, color=_color(args, out)))
             if plan.errors:
                 raise PolicyError(
                     "; ".join(plan.errors), "re-run with the flag named above if this is intended"
                 )
-            if plan.is_empty and not args.wait:
+            if plan.is_empty and not args.wait and not (only and REFRESH in only):
                 return 0
             if not plan.is_empty and not args.auto_approve:
                 if not sys.stdin.isatty():

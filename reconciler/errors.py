@@ -12,8 +12,10 @@ the classes to the frozen exit codes; nothing below the CLI prints or exits.
     ├── StateError                  lockfile missing pieces, corrupt, conflicted, foreign
     ├── LockHeldError               another apply holds state/.osmosis.lock.held
     ├── StalePlanError              a saved plan no longer matches the repository or state
+    ├── ImportRefusedError          osmosis-import cannot record a run against a config
     ├── PolicyError                 a guard (max_stops, max_attempts) denied the plan
     ├── GitError                    git failed or the repository is not usable
+    ├── GitHubError                 the GitHub API refused or could not be reached (osmosis-ci)
     ├── DownloadError               an output could not be fetched or was unsafe
     │   └── UnsafePathError         a manifest path would escape the run directory
     └── PlatformError               the Osmosis Platform refused or could not be reached
@@ -120,12 +122,25 @@ class StalePlanError(ReconcilerError):
     """A saved plan was made against a state that has since changed."""
 
 
+class ImportRefusedError(ReconcilerError):
+    """A run cannot be imported as asked: its details leave the config ambiguous, the
+    generated config would not describe it, or the file or address is already taken."""
+
+
 class PolicyError(ReconcilerError):
     """A guard refused the plan (too many stops, over the attempts budget)."""
 
 
 class GitError(ReconcilerError):
     """git is missing or failed."""
+
+
+class GitHubError(ReconcilerError):
+    """A GitHub REST call of ``osmosis-ci`` failed; ``status`` is the HTTP status (0: none)."""
+
+    def __init__(self, message: str, hint: str | None = None, status: int = 0) -> None:
+        super().__init__(message, hint)
+        self.status = status
 
 
 class DownloadError(ReconcilerError):

@@ -17,6 +17,7 @@ import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 
@@ -63,6 +64,27 @@ class Trailer:
     value: str
     commit: str
     subject: str
+
+
+def normalize_remote(url: str) -> str | None:
+    """``https://github.com/Acme/Bench.git``, ``git@github.com:acme/bench`` and
+    ``ssh://git@github.com/acme/bench.git`` all become ``github.com/acme/bench``; a local
+    path is kept as given. None when nothing usable is left."""
+    text = url.strip()
+    if not text:
+        return None
+    scp = re.match(r"^(?:[^@/:]+@)?([^/:]+):(?!//)(.+)$", text)
+    if "://" in text:
+        parts = urlsplit(text)
+        host, path = (parts.hostname or "").lower(), parts.path
+    elif scp and not os.path.exists(text):
+        host, path = scp.group(1).lower(), scp.group(2)
+    else:
+        return text.rstrip("/") or None
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")]
+    return f"{host}/{path.lower()}" if host else (path.lower() or None)
 
 
 def redact_url(url: str) -> str:
@@ -254,6 +276,25 @@ class GitRepo:
         files whose last change is beyond the boundary (the boundary commit appears to add
         every file, so it is never credited).
         """
+        return {
+            path: CommitRef(sha, subject)
+            for path, (sha, subject, _) in self._last_touches(paths, first_parent=False).items()
+        }
+
+    def arrivals(self, paths: Sequence[str]) -> dict[str, datetime]:
+        """For each path, when its current content reached this branch: the committer time
+        of the newest commit on HEAD's first-parent line that changed it (for a pull request
+        merged with a merge commit, the merge, not the branch's own commit). Omitted like in
+        ``last_commits`` when not visible."""
+        return {
+            path: datetime.fromtimestamp(when, UTC)
+            for path, (_, _, when) in self._last_touches(paths, first_parent=True).items()
+        }
+
+    def _last_touches(
+        self, paths: Sequence[str], *, first_parent: bool
+    ) -> dict[str, tuple[str, str, int]]:
+        """Path -> (sha, subject, committer unix time) of the newest commit changing it."""
         wanted = {str(PurePosixPath(p)) for p in paths}
         if not wanted or self.head() is None:
             return {}
@@ -266,14 +307,15 @@ class GitRepo:
             *_BASE,
             "log",
             "--no-renames",
-            "--format=%x1e%H%x1f%s",
+            *(["--first-parent", "-m"] if first_parent else []),
+            "--format=%x1e%H%x1f%ct%x1f%s",
             "--name-only",
             "-z",
             "HEAD",
             "--",
             *pathspecs,
         ]
-        found: dict[str, CommitRef] = {}
+        found: dict[str, tuple[str, str, int]] = {}
         unknown: set[str] = set()
         try:
             process = subprocess.Popen(
@@ -300,15 +342,16 @@ class GitRepo:
                     if not record:
                         continue
                     header, _, files = record.partition(b"\x00")
-                    sha, _, subject = header.decode("utf-8", "replace").partition("\x1f")
-                    ref = CommitRef(sha, subject)
+                    sha, _, rest = header.decode("utf-8", "replace").partition("\x1f")
+                    when, _, subject = rest.partition("\x1f")
+                    touch = (sha, subject, int(when) if when.isdigit() else 0)
                     for raw in files.lstrip(b"\n").split(b"\x00"):
                         name = raw.decode("utf-8", "surrogateescape")
                         if name in wanted and name not in found and name not in unknown:
                             if sha in boundary:
                                 unknown.add(name)  # its real last change may be older
                             else:
-                                found[name] = ref
+                                found[name] = touch
                 if len(found) + len(unknown) == len(wanted):
                     stopped_early = bool(chunk)
                     break
@@ -321,6 +364,27 @@ class GitRepo:
         if not stopped_early and process.returncode != 0:
             raise _error(self.root, ["log"], stderr)
         return found
+
+    def identity(self) -> str | None:
+        """What names this repository, for the lockfile: the ``origin`` remote (host and
+        path, no scheme, no credentials, no ``.git``, lower-cased), else the root commit of
+        HEAD's history; None before the first commit."""
+        origin = self.origin_url()
+        if origin:
+            normalised = normalize_remote(origin)
+            if normalised:
+                return normalised
+        if self.head() is None:
+            return None
+        roots = self._text("rev-list", "--max-parents=0", "HEAD").split()
+        return f"root:{sorted(roots)[0]}" if roots else None
+
+    def committed_file(self, path: str, rev: str = "HEAD") -> bytes | None:
+        """The content of ``path`` (relative to the root) at ``rev``; None when absent."""
+        if self.head() is None:
+            return None
+        result = _run(self.root, ["show", f"{rev}:{path}"], check=False)
+        return result.stdout if result.returncode == 0 else None
 
     def changed_since(self, rev: str) -> set[str]:
         """Files that differ between ``rev`` and the working tree, relative to the root:

@@ -73,6 +73,7 @@ from reconciler.model import (
     Intent,
     LockState,
     RecordedRun,
+    Rejection,
     RunResults,
 )
 
@@ -85,6 +86,9 @@ __all__ = [
     "cap_history",
     "new_state",
     "parse",
+    "peek_watermark",
+    "peek_header",
+    "check_provenance",
     "put_run",
     "read_lockfile",
     "rekey_run",
@@ -329,10 +333,21 @@ def serialize(state: LockState) -> str:
         f"platform = {_toml_str(state.platform)}",
         f"workspace = {_toml_str(state.workspace)}",
     ]
+    if state.repository is not None:
+        out.append(f"repository = {_toml_str(state.repository)}")
+    if state.observed_until is not None:
+        out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
         _RUN_LINES.clear()
     for address in sorted(state.runs):
         out.extend(_run_lines(address, state.runs[address]))
+    for address in sorted(state.rejections):
+        rejection = state.rejections[address]
+        _emit_table(
+            out,
+            f"rejections.{_toml_key(address)}",
+            [(name, getattr(rejection, name)) for name in Rejection.model_fields],
+        )
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -521,6 +536,16 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
     return _validate(RecordedRun, data, filename, locator, base)
 
 
+def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
+    base: list[str | int] = ["rejections", address]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    data = dict(table)
+    if isinstance(data.get("issues"), list):
+        data["issues"] = tuple(data["issues"])
+    return _validate(Rejection, data, filename, locator, base)
+
+
 def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
@@ -538,6 +563,48 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
             f"unknown reason {entry.reason!r} (expected one of {', '.join(sorted(HISTORY_REASONS))})",
         )
     return entry
+
+
+_HEADER_KEYS = frozenset(
+    {
+        "version",
+        "lineage",
+        "serial",
+        "platform",
+        "workspace",
+        "repository",
+        "observed_until",
+        "runs",
+        "rejections",
+        "history",
+    }
+)
+
+_PEEK_BYTES = 4096
+_PEEK_WATERMARK = re.compile(
+    r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
+)
+
+
+def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
+    """(known, watermark) from the lockfile's first lines, without reading the whole file:
+    lets the run list start (on a thread) before the lockfile is parsed. ``known`` is False
+    when the header cannot be read this way (the full parse decides then)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_PEEK_BYTES).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+    body, _, _ = head.partition("\n[")
+    match = _PEEK_WATERMARK.search(body)
+    if match:
+        try:
+            return True, datetime(*map(int, match.groups()), tzinfo=UTC)
+        except ValueError:
+            return False, None
+    return ("\n[" in head or len(head) < _PEEK_BYTES), None
 
 
 class _NotCanonical(Exception):
@@ -861,18 +928,41 @@ def parse(text: str, filename: str) -> LockState:
             ["serial"],
             f"must be a non-negative integer (found {_describe_input(serial)})",
         )
-    unknown = sorted(
-        set(raw) - {"version", "lineage", "serial", "platform", "workspace", "runs", "history"}
-    )
+    unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
 
+    repository = raw.get("repository")
+    if repository is not None and (not isinstance(repository, str) or not repository.strip()):
+        raise _shape_error(
+            filename,
+            locator,
+            ["repository"],
+            f"must be a non-empty string (found {_describe_input(repository)})",
+        )
+    observed_until = raw.get("observed_until")
+    if observed_until is not None and not isinstance(observed_until, datetime):
+        raise _shape_error(
+            filename,
+            locator,
+            ["observed_until"],
+            f"must be a date-time (found {_describe_input(observed_until)})",
+        )
+    if isinstance(observed_until, datetime) and observed_until.tzinfo is None:
+        observed_until = observed_until.replace(tzinfo=UTC)
     runs_table = raw.get("runs", {})
     if not isinstance(runs_table, dict):
         raise _shape_error(filename, locator, ["runs"], "must be a table of addresses")
     runs = {
         address: _build_run(address, table, filename, locator)
         for address, table in runs_table.items()
+    }
+    rejections_table = raw.get("rejections", {})
+    if not isinstance(rejections_table, dict):
+        raise _shape_error(filename, locator, ["rejections"], "must be a table of addresses")
+    rejections = {
+        address: _build_rejection(address, table, filename, locator)
+        for address, table in rejections_table.items()
     }
     history_list = raw.get("history", [])
     if not isinstance(history_list, list):
@@ -888,7 +978,10 @@ def parse(text: str, filename: str) -> LockState:
         serial=serial,
         platform=raw["platform"],
         workspace=raw["workspace"],
+        repository=repository,
+        observed_until=observed_until,
         runs=runs,
+        rejections=rejections,
         history=history,
     )
 
@@ -906,19 +999,24 @@ def _same_platform(a: str, b: str) -> bool:
 
 
 def read_lockfile(
-    path: Path, *, platform: str, workspace: str, display_path: str | None = None
+    path: Path,
+    *,
+    platform: str | None,
+    workspace: str | None,
+    display_path: str | None = None,
 ) -> LockState:
     """Read the lockfile at ``path``; a missing file is an empty state.
 
     A corrupt, conflicted, oversized, non-UTF-8 or foreign (other platform or workspace)
     lockfile raises ``StateError``; it is never treated as empty, because an empty state
-    would make the plan submit every run again.
+    would make the plan submit every run again. ``platform``/``workspace`` None accepts the
+    file's own (``osmosis-state``, which never talks to the Platform).
     """
     name = display_path or str(path)
     try:
         info = path.stat()
     except FileNotFoundError:
-        return new_state(platform, workspace)
+        return new_state(platform or "", workspace or "")
     except OSError as exc:
         raise StateError(
             f"{name}: cannot read the lockfile: {exc.strerror}",
@@ -955,10 +1053,10 @@ def read_lockfile(
     state = parse(text, name)
     mismatches = []
     flags = []
-    if not _same_platform(state.platform, platform):
+    if platform is not None and not _same_platform(state.platform, platform):
         mismatches.append(f"platform {state.platform!r} (this run uses {platform!r})")
         flags.append(f"--platform {state.platform}")
-    if state.workspace.strip() != workspace.strip():
+    if workspace is not None and state.workspace.strip() != workspace.strip():
         mismatches.append(f"workspace {state.workspace!r} (this run uses {workspace!r})")
         flags.append(f"--workspace {state.workspace}")
     if mismatches:
@@ -969,6 +1067,83 @@ def read_lockfile(
             "for the current platform and workspace",
         )
     return state
+
+
+_PEEK_LINEAGE = re.compile(r'^lineage = "([^"\\]+)"$', re.M)
+_PEEK_SERIAL = re.compile(r"^serial = (\d+)$", re.M)
+_PEEK_REPOSITORY = re.compile(r'^repository = "([^"\\]*)"$', re.M)
+FOREIGN_STATE_FLAG = "--allow-foreign-state"
+
+
+def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
+    """(lineage, serial, repository) from a lockfile's first lines (e.g. HEAD's committed
+    version), without parsing the whole file; None where absent."""
+    head = data[:_PEEK_BYTES].decode("utf-8", "replace").partition("\n[")[0]
+    lineage = _PEEK_LINEAGE.search(head)
+    serial = _PEEK_SERIAL.search(head)
+    repository = _PEEK_REPOSITORY.search(head)
+    return (
+        lineage.group(1) if lineage else None,
+        int(serial.group(1)) if serial else None,
+        repository.group(1) if repository else None,
+    )
+
+
+def check_provenance(
+    state: LockState,
+    *,
+    name: str,
+    repository: str | None,
+    committed: bytes | None,
+    allow_foreign: bool = False,
+) -> None:
+    """Refuse a lockfile that is not this repository's own history.
+
+    * It names another repository (copied from another repository in the same
+      workspace, its entries would stop that repository's runs).
+    * Its lineage differs from the lockfile committed at HEAD (replaced or deleted).
+    * Its serial is lower than HEAD's with the same lineage (an older copy, edited back).
+
+    ``allow_foreign`` (``--allow-foreign-state``) accepts the first two after a real rename
+    or a deliberate replacement; an older copy is never accepted (restore it from git).
+    """
+    restore = f"`git checkout HEAD -- {name}`"
+    if committed is not None:
+        head_lineage, head_serial, _ = peek_header(committed)
+        if head_lineage is not None and head_lineage == state.lineage:
+            if head_serial is not None and state.serial < head_serial:
+                raise StateError(
+                    f"{name} has serial {state.serial}, older than the version committed at "
+                    f"HEAD (serial {head_serial}): it was edited back or replaced by an older "
+                    "copy, and would record runs that were already replaced",
+                    f"restore it with {restore}",
+                )
+        elif head_lineage is not None and not allow_foreign:
+            what = (
+                "is missing"
+                if state.serial == 0 and not state.runs
+                else f"has lineage {state.lineage}"
+            )
+            raise StateError(
+                f"{name} {what}, but the lockfile committed at HEAD has lineage "
+                f"{head_lineage}: it was replaced (copied from elsewhere?) or deleted, and a "
+                "replaced lockfile must never drive stops or submits",
+                f"restore it with {restore}, or pass {FOREIGN_STATE_FLAG} if the "
+                "replacement is deliberate",
+            )
+    if (
+        repository is not None
+        and state.repository is not None
+        and state.repository != repository
+        and not allow_foreign
+    ):
+        raise StateError(
+            f"{name} belongs to repository {state.repository}, not to this one "
+            f"({repository}): a lockfile copied from another repository would stop or "
+            "replace that repository's runs",
+            f"use this repository's own lockfile; if the repository was renamed or moved, "
+            f"pass {FOREIGN_STATE_FLAG} once (the next apply records the new name)",
+        )
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -41,6 +41,59 @@ def is_active(status: str) -> bool:
     state, and treating it as terminal could trigger a duplicate paid submit.
     """
     return status not in TERMINAL_STATUSES
+
+
+def canonical_digest(spec: Mapping[str, Any], benchmark_id: str | None) -> str:
+    """The spec digest with ``[experiment].benchmark`` replaced by the benchmark's resolved
+    id: a key, the exact name and the id of one benchmark are the same request, so editing
+    one into another is no change (and no paid replace). Without an id, the plain digest."""
+    if not benchmark_id:
+        return digest(spec)
+    experiment = dict(spec.get("experiment_config") or {})
+    # An object, so no benchmark string written in a config can collide with it.
+    experiment["benchmark"] = {"id": benchmark_id}
+    return digest({**spec, "experiment_config": experiment})
+
+
+def recorded_benchmark(spec: Mapping[str, Any]) -> str | None:
+    """``[experiment].benchmark`` as written in a submit body."""
+    value = (spec.get("experiment_config") or {}).get("benchmark")
+    return value if isinstance(value, str) else None
+
+
+def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
+    """What a refusal of a submit may have depended on besides the body: the catalog entry
+    of its benchmark and which of the secret records it needs exist (names only).
+
+    ``digest({"benchmark": info, "secrets": [...]})``, with the canonical JSON of ``info``
+    built once per catalog entry: a plan computes this for every paid item, and an entry
+    lists every task (HLE: 2,500).
+    """
+    info = "null" if benchmark is None else _benchmark_json(benchmark)
+    names = canonical_json(None if secrets is None else sorted(secrets))
+    # canonical_json of the two-key dict, spelled out ("benchmark" sorts before "secrets").
+    text = '{"benchmark":' + info + ',"secrets":' + names + "}"
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_BENCHMARK_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _benchmark_json(benchmark: BenchmarkInfo) -> str:
+    """Canonical JSON of a (frozen) catalog entry, memoised per object (the memo holds the
+    object, so its ``id`` is not reused while cached)."""
+    cached = _BENCHMARK_JSON.get(id(benchmark))
+    if cached is not None and cached[0] is benchmark:
+        return cached[1]
+    info = {
+        key: sorted(value) if isinstance(value, frozenset | set) else value
+        for key, value in benchmark.model_dump().items()
+    }
+    text = canonical_json(info)
+    if len(_BENCHMARK_JSON) >= 64:
+        _BENCHMARK_JSON.clear()
+    _BENCHMARK_JSON[id(benchmark)] = (benchmark, text)
+    return text
 
 
 def canonical_json(value: Any) -> str:
@@ -91,6 +144,11 @@ class DesiredRun(Frozen):
     """Commit sha that last changed the file (filled by gitinfo when history is available)."""
     requested_subject: str | None = None
     """Subject line of that commit."""
+    arrived_at: datetime | None = None
+    """When the config's current content reached this branch: the committer time of the
+    newest first-parent commit of HEAD that changed the file (for a merged pull request,
+    the merge). None when unknown (uncommitted, or beyond a shallow clone's boundary). A run
+    created before it cannot be one this repository's apply submitted for this content."""
 
 
 # --------------------------------------------------------------------------- recorded
@@ -186,10 +244,46 @@ class RecordedRun(Frozen):
     task_count: int | None = None
     attempts: int | None = None
     platform_url: str | None = None
+    imported_at: datetime | None = None
+    """When ``osmosis-import`` brought this run under management; None for runs this
+    repository submitted or adopted."""
+    imported_with: str | None = None
+    """How it was imported: the ``osmosis-import`` command with the flags that supplied what
+    the run's details (E5) do not say (model types, secret names, endpoint URLs), so a reader
+    can tell which config values came from a person rather than from the Platform."""
     downloads: Downloads | None = None
     intent: Intent | None = None
     results: RunResults | None = None
     """Scores fetched (E5) when the outputs of the ended run were downloaded."""
+    creator: str | None = None
+    """``creator_digest`` of the account that created the run, as the Platform lists it:
+    evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
+    announced_at: datetime | None = None
+    """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
+    kept here so a fresh checkout never announces the same run twice."""
+
+
+class Rejection(Frozen):
+    """A submit the Platform refused (400 with issues, 404, 409, missing secrets), kept so the
+    plan shows the config as blocked in the Platform's own words and apply never POSTs the
+    same body again, until the config, the catalog entry or a re-run request changes.
+    Holds messages only, never a value."""
+
+    spec_digest: str
+    """The canonical digest of the refused body."""
+    context: str
+    """``rejection_context`` when refused: the catalog entry and the referenced secret
+    records as the plan saw them. A different context (a benchmark that finished syncing,
+    a secret created since) may be accepted, so the plan tries again."""
+    message: str
+    """The Platform's message, first line."""
+    issues: tuple[str, ...] = ()
+    """The Platform's issue lines (``key: message``), when it gave any."""
+    status: int | None = None
+    code: str | None = None
+    rejected_at: datetime
+    at_commit: str | None = None
+    """HEAD when refused: an ``Osmosis-Rerun`` trailer in an older commit is spent."""
 
 
 class HistoryEntry(Frozen):
@@ -217,8 +311,18 @@ class LockState(Frozen):
     serial: int = 0
     platform: str
     workspace: str
+    repository: str | None = None
+    """The repository this state belongs to (``reconciler.gitinfo.GitRepo.identity``): a
+    lockfile copied from another repository must never drive stops. None in lockfiles
+    written before it was recorded, and outside git."""
+    observed_until: datetime | None = None
+    """Watermark of the run list: every run the Platform created before this time (minus
+    ``plan.CLOCK_SKEW``) was seen by an observation whose plan this state records, so a
+    later plan lists only newer runs (platform-api.md: no other filter exists)."""
     runs: dict[str, RecordedRun] = Field(default_factory=dict)
     """Address -> entry."""
+    rejections: dict[str, Rejection] = Field(default_factory=dict)
+    """Address -> the Platform's refusal of its config (see ``Rejection``)."""
     history: tuple[HistoryEntry, ...] = ()
     """Newest first, capped per address."""
 
@@ -241,6 +345,8 @@ class ObservedRun(Frozen):
     best_pass_at_1: float | None = None
     fingerprint: str | None = None
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
+    creator: str | None = None
+    """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
 
 
 class LeaderboardScore(Frozen):
@@ -319,7 +425,23 @@ class Observation(Frozen):
     workspace: str
     observed_at: datetime
     runs: dict[str, ObservedRun] = Field(default_factory=dict)
-    """Run id -> run, for every run in the workspace."""
+    """Run id -> run, for every run that was seen: with ``listing = "full"`` every run of the
+    workspace; with ``"incremental"`` the runs created since the lockfile's watermark plus
+    the recorded runs that were read one by one. A recorded ended run that is absent was not
+    looked at (ended runs never change); see ``missing`` for runs that are gone."""
+    listing: str = "full"
+    """``full`` or ``incremental`` (see ``runs``)."""
+    missing: frozenset[str] = frozenset()
+    """Recorded run ids that a direct read (E5) answered 404: only these count as gone."""
+    workspace_runs: int | None = None
+    """How many runs the workspace holds (the list's ``total_count``), when known."""
+    unmanaged: tuple[ObservedRun, ...] | None = None
+    """Every run of the workspace this repository never recorded, when listed in full and
+    asked for (``--show-unmanaged``); None otherwise."""
+    newest_created: datetime | None = None
+    """The newest ``created_at`` of a verified listing: the next watermark."""
+    notes: tuple[str, ...] = ()
+    """Things observation wants said once (e.g. the list order could not be relied on)."""
     benchmarks: dict[str, BenchmarkInfo | None] = Field(default_factory=dict)
     """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
     secrets: frozenset[str] | None = None
@@ -359,6 +481,23 @@ class Settings(Frozen):
     allow_over_budget: bool = False
     refresh_only: bool = False
     download_running: bool = False
+    allow_foreign_state: bool = False
+    """Accept a lockfile of another repository or lineage (``--allow-foreign-state``)."""
+    refresh: str = "incremental"
+    """``incremental``: list only runs newer than the lockfile's watermark (cost does not
+    grow with the workspace's history); ``full``: list every run (scheduled drift checks)."""
+    unmanaged: str = "summary"
+    """Runs of the workspace this repository did not request: ``ignore``, ``summary`` (one
+    line with their count) or ``list`` (every one; needs a full listing)."""
+    outputs: str = "recorded"
+    """``recorded``: a complete download recorded in the lockfile is done even when its files
+    are not on this disk (a fresh clone, a CI runner); ``disk``: missing files are fetched
+    again. Files that are on disk are checked against their recorded sha256 either way."""
+    lock: str | None = None
+    """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
+    None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
+    lock_ttl: int = 120
+    """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
 
 
 # --------------------------------------------------------------------------- plan
@@ -419,6 +558,8 @@ class Reason(str, Enum):
     EXECUTION_INVALID = "execution_invalid"
     VERIFIER_REJECTED = "verifier_rejected"
     TASKS_EMPTY = "tasks_empty"
+    RECORD_MISMATCH = "record_mismatch"
+    PLATFORM_REFUSED = "platform_refused"
 
 
 class Fix(Frozen):
@@ -484,6 +625,8 @@ class PlanItem(Frozen):
     """For submit/replace: the benchmark's pass threshold."""
     fixes: tuple[Fix, ...] = ()
     """For ``blocked``: the steps that make it pass (each also quoted in ``details``)."""
+    context: str | None = None
+    """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
 
 
 class DriftKind(str, Enum):
@@ -491,7 +634,7 @@ class DriftKind(str, Enum):
     STOPPED_OUTSIDE = "stopped_outside"
     FAILED_OUTSIDE = "failed_outside"
     FILES_CHANGED = "files_changed"
-    UNKNOWN_RUN = "unknown_run"
+    POSSIBLE_DUPLICATE = "possible_duplicate"
 
 
 class DriftItem(Frozen):
@@ -557,6 +700,13 @@ class Plan(Frozen):
     """Actions outside ``--target``/``--changed-since`` that were left out."""
     results: tuple[ResultRow, ...] = ()
     """Scores of the recorded ended runs (informational; apply never reads them)."""
+    unmanaged_count: int | None = None
+    """Runs of the workspace this repository does not manage (not plan items, not drift)."""
+    unmanaged: tuple[ObservedRun, ...] = ()
+    """Those runs, when listed (``unmanaged = "list"`` or ``--show-unmanaged``)."""
+    observed_until: datetime | None = None
+    """The watermark apply may record with this plan (never past a run the plan could still
+    have to adopt)."""
 
     @property
     def is_empty(self) -> bool:
@@ -580,6 +730,14 @@ def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
 
 
 # --------------------------------------------------------------------------- adoption
+
+
+def creator_digest(email: str | None) -> str | None:
+    """A short, stable stand-in for a run creator's e-mail (the lockfile is committed and
+    shared; the address itself is not needed, only whether two runs share a creator)."""
+    if not email or not email.strip():
+        return None
+    return "sha256:" + hashlib.sha256(email.strip().lower().encode("utf-8")).hexdigest()[:16]
 
 
 def model_identity(model: Mapping[str, Any]) -> str:

@@ -1,25 +1,183 @@
 """Observation: what the Platform and the local disk say now, as one ``Observation``.
 
 The plan is its first user (``osmosis-plan`` observes, then plans); apply re-observes under
-its lock. Every request made here is counted against the rule that a plan's cost must not
-grow with the workspace's history beyond what the plan needs.
+its lock. A plan's cost must not grow with the workspace's history: a shared workspace holds
+months of runs made by hand and by other repositories, none of which this repository needs
+to read again. So a converged plan reads:
+
+* the newest runs, page by page, only until it reaches the lockfile's watermark
+  (``LockState.observed_until``, minus ``CLOCK_SKEW``): new runs can resolve a pending
+  intent, be adopted, or be a duplicate payment; older ones were seen by an earlier plan;
+* each recorded run that can still change (not ended) and was not among them, by one direct
+  read (E5), or the whole list when that is fewer requests;
+* the catalog entries the configs name, and the secret names once.
+
+Recorded ended runs are not read at all: an ended run never changes. The list's order is
+"not determinable" (platform-api.md §3 E4), so the walk checks, page by page, that
+``created_at`` never increases; where it does, it lists every run instead and says so once.
+``--refresh=full`` (the scheduled drift check) always lists every run.
+
+A recorded run is declared missing only when a direct read answers 404: a list that omits a
+run proves nothing.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .downloads import scan_outputs
 from .errors import NotFoundError, PlatformError
-from .model import BenchmarkRef, DesiredRun, LocalOutputs, LockState, Observation, ObservedRun
+from .model import (
+    BenchmarkRef,
+    DesiredRun,
+    LocalOutputs,
+    LockState,
+    Observation,
+    ObservedRun,
+    RecordedRun,
+    canonical_digest,
+    is_terminal,
+    spec_fingerprint,
+)
 from .plan import CLOCK_SKEW
+from .plan.draft import recorded_digest
 from .platform import PlatformClient, RunSummary
+from .platform.client import PAGE_LIMIT
 
 LIST_READ_AHEAD = 4
-"""Run-list pages requested at a time: the list is most of a large plan's wall time."""
+"""Run-list pages requested at a time when every run is listed."""
+DIRECT_READS_MIN = 3
+"""Recorded runs read one by one (E5) at most this many, or one per page the full list would
+still cost, whichever is more; beyond it, listing every run is fewer requests."""
+DUPLICATE_DETAILS_MAX = 50
+"""Details (E5) fetched per plan to compare recent unrecorded runs with configs that already
+have their run (possible duplicate payments); newest first."""
+
+
+@dataclass
+class RunWalk:
+    """The run list (E4) read newest first, as far as needed and no further.
+
+    ``runs`` keeps every run seen, once. ``ordered`` stays True while every page continued
+    the order the walk relies on (``created_at`` non-increasing); ``complete`` once the end
+    of the list was read.
+    """
+
+    client: PlatformClient
+    runs: dict[str, RunSummary] = field(default_factory=dict)
+    total: int | None = None
+    pages: int = 0
+    complete: bool = False
+    ordered: bool = True
+    disorder: str | None = None
+    """Why the order could not be relied on, for the one note the plan shows."""
+    oldest: datetime | None = None
+    """The oldest ``created_at`` of the ordered prefix read so far."""
+    newest: datetime | None = None
+    _next: int | None = 0
+
+    def read_page(self) -> None:
+        """Read the next page (the first one when none was read)."""
+        if self.complete or self._next is None:
+            self.complete = True
+            return
+        page = self.client.run_page(self._next)
+        self.pages += 1
+        if self.total is None:
+            self.total = page.total_count
+        for run in page.runs:
+            if run.id in self.runs:
+                continue  # runs created meanwhile shift the offsets: seen on two pages
+            self.runs[run.id] = run
+            self._check_order(run)
+        self._next = page.next_offset
+        if self._next is None:
+            self.complete = True
+
+    def _check_order(self, run: RunSummary) -> None:
+        created = run.created_at
+        if created is not None and (self.newest is None or created > self.newest):
+            self.newest = created
+        if not self.ordered:
+            return
+        if created is None:
+            self.ordered = False
+            self.disorder = f"run {run.name or run.id} has no created_at"
+        elif self.oldest is not None and created > self.oldest:
+            self.ordered = False
+            self.disorder = (
+                f"run {run.name or run.id} (created {created.isoformat()}) comes after a run "
+                f"created {self.oldest.isoformat()}"
+            )
+        else:
+            self.oldest = created
+
+    def until(self, since: datetime) -> None:
+        """Read pages until every run created at or after ``since - CLOCK_SKEW`` was seen
+        (or the order broke, or the list ended)."""
+        horizon = since - CLOCK_SKEW
+        if self.pages == 0:
+            self.read_page()
+        while not self.complete and self.ordered and self.oldest is not None:
+            if self.oldest < horizon:
+                return
+            self.read_page()
+
+    def all(self) -> None:
+        """Read every remaining page (several at a time)."""
+        if self.pages == 0:
+            self.read_page()
+        if self.complete:
+            return
+        rest = self.client.list_runs(ahead=LIST_READ_AHEAD, start=self._next or 0)
+        self.pages += max(1, math.ceil(len(rest) / PAGE_LIMIT))
+        for run in rest:
+            if run.id not in self.runs:
+                self.runs[run.id] = run
+                if run.created_at is not None and (
+                    self.newest is None or run.created_at > self.newest
+                ):
+                    self.newest = run.created_at
+        self.complete = True
+        self._next = None
+
+    @property
+    def remaining_pages(self) -> int:
+        """Pages a full listing would still cost (an estimate from ``total_count``)."""
+        if self.complete:
+            return 0
+        if self.total is None:
+            return 1
+        return max(1, math.ceil((self.total - len(self.runs)) / PAGE_LIMIT))
+
+    @property
+    def watermark(self) -> datetime | None:
+        """The next ``observed_until``: the newest run seen, when the walk can vouch for
+        every run up to it (an ordered walk, or a complete list)."""
+        if self.complete or self.ordered:
+            return self.newest
+        return None
+
+
+def listing_horizon(state: LockState) -> datetime | None:
+    """How far back the run list must be read for ``state`` (None: every run).
+
+    The lockfile's watermark, moved back to cover the window of every pending submit intent
+    (its run may have been created after the watermark was taken).
+    """
+    since = state.observed_until
+    if since is None:
+        return None
+    for entry in state.runs.values():
+        intent = entry.intent
+        if intent is not None and intent.op == "submit":
+            since = min(since, intent.started_at)
+    return since
 
 
 def observe(
@@ -29,61 +187,87 @@ def observe(
     *,
     platform: str,
     workspace: str,
-    download_root: Path,
     repo_root: Path,
     head: str | None,
     now: datetime,
+    full: bool = False,
+    want_unmanaged: bool = False,
     verify_outputs: bool = True,
-    listed: Sequence[RunSummary] | None = None,
+    walk: RunWalk | None = None,
     outputs: Mapping[str, LocalOutputs] | None = None,
+    download_root: Path | None = None,
 ) -> Observation:
     """Build the observed snapshot with as few requests as the plan allows.
 
-    One paginated list gives every run and its status; catalog info is fetched once per
-    distinct benchmark; secrets are listed once; run details (E5) only for runs that might
-    have to be adopted, never one request per recorded run. ``listed`` is that list when
-    the caller already fetched it, ``outputs`` the ``scan_recorded_outputs`` of ``state``
-    when already scanned (the session overlaps both with reading the files).
+    ``full`` lists every run (``--refresh=full``); ``want_unmanaged`` does too and keeps the
+    runs the lockfile does not know. ``walk`` is a ``RunWalk`` the caller already started,
+    ``outputs`` the ``scan_recorded_outputs`` of ``state`` when already scanned (the session
+    overlaps both with reading the files). ``download_root`` is unused (kept for callers).
     """
-    if listed is None:
-        listed = client.list_runs(ahead=LIST_READ_AHEAD)
-    runs = {run.id: run.to_observed() for run in listed}
-
-    names = sorted({d.benchmark for d in desired})
-    benchmarks = {}
-    for name in names:
-        try:
-            benchmarks[name] = client.get_benchmark(name).to_info()
-        except NotFoundError:
-            benchmarks[name] = None
-
-    secrets: frozenset[str] | None = None
-    needs_secrets = any(d.secret_names for d in desired) or any(
-        b and b.required_secret_names for b in benchmarks.values()
-    )
-    if needs_secrets:
-        try:
-            secrets = frozenset(s.name for s in client.list_secrets())
-        except PlatformError:
-            secrets = None
+    del download_root
+    walk = walk or RunWalk(client)
+    notes: list[str] = []
+    since = None if (full or want_unmanaged) else listing_horizon(state)
+    if since is None:
+        walk.all()
     else:
-        secrets = frozenset()
+        walk.until(since)
+        if not walk.ordered:
+            notes.append(
+                "the Platform's run list is not ordered newest first here "
+                f"({walk.disorder}), so every run was listed instead of only the new ones"
+            )
+            walk.all()
 
+    runs = {run.id: run.to_observed() for run in walk.runs.values()}
+    missing = _read_recorded(client, walk, state, runs)
+    if missing and not walk.complete:
+        # A missing run's config first looks for its run among the unrecorded ones: list back
+        # to when it was submitted.
+        starts = [_recorded_since(state, run_id) for run_id in missing]
+        if any(start is None for start in starts):
+            walk.all()
+        else:
+            walk.until(min(start for start in starts if start is not None))
+        for run in walk.runs.values():
+            runs.setdefault(run.id, run.to_observed())
+
+    benchmarks = _benchmarks(client, desired)
+    secrets = _secrets(client, desired, benchmarks)
     catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
-
-    runs = _fingerprint_candidates(client, runs, desired, state, benchmarks)
+    runs = _fingerprint_candidates(
+        client, runs, desired, state, benchmarks, missing, seen_before=since
+    )
 
     if outputs is None:
         outputs = scan_recorded_outputs(state, repo_root, verify=verify_outputs)
+    unmanaged = None
+    if want_unmanaged:
+        known = _known_run_ids(state)
+        unmanaged = tuple(
+            sorted(
+                (run for run_id, run in runs.items() if run_id not in known),
+                key=lambda r: (r.created_at is None, r.created_at or now, r.id),
+                reverse=True,
+            )
+        )
     return Observation(
         platform=platform,
         workspace=workspace,
         observed_at=now,
         runs=runs,
+        listing="full" if walk.complete else "incremental",
+        missing=frozenset(missing),
+        workspace_runs=walk.total
+        if walk.total is not None
+        else (len(walk.runs) if walk.complete else None),
+        unmanaged=unmanaged,
+        newest_created=walk.watermark,
         benchmarks=benchmarks,
         secrets=secrets,
         outputs=dict(outputs),
         head=head,
+        notes=tuple(notes),
         catalog=catalog,
     )
 
@@ -96,6 +280,78 @@ def list_catalog(client: PlatformClient) -> tuple[BenchmarkRef, ...] | None:
     """
     try:
         return tuple(b.to_ref() for b in client.list_benchmarks())
+    except PlatformError:
+        return None
+
+
+def _recorded_since(state: LockState, run_id: str) -> datetime | None:
+    for entry in state.runs.values():
+        if entry.run_id == run_id:
+            moments = [m for m in (entry.submitted_at, entry.observed_at) if m is not None]
+            return min(moments) if moments else None
+    return None
+
+
+def _needs_read(entry: RecordedRun, complete: bool) -> bool:
+    """Whether a recorded run absent from the walk must be read directly."""
+    if not entry.run_id:
+        return False
+    if complete:
+        return True  # a full list that omits it proves nothing: ask for the run itself
+    if entry.intent is not None and entry.intent.op == "stop":
+        return True
+    return not is_terminal(entry.status or "")
+
+
+def _read_recorded(
+    client: PlatformClient, walk: RunWalk, state: LockState, runs: dict[str, ObservedRun]
+) -> set[str]:
+    """Read the recorded runs the walk did not show; return those a read says are gone."""
+    wanted = [e for e in state.runs.values() if e.run_id not in runs and _needs_read(e, False)]
+    if not walk.complete and len(wanted) > max(DIRECT_READS_MIN, walk.remaining_pages):
+        walk.all()
+        for run in walk.runs.values():
+            runs.setdefault(run.id, run.to_observed())
+    complete = walk.complete
+    missing: set[str] = set()
+    for entry in sorted(state.runs.values(), key=lambda e: e.address):
+        run_id = entry.run_id
+        if run_id is None or run_id in runs or not _needs_read(entry, complete):
+            continue
+        try:
+            detail = client.get_run(run_id)
+        except NotFoundError:
+            missing.add(run_id)
+            continue
+        if detail.summary.id != run_id:
+            # Looked up by id but answered with another run (a name that is also an id?):
+            # the recorded run itself was not found.
+            missing.add(run_id)
+            continue
+        runs[run_id] = detail.to_observed()
+    return missing
+
+
+def _benchmarks(client: PlatformClient, desired: Sequence[DesiredRun]) -> dict[str, Any]:
+    benchmarks: dict[str, Any] = {}
+    for name in sorted({d.benchmark for d in desired}):
+        try:
+            benchmarks[name] = client.get_benchmark(name).to_info()
+        except NotFoundError:
+            benchmarks[name] = None
+    return benchmarks
+
+
+def _secrets(
+    client: PlatformClient, desired: Sequence[DesiredRun], benchmarks: Mapping[str, Any]
+) -> frozenset[str] | None:
+    needs_secrets = any(d.secret_names for d in desired) or any(
+        b and b.required_secret_names for b in benchmarks.values()
+    )
+    if not needs_secrets:
+        return frozenset()
+    try:
+        return frozenset(s.name for s in client.list_secrets())
     except PlatformError:
         return None
 
@@ -115,43 +371,75 @@ def scan_recorded_outputs(
     return outputs
 
 
+def _known_run_ids(state: LockState) -> set[str]:
+    known = {e.run_id for e in state.runs.values() if e.run_id}
+    known.update(h.run_id for h in state.history if h.run_id)
+    known.update(e.intent.run_id for e in state.runs.values() if e.intent and e.intent.run_id)
+    return known
+
+
 def _fingerprint_candidates(
     client: PlatformClient,
     runs: dict[str, ObservedRun],
     desired: Sequence[DesiredRun],
     state: LockState,
     benchmarks: Mapping[str, Any],
+    missing: frozenset[str] | set[str] = frozenset(),
+    *,
+    seen_before: datetime | None = None,
 ) -> dict[str, ObservedRun]:
-    """Fetch details (E5) of the unrecorded runs that an address could have to adopt.
+    """Fetch details (E5) of the unrecorded runs the plan must compare with a config.
 
-    Two kinds of candidates, each narrowed by what the run list already says so a busy
-    workspace does not cost one request per run: for an address with no recorded run, an
-    unrecorded run of the same benchmark with the same agent count; for a pending submit
-    intent, every unrecorded run of its benchmark created since the intent (minus clock
-    skew), since the plan must not resubmit while any of those is undecided.
+    Each kind of candidate is narrowed by what the run list already says, so a busy
+    workspace does not cost one request per run:
+
+    * for an address that needs a run (none recorded, a pending intent, a changed config,
+      or a recorded run that is gone), an unrecorded run of the same benchmark with the
+      same agent count: it may be the address's own run, recorded nowhere after a crash;
+    * for a pending submit intent, every unrecorded run of its benchmark created since the
+      intent (minus clock skew): the plan must not resubmit while any of those is undecided;
+    * for an address that has its run, recent unrecorded runs of the same shape created
+      since the config reached the branch: a possible second payment for one config
+      (newest first, at most ``DUPLICATE_DETAILS_MAX``). Runs older than ``seen_before``
+      (the lockfile's watermark) were compared by the plan that set it, so an incremental
+      plan compares only the new ones; a full refresh compares them all again.
     """
-    known = {e.run_id for e in state.runs.values() if e.run_id}
-    known.update(h.run_id for h in state.history if h.run_id)
+    known = _known_run_ids(state)
     shapes: set[tuple[str, int]] = set()
+    recent: dict[tuple[str, int], datetime] = {}
     for d in desired:
         entry = state.runs.get(d.address)
         info = benchmarks.get(d.benchmark)
-        if info is not None and (entry is None or entry.run_id is None or entry.intent):
-            shapes.add((info.id, d.agent_count))
-        elif info is not None and entry is not None and entry.spec_digest != d.spec_digest:
-            # A changed config may match a run whose recording was lost after an apply.
-            shapes.add((info.id, d.agent_count))
+        if info is None:
+            continue
+        shape = (info.id, d.agent_count)
+        if (
+            entry is None
+            or entry.run_id is None
+            or entry.intent is not None
+            or recorded_digest(entry, benchmarks)
+            not in (d.spec_digest, canonical_digest(d.spec, info.id))
+            or entry.run_id in missing
+        ):
+            shapes.add(shape)
+        elif d.arrived_at is not None:
+            since = d.arrived_at - CLOCK_SKEW
+            if seen_before is not None:
+                since = max(since, seen_before - CLOCK_SKEW)
+            recent[shape] = min(since, recent.get(shape, since))
     windows: dict[str, datetime] = {}
     for entry in state.runs.values():
         intent = entry.intent
         if intent is not None and intent.op == "submit" and intent.benchmark_id:
             since = intent.started_at - CLOCK_SKEW
             windows[intent.benchmark_id] = min(since, windows.get(intent.benchmark_id, since))
-    if not shapes and not windows:
+    if not shapes and not windows and not recent:
         return runs
     updated = dict(runs)
+    wanted: list[str] = []
+    duplicates: list[ObservedRun] = []
     for run_id, run in runs.items():
-        if run_id in known:
+        if run_id in known or run.fingerprint is not None:
             continue
         by_shape = run.benchmark_id is not None and any(
             bid == run.benchmark_id and (run.agent_count is None or run.agent_count == n)
@@ -165,26 +453,101 @@ def _fingerprint_candidates(
             else min(windows.values(), default=None)
         )
         by_window = since is not None and (run.created_at is None or run.created_at >= since)
-        if not (by_shape or by_window):
+        if by_shape or by_window:
+            wanted.append(run_id)
             continue
+        if run.benchmark_id is not None and run.created_at is not None:
+            for (bid, n), after in recent.items():
+                if (
+                    bid == run.benchmark_id
+                    and run.agent_count in (None, n)
+                    and (run.created_at >= after)
+                ):
+                    duplicates.append(run)
+                    break
+    duplicates.sort(key=lambda r: r.created_at or datetime.min, reverse=True)
+    wanted.extend(r.id for r in duplicates[:DUPLICATE_DETAILS_MAX])
+    for run_id in wanted:
         try:
             detail = client.get_run(run_id)
         except NotFoundError:
             continue
-        updated[run_id] = run.model_copy(update={"fingerprint": detail.fingerprint()})
+        updated[run_id] = runs[run_id].model_copy(update={"fingerprint": detail.fingerprint()})
     return updated
 
 
+def poll_statuses(
+    client: PlatformClient, run_ids: Sequence[str], *, since: datetime | None
+) -> dict[str, str]:
+    """Current status of each run (id -> status) for ``--wait``, without listing history:
+    the newest runs back to ``since`` (the oldest of them was created then), and a direct
+    read of any run not among them (or every run, when that is fewer requests)."""
+    walk = RunWalk(client)
+    if since is None:
+        walk.all()
+    else:
+        walk.until(since)
+        if not walk.ordered:
+            walk.all()
+    unseen = [run_id for run_id in run_ids if run_id not in walk.runs]
+    if unseen and not walk.complete and len(unseen) > max(DIRECT_READS_MIN, walk.remaining_pages):
+        walk.all()
+        unseen = [run_id for run_id in run_ids if run_id not in walk.runs]
+    statuses = {run_id: walk.runs[run_id].status for run_id in run_ids if run_id in walk.runs}
+    for run_id in unseen:
+        try:
+            statuses[run_id] = client.get_run(run_id).summary.status
+        except NotFoundError:
+            statuses[run_id] = "missing"
+    return statuses
+
+
+def find_submitted_run(
+    client: PlatformClient,
+    spec: Mapping[str, Any],
+    benchmark_id: str | None,
+    *,
+    since: datetime,
+    exclude: set[str] | frozenset[str] = frozenset(),
+) -> RunSummary | None:
+    """The run a submit of ``spec`` started at ``since`` may have created, if the Platform
+    has one: created since then (minus clock skew), of the same benchmark, not in
+    ``exclude``, whose detail (E5) does exactly what ``spec`` asks. Newest first."""
+    walk = RunWalk(client)
+    walk.until(since)
+    if not walk.ordered:
+        walk.all()
+    horizon = since - CLOCK_SKEW
+    fingerprint = spec_fingerprint(spec, benchmark_id)
+    for run in walk.runs.values():
+        if run.id in exclude or (run.created_at is not None and run.created_at < horizon):
+            continue
+        if benchmark_id is not None and run.benchmark_id not in (None, benchmark_id):
+            continue
+        try:
+            detail = client.get_run(run.id)
+        except NotFoundError:
+            continue
+        if detail.fingerprint() == fingerprint:
+            return detail.summary
+    return None
+
+
 def refresh_statuses(state: LockState, observation: Observation) -> LockState:
-    """Copy observed statuses into the recorded entries that changed (stable lockfile)."""
+    """Copy observed statuses (and creators not yet known) into the recorded entries that
+    changed; an unchanged state is returned as is (stable lockfile)."""
     runs = dict(state.runs)
     changed = False
     for address, entry in state.runs.items():
         run = observation.runs.get(entry.run_id or "")
-        if run is None or not run.status or run.status == entry.status:
+        if run is None:
             continue
-        runs[address] = entry.model_copy(
-            update={"status": run.status, "observed_at": observation.observed_at}
-        )
-        changed = True
+        update: dict[str, Any] = {}
+        if run.status and run.status != entry.status:
+            update.update(status=run.status, observed_at=observation.observed_at)
+        if run.creator and entry.creator is None:
+            update["creator"] = run.creator
+        if update:
+            runs[address] = entry.model_copy(update=update)
+            changed = True
     return state.model_copy(update={"runs": runs}) if changed else state

@@ -15,7 +15,13 @@ from .model import DOWNLOAD_TYPES
 
 TABLE = "osmosis-reconciler"
 
-_CHOICES = {"on_delete": ("stop", "forget"), "on_change": ("replace", "keep")}
+_CHOICES = {
+    "on_delete": ("stop", "forget"),
+    "on_change": ("replace", "keep"),
+    "unmanaged": ("ignore", "summary", "list"),
+    "outputs": ("recorded", "disk"),
+    "lock": ("local", "git"),
+}
 _TYPES: dict[str, type] = {
     "benchmarks": str,
     "state": str,
@@ -25,6 +31,10 @@ _TYPES: dict[str, type] = {
     "max_stops": int,
     "max_attempts": int,
     "parallelism": int,
+    "unmanaged": str,
+    "outputs": str,
+    "lock": str,
+    "lock_ttl": int,
 }
 
 
@@ -63,6 +73,8 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
                 if key != "parallelism"
                 else f"{where}: must be at least 1"
             )
+        if key == "lock_ttl" and value < 2:
+            raise UsageError(f"{where}: must be at least 2 (seconds)")
         if key == "download_types":
             value = tuple(parse_download_types(value, where))
         settings[key] = value

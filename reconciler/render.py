@@ -11,7 +11,8 @@ same document ``render_json`` prints, which round-trips to an equal ``Plan``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,6 +26,7 @@ from reconciler.model import (
     DriftKind,
     Fix,
     LeaderboardScore,
+    ObservedRun,
     Plan,
     PlanItem,
     PlanSummary,
@@ -73,6 +75,8 @@ REASON_TEXT = {
     Reason.EXECUTION_INVALID: "[execution] value out of range",
     Reason.VERIFIER_REJECTED: "[verifier] not accepted",
     Reason.TASKS_EMPTY: "task selection is empty",
+    Reason.RECORD_MISMATCH: "the lockfile's record does not match the run",
+    Reason.PLATFORM_REFUSED: "the Platform refused this config",
 }
 
 DRIFT_TEXT = {
@@ -80,7 +84,7 @@ DRIFT_TEXT = {
     DriftKind.STOPPED_OUTSIDE: "stopped outside the tool",
     DriftKind.FAILED_OUTSIDE: "failed outside the tool",
     DriftKind.FILES_CHANGED: "files changed on disk",
-    DriftKind.UNKNOWN_RUN: "unknown run",
+    DriftKind.POSSIBLE_DUPLICATE: "possible duplicate payment",
 }
 
 _ANSI = {
@@ -189,6 +193,38 @@ def _header(plan: Plan) -> str:
 def _present_actions(plan: Plan) -> list[Action]:
     present = {item.action for item in plan.items}
     return [action for action in Action if action in present]
+
+
+UNMANAGED_LIST_MAX = 200
+"""The text and markdown renders list at most this many unmanaged runs (json lists all)."""
+
+
+def unmanaged_line(plan: Plan) -> str | None:
+    """One line about the workspace's runs this repository does not manage (not drift)."""
+    n = plan.unmanaged_count
+    if not n:
+        return None
+    runs = "run" if n == 1 else "runs"
+    verb = "is" if n == 1 else "are"
+    see = "listed below" if plan.unmanaged else "list them with `osmosis-plan --show-unmanaged`"
+    return (
+        f"{n:,} other {runs} in workspace {plan.workspace} {verb} not managed by this "
+        f"repository (not drift): {see}; bring one under management with "
+        "`osmosis-import RUN`."
+    )
+
+
+def _unmanaged_rows(plan: Plan) -> list[str]:
+    rows = []
+    for run in plan.unmanaged[:UNMANAGED_LIST_MAX]:
+        created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else "–"
+        rows.append(
+            f"{_run_label(run.name, run.id) or run.id} · {run.benchmark_name or '–'} · "
+            f"{run.status or 'unknown status'} · created {created}"
+        )
+    if len(plan.unmanaged) > UNMANAGED_LIST_MAX:
+        rows.append(f"... {len(plan.unmanaged) - UNMANAGED_LIST_MAX:,} more (see --format json)")
+    return rows
 
 
 def _other_pending_note(plan: Plan) -> str:
@@ -324,6 +360,11 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
         out.append("")
     if plan.other_pending:
         out += [_other_pending_note(plan), ""]
+    unmanaged = unmanaged_line(plan)
+    if unmanaged:
+        out += [unmanaged, ""]
+        if plan.unmanaged:
+            out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
     for error in plan.errors:
         out.append(f"{paint(_RED, 'Error:')} {error}")
     if plan.errors:
@@ -409,6 +450,7 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
             text += "\n**Warnings:**\n" + "".join(f"- {w}\n" for w in plan.warnings)
         if plan.other_pending:
             text += "\n" + _other_pending_note(plan) + "\n"
+        text += _md_unmanaged(plan, max_chars - 400 - len(text))
         if plan.results:
             section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
             text += "\n" + section
@@ -465,6 +507,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         note = _other_pending_note(plan) + "\n\n"
         if fits(note):
             text += note
+    unmanaged = _md_unmanaged(plan, budget - len(text))
+    if unmanaged:
+        text += unmanaged + "\n"
     left_results = 0
     if plan.results:
         # Actions matter more than scores: with details or drift to show, the results table
@@ -533,6 +578,19 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     return _cap(text, max_chars)
 
 
+def _md_unmanaged(plan: Plan, room: int) -> str:
+    line = unmanaged_line(plan)
+    if not line or len(line) + 2 > room:
+        return ""
+    text = "\n" + line + "\n"
+    if plan.unmanaged:
+        body = "".join(f"- {_md_cell(row)}\n" for row in _unmanaged_rows(plan))
+        folded = f"\n<details><summary>Unmanaged runs</summary>\n\n{body}\n</details>\n"
+        if len(text) + len(folded) <= room:
+            text += folded
+    return text
+
+
 def _truncation_note(left: list[str], max_chars: int) -> str:
     return (
         f"\n_Truncated: {' and '.join(left)} did not fit in this comment (capped below "
@@ -573,6 +631,13 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     return opening + body + closing, len(rows) - shown
 
 
+def render_results_markdown(rows: Sequence[ResultRow], max_chars: int = 60000) -> str:
+    """The markdown results table of ``rows`` alone (``osmosis-ci announce`` posts it on the
+    pull request that requested the run); empty when no row fits."""
+    text, _left = _md_results(tuple(rows), max_chars)
+    return text
+
+
 def _cap(text: str, max_chars: int) -> str:
     # Last resort for absurd inputs (a single enormous line): never exceed the cap.
     if len(text) < max_chars:
@@ -609,6 +674,7 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "source_url": item.source_url,
         "pass_threshold": item.pass_threshold,
         "fixes": [fix.model_dump(exclude_defaults=True) for fix in item.fixes],
+        "context": item.context,
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
@@ -663,12 +729,30 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "errored": bool(plan.errors),
         "other_pending": plan.other_pending,
         "results": [_result_to_dict(row) for row in plan.results],
+        "unmanaged_count": plan.unmanaged_count,
+        "unmanaged": [_unmanaged_to_dict(run) for run in plan.unmanaged],
+        "observed_until": plan.observed_until.isoformat() if plan.observed_until else None,
+    }
+
+
+def _unmanaged_to_dict(run: ObservedRun) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "run_name": run.name or None,
+        "status": run.status or None,
+        "benchmark_id": run.benchmark_id,
+        "benchmark_name": run.benchmark_name,
+        "created_at": run.created_at.isoformat() if run.created_at else None,
     }
 
 
 def render_json(plan: Plan) -> str:
     """``plan_to_dict`` as indented JSON with a final newline."""
     return json.dumps(plan_to_dict(plan), indent=2, ensure_ascii=False) + "\n"
+
+
+def _datetime_or_none(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
 
 
 def _enum_or_none(enum: Callable[[str], Any], value: Any) -> Any:
@@ -709,6 +793,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_by=a.get("requested_by"),
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
+                context=a.get("context"),
                 spec=a.get("spec"),
                 source_url=a.get("source_url"),
                 pass_threshold=a.get("pass_threshold"),
@@ -758,6 +843,8 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             config_digests=dict(data.get("config_digests", {})),
             other_pending=data.get("other_pending", 0),
             results=results,
+            unmanaged_count=data.get("unmanaged_count"),
+            observed_until=_datetime_or_none(data.get("observed_until")),
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

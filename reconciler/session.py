@@ -7,6 +7,7 @@ to the stream they are given.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import threading
@@ -20,7 +21,15 @@ from .config import load_configs
 from .context import Context, open_context
 from .errors import ConfigError, StalePlanError, UsageError
 from .gitinfo import _DEEPEN_HINT
-from .lockfile import StateStore, read_lockfile, remove_stale_temps, write_lockfile
+from .gitlock import hold_git_lock
+from .lockfile import (
+    StateStore,
+    check_provenance,
+    peek_watermark,
+    read_lockfile,
+    remove_stale_temps,
+    write_lockfile,
+)
 from .locking import hold_lock
 from .log import get_logger
 from .model import (
@@ -35,9 +44,8 @@ from .model import (
     is_active,
     is_terminal,
 )
-from .observe import LIST_READ_AHEAD, observe, refresh_statuses, scan_recorded_outputs
+from .observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from .plan import compute_plan
-from .platform import RunSummary
 from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -56,6 +64,7 @@ class Session:
         self.state: LockState | None = None
         self.observation: Observation | None = None
         self.cancel = threading.Event()
+        self.trailer_notes: list[str] = []
 
     @classmethod
     @contextmanager
@@ -77,7 +86,9 @@ class Session:
 
     # -- snapshots -----------------------------------------------------------
 
-    def load_desired(self, on_valid: Callable[[], None] | None = None) -> tuple[DesiredRun, ...]:
+    def load_desired(
+        self, on_valid: Callable[[tuple[DesiredRun, ...]], None] | None = None
+    ) -> tuple[DesiredRun, ...]:
         """Load and validate the configs, then add git provenance.
 
         ``on_valid`` runs once the configs are known to be valid, before the git calls:
@@ -91,7 +102,7 @@ class Session:
         if not result.ok:
             raise ConfigError(list(result.issues))
         if on_valid is not None:
-            on_valid()
+            on_valid(result.runs)
         runs = result.runs
         git = self.ctx.git
         if git is not None and runs:
@@ -99,11 +110,13 @@ class Session:
             # A config edited since its last commit was not requested by that commit.
             dirty = git.changed_since("HEAD") if git.head() else set()
             commits = {p: c for p, c in commits.items() if p not in dirty}
+            arrivals = git.arrivals(list(commits)) if commits else {}
             runs = tuple(
                 r.model_copy(
                     update={
                         "requested_by": commits[r.path].sha,
                         "requested_subject": commits[r.path].subject,
+                        "arrived_at": arrivals.get(r.path),
                     }
                 )
                 if r.path in commits
@@ -127,20 +140,53 @@ class Session:
         return runs
 
     def load_state(self) -> LockState:
-        self.state = read_lockfile(
+        """Read the lockfile and check it is this repository's own (``check_provenance``)."""
+        state = read_lockfile(
             self.ctx.state_path,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
             display_path=self.ctx.settings.state,
         )
+        git = self.ctx.git
+        if git is not None:
+            identity = self.repository()
+            committed = git.committed_file(self._state_in_repo(git))
+            check_provenance(
+                state,
+                name=self.ctx.settings.state,
+                repository=identity,
+                committed=committed,
+                allow_foreign=self.ctx.settings.allow_foreign_state,
+            )
+            if identity is not None and state.repository != identity:
+                # Recorded with the next write (older lockfiles, or an accepted rename).
+                state = state.model_copy(update={"repository": identity})
+        self.state = state
         return self.state
+
+    def repository(self) -> str | None:
+        """This repository's identity (``GitRepo.identity``), once per command."""
+        if not hasattr(self, "_repository"):
+            self._repository = self.ctx.git.identity() if self.ctx.git else None
+        return self._repository
+
+    def _state_in_repo(self, git: Any) -> str:
+        try:
+            return self.ctx.state_path.resolve().relative_to(git.root.resolve()).as_posix()
+        except ValueError:
+            return self.ctx.settings.state
 
     def head(self) -> str | None:
         return self.ctx.git.head() if self.ctx.git else None
 
+    @property
+    def _full_listing(self) -> bool:
+        settings = self.ctx.settings
+        return settings.refresh == "full" or settings.unmanaged == "list"
+
     def observe(
         self,
-        listed: Sequence[RunSummary] | None = None,
+        walk: RunWalk | None = None,
         outputs: Mapping[str, LocalOutputs] | None = None,
     ) -> Observation:
         assert self.state is not None
@@ -150,35 +196,44 @@ class Session:
             self.state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
-            download_root=self.ctx.download_root,
             repo_root=self.ctx.repo_root,
             head=self.head(),
             now=utcnow(),
-            listed=listed,
+            full=self.ctx.settings.refresh == "full",
+            want_unmanaged=self.ctx.settings.unmanaged == "list",
+            walk=walk,
             outputs=outputs,
         )
         return self.observation
+
+    def _start_walk(self) -> RunWalk:
+        """The first pages of the run list, read while the lockfile is parsed: every page
+        when the lockfile has no watermark (or a full listing is asked for), else the first.
+        A run a concurrent apply records meanwhile is read directly later, never missed."""
+        walk = RunWalk(self.ctx.client)
+        known, watermark = peek_watermark(self.ctx.state_path)
+        if self._full_listing or (known and watermark is None):
+            walk.all()
+        else:
+            walk.read_page()
+        return walk
 
     def make_plan(self, *, changed_since: str | None = None) -> Plan:
         # The run list (the bulk of a plan's wall time on a large workspace) is fetched
         # while provenance and the lockfile are read; they do not depend on each other.
         prefetches: list[_Prefetch] = []
-        self.load_desired(
-            on_valid=lambda: prefetches.append(
-                _Prefetch(lambda: self.ctx.client.list_runs(ahead=LIST_READ_AHEAD))
-            )
-        )
+
+        def valid(runs: tuple[DesiredRun, ...]) -> None:
+            # Before the first Platform request: a misspelt address is a usage error.
+            self._check_addresses({r.address for r in runs})
+            prefetches.append(_Prefetch(self._start_walk))
+
+        self.load_desired(on_valid=valid)
         state = self.load_state()
         # Local files are hashed while the list may still be arriving.
         outputs = scan_recorded_outputs(state, self.ctx.repo_root)
-        listed: list[RunSummary] | None = prefetches[0].result()
-        # Read sequentially, a run recorded in the lockfile was created before the list was
-        # taken. Listed first, a concurrent apply could record a run the list has not seen:
-        # then list again rather than report it missing.
-        seen = {run.id for run in listed or ()}
-        if any(e.run_id and e.run_id not in seen for e in state.runs.values()):
-            listed = None
-        self.observe(listed, outputs)
+        walk = prefetches[0].result() if prefetches else None
+        self.observe(walk, outputs)
         settings = self._with_trailers(self.ctx.settings)
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
@@ -200,9 +255,39 @@ class Session:
                 reason=item.reason.value,
                 run_id=item.run_id,
             )
-        if self.provenance_note:
-            plan = plan.model_copy(update={"warnings": (*plan.warnings, self.provenance_note)})
+        notes = [*self.trailer_notes, *([self.provenance_note] if self.provenance_note else [])]
+        if notes:
+            plan = plan.model_copy(update={"warnings": (*plan.warnings, *notes)})
         return plan
+
+    def _check_addresses(self, desired: set[str]) -> None:
+        """``--target`` and ``--replace`` that match nothing are usage errors naming the
+        nearest address (a misspelt target would otherwise plan, and apply, nothing)."""
+        settings = self.ctx.settings
+        flags = [("--target", t) for t in settings.targets] + [
+            ("--replace", r) for r in settings.replace
+        ]
+        if not flags:
+            return
+        known = set(desired)
+        unmatched = [(f, v) for f, v in flags if not any(glob_match(a, (v,)) for a in known)]
+        if unmatched:
+            known |= set(self.load_state().runs)
+        for flag, value in unmatched:
+            pool = known if flag == "--target" else set(desired)
+            if any(glob_match(a, (value,)) for a in pool):
+                continue
+            what = "config or recorded run" if flag == "--target" else "config"
+            close = difflib.get_close_matches(value, sorted(pool), n=1, cutoff=0.5)
+            hint = (
+                f"did you mean `{flag} {close[0]}`?"
+                if close
+                else (
+                    f"addresses are config paths under {settings.benchmarks}/ without .toml, e.g. "
+                    + (f"`{sorted(pool)[0]}`" if pool else "`group/name`")
+                )
+            )
+            raise UsageError(f"{flag} {value} matches no {what}", hint)
 
     def _with_trailers(self, settings: Settings) -> Settings:
         """Fold ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers into the settings.
@@ -223,6 +308,12 @@ class Session:
         requested: dict[str, tuple[str, str]] = {}
         for trailer in trailers:
             matches = [a for a in addresses if glob_match(a, (trailer.value,))]
+            if not matches:
+                close = difflib.get_close_matches(trailer.value, sorted(addresses), n=1)
+                self.trailer_notes.append(
+                    f"{trailer.key}: {trailer.value} (commit {trailer.commit[:7]}) matches no "
+                    "config, so it does nothing" + (f"; did you mean {close[0]}?" if close else "")
+                )
             if trailer.key == "Osmosis-Skip":
                 skip.append(trailer.value)
                 continue
@@ -230,6 +321,14 @@ class Session:
                 entry = state.runs.get(address)
                 applied = entry.applied_at_commit if entry else None
                 if applied and git.is_ancestor(trailer.commit, applied):
+                    continue
+                # A retry the Platform refused again since the trailer is spent too.
+                refused = state.rejections.get(address)
+                if (
+                    refused
+                    and refused.at_commit
+                    and git.is_ancestor(trailer.commit, refused.at_commit)
+                ):
                     continue
                 if address not in replace:
                     replace.append(address)
@@ -324,9 +423,34 @@ class Session:
                 f"{holder.get('host')} since {holder.get('started_at')} ...\n"
             )
 
+        def lost() -> None:
+            self.err.write("Lost the apply lock on the git remote: no new action is started.\n")
+            self.cancel.set()
+
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
-        with hold_lock(
-            self.ctx.lock_path, timeout=timeout, command=command, on_wait=waiting, ci_url=_ci_url()
+        git, settings = self.ctx.git, self.ctx.settings
+        with (
+            hold_lock(
+                self.ctx.lock_path,
+                timeout=timeout,
+                command=command,
+                on_wait=waiting,
+                ci_url=_ci_url(),
+            ) as info,
+            # Across machines too (laptop and CI): see gitlock.py.
+            hold_git_lock(
+                git.root if git else self.ctx.repo_root,
+                mode=settings.lock,
+                has_origin=bool(git and git.origin_url()),
+                lock_id=info.lock_id,
+                command=command,
+                ci_url=info.ci_url,
+                ttl=settings.lock_ttl,
+                state_path=self.ctx.state_path,
+                timeout=timeout,
+                on_wait=waiting,
+                on_lost=lost,
+            ),
         ):
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)
@@ -384,11 +508,12 @@ class Session:
     def _wait_and_download(
         self, applier: Applier, store: StateStore, out: TextIO, timeout: float
     ) -> list:
-        active = [
-            e.run_id
-            for e in store.state.runs.values()
-            if e.run_id and is_active(e.status or "pending")
+        waited = [
+            e for e in store.state.runs.values() if e.run_id and is_active(e.status or "pending")
         ]
+        active = [e.run_id for e in waited if e.run_id]
+        created = [e.submitted_at for e in waited]
+        since = None if None in created or not created else min(c for c in created if c)
         if active:
             out.write(f"Waiting for {len(active)} run(s) to finish ...\n")
             last: dict[str, int] = {}
@@ -405,7 +530,12 @@ class Session:
                     out.flush()
 
             wait_for_runs(
-                self.ctx.client, active, timeout=timeout, cancel=self.cancel, on_poll=progress
+                self.ctx.client,
+                active,
+                timeout=timeout,
+                cancel=self.cancel,
+                since=since,
+                on_poll=progress,
             )
         # Re-plan with fresh observations: only downloads remain for finished runs.
         self.state = store.state
@@ -441,9 +571,9 @@ class _Prefetch:
     (its own error, if any, is then dropped).
     """
 
-    def __init__(self, fetch: Callable[[], list[RunSummary]]) -> None:
+    def __init__(self, fetch: Callable[[], RunWalk]) -> None:
         self._fetch = fetch
-        self._value: list[RunSummary] | None = None
+        self._value: RunWalk | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="prefetch-runs", daemon=True)
         self._thread.start()
@@ -454,7 +584,7 @@ class _Prefetch:
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
 
-    def result(self) -> list[RunSummary]:
+    def result(self) -> RunWalk:
         self._thread.join()
         if self._error is not None:
             raise self._error

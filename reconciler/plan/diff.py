@@ -7,6 +7,8 @@ otherwise only its outputs are looked at; a deleted config's run is stopped or f
 
 from __future__ import annotations
 
+from typing import Any
+
 from reconciler.model import (
     NOT_DOWNLOADABLE_STATUSES,
     Action,
@@ -23,7 +25,7 @@ from reconciler.model import (
     spec_fingerprint,
 )
 from reconciler.plan.changes import spec_changes
-from reconciler.plan.draft import Draft, plural, run_label
+from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
 from reconciler.plan.preflight import paid_item
 
 
@@ -45,24 +47,75 @@ def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
 
 
 def _plan_new(draft: Draft, wanted: DesiredRun) -> None:
-    match = claim_unrecorded(draft, wanted)
+    match, others = claim_unrecorded(draft, wanted)
     if match is not None:
         draft.items.append(_adopt(wanted, match, before=None))
-    else:
-        draft.items.append(paid_item(draft, Action.SUBMIT, Reason.NEW_CONFIG, wanted))
+        return
+    item = paid_item(draft, Action.SUBMIT, Reason.NEW_CONFIG, wanted)
+    if others:
+        item = item.model_copy(update={"warnings": (*item.warnings, *_not_adopted(wanted, others))})
+    draft.items.append(item)
 
 
-def claim_unrecorded(draft: Draft, wanted: DesiredRun) -> ObservedRun | None:
-    """The newest unclaimed unrecorded run doing exactly what ``wanted`` asks, if any."""
+def claim_unrecorded(
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun | None = None
+) -> tuple[ObservedRun | None, list[ObservedRun]]:
+    """The newest unclaimed unrecorded run doing exactly what ``wanted`` asks that can only
+    be this repository's (claimed), and the other such runs (not claimed).
+
+    A run is this repository's when the lockfile vouches for it (``entry``'s recorded run is
+    gone and this run was created when that one was submitted) or when it was created after
+    the config's content reached the branch (an apply whose lockfile was lost) and no
+    recorded evidence says otherwise: its creator is one the lockfile's runs never had.
+    Anything else that matches (another repository's or a person's identical run) is never
+    adopted silently.
+    """
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     if benchmark is None:
-        return None
+        return None, []
     fingerprint = spec_fingerprint(wanted.spec, benchmark.id)
+    others: list[ObservedRun] = []
     for run in draft.unrecorded:
-        if run.id not in draft.claimed and run.fingerprint == fingerprint:
+        if run.id in draft.claimed or run.fingerprint != fingerprint:
+            continue
+        if _can_only_be_ours(draft, wanted, entry, run):
             draft.claimed.add(run.id)
-            return run
-    return None
+            return run, others
+        others.append(run)
+    return None, others
+
+
+def _can_only_be_ours(
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun | None, run: ObservedRun
+) -> bool:
+    created = run.created_at
+    if created is None:
+        return False
+    skew = CLOCK_SKEW.total_seconds()
+    if (
+        entry is not None
+        and entry.spec_digest == wanted.spec_digest
+        and entry.submitted_at is not None
+        and abs(timestamp(created) - timestamp(entry.submitted_at)) <= skew
+    ):
+        return True
+    if wanted.arrived_at is None or timestamp(created) < timestamp(wanted.arrived_at) - skew:
+        return False
+    return not (draft.creators and run.creator and run.creator not in draft.creators)
+
+
+def _not_adopted(wanted: DesiredRun, runs: list[ObservedRun]) -> tuple[str, ...]:
+    lines = []
+    for run in runs[:3]:
+        created = run.created_at.strftime("%Y-%m-%d %H:%M UTC") if run.created_at else "unknown"
+        lines.append(
+            f"run {run_label(run.name, run.id)} (created {created}) does exactly what this "
+            "config asks but may not be this repository's, so it is not adopted; to use it "
+            f"instead of a new run: `osmosis-import {run.name or run.id} --to {wanted.path}`"
+        )
+    if len(runs) > 3:
+        lines.append(f"{len(runs) - 3} more such runs")
+    return tuple(lines)
 
 
 def _adopt(wanted: DesiredRun, run: ObservedRun, *, before: str | None) -> PlanItem:
@@ -86,7 +139,9 @@ def _adopt(wanted: DesiredRun, run: ObservedRun, *, before: str | None) -> PlanI
 
 def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None:
     settings = draft.settings
-    run = draft.observed.runs.get(entry.run_id) if entry.run_id else None
+    run = draft.run_of(entry)
+    if run is not None and _record_mismatch(draft, entry, run):
+        return
     active = run is not None and is_active(run.status)
     changed = wanted.spec_digest != entry.spec_digest
     changes = spec_changes(entry.spec, wanted.spec) if changed else ()
@@ -126,24 +181,25 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
             return
         # The old run is over (or gone): a run matching the new config that the lockfile
         # missed (an apply whose lockfile commit was lost) is adopted rather than paid twice.
-        match = claim_unrecorded(draft, wanted)
-        if match is not None:
-            draft.items.append(_adopt(wanted, match, before=entry.spec_digest))
-        else:
-            draft.items.append(
-                paid_item(draft, Action.SUBMIT, Reason.SPEC_CHANGED, wanted, **common)
-            )
+        _adopt_or_submit(draft, wanted, entry, Reason.SPEC_CHANGED, common)
         return
     if run is None:
-        match = claim_unrecorded(draft, wanted)
-        if match is not None:
-            draft.items.append(_adopt(wanted, match, before=entry.spec_digest))
-        else:
-            draft.items.append(
-                paid_item(draft, Action.SUBMIT, Reason.RUN_MISSING, wanted, **common)
-            )
+        _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common)
         return
     _plan_download(draft, entry, run)
+
+
+def _adopt_or_submit(
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun, reason: Reason, common: dict[str, Any]
+) -> None:
+    match, others = claim_unrecorded(draft, wanted, entry)
+    if match is not None:
+        draft.items.append(_adopt(wanted, match, before=entry.spec_digest))
+        return
+    item = paid_item(draft, Action.SUBMIT, reason, wanted, **common)
+    if others:
+        item = item.model_copy(update={"warnings": (*item.warnings, *_not_adopted(wanted, others))})
+    draft.items.append(item)
 
 
 def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
@@ -172,7 +228,12 @@ def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
         elif (
             not downloads.complete
             or not set(settings.download_types) <= set(downloads.types)
-            or any(path not in outputs.present for path in downloads.sha256)
+            # A complete recorded download is done; only `outputs = "disk"` wants the
+            # files here too (a fresh clone or CI runner has none of them).
+            or (
+                settings.outputs == "disk"
+                and any(path not in outputs.present for path in downloads.sha256)
+            )
         ):
             reason = Reason.RESULTS_MISSING
     elif is_terminal(status) and (entry.status is None or not is_terminal(entry.status)):
@@ -200,7 +261,9 @@ def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
 
 
 def _plan_deleted(draft: Draft, entry: RecordedRun) -> None:
-    run = draft.observed.runs.get(entry.run_id) if entry.run_id else None
+    run = draft.run_of(entry)
+    if run is not None and _record_mismatch(draft, entry, run):
+        return
     if run is not None and is_active(run.status):
         if entry.intent is not None and entry.intent.op == "stop":
             draft.items.append(_stop(entry, run, Reason.STOP_PENDING))
@@ -220,6 +283,46 @@ def _plan_deleted(draft: Draft, entry: RecordedRun) -> None:
         )
         return
     draft.items.append(_forget(entry, run))
+
+
+def _record_mismatch(draft: Draft, entry: RecordedRun, run: ObservedRun) -> bool:
+    """Whether the run the Platform shows under the entry's run id is not the run the entry
+    recorded (a hand-edited or copied lockfile): then nothing is done to it, least of all a
+    stop, and the item says how to repair the lockfile.
+
+    The evidence is what the Platform itself said when the run was recorded: its name and
+    its creation time.
+    """
+    problems = []
+    if entry.run_name and run.name and run.name != entry.run_name:
+        problems.append(f"its name is {run.name!r}, recorded {entry.run_name!r}")
+    if entry.submitted_at is not None and run.created_at is not None:
+        apart = abs(timestamp(run.created_at) - timestamp(entry.submitted_at))
+        if apart > CLOCK_SKEW.total_seconds():
+            problems.append(
+                f"it was created {run.created_at.isoformat()}, recorded as submitted "
+                f"{entry.submitted_at.isoformat()}"
+            )
+    if not problems:
+        return False
+    draft.items.append(
+        PlanItem(
+            action=Action.BLOCKED,
+            address=entry.address,
+            reason=Reason.RECORD_MISMATCH,
+            run_id=run.id,
+            run_name=run.name or None,
+            before_digest=entry.spec_digest,
+            details=(
+                f"run {run.id} on the Platform is not the run this lockfile recorded for "
+                f"{entry.address}: " + "; ".join(problems),
+                "fix: restore the lockfile from git (`git checkout HEAD -- "
+                f"{draft.settings.state}`); if the entry itself is wrong, `osmosis-state "
+                f"forget {entry.address}`, then `osmosis-import` the right run",
+            ),
+        )
+    )
+    return True
 
 
 def _stop(entry: RecordedRun, run: ObservedRun | None, reason: Reason) -> PlanItem:

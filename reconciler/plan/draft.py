@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from reconciler.model import (
+    BenchmarkInfo,
     DesiredRun,
     DriftItem,
     DriftKind,
@@ -14,8 +15,11 @@ from reconciler.model import (
     Observation,
     ObservedRun,
     PlanItem,
+    RecordedRun,
     Settings,
+    canonical_digest,
     digest,
+    recorded_benchmark,
 )
 
 CLOCK_SKEW = timedelta(minutes=10)
@@ -41,6 +45,12 @@ class Draft:
     """Unrecorded run ids an item already adopted: no second address may claim them."""
     handled: set[str] = field(default_factory=set)
     """Recorded addresses already decided (intent resolved or moved)."""
+    raw_digests: dict[str, str] = field(default_factory=dict)
+    """Address -> the config's plain spec digest (what a saved plan's staleness check uses);
+    ``desired`` carries the canonical one (``model.canonical_digest``)."""
+    creators: frozenset[str] = frozenset()
+    """Creators (``creator_digest``) of the runs this lockfile records: an unrecorded run by
+    anyone else cannot be one this repository's apply lost track of."""
 
     @classmethod
     def start(
@@ -62,11 +72,35 @@ class Draft:
             key=_newest_first,
         )
         return cls(
-            desired={run.address: run for run in desired},
-            recorded=recorded,
+            desired={run.address: canonical_desired(run, observed) for run in desired},
+            recorded=canonical_state(recorded, observed, desired),
             observed=observed,
             settings=settings,
             unrecorded=unrecorded,
+            raw_digests={run.address: run.spec_digest for run in desired},
+            creators=frozenset(e.creator for e in recorded.runs.values() if e.creator),
+        )
+
+    def run_of(self, entry: RecordedRun) -> ObservedRun | None:
+        """The entry's run as observed now; None when it has none or a read said it is gone.
+
+        A recorded run that was not looked at (an incremental observation does not read
+        ended runs: they never change) is taken as recorded.
+        """
+        run_id = entry.run_id
+        if run_id is None or run_id in self.observed.missing:
+            return None
+        run = self.observed.runs.get(run_id)
+        if run is not None:
+            return run
+        return ObservedRun(
+            id=run_id,
+            name=entry.run_name or "",
+            status=entry.status or "",
+            benchmark_id=entry.benchmark_id,
+            created_at=entry.submitted_at,
+            platform_url=entry.platform_url,
+            creator=entry.creator,
         )
 
     def add_drift(
@@ -81,6 +115,54 @@ class Draft:
                 fingerprint=drift_fingerprint(kind, address, run_id),
             )
         )
+
+
+def canonical_desired(run: DesiredRun, observed: Observation) -> DesiredRun:
+    """``run`` with its canonical spec digest (the benchmark by its resolved id)."""
+    info = observed.benchmarks.get(run.benchmark)
+    if info is None:
+        return run
+    canonical = canonical_digest(run.spec, info.id)
+    return (
+        run if canonical == run.spec_digest else run.model_copy(update={"spec_digest": canonical})
+    )
+
+
+def canonical_state(
+    state: LockState, observed: Observation, desired: Sequence[DesiredRun] = ()
+) -> LockState:
+    """``state`` with every entry's spec digest in canonical form, computed from the body
+    it recorded: lockfiles written before digests were canonical keep working (they are
+    migrated on read, and rewritten canonical by the next apply). An entry that kept no
+    body but records the plain digest of its config now takes that config's canonical one."""
+    wanted = {run.address: run for run in desired}
+    runs = {}
+    changed = False
+    for address, entry in state.runs.items():
+        canonical = recorded_digest(entry, observed.benchmarks)
+        same = wanted.get(address)
+        if not entry.spec and same is not None and entry.spec_digest == same.spec_digest:
+            canonical = canonical_desired(same, observed).spec_digest
+        if canonical != entry.spec_digest:
+            entry = entry.model_copy(update={"spec_digest": canonical})
+            changed = True
+        runs[address] = entry
+    return state.model_copy(update={"runs": runs}) if changed else state
+
+
+def recorded_digest(entry: RecordedRun, benchmarks: Mapping[str, BenchmarkInfo | None]) -> str:
+    """The canonical digest of what ``entry`` recorded (its stored digest when its body was
+    not kept or its benchmark cannot be resolved)."""
+    if not entry.spec:
+        return entry.spec_digest
+    benchmark_id = entry.benchmark_id
+    if benchmark_id is None:
+        written = recorded_benchmark(entry.spec)
+        info = benchmarks.get(written) if written else None
+        benchmark_id = info.id if info is not None else None
+    if benchmark_id is None:
+        return entry.spec_digest
+    return canonical_digest(entry.spec, benchmark_id)
 
 
 def drift_fingerprint(kind: DriftKind, address: str | None, run_id: str | None) -> str:

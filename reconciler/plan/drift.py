@@ -2,34 +2,70 @@
 
 from __future__ import annotations
 
-from reconciler.model import DriftKind, RecordedRun, is_active
-from reconciler.plan.draft import Draft, drift_fingerprint, run_label
+from reconciler.model import Action, DriftKind, RecordedRun, is_active, spec_fingerprint
+from reconciler.plan.draft import CLOCK_SKEW, Draft, drift_fingerprint, run_label, timestamp
 
 DRIFT_ORDER = {
     DriftKind.RUN_MISSING: 0,
     DriftKind.STOPPED_OUTSIDE: 1,
     DriftKind.FAILED_OUTSIDE: 2,
     DriftKind.FILES_CHANGED: 3,
-    DriftKind.UNKNOWN_RUN: 4,
+    DriftKind.POSSIBLE_DUPLICATE: 4,
 }
+
+_TAKES_OVER = frozenset({Action.SUBMIT, Action.REPLACE, Action.ADOPT, Action.MOVE, Action.BLOCKED})
+"""Items after which the address no longer keeps its recorded run."""
 
 __all__ = ["DRIFT_ORDER", "drift_fingerprint", "find_drift"]
 
 
 def find_drift(draft: Draft) -> None:
-    """Recorded runs changed outside the tool, then unrecorded runs no item claimed."""
+    """Recorded runs changed outside the tool, then possible duplicate payments.
+
+    Runs of the workspace that this repository never recorded are not drift: they are
+    someone else's (``unmanaged``, counted in the summary), unless one does exactly what a
+    config asks after that config reached the branch while the config has its own run.
+    """
     for address in sorted(draft.recorded.runs):
         _status_drift(draft, draft.recorded.runs[address])
-    for run in sorted(draft.unrecorded, key=lambda r: r.id):
-        if run.id not in draft.claimed:
+    _possible_duplicates(draft)
+
+
+def _possible_duplicates(draft: Draft) -> None:
+    skew = CLOCK_SKEW.total_seconds()
+    decided = {item.address for item in draft.items if item.action in _TAKES_OVER}
+    for address in sorted(draft.desired):
+        wanted = draft.desired[address]
+        entry = draft.recorded.runs.get(address)
+        benchmark = draft.observed.benchmarks.get(wanted.benchmark)
+        if (
+            entry is None
+            or entry.run_id is None
+            or address in decided
+            or benchmark is None
+            or wanted.arrived_at is None
+            or entry.spec_digest != wanted.spec_digest
+        ):
+            continue
+        fingerprint = spec_fingerprint(wanted.spec, benchmark.id)
+        after = timestamp(wanted.arrived_at) - skew
+        for run in draft.unrecorded:
+            if (
+                run.id in draft.claimed
+                or run.fingerprint != fingerprint
+                or run.created_at is None
+                or timestamp(run.created_at) < after
+            ):
+                continue
             draft.add_drift(
-                DriftKind.UNKNOWN_RUN,
-                None,
+                DriftKind.POSSIBLE_DUPLICATE,
+                address,
                 run.id,
-                f"run {run_label(run.name, run.id)}"
-                f"{' of ' + run.benchmark_name if run.benchmark_name else ''}"
-                f" ({run.status or 'unknown status'}) is in workspace "
-                f"{draft.observed.workspace} but not in the lockfile",
+                f"run {run_label(run.name, run.id)} was made outside this repository's "
+                f"applies but does exactly what {wanted.path} asks, whose run is "
+                f"{run_label(entry.run_name, entry.run_id)}: a second payment for one config? "
+                f"Stop it with `osmosis benchmark runs stop {run.name or run.id}` if it is "
+                "not wanted",
             )
 
 
@@ -39,16 +75,18 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
         return  # in flight: the intent phase explains this entry
     if not entry.run_id:
         return
-    run = draft.observed.runs.get(entry.run_id)
     label = run_label(entry.run_name, entry.run_id)
-    if run is None:
+    if entry.run_id in draft.observed.missing:
         draft.add_drift(
             DriftKind.RUN_MISSING,
             entry.address,
             entry.run_id,
-            f"recorded run {label} no longer exists on the Platform",
+            f"recorded run {label} no longer exists on the Platform (a direct read answered 404)",
         )
         return
+    run = draft.observed.runs.get(entry.run_id)
+    if run is None:
+        return  # not looked at: an ended run never changes
     if entry.status is None or not is_active(entry.status):
         return
     if run.status == "stopped" and not (intent is not None and intent.op == "stop"):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from reconciler.model import Action, Plan, PlanItem, PlanSummary, glob_match
+from datetime import datetime, timedelta
+
+from reconciler.model import Action, ObservedRun, Plan, PlanItem, PlanSummary, glob_match
 from reconciler.plan.draft import Draft, plural
 from reconciler.plan.drift import DRIFT_ORDER
 from reconciler.plan.results import result_rows
@@ -30,10 +32,11 @@ def finish(draft: Draft) -> Plan:
         draft.drift,
         key=lambda d: (d.address is None, d.address or "", DRIFT_ORDER[d.kind], d.run_id or ""),
     )
+    unmanaged_count, unmanaged = _unmanaged(draft)
     return Plan(
         items=tuple(kept),
         drift=tuple(drift),
-        warnings=tuple(draft.warnings),
+        warnings=(*draft.observed.notes, *draft.warnings),
         errors=tuple(errors),
         summary=summary,
         lineage=draft.recorded.lineage,
@@ -41,10 +44,47 @@ def finish(draft: Draft) -> Plan:
         platform=draft.observed.platform,
         workspace=draft.observed.workspace,
         head=draft.observed.head,
-        config_digests={a: draft.desired[a].spec_digest for a in sorted(draft.desired)},
+        config_digests={a: draft.raw_digests[a] for a in sorted(draft.raw_digests)},
         other_pending=other_pending,
         results=result_rows(draft.recorded, settings.targets, draft.observed.benchmarks.values()),
+        unmanaged_count=unmanaged_count,
+        unmanaged=unmanaged,
+        observed_until=_watermark(draft, kept),
     )
+
+
+def _unmanaged(draft: Draft) -> tuple[int | None, tuple[ObservedRun, ...]]:
+    """How many runs of the workspace this repository does not manage, and which (when
+    listed): every run minus the ones the lockfile records and the ones this plan adopts."""
+    if draft.settings.unmanaged == "ignore":
+        return None, ()
+    claimed = draft.claimed
+    listed = draft.observed.unmanaged
+    runs = tuple(r for r in listed if r.id not in claimed) if listed is not None else ()
+    if listed is not None:
+        return len(runs), runs
+    total = draft.observed.workspace_runs
+    if total is None:
+        return None, ()
+    recorded = {e.run_id for e in draft.recorded.runs.values() if e.run_id}
+    recorded.update(h.run_id for h in draft.recorded.history if h.run_id)
+    return max(0, total - len(recorded | claimed)), ()
+
+
+def _watermark(draft: Draft, kept: list[PlanItem]) -> datetime | None:
+    """The run-list watermark apply may record with this plan: the newest run observed, but
+    never past a run this plan would adopt and does not carry out (left out by a target or
+    a skip), so a later plan still sees that run."""
+    mark = draft.observed.newest_created
+    if mark is None:
+        return None
+    kept_ids = {id(item) for item in kept}
+    for item in draft.items:
+        if item.action is Action.ADOPT and id(item) not in kept_ids and item.run_id:
+            run = draft.observed.runs.get(item.run_id)
+            if run is not None and run.created_at is not None:
+                mark = min(mark, run.created_at - timedelta(seconds=1))
+    return mark
 
 
 def _select(draft: Draft) -> tuple[list[PlanItem], int]:

@@ -7,7 +7,14 @@ that submit's run and is adopted. Only when no run can be it is the config submi
 
 from __future__ import annotations
 
-from reconciler.model import Action, PlanItem, Reason, RecordedRun, spec_fingerprint
+from reconciler.model import (
+    Action,
+    PlanItem,
+    Reason,
+    RecordedRun,
+    canonical_digest,
+    spec_fingerprint,
+)
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, run_label, timestamp
 from reconciler.plan.preflight import paid_item
@@ -28,9 +35,20 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     assert intent is not None
     wanted = draft.desired.get(entry.address)
     spec = intent.spec
-    if not spec and wanted is not None and wanted.spec_digest == intent.body_digest:
+    if (
+        not intent.spec
+        and wanted is not None
+        and intent.body_digest
+        in (
+            wanted.spec_digest,
+            draft.raw_digests.get(entry.address),
+        )
+    ):
         spec = wanted.spec
     fingerprint = spec_fingerprint(spec, intent.benchmark_id) if spec else None
+    # What the intent was for, in the plan's canonical digest form (old intents recorded
+    # the plain digest of their body).
+    sent = canonical_digest(intent.spec, intent.benchmark_id) if intent.spec else intent.body_digest
     since = timestamp(intent.started_at) - CLOCK_SKEW.total_seconds()
     window = [
         run
@@ -48,7 +66,7 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
                 "its config was deleted since the submit; the next plan will stop or "
                 "forget the adopted run"
             )
-        elif wanted.spec_digest != intent.body_digest:
+        elif wanted.spec_digest != sent:
             warnings.append(
                 "its config changed since the submit; the next plan will show the change"
             )
@@ -60,7 +78,7 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
                 run_id=match.id,
                 run_name=match.name or None,
                 before_digest=before,
-                after_digest=intent.body_digest,
+                after_digest=sent,
                 benchmark_id=match.benchmark_id or intent.benchmark_id,
                 warnings=tuple(warnings),
                 spec=dict(spec) if spec else None,
@@ -95,7 +113,7 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
                 address=entry.address,
                 reason=Reason.INTENT_PENDING,
                 before_digest=before,
-                after_digest=intent.body_digest,
+                after_digest=sent,
                 details=tuple(details),
             )
         )

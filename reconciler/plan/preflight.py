@@ -31,6 +31,8 @@ from reconciler.model import (
     Observation,
     PlanItem,
     Reason,
+    glob_match,
+    rejection_context,
 )
 from reconciler.plan.draft import Draft, plural
 from reconciler.submit_rules import CatalogFacts, Rule, Selection, Violation
@@ -125,17 +127,59 @@ def paid_item(
         "source_url": benchmark.source_url if benchmark else None,
         "pass_threshold": benchmark.pass_threshold if benchmark else None,
     }
-    if found.problems:
+    context = rejection_context(benchmark, _present_secrets(wanted, benchmark, draft.observed))
+    fields["context"] = context
+    problems = found.problems
+    if not problems:
+        refused = _remembered_refusal(draft, wanted, context)
+        if refused:
+            problems = [Problem(Reason.PLATFORM_REFUSED, text) for text in refused]
+    if problems:
         return PlanItem(
             action=Action.BLOCKED,
-            reason=found.problems[0].reason,
-            details=tuple(problem.text for problem in found.problems),
-            fixes=tuple(fix for problem in found.problems for fix in problem.fixes),
+            reason=problems[0].reason,
+            details=tuple(problem.text for problem in problems),
+            fixes=tuple(fix for problem in problems for fix in problem.fixes),
             intended_action=action,
             intended_reason=reason,
             **fields,
         )
     return PlanItem(action=action, reason=reason, **fields)
+
+
+def _present_secrets(
+    wanted: DesiredRun, benchmark: BenchmarkInfo | None, observed: Observation
+) -> list[str] | None:
+    """The secret records this submit needs that exist now (None: secrets not listed)."""
+    if observed.secrets is None:
+        return None
+    needed = set(wanted.secret_names)
+    if benchmark is not None:
+        needed.update(benchmark.required_secret_names)
+    return sorted(needed & observed.secrets)
+
+
+def _remembered_refusal(draft: Draft, wanted: DesiredRun, context: str) -> list[str]:
+    """The Platform's own words for a refusal of exactly this body in exactly this context,
+    unless a re-run was asked for; empty when there is none."""
+    rejection = draft.recorded.rejections.get(wanted.address)
+    if (
+        rejection is None
+        or rejection.spec_digest != wanted.spec_digest
+        or rejection.context != context
+        or glob_match(wanted.address, draft.settings.replace)
+    ):
+        return []
+    when = rejection.rejected_at.strftime("%Y-%m-%d %H:%M UTC")
+    status = f"HTTP {rejection.status}" if rejection.status else "a refusal"
+    lines = [f"the Platform refused this exact config on {when} ({status}): {rejection.message}"]
+    lines += [f"Platform: {issue}" for issue in rejection.issues]
+    lines.append(
+        f"fix: change {wanted.path} as the Platform says and commit it; if the Platform's "
+        "rules changed since, ask for a retry as it is with an empty commit: `git commit "
+        f'--allow-empty -m "Retry {wanted.address}" -m "Osmosis-Rerun: {wanted.address}"`'
+    )
+    return lines
 
 
 # --------------------------------------------------------------------------- cost

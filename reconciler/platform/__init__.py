@@ -10,6 +10,7 @@ from reconciler.platform.client import (
     USER_AGENT,
     PlatformClient,
     RetryPolicy,
+    RunPage,
     parse_retry_after,
     platform_error,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "RunAgent",
     "RunConfiguration",
     "RunDetail",
+    "RunPage",
     "RunStatus",
     "RunSummary",
     "RunTotals",

@@ -24,10 +24,11 @@ become frozen models from ``reconciler.platform.models``; failures become the cl
 
 Retries: reads, stops, download-URL batches and secret upserts/deletes are retried on
 connection errors, timeouts, 429 and 5xx with exponential backoff and full jitter
-(``Retry-After`` honoured, capped). A submit is retried only when nothing can have reached
-the Platform (connect-phase failures) or when the Platform answered 429: we assume a rate
-limiter refuses before any run is created. Any failure after the body may have been sent
-(read timeout, reset, protocol error, 5xx, an unreadable 2xx) raises
+(``Retry-After`` honoured, capped). A submit is retried here only when nothing can have
+reached the Platform (connect-phase failures). A 429 to a submit is raised at once
+(``RateLimitedError``): a limiter may answer after the run was committed, so the applier
+looks for the run before it submits again. Any failure after the body may have been sent
+(read timeout, reset, protocol error, 5xx, an unreadable or wrong-shaped 2xx) raises
 ``OutcomeUnknownError``, because the Platform has no idempotency key (§10) and a blind
 retry could pay for the same run twice.
 
@@ -400,6 +401,16 @@ def platform_error(
     return build(PlatformError, message, "see the Platform's message above")
 
 
+@dataclass(frozen=True)
+class RunPage:
+    """One page of the run list (E4)."""
+
+    runs: list[RunSummary]
+    next_offset: int | None
+    """None at the end of the list."""
+    total_count: int | None
+
+
 def _seg(value: str) -> str:
     """A path segment, percent-encoded with no safe characters (``/`` → ``%2F``)."""
     return quote(str(value), safe="")
@@ -620,6 +631,11 @@ class PlatformClient:
                     ) from None
                 if status != 429 and status < 500:
                     raise failure
+                if mode is _Mode.SUBMIT:
+                    # A 429 may come after the run was committed (a limiter behind the
+                    # handler): retrying blindly could pay twice. The caller looks for the
+                    # run first (``Applier``), then submits again.
+                    raise failure
             if attempt >= self.retry.max_attempts:
                 raise failure
             if retry_after is not None:
@@ -775,15 +791,29 @@ class PlatformClient:
         for page in self._pages("/benchmark-runs", "benchmark_runs", extra):
             yield [self._build(RunSummary.from_api, raw, "benchmark run") for raw in page]
 
-    def list_runs(self, *, benchmark_id: str | None = None, ahead: int = 1) -> list[RunSummary]:
-        """E4, every page, each run once; ``ahead`` pages are requested at a time."""
+    def list_runs(
+        self, *, benchmark_id: str | None = None, ahead: int = 1, start: int = 0
+    ) -> list[RunSummary]:
+        """E4, every page from offset ``start``, each run once; ``ahead`` pages at a time."""
         extra = {"benchmark": benchmark_id} if benchmark_id else None
         runs = [
             self._build(RunSummary.from_api, raw, "benchmark run")
-            for page in self._pages("/benchmark-runs", "benchmark_runs", extra, ahead=ahead)
+            for page in self._pages(
+                "/benchmark-runs", "benchmark_runs", extra, start=start, ahead=ahead
+            )
             for raw in page
         ]
         return self._unique(runs, lambda r: r.id)
+
+    def run_page(self, offset: int, *, benchmark_id: str | None = None) -> RunPage:
+        """One E4 page (limit 50) at ``offset``, with what the Platform says comes next."""
+        extra = {"benchmark": benchmark_id} if benchmark_id else None
+        items, next_offset, total = self._page("/benchmark-runs", "benchmark_runs", offset, extra)
+        return RunPage(
+            runs=[self._build(RunSummary.from_api, raw, "benchmark run") for raw in items],
+            next_offset=next_offset if _valid_offset(next_offset) and items else None,
+            total_count=total if isinstance(total, int) and not isinstance(total, bool) else None,
+        )
 
     def get_run(self, name_or_id: str) -> RunDetail:
         """E5: a run by name or id."""

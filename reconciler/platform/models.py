@@ -27,6 +27,7 @@ from reconciler.model import (
     ObservedRun,
     RunResults,
     adoption_fingerprint,
+    creator_digest,
 )
 
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
@@ -127,6 +128,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _shape(value: Any) -> str:
+    """A value's type for an error message (never the value: it may be anything)."""
+    if value is None:
+        return "nothing"
+    return type(value).__name__
 
 
 def _require_id(raw: Mapping[str, Any], what: str) -> str:
@@ -508,6 +516,7 @@ class RunSummary(PlatformModel):
             agent_count=self.agent_count,
             best_pass_at_1=self.best_pass_at_1,
             fingerprint=fingerprint,
+            creator=creator_digest(self.creator_email),
         )
 
 
@@ -782,14 +791,36 @@ class SubmittedRun(PlatformModel):
 
     @classmethod
     def from_api(cls, raw: Any) -> SubmittedRun:
-        raw = _obj(raw)
+        """Validated strictly (E3: every field but ``platform_url`` is required): a reply of
+        the wrong shape is not a run that can be recorded, so it raises ``ValueError`` and
+        the caller treats the outcome as unknown (keep the intent, adopt the run later)."""
+        if not isinstance(raw, Mapping):
+            raise ValueError("the submit response is not an object")
+        run_id, name, status = raw.get("id"), raw.get("name"), raw.get("status")
+        problems = []
+        if not isinstance(run_id, str) or not run_id.strip():
+            problems.append(f"'id' must be a non-empty string, got {_shape(run_id)}")
+        if not isinstance(name, str) or not name.strip():
+            problems.append(f"'name' must be a non-empty string, got {_shape(name)}")
+        if not isinstance(status, str) or not status.strip():
+            problems.append(f"'status' must be a non-empty string, got {_shape(status)}")
+        created_at = _datetime(raw.get("created_at"))
+        if created_at is None:
+            problems.append(
+                f"'created_at' must be a date-time, got {_shape(raw.get('created_at'))}"
+            )
+        task_count = raw.get("task_count")
+        if task_count is not None and _int(task_count) is None:
+            problems.append(f"'task_count' must be an integer, got {_shape(task_count)}")
+        if problems:
+            raise ValueError("; ".join(problems))
         return cls(
-            id=_require_id(raw, "submitted run"),
-            name=_str(raw.get("name")) or _str(raw.get("benchmark_run_name")) or "",
-            status=_nonempty(raw.get("status")) or "pending",
+            id=run_id,
+            name=name,
+            status=status,
             workflow_id=_str(raw.get("workflow_id")),
-            task_count=_int(raw.get("task_count")),
-            created_at=_datetime(raw.get("created_at")),
+            task_count=_int(task_count),
+            created_at=created_at,
             platform_url=_nonempty(raw.get("platform_url")),
         )
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli import apply_main, plan_main
+from reconciler.cli import apply_main, import_main, plan_main, state_main
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults, LocalPlatform, start_server
 from reconciler.platform.local.server import ServerHandle
@@ -337,6 +337,12 @@ class Osmosis:
 
     def apply(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
         return self._call(apply_main, list(args), env)
+
+    def import_(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
+        return self._call(import_main, list(args), env)
+
+    def state(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
+        return self._call(state_main, list(args), env)
 
     def command(self, name: str, *args: str) -> list[str]:
         return [str(BIN_DIR / name), *self.common(), *args]

@@ -443,13 +443,16 @@ def test_submit_answered_5xx_is_outcome_unknown_and_not_retried(serve: Any) -> N
     assert client.request_count == 1 and env.delays == []
 
 
-def test_submit_rate_limited_is_retried_then_gives_up(serve: Any) -> None:
+def test_submit_rate_limited_is_left_to_the_caller(serve: Any) -> None:
+    # A 429 may come after the run was committed: the client never resubmits on its own
+    # (the applier looks for the run first).
     env = serve(faults=Faults(rate_limit_rate=1.0, retry_after_s=1))
     env.platform.set_secret(WORKSPACE, "OPENAI_API_KEY", "sk-1")
     client = env.client(retry=RetryPolicy(max_attempts=3, jitter=False))
-    with pytest.raises(RateLimitedError):
+    with pytest.raises(RateLimitedError) as info:
         client.submit_run(TB_BODY)
-    assert client.request_count == 3 and env.delays == [1.0, 1.0]
+    assert client.request_count == 1 and env.delays == []
+    assert info.value.retry_after == 1
     assert env.platform.submit_count() == 0
 
 

@@ -2,8 +2,9 @@
 
 Run: ``python -m tests.perf.driver MODE REPO URL [ARG ...]``; prints one JSON line. Modes:
 
-* ``plan``: what ``osmosis-plan --format text`` does after parsing flags (``Session.make_plan``
-  and the text render), timed from before the first product import;
+* ``plan [REFRESH]``: what ``osmosis-plan --format text --refresh REFRESH`` does after parsing
+  flags (``Session.make_plan`` and the text render), timed from before the first product
+  import;
 * ``naive``: the baseline a script around ``osmosis benchmark runs info`` gives: read the
   configs and the lockfile, then one E5 info request per recorded run (current and history);
 * ``floor``: ``tomllib`` parsing the same configs and lockfile, then the minimum number of
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 
-def _plan(repo: Path, url: str) -> dict:
+def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
     started = time.perf_counter()
     import argparse
     import io
@@ -39,8 +40,9 @@ def _plan(repo: Path, url: str) -> dict:
     imported = time.perf_counter()
     configure_logging(fmt="json", verbosity=0, command="osmosis-plan")
     args: argparse.Namespace = _plan_parser().parse_args(
-        ["--dir", str(repo), "--platform", url, "--workspace", "perf", "--no-color"]
-    )
+        ["--dir", str(repo), "--platform", url, "--workspace", "perf", "--no-color",
+         "--refresh", refresh]
+    )  # fmt: skip
     err = io.StringIO()
     with Session.open(args, _overrides(args), err) as session:
         t0 = time.perf_counter()
@@ -58,6 +60,7 @@ def _plan(repo: Path, url: str) -> dict:
         "items": len(plan.items),
         "drift": len(plan.drift),
         "output_chars": len(text),
+        "output_lines": len(text.splitlines()),
         "summary": text.strip().splitlines()[-1] if text.strip() else "",
     }
 

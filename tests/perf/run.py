@@ -218,6 +218,80 @@ def plan_size(
     }
 
 
+# --------------------------------------------------------------------------- history
+
+
+def history_scenario(work: Path, k: int, total: int, managed: int) -> None:
+    """A converged repository in a long-lived shared workspace: ``managed`` ended runs are
+    this repository's, ``total - managed`` were made elsewhere over a month. The plan reads
+    only runs newer than the lockfile's watermark (``--refresh incremental``, the default)
+    against the full listing (``--refresh full``), at 0 and 50 ms of injected latency."""
+    from datetime import UTC, datetime
+
+    from reconciler.lockfile import read_lockfile, write_lockfile
+    from reconciler.platform.local import LocalPlatform
+    from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX
+
+    data = work / "history" / "platform"
+    platform = LocalPlatform(data, workspaces=(WORKSPACE,))
+    for name in SECRETS:
+        platform.set_secret(WORKSPACE, name, f"perf-{name.lower()}-value")
+    platform.seed_runs(
+        WORKSPACE, total - managed, benchmark_key=OTHER_BENCHMARK, status_mix=TERMINAL_MIX
+    )
+    platform.seed_runs(WORKSPACE, managed, status_mix=TERMINAL_MIX)
+    ours = platform.resolve_benchmark("terminal-bench-2-1")["id"]
+    platform.store.close()
+    label = f"history {total:,} runs, {managed} ours"
+    for latency in (0, 50):
+        with Server(data, latency_ms=latency) as server:
+            if latency == 0:
+                with server.client() as client:
+                    recorded = client.list_runs(benchmark_id=ours)
+                    newest = max(
+                        (r.created_at for r in client.run_page(0).runs if r.created_at),
+                        default=datetime.now(UTC),
+                    )
+                repo = build_plan_repo(
+                    data.parent, server, managed, managed, churn=False, listed=recorded
+                )
+                state = read_lockfile(repo.lockfile, platform=server.url, workspace=WORKSPACE)
+                state = state.model_copy(update={"observed_until": newest})
+            # Each server process listens on its own port: the state names the one in use.
+            write_lockfile(repo.lockfile, state.model_copy(update={"platform": server.url}))
+            runs: dict[str, list[dict]] = {"incremental": [], "full": []}
+            for _ in range(k):  # interleaved, so load from elsewhere hits both alike
+                for mode in runs:
+                    runs[mode].append(driver("plan", repo.root, server.url, mode))
+        inc, full = stat(runs["incremental"], "seconds"), stat(runs["full"], "seconds")
+        req_inc, req_full = runs["incremental"][0]["requests"], runs["full"][0]["requests"]
+        row(
+            label if latency == 0 else "",
+            f"{latency} ms: incremental s",
+            inc,
+            ".2f",
+            f"full {full.median:.2f}",
+            f"{full.median / inc.median:.1f}x faster",
+        )
+        row(
+            "",
+            f"{latency} ms: requests",
+            req_inc,
+            "d",
+            f"full {req_full}",
+            f"{req_full / req_inc:.0f}x fewer",
+            "<= 10",
+            req_inc <= 10,
+        )
+    lines = runs["incremental"][0]["output_lines"]
+    row("", "plan output lines", lines, "d", "", "", "<= 40", lines <= 40)
+    NOTES.append(
+        f"{label}: a converged plan prints {runs['incremental'][0]['summary']!r}; the full "
+        f"listing walks {req_full - (req_inc - 1)} list pages, the incremental one 1 "
+        "(the newest page reaches back past the lockfile's watermark)."
+    )
+
+
 # --------------------------------------------------------------------------- apply
 
 
@@ -394,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work directory to keep (default: temp)")
     parser.add_argument(
         "--only",
-        choices=("plan", "apply", "download", "startup"),
+        choices=("plan", "history", "apply", "download", "startup"),
         action="append",
         help="run only these scenarios (repeatable; default: all)",
     )
@@ -409,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     try:
         growth = []
-        wanted = set(args.only or ("plan", "apply", "download", "startup"))
+        wanted = set(args.only or ("plan", "history", "apply", "download", "startup"))
         if "plan" in wanted:
             for n, m in sizes[:-1]:
                 log(f"plan at N={n}, M={m}")
@@ -417,6 +491,10 @@ def main(argv: list[str] | None = None) -> int:
             n, m = sizes[-1]
             log(f"plan at N={n}, M={m} (headline) and the naive baseline")
             growth.append(plan_size(work, n, m, k, naive=max(1, k - 1), headline=True))
+        if "history" in wanted:
+            total, managed = (2000, 100) if args.quick else (20000, 500)
+            log(f"history: {managed} managed runs in a workspace of {total}")
+            history_scenario(work, k, total, managed)
         if "apply" in wanted:
             log(f"apply of {submits} submits")
             apply_scenario(work, k, submits)

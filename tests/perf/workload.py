@@ -135,12 +135,20 @@ def _outputs(repo: Path, run_dir: str, run_id: str) -> Downloads:
 
 
 def build_plan_repo(
-    root: Path, server: Server, n: int, m: int, *, churn: bool = True, outputs: bool = True
+    root: Path,
+    server: Server,
+    n: int,
+    m: int,
+    *,
+    churn: bool = True,
+    outputs: bool = True,
+    listed: list | None = None,
 ) -> PlanRepo:
     """Write N configs and a lockfile recording M of the server's runs (see module doc).
 
     Without ``churn`` every config is recorded unchanged and nothing is deleted; without
     ``outputs`` no run has its outputs on disk (all terminal runs are then downloads).
+    ``listed``: the runs to record from (default: the whole run list).
     """
     from reconciler.downloads import run_dir_name
 
@@ -149,8 +157,9 @@ def build_plan_repo(
         shutil.rmtree(repo)
     configs = sorted(generate(repo, n))
     desired = load_configs(repo).runs
-    with server.client() as client:
-        listed = client.list_runs()
+    if listed is None:
+        with server.client() as client:
+            listed = client.list_runs()
     tb = next(r.benchmark_id for r in listed if r.benchmark_name and "Terminal" in r.benchmark_name)
     recorded = [r for r in listed if r.benchmark_id == tb][:m]
     assert len(recorded) == m, (len(recorded), m)

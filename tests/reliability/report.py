@@ -42,19 +42,20 @@ def render(rows: list[Figure] | None = None) -> str:
     if not rows:
         return "No reliability figures were recorded.\n"
     width = max(len(r.name) for r in rows)
+    suite_width = max(12, *(len(r.suite) for r in rows))
     suites: list[str] = []
     for r in rows:
         if r.suite not in suites:
             suites.append(r.suite)
     lines = [
-        f"{'suite':<12} {'figure':<{width}} {'value':>10}  must be 0",
-        f"{'-' * 12} {'-' * width} {'-' * 10}  ---------",
+        f"{'suite':<{suite_width}} {'figure':<{width}} {'value':>10}  must be 0",
+        f"{'-' * suite_width} {'-' * width} {'-' * 10}  ---------",
     ]
     for suite in suites:
         for r in (r for r in rows if r.suite == suite):
             value = f"{r.value:,}" if isinstance(r.value, int) else str(r.value)
             check = ("yes  ok" if r.ok else "yes  FAIL") if r.must_be_zero else ""
-            lines.append(f"{suite:<12} {r.name:<{width}} {value:>10}  {check}")
+            lines.append(f"{suite:<{suite_width}} {r.name:<{width}} {value:>10}  {check}")
     bad = [r for r in rows if not r.ok]
     lines.append("")
     lines.append(

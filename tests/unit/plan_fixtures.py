@@ -17,6 +17,7 @@ from reconciler.model import (
     ObservedRun,
     RecordedRun,
     Settings,
+    canonical_digest,
     digest,
     spec_fingerprint,
 )
@@ -140,6 +141,7 @@ def desired(address: str, benchmark: str = "HLE", **kwargs: Any) -> DesiredRun:
     """A DesiredRun whose derived fields agree with its spec."""
     requested_by = kwargs.pop("requested_by", None)
     requested_subject = kwargs.pop("requested_subject", None)
+    arrived_at = kwargs.pop("arrived_at", None)
     extra_secrets = kwargs.pop("extra_secrets", ())
     spec = make_spec(benchmark, **kwargs)
     if extra_secrets:
@@ -166,6 +168,7 @@ def desired(address: str, benchmark: str = "HLE", **kwargs: Any) -> DesiredRun:
         judge_secret=execution.get("judge_api_key_secret"),
         requested_by=requested_by,
         requested_subject=requested_subject,
+        arrived_at=arrived_at,
     )
 
 
@@ -192,6 +195,7 @@ def recorded_run(
     downloads: Downloads | None = None,
     intent: Intent | None = None,
     run_name: str | None = None,
+    creator: str | None = None,
 ) -> RecordedRun:
     """The lockfile entry of ``want`` (or of ``spec`` at ``address``)."""
     body = spec if spec is not None else (want.spec if want else {})
@@ -207,6 +211,7 @@ def recorded_run(
         benchmark_id=None,
         downloads=downloads,
         intent=intent,
+        creator=creator,
     )
 
 
@@ -229,6 +234,7 @@ def observed_run(
     fingerprint: str | None = None,
     created_at: datetime | None = None,
     name: str | None = None,
+    creator: str | None = None,
 ) -> ObservedRun:
     return ObservedRun(
         id=run_id,
@@ -238,7 +244,14 @@ def observed_run(
         benchmark_name="HLE",
         created_at=created_at or NOW - timedelta(hours=2),
         fingerprint=fingerprint,
+        creator=creator,
     )
+
+
+def canonical_of(want: DesiredRun) -> str:
+    """The digest the plan uses for ``want``: its benchmark by resolved id."""
+    info = BENCHMARKS[want.benchmark]
+    return canonical_digest(want.spec, info.id if info else None)
 
 
 def fingerprint_of(want: DesiredRun) -> str:
@@ -256,6 +269,7 @@ def observation(
     platform: str = PLATFORM,
     workspace: str = WORKSPACE,
     catalog: tuple[BenchmarkRef, ...] | None = None,
+    missing: tuple[str, ...] | frozenset[str] = (),
 ) -> Observation:
     return Observation(
         platform=platform,
@@ -263,6 +277,7 @@ def observation(
         catalog=catalog,
         observed_at=NOW,
         runs={r.id: r for r in runs},
+        missing=frozenset(missing),
         benchmarks=BENCHMARKS if benchmarks is None else benchmarks,
         secrets=secrets,
         outputs=outputs or {},

@@ -13,6 +13,7 @@ CORE_MODULES = [
     "reconciler.submit_rules",
     "reconciler.plan",
     "reconciler.render",
+    "reconciler.restrict",
 ]
 EDGE_LIBRARIES = ["httpx", "tomlkit", "structlog", "watchfiles"]
 

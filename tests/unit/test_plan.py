@@ -30,8 +30,10 @@ from reconciler.plan import (
     spec_changes,
 )
 from tests.unit.plan_fixtures import (
+    BENCHMARKS,
     HLE,
     NOW,
+    canonical_of,
     desired,
     downloads,
     fingerprint_of,
@@ -45,6 +47,10 @@ from tests.unit.plan_fixtures import (
 
 A = desired("hle/a")
 A2 = desired("hle/a", models=("openai/gpt-5.2",))
+EARLIER = NOW - timedelta(hours=3)
+"""When the configs of the adoption cases reached the branch (their runs are newer)."""
+A_IN = desired("hle/a", arrived_at=EARLIER)
+A2_IN = desired("hle/a", models=("openai/gpt-5.2",), arrived_at=EARLIER)
 B = desired("hle/b", models=("anthropic/claude-sonnet-4",))
 TB = desired("tb/smoke", "terminal-bench-2-1", harness="terminus-2", task_set=None, judge=None)
 FILES = ("summary.json", "results.jsonl")
@@ -63,6 +69,16 @@ class Case:
     items: list[tuple[Action, str, Reason]] = field(default_factory=list)
     drift: list[tuple[DriftKind, str | None, str | None]] = field(default_factory=list)
     history: tuple = ()
+    missing: tuple[str, ...] | None = None
+    """Run ids a direct read said are gone; None: every recorded run not in ``runs``."""
+
+
+def gone(entries, runs, missing=None) -> tuple[str, ...]:
+    """What observe reports with a full listing: recorded runs not listed, read, 404."""
+    if missing is not None:
+        return tuple(missing)
+    listed = {r.id for r in runs}
+    return tuple(e.run_id for e in entries if e.run_id and e.run_id not in listed)
 
 
 def submit_intent(
@@ -176,19 +192,58 @@ CASES = [
         items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
     ),
     Case(
-        "a recorded file missing on disk is downloaded again",
+        "outputs = disk: a recorded file missing on disk is downloaded again",
         want=[A],
         entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
         runs=[observed_run("r1", "finished")],
         outputs={"hle/a": LocalOutputs(present=frozenset({"summary.json"}))},
+        settings={"outputs": "disk"},
         items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
     ),
     Case(
-        "no outputs entry at all means every recorded file is missing",
+        "outputs = disk: no outputs entry at all means every recorded file is missing",
         want=[A],
         entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
         runs=[observed_run("r1", "finished")],
+        settings={"outputs": "disk"},
         items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "a complete recorded download with no files on disk (fresh clone) is done",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        items=[],
+    ),
+    Case(
+        "a complete recorded download with some files on disk is done",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": LocalOutputs(present=frozenset({"summary.json"}))},
+        items=[],
+    ),
+    Case(
+        "an incomplete recorded download with no files on disk is fetched",
+        want=[A],
+        entries=[
+            recorded_run(A, "r1", status="finished", downloads=downloads(*FILES, complete=False))
+        ],
+        runs=[observed_run("r1", "finished")],
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING)],
+    ),
+    Case(
+        "a changed file on disk is drift even when files need not be on disk",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={
+            "hle/a": LocalOutputs(
+                present=frozenset({"summary.json"}), changed=frozenset({"summary.json"})
+            )
+        },
+        items=[(Action.DOWNLOAD, "hle/a", Reason.RESULTS_CHANGED)],
+        drift=[(DriftKind.FILES_CHANGED, "hle/a", "r1")],
     ),
     Case(
         "downloaded types not covering download_types are downloaded",
@@ -253,17 +308,69 @@ CASES = [
     ),
     # ---- adopt (<=)
     Case(
-        "an unrecorded run matching a new config is adopted",
-        want=[A],
+        "an unrecorded run made after the new config arrived is adopted (lost lockfile)",
+        want=[A_IN],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
         items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
     ),
     Case(
-        "an unrecorded run with another fingerprint is not adopted",
+        "an identical run made before the config arrived is someone else's: submit",
+        want=[desired("hle/a", arrived_at=NOW - timedelta(hours=1))],
+        runs=[observed_run("x1", "finished", fingerprint=fingerprint_of(A))],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "an identical run of an uncommitted config is never adopted",
         want=[A],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "an identical run by a creator the lockfile never had is not adopted",
+        want=[A_IN, B],
+        entries=[recorded_run(B, "r2", creator="sha256:ci-bot")],
+        runs=[
+            observed_run("r2", "running"),
+            observed_run("x1", "running", fingerprint=fingerprint_of(A), creator="sha256:alice"),
+        ],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "an identical run by the lockfile's creator is adopted",
+        want=[A_IN, B],
+        entries=[recorded_run(B, "r2", creator="sha256:ci-bot")],
+        runs=[
+            observed_run("r2", "running"),
+            observed_run("x1", "running", fingerprint=fingerprint_of(A), creator="sha256:ci-bot"),
+        ],
+        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+    ),
+    Case(
+        "a recorded run that is gone adopts its twin created when it was submitted",
+        want=[A],
+        entries=[recorded_run(A, "r-edited", status="running")],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r-edited")],
+    ),
+    Case(
+        "a duplicate made after the config arrived, while it has its run, is drift",
+        want=[A_IN],
+        entries=[recorded_run(A, "r1")],
+        runs=[
+            observed_run("r1", "running"),
+            observed_run(
+                "x1", "running", fingerprint=fingerprint_of(A), created_at=NOW - timedelta(hours=1)
+            ),
+        ],
+        items=[],
+        drift=[(DriftKind.POSSIBLE_DUPLICATE, "hle/a", "x1")],
+    ),
+    Case(
+        "an unrecorded run with another fingerprint is not adopted",
+        want=[A_IN],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(B))],
         items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
-        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
     ),
     Case(
         "a run already in history is never adopted",
@@ -283,7 +390,7 @@ CASES = [
     ),
     Case(
         "a finished run with a changed config adopts an unrecorded run of the new config",
-        want=[A2],
+        want=[A2_IN],
         entries=[recorded_run(A, "r1", status="finished")],
         runs=[
             observed_run("r1", "finished"),
@@ -328,10 +435,9 @@ CASES = [
                 created_at=NOW - timedelta(minutes=30),
             )
         ],
-        # The old run is still a perfect match for the *config*, so new-config adoption does not
-        # apply (the entry is recorded); it stays an unknown run.
+        # The old run is still a perfect match for the *config*, but it cannot be this
+        # intent's run; it stays unmanaged.
         items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
-        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
     ),
     Case(
         "no run for the intent: resubmit",
@@ -345,7 +451,6 @@ CASES = [
         entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
         runs=[observed_run("x1", "pending", fingerprint=None, created_at=NOW)],
         items=[(Action.BLOCKED, "hle/a", Reason.INTENT_PENDING)],
-        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
     ),
     Case(
         "an unknown-fingerprint run of another benchmark does not block",
@@ -355,7 +460,6 @@ CASES = [
             observed_run("x1", "pending", benchmark_id="bench-tb", fingerprint=None, created_at=NOW)
         ],
         items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
-        drift=[(DriftKind.UNKNOWN_RUN, None, "x1")],
     ),
     Case(
         "an intent whose config was deleted and whose run never appeared is forgotten",
@@ -424,9 +528,22 @@ CASES = [
         drift=[(DriftKind.FAILED_OUTSIDE, "hle/a", "r1")],
     ),
     Case(
-        "an unrecorded run is informational drift",
+        "an unrecorded run is unmanaged, not drift",
         runs=[observed_run("x9", "running")],
-        drift=[(DriftKind.UNKNOWN_RUN, None, "x9")],
+    ),
+    Case(
+        "a recorded ended run that was not looked at is taken as recorded",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        outputs={"hle/a": ON_DISK},
+        missing=(),
+        items=[],
+    ),
+    Case(
+        "a run under the recorded id with another name is not stopped",
+        entries=[recorded_run(A, "r1", run_name="bright-otter")],
+        runs=[observed_run("r1", "running", name="calm-yak")],
+        items=[(Action.BLOCKED, "hle/a", Reason.RECORD_MISMATCH)],
     ),
     # ---- unknown statuses are active
     Case(
@@ -457,7 +574,9 @@ def test_plan_rows(case: Case) -> None:
     plan = compute_plan(
         case.want,
         lock(*case.entries, history=case.history),
-        observation(*case.runs, outputs=case.outputs),
+        observation(
+            *case.runs, outputs=case.outputs, missing=gone(case.entries, case.runs, case.missing)
+        ),
         settings(**case.settings),
     )
     assert [(i.action, i.address, i.reason) for i in plan.items] == case.items
@@ -468,6 +587,7 @@ def test_plan_rows(case: Case) -> None:
 def plan_of(want=(), entries=(), runs=(), **kwargs):
     obs_keys = ("secrets", "outputs", "benchmarks", "platform", "workspace", "catalog")
     obs_kwargs = {k: kwargs.pop(k) for k in obs_keys if k in kwargs}
+    obs_kwargs["missing"] = gone(entries, runs, kwargs.pop("missing", None))
     return compute_plan(
         list(want), lock(*entries), observation(*runs, **obs_kwargs), settings(**kwargs)
     )
@@ -486,7 +606,7 @@ def test_submit_carries_spec_digests_cost_and_commit():
     )
     (item,) = plan_of([want]).items
     assert item.spec == want.spec
-    assert item.after_digest == want.spec_digest and item.before_digest is None
+    assert item.after_digest == canonical_of(want) and item.before_digest is None
     assert item.benchmark_id == "bench-hle"
     assert item.task_count == 249  # the parity task set
     assert item.attempts == 249 * 2 * 3
@@ -529,7 +649,7 @@ def test_replace_names_the_old_run_and_the_change():
     plan = plan_of([A2], entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")])
     (item,) = plan.items
     assert item.run_id == "r1" and item.run_name == "name-r1"
-    assert item.before_digest == A.spec_digest and item.after_digest == A2.spec_digest
+    assert item.before_digest == canonical_of(A) and item.after_digest == canonical_of(A2)
     assert item.changes == ('agents[0].model.model: "openai/gpt-5" -> "openai/gpt-5.2"',)
 
 
@@ -580,20 +700,69 @@ def test_move_pairs_deterministically_and_keeps_the_run():
 
 
 def test_unrecorded_adoption_prefers_newest_and_adopts_each_run_once():
-    twin = desired("hle/twin")  # same spec as A
+    arrived = NOW - timedelta(days=3)
+    a = desired("hle/a", arrived_at=arrived)
+    twin = desired("hle/twin", arrived_at=arrived)  # same spec as A
     fp = fingerprint_of(A)
     runs = [
         observed_run("old", "finished", fingerprint=fp, created_at=NOW - timedelta(days=2)),
         observed_run("new", "running", fingerprint=fp, created_at=NOW - timedelta(hours=1)),
     ]
-    plan = plan_of([twin, A], runs=runs)
+    plan = plan_of([twin, a], runs=runs)
     assert [(i.address, i.action, i.run_id) for i in plan.items] == [
         ("hle/a", Action.ADOPT, "new"),
         ("hle/twin", Action.ADOPT, "old"),
     ]
     assert plan.drift == ()
-    third = plan_of([A, twin, desired("hle/zz")], runs=runs)
+    third = plan_of([a, twin, desired("hle/zz", arrived_at=arrived)], runs=runs)
     assert third.items[-1].action is Action.SUBMIT
+
+
+def test_a_run_that_cannot_be_ours_is_named_on_the_submit_with_the_import_command():
+    # Another repository's identical run, made before this config reached the branch.
+    want = desired("hle/a", arrived_at=NOW - timedelta(hours=1))
+    run = observed_run("x1", "finished", fingerprint=fingerprint_of(A))
+    plan = plan_of([want], runs=[run])
+    (item,) = plan.items
+    assert item.action is Action.SUBMIT
+    assert any(
+        "name-x1 (x1)" in w and "not adopted" in w and "osmosis-import name-x1 --to" in w
+        for w in item.warnings
+    )
+    assert plan.drift == ()
+
+
+def test_possible_duplicate_names_both_runs():
+    want = desired("hle/a", arrived_at=NOW - timedelta(hours=3))
+    dup = observed_run(
+        "x1", "running", fingerprint=fingerprint_of(A), created_at=NOW - timedelta(hours=1)
+    )
+    plan = plan_of([want], entries=[recorded_run(A, "r1")], runs=[observed_run("r1"), dup])
+    (drift,) = plan.drift
+    assert drift.kind is DriftKind.POSSIBLE_DUPLICATE
+    assert "name-x1 (x1)" in drift.message and "name-r1 (r1)" in drift.message
+
+
+def test_unmanaged_runs_are_counted_not_planned():
+    obs = observation(observed_run("r1"), observed_run("u1"), observed_run("u2"))
+    obs = obs.model_copy(update={"workspace_runs": 3_000})
+    plan = compute_plan([A], lock(recorded_run(A, "r1")), obs, settings())
+    assert plan.items == () and plan.drift == ()
+    assert plan.unmanaged_count == 2_999
+    ignored = compute_plan([A], lock(recorded_run(A, "r1")), obs, settings(unmanaged="ignore"))
+    assert ignored.unmanaged_count is None
+
+
+def test_watermark_never_passes_an_adoption_left_out_by_a_target():
+    want = desired("hle/a", arrived_at=NOW - timedelta(hours=3))
+    run = observed_run(
+        "x1", "running", fingerprint=fingerprint_of(A), created_at=NOW - timedelta(hours=1)
+    )
+    obs = observation(run).model_copy(update={"newest_created": NOW})
+    kept = compute_plan([want], lock(), obs, settings())
+    assert kept.observed_until == NOW
+    left_out = compute_plan([want], lock(), obs, settings(targets=("other/*",)))
+    assert left_out.observed_until is not None and left_out.observed_until < run.created_at
 
 
 def test_intent_adoption_claims_the_run_before_config_adoption():
@@ -619,7 +788,7 @@ def test_intent_adoption_of_a_changed_config_warns():
         runs=[observed_run("x1", "pending", fingerprint=fingerprint_of(A), created_at=NOW)],
     )
     (item,) = plan.items
-    assert item.action is Action.ADOPT and item.after_digest == A.spec_digest
+    assert item.action is Action.ADOPT and item.after_digest == canonical_of(A)
     assert "changed since the submit" in item.warnings[0]
 
 
@@ -1019,9 +1188,9 @@ def test_drift_fingerprints_are_stable_and_distinct():
     assert [d.fingerprint for d in first.drift] == [d.fingerprint for d in second.drift]
     assert first.drift[0].fingerprint == digest(["run_missing", "hle/a", "r1"])
     assert drift_fingerprint(DriftKind.RUN_MISSING, "hle/a", "r1") != drift_fingerprint(
-        DriftKind.UNKNOWN_RUN, "hle/a", "r1"
+        DriftKind.STOPPED_OUTSIDE, "hle/a", "r1"
     )
-    assert len({d.fingerprint for d in first.drift}) == 2
+    assert len({d.fingerprint for d in first.drift}) == 1
 
 
 def test_plan_is_deterministic_and_sorted():
@@ -1040,7 +1209,44 @@ def test_plan_is_deterministic_and_sorted():
     two = plan_of(list(reversed(wants)), list(reversed(entries)), list(reversed(runs)))
     assert one == two
     assert [i.address for i in one.items] == sorted(i.address for i in one.items)
-    assert [d.run_id for d in one.drift] == ["u0", "u1"]
+    assert one.drift == ()
+
+
+def test_key_name_and_id_of_one_benchmark_are_no_change():
+    # The lockfile recorded the config written with the key; the config now names the
+    # benchmark by its exact name, then by its id: the same request, no paid replace.
+    by_key = desired("hle/a", "hle")
+    entry = recorded_run(by_key, "r1", status="finished", downloads=downloads(*FILES))
+    entry = entry.model_copy(update={"benchmark_id": "bench-hle"})
+    benchmarks = {"hle": HLE, "HLE": HLE, "bench-hle": HLE}
+    for written in ("hle", "HLE", "bench-hle"):
+        plan = plan_of(
+            [desired("hle/a", written)],
+            entries=[entry],
+            runs=[observed_run("r1", "finished")],
+            outputs={"hle/a": ON_DISK},
+            benchmarks=benchmarks,
+        )
+        assert plan.items == (), (written, plan.items)
+    # An old entry without a recorded benchmark id is resolved by what it wrote.
+    old = entry.model_copy(update={"benchmark_id": None})
+    plan = plan_of(
+        [desired("hle/a", "bench-hle")],
+        entries=[old],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        benchmarks=benchmarks,
+    )
+    assert plan.items == ()
+    # Another benchmark is a change.
+    other = plan_of(
+        [desired("hle/a", "terminal-bench-2-1", task_set=None, harness="terminus-2", judge=None)],
+        entries=[entry],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        benchmarks={**benchmarks, "terminal-bench-2-1": BENCHMARKS["terminal-bench-2-1"]},
+    )
+    assert [i.reason for i in other.items] == [Reason.SPEC_CHANGED]
 
 
 def test_plan_carries_state_identity_and_config_digests():

@@ -906,7 +906,7 @@ def test_submit_retries_connect_phase_failures() -> None:
     rec = Recorder(
         httpx.ConnectError("Connection refused"),
         httpx.ConnectTimeout("connect timed out"),
-        ok({"id": "run-9", "name": "calm-yak", "status": "pending"}),
+        ok(SUBMITTED),
     )
     client, delays = make_client(rec)
     assert client.submit_run({"agents": []}).id == "run-9"
@@ -922,11 +922,42 @@ def test_submit_connect_failures_exhausted_is_plain_transport_error() -> None:
     assert len(rec.requests) == 5
 
 
-def test_submit_retries_429_assuming_the_limiter_refused_before_creating() -> None:
-    rec = Recorder(err(429, {}, **{"Retry-After": "2"}), ok({"id": "run-9"}))
+SUBMITTED = {
+    "id": "run-9",
+    "name": "calm-yak",
+    "status": "pending",
+    "workflow_id": "benchmark-run/run-9",
+    "task_count": 1,
+    "created_at": "2026-07-25T00:00:00Z",
+}
+
+
+def test_submit_429_is_not_retried_blindly() -> None:
+    # A limiter may answer 429 after the run was committed: the applier looks for the run
+    # before it submits again, so the client must not retry on its own.
+    rec = Recorder(err(429, {}, **{"Retry-After": "2"}), ok(SUBMITTED))
     client, delays = make_client(rec)
-    assert client.submit_run({"agents": []}).id == "run-9"
-    assert delays == [2.0]
+    with pytest.raises(RateLimitedError) as info:
+        client.submit_run({"agents": []})
+    assert info.value.retry_after == 2.0
+    assert len(rec.requests) == 1 and delays == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**SUBMITTED, "id": 5},
+        {**SUBMITTED, "name": None},
+        {**SUBMITTED, "created_at": "yesterday"},
+        {**SUBMITTED, "task_count": "many"},
+        {"id": "run-9"},
+    ],
+)
+def test_submit_reply_of_the_wrong_shape_is_outcome_unknown(body: dict) -> None:
+    client, _ = make_client(Recorder(ok(body)))
+    with pytest.raises(OutcomeUnknownError) as info:
+        client.submit_run({"agents": []})
+    assert "unusable" in info.value.message
 
 
 @pytest.mark.parametrize(
@@ -1065,7 +1096,7 @@ def test_undecodable_response_is_retried_for_reads_and_unknown_for_submit() -> N
 
 
 def test_submit_retries_pool_timeout_because_nothing_was_sent() -> None:
-    rec = Recorder(httpx.PoolTimeout("no free connection"), ok({"id": "run-3"}))
+    rec = Recorder(httpx.PoolTimeout("no free connection"), ok(SUBMITTED))
     client, _ = make_client(rec)
-    assert client.submit_run({}).id == "run-3"
+    assert client.submit_run({}).id == "run-9"
     assert len(rec.requests) == 2

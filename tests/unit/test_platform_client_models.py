@@ -331,7 +331,15 @@ def test_run_detail_requires_benchmark_run() -> None:
 
 
 def test_submitted_run() -> None:
-    run = SubmittedRun.from_api({"id": "r", "name": "n", "status": "queued", "platform_url": None})
+    run = SubmittedRun.from_api(
+        {
+            "id": "r",
+            "name": "n",
+            "status": "queued",
+            "created_at": "2026-07-25T00:00:00Z",
+            "platform_url": None,
+        }
+    )
     assert (run.id, run.status, run.platform_url) == ("r", "queued", None)
     with pytest.raises(ValueError):
         SubmittedRun.from_api({"name": "n"})

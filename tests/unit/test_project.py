@@ -57,6 +57,9 @@ parallelism = 3
         ('max_attempts = "many"', "max_attempts: must be int", None),
         ("parallelism = 0", "parallelism: must be at least 1", None),
         ("max_stops = true", "max_stops: must be int", None),
+        ('outputs = "s3"', "outputs: must be one of recorded, disk", None),
+        ('lock = "consul"', "lock: must be one of local, git", None),
+        ("lock_ttl = 1", "lock_ttl: must be at least 2", None),
         (
             'download_types = ["summary", "everything"]',
             "unknown output type(s): everything",
@@ -73,6 +76,16 @@ def test_bad_settings_name_the_key(
     assert fragment in info.value.message
     if hint:
         assert hint in (info.value.hint or "")
+
+
+def test_outputs_and_lock_settings(tmp_path: Path) -> None:
+    defaults = resolve_settings(tmp_path, {})
+    assert (defaults.outputs, defaults.lock, defaults.lock_ttl) == ("recorded", None, 120)
+    write_pyproject(
+        tmp_path, '[tool.osmosis-reconciler]\noutputs = "disk"\nlock = "local"\nlock_ttl = 30\n'
+    )
+    settings = resolve_settings(tmp_path, {})
+    assert (settings.outputs, settings.lock, settings.lock_ttl) == ("disk", "local", 30)
 
 
 def test_broken_pyproject_is_a_usage_error(tmp_path: Path) -> None:

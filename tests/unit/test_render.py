@@ -15,11 +15,22 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import StalePlanError
-from reconciler.model import Action, Intent, LocalOutputs, Plan, PlanSummary, digest
+from reconciler.model import (
+    Action,
+    DriftKind,
+    Intent,
+    LocalOutputs,
+    Plan,
+    PlanSummary,
+    Reason,
+    digest,
+)
 from reconciler.plan import compute_plan
 from reconciler.render import (
+    DRIFT_TEXT,
     MARKDOWN_MARKER,
     NO_CHANGES,
+    REASON_TEXT,
     plan_from_dict,
     plan_to_dict,
     render_json,
@@ -93,9 +104,11 @@ def full_plan() -> Plan:
         judge=None,
         extra_secrets=("WANDB_API_KEY",),
     )
-    done = desired("hle/done")
+    done = desired("hle/done", arrived_at=NOW - timedelta(days=1))
     moved = desired("hle/renamed", models=("openai/o3",))
-    adopted = desired("hle/adopted", models=("anthropic/claude-opus-4",))
+    adopted = desired(
+        "hle/adopted", models=("anthropic/claude-opus-4",), arrived_at=NOW - timedelta(days=1)
+    )
     crashed = desired("hle/crashed", models=("google/gemini-2.5-pro",))
     held = desired("hle/held", models=("x/held",))
     deleted_active = recorded_run(
@@ -169,6 +182,13 @@ def full_plan() -> Plan:
             name="keen-hawk",
         ),
         observed_run("run-x3", "running", name="odd-newt"),
+        observed_run(
+            "run-x4",
+            "running",
+            fingerprint=fingerprint_of(done),
+            created_at=NOW - timedelta(hours=1),
+            name="twin-crow",
+        ),
     ]
     outputs = {
         "hle/done": LocalOutputs(
@@ -176,10 +196,11 @@ def full_plan() -> Plan:
             changed=frozenset({"results.jsonl"}),
         )
     }
+    observed = observation(*runs, outputs=outputs, missing=("run-gone",))
     return compute_plan(
         [new, tb_new, codex, blocked, done, moved, adopted, crashed, held],
         lock(*entries),
-        observation(*runs, outputs=outputs),
+        observed.model_copy(update={"workspace_runs": 1_250}),
         settings(skip=("hle/held",)),
     )
 
@@ -222,8 +243,17 @@ def guarded_plan() -> Plan:
 
 
 def drift_only_plan() -> Plan:
+    want = desired("hle/parity")
+    entry = recorded_run(
+        want, "r1", status="running", run_name="lone-wolf", downloads=downloads("summary.json")
+    )
+    observed = observation(
+        observed_run("r1", "failed", name="lone-wolf"),
+        observed_run("stray", "finished", name="stray-cat"),
+        outputs={"hle/parity": LocalOutputs(present=frozenset({"summary.json"}))},
+    )
     return compute_plan(
-        [], lock(), observation(observed_run("stray", "finished", name="lone-wolf")), settings()
+        [want], lock(entry), observed.model_copy(update={"workspace_runs": 2}), settings()
     )
 
 
@@ -416,3 +446,8 @@ def test_no_secret_values_in_renders():
     for text in (render_text(plan), render_markdown(plan), render_json(plan)):
         assert '"provided"' not in text
     assert digest({}) not in render_text(plan)
+
+
+def test_every_reason_and_drift_kind_has_words():
+    assert set(REASON_TEXT) == set(Reason)
+    assert set(DRIFT_TEXT) == set(DriftKind)

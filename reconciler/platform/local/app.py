@@ -480,15 +480,25 @@ class LocalPlatform:
         return limit, offset
 
     @staticmethod
-    def _paged(key: str, items: list[Any], total: int, offset: int, **extra: Any) -> Response:
-        has_more = offset + len(items) < total and bool(items)
+    def _paged(
+        key: str,
+        items: list[Any],
+        total: int,
+        offset: int,
+        *,
+        page_rows: int | None = None,
+        **extra: Any,
+    ) -> Response:
+        # ``page_rows``: rows the page covered when some were left out (a fault).
+        rows = len(items) if page_rows is None else page_rows
+        has_more = offset + rows < total and bool(rows)
         return _json_response(
             200,
             {
                 key: items,
                 "total_count": total,
                 "has_more": has_more,
-                "next_offset": offset + len(items) if has_more else None,
+                "next_offset": offset + rows if has_more else None,
                 **extra,
             },
         )
@@ -810,6 +820,15 @@ class LocalPlatform:
                 platform_url=url,
             )
         issues = rules.check_rules(body, spec)
+        limit = self.faults.workspace_concurrency_limit
+        concurrency = (body.get("execution_config") or {}).get("max_concurrent_attempts")
+        if limit is not None and isinstance(concurrency, int) and concurrency > limit:
+            issues.append(
+                rules.Issue(
+                    "execution_config.max_concurrent_attempts",
+                    f"{concurrency} exceeds this workspace's limit of {limit} concurrent attempts",
+                )
+            )
         tasks = rules.select_tasks(body, spec)
         if issues:
             raise ApiError(
@@ -852,6 +871,17 @@ class LocalPlatform:
         if draw.drop_after_submit:
             self.injector.count("drop_after_submit")
             return Response(0, drop=True)
+        instead = self.injector.after_commit()
+        if instead == "rate_limit":
+            self.injector.count("rate_limit_after_submit")
+            return _json_response(
+                429,
+                {"error": "Too many requests; slow down.", "code": "RATE_LIMITED"},
+                {"Retry-After": str(self.faults.retry_after_s)},
+            )
+        if instead == "wrong_reply":
+            self.injector.count("wrong_submit_reply")
+            return _json_response(200, {"id": 5, "name": None})
         return _json_response(
             200,
             {
@@ -1178,10 +1208,13 @@ class LocalPlatform:
         now = self.clock()
         items = []
         for row in rows:
+            if self.injector.omitted_from_list(row["id"]):
+                self.injector.count("list_omit")
+                continue
             run = self._run(row, specs)
             t_ms = simulation.sim_now_ms(run, now, self.speed)
             items.append(self._summary(ws, row, run, t_ms, self._list_metrics(run, t_ms)))
-        return self._paged("benchmark_runs", items, total, offset)
+        return self._paged("benchmark_runs", items, total, offset, page_rows=len(rows))
 
     def _get_run(self, ws: Workspace, ref: str) -> Response:
         row = self._find_run(ws, ref)

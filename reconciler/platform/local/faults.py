@@ -7,6 +7,7 @@ set, so a given request order always meets the same faults. Presigned downloads
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 from collections import Counter
@@ -31,6 +32,18 @@ class Faults:
     * ``presign_ttl_s``: lifetime of presigned download URLs.
     * ``benchmarks_disabled``: the feature gate: every benchmark and run route answers 403
       "Benchmarks is not available for your account".
+    * ``rate_limit_after_submit_rate``: share of successful submits whose run is committed
+      and which are then answered 429 anyway (a limiter behind the handler).
+    * ``wrong_submit_reply_rate``: share of successful submits whose run is committed and
+      which are answered with a body of the wrong shape (``{"id": 5, "name": null}``).
+    * ``list_omit_rate``: share of runs (chosen by id, so always the same ones) that the run
+      list (E4) leaves out although a direct read (E5) still returns them.
+    * ``workspace_concurrency_limit``: a workspace limit no client can know in advance
+      (the page's "within your workspace limits"): a submit asking for more
+      ``max_concurrent_attempts`` is refused 400 with an issue naming the limit.
+
+    The three submit knobs draw from a generator of their own, only on committed submits, so
+    the other knobs meet the same requests whatever they are set to.
     """
 
     latency_ms: int = 0
@@ -44,6 +57,10 @@ class Faults:
     after_submit_delay_ms: int = 0
     presign_ttl_s: int = 900
     benchmarks_disabled: bool = False
+    rate_limit_after_submit_rate: float = 0.0
+    wrong_submit_reply_rate: float = 0.0
+    list_omit_rate: float = 0.0
+    workspace_concurrency_limit: int | None = None
     seed: int = 0
 
 
@@ -66,6 +83,7 @@ class FaultInjector:
     def __init__(self, faults: Faults) -> None:
         self.faults = faults
         self._rng = random.Random(faults.seed)
+        self._submit_rng = random.Random(faults.seed + 1)
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
 
@@ -85,6 +103,28 @@ class FaultInjector:
             rate_limited=limit < f.rate_limit_rate,
             drop_after_submit=after < f.drop_after_submit_rate,
         )
+
+    def after_commit(self) -> str | None:
+        """What to answer a committed submit with instead of its run: ``rate_limit``,
+        ``wrong_reply`` or None (the run)."""
+        f = self.faults
+        if not (f.rate_limit_after_submit_rate or f.wrong_submit_reply_rate):
+            return None
+        with self._lock:
+            limit, wrong = self._submit_rng.random(), self._submit_rng.random()
+        if limit < f.rate_limit_after_submit_rate:
+            return "rate_limit"
+        if wrong < f.wrong_submit_reply_rate:
+            return "wrong_reply"
+        return None
+
+    def omitted_from_list(self, run_id: str) -> bool:
+        """Whether the run list leaves ``run_id`` out (the same answer every time)."""
+        rate = self.faults.list_omit_rate
+        if rate <= 0:
+            return False
+        digest = hashlib.sha256(f"{self.faults.seed}:{run_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
     def count(self, kind: str) -> None:
         with self._lock:

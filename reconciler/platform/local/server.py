@@ -189,6 +189,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--after-submit-delay-ms", type=int, default=0)
     serve.add_argument("--presign-ttl", type=int, default=900, help="presigned URL lifetime (s)")
     serve.add_argument("--benchmarks-disabled", action="store_true", help="the feature gate")
+    serve.add_argument(
+        "--rate-limit-after-submit-rate", type=float, default=0.0,
+        help="share of submits committed and then answered 429",
+    )  # fmt: skip
+    serve.add_argument(
+        "--wrong-submit-reply-rate", type=float, default=0.0,
+        help="share of submits committed and then answered with a body of the wrong shape",
+    )  # fmt: skip
+    serve.add_argument(
+        "--list-omit-rate", type=float, default=0.0,
+        help="share of runs the run list leaves out (a direct read still returns them)",
+    )  # fmt: skip
     serve.add_argument("--fault-seed", type=int, default=0)
     serve.add_argument("--access-log", help="file for access-log lines (default: stderr)")
 
@@ -307,6 +319,9 @@ def _serve(args: argparse.Namespace) -> int:
         after_submit_delay_ms=args.after_submit_delay_ms,
         presign_ttl_s=args.presign_ttl,
         benchmarks_disabled=args.benchmarks_disabled,
+        rate_limit_after_submit_rate=args.rate_limit_after_submit_rate,
+        wrong_submit_reply_rate=args.wrong_submit_reply_rate,
+        list_omit_rate=args.list_omit_rate,
         seed=args.fault_seed,
     )
     platform = LocalPlatform(

@@ -1,9 +1,5 @@
-"""Keep one GitHub issue in step with the drift a scheduled ``osmosis-plan`` reports.
-
-Usage (from .github/workflows/osmosis-drift.yml)::
-
-    python scripts/ci/drift_issue.py --repo OWNER/NAME --plan-json drift.json \\
-        [--label osmosis-drift] [--run-url URL]
+"""``osmosis-ci drift-issue``: keep one GitHub issue in step with the drift a scheduled
+``osmosis-plan`` reports.
 
 The plan JSON (``osmosis-plan --format json``, or a saved plan from ``--out``) lists
 ``drift: [{kind, address, run_id, message, fingerprint}]``. The issue body keeps the
@@ -17,24 +13,20 @@ items are new:
 * no drift: comment and close the issue.
 
 The decisions are pure functions (``read_drift``, ``known_fingerprints``,
-``drift_issue_action``, ``render_issue_body``); ``main`` wires them to the REST calls.
+``drift_issue_action``, ``render_issue_body``); ``sync_drift_issue`` makes the REST calls.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import os
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-import httpx
-from github_rest import GitHub, GitHubError, make_client
+from ..errors import UsageError
+from .github import GitHubAPI
 
 LABEL = "osmosis-drift"
 LABEL_COLOR = "d93f0b"
@@ -85,7 +77,7 @@ class DriftDecision:
     notify: bool = False
 
 
-class PlanJsonError(Exception):
+class PlanJsonError(UsageError):
     """The plan JSON could not be read."""
 
 
@@ -260,7 +252,11 @@ def find_drift_issue(issues: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
 
 
 def sync_drift_issue(
-    github: GitHub, drift: Sequence[DriftEntry], *, label: str = LABEL, run_url: str | None = None
+    github: GitHubAPI,
+    drift: Sequence[DriftEntry],
+    *,
+    label: str = LABEL,
+    run_url: str | None = None,
 ) -> tuple[DriftDecision, int | None]:
     """Bring the drift issue in line with ``drift``; return the decision and the issue number."""
     issue = find_drift_issue(github.list_open_issues(label))
@@ -290,52 +286,3 @@ def sync_drift_issue(
         github.create_issue_comment(number, note + "\n")
         github.update_issue(number, state="closed", state_reason="completed")
     return decision, number
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Open, update or close the osmosis drift issue.")
-    parser.add_argument("--repo", required=True, help="owner/name (GITHUB_REPOSITORY)")
-    parser.add_argument(
-        "--plan-json",
-        required=True,
-        type=Path,
-        help="osmosis-plan --format json output or a saved plan",
-    )
-    parser.add_argument("--label", default=LABEL)
-    parser.add_argument("--run-url", help="link to this workflow run")
-    return parser
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    transport: httpx.BaseTransport | None = None,
-) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        payload = json.loads(args.plan_json.read_text(encoding="utf-8"))
-        if not isinstance(payload, dict):
-            raise PlanJsonError("the document is not a JSON object")
-        drift = read_drift(payload)
-    except (OSError, ValueError, PlanJsonError) as exc:
-        print(f"::error::cannot read the plan JSON {args.plan_json}: {exc}")
-        return 1
-    try:
-        with make_client(env, transport) as client:
-            decision, number = sync_drift_issue(
-                GitHub(client, args.repo), drift, label=args.label, run_url=args.run_url
-            )
-    except GitHubError as exc:
-        print(f"::error::could not update the drift issue: {exc}")
-        return 1
-    where = f" #{number}" if number is not None else ""
-    print(
-        f"drift issue: {decision.kind}{where}; {len(drift)} drift item(s), "
-        f"{len(decision.new)} new, {len(decision.resolved)} resolved"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(env=os.environ))

@@ -1,37 +1,25 @@
-"""Post the osmosis plan as one sticky pull-request comment, or update the one already there.
-
-Usage (from .github/workflows/osmosis-plan.yml)::
-
-    python scripts/ci/sticky_comment.py --repo OWNER/NAME --pr N --body-file plan.md \\
-        --exit-code 0 [--validation-failed] [--run-url URL]
+"""``osmosis-ci comment``: post the osmosis plan as one sticky pull-request comment, or
+update the one already there.
 
 ``osmosis-plan --format markdown`` starts its output with a hidden marker line
 ``<!-- osmosis-reconciler:plan ... -->``; the comment that starts with that marker is the
 sticky one. The decisions are pure functions (``prepare_comment_body``,
-``decide_comment_action``); ``main`` only wires them to the REST calls. Needs
-``GITHUB_TOKEN`` in the environment.
+``decide_comment_action``); ``sync_comment`` makes the REST calls.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-import httpx
-from github_rest import GitHub, GitHubError, make_client
+from .github import BOT_LOGIN, GitHubAPI
 
 MARKER_PREFIX = "<!-- osmosis-reconciler:plan"
 """Every sticky plan comment starts with this; ``osmosis-plan`` adds the rest of the line."""
 FALLBACK_MARKER = f"{MARKER_PREFIX} -->"
 COMMENT_LIMIT = 65_536
 """GitHub rejects comment bodies longer than this many characters."""
-BOT_LOGIN = "github-actions[bot]"
-"""Author of comments made with the workflow's GITHUB_TOKEN."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +120,7 @@ def prepare_comment_body(
 
 
 def sync_comment(
-    github: GitHub, pr: int, body: str, *, bot_login: str | None = BOT_LOGIN
+    github: GitHubAPI, pr: int, body: str, *, bot_login: str | None = BOT_LOGIN
 ) -> CommentAction:
     """Create or update the sticky comment on pull request ``pr``; return what was done."""
     action = decide_comment_action(
@@ -145,70 +133,3 @@ def sync_comment(
         assert action.comment_id is not None
         github.update_issue_comment(action.comment_id, body)
     return action
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Post or update the sticky osmosis plan comment.")
-    parser.add_argument("--repo", required=True, help="owner/name (GITHUB_REPOSITORY)")
-    parser.add_argument("--pr", required=True, type=int, help="pull request number")
-    parser.add_argument(
-        "--body-file",
-        required=True,
-        type=Path,
-        help="osmosis-plan --format markdown output (may be missing)",
-    )
-    parser.add_argument("--exit-code", type=int, help="osmosis-plan's exit code")
-    parser.add_argument(
-        "--validation-failed",
-        action="store_true",
-        help="osmosis-plan --validate-only failed; say so instead of a plan",
-    )
-    parser.add_argument("--run-url", help="link to this workflow run")
-    parser.add_argument(
-        "--bot-login",
-        default=BOT_LOGIN,
-        help="only a comment by this account is updated ('' for any author)",
-    )
-    return parser
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    transport: httpx.BaseTransport | None = None,
-) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        markdown = args.body_file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        markdown = ""
-    body = prepare_comment_body(
-        markdown,
-        exit_code=args.exit_code,
-        validation_failed=args.validation_failed,
-        run_url=args.run_url,
-    )
-    try:
-        with make_client(env, transport) as client:
-            action = sync_comment(
-                GitHub(client, args.repo), args.pr, body, bot_login=args.bot_login or None
-            )
-    except GitHubError as exc:
-        if exc.status == 403:
-            # Pull requests from forks get a read-only token: the plan is still in the job
-            # summary, so a missing comment must not turn the check red.
-            print(
-                f"::warning::could not write the plan comment ({exc}); the token is "
-                "read-only here (a pull request from a fork?). The plan is in the job summary."
-            )
-            return 0
-        print(f"::error::could not write the plan comment: {exc}")
-        return 1
-    where = f" {action.comment_id}" if action.comment_id is not None else ""
-    print(f"plan comment: {action.kind}{where} on #{args.pr}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(env=os.environ))

@@ -1,0 +1,194 @@
+"""``osmosis-ci announce``: tell the people who asked for a run that it finished.
+
+A run is announced when it has ended and its outputs were downloaded (its scores are in
+the lockfile). Its results table (pass@1 with its confidence interval, cost per task, the
+change against the previous run of the same address; the plan's own renderer) is posted
+on the pull request whose merge requested it, found from the run's recorded
+``requested_by`` commit through GitHub's "pull requests for a commit" route, and set as a
+commit status (context ``osmosis/<address>``) on that commit.
+
+Each run is announced once. ``announced_at`` in the lockfile records it, so a fresh
+checkout never posts again; the comment itself carries the run id in a hidden marker and
+is updated rather than posted twice, so a job that dies between posting and committing
+the lockfile does not post a second comment either. Runs that ended longer ago than
+``max_age`` when first seen (a repository adopting the tool with a long history) are
+marked without posting: nobody wants a comment on a pull request from last year.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ..errors import GitHubError
+from ..lockfile import parse, write_lockfile
+from ..locking import hold_lock
+from ..model import LockState, RecordedRun, ResultRow, is_terminal
+from ..plan import result_rows
+from ..render import render_results_markdown
+from .comment import COMMENT_LIMIT, decide_comment_action
+from .github import BOT_LOGIN, GitHubAPI
+
+MARKER = "<!-- osmosis-reconciler:results"
+MAX_AGE = timedelta(days=14)
+STATUS_STATES = {"finished": "success", "failed": "failure", "stopped": "error"}
+
+
+def marker(run_id: str) -> str:
+    return f"{MARKER} run={run_id} -->"
+
+
+def due(entry: RecordedRun) -> bool:
+    """Whether ``entry`` is an ended, downloaded run nobody was told about yet."""
+    if entry.announced_at is not None or not entry.run_id:
+        return False
+    if not is_terminal(entry.status or ""):
+        return False
+    downloaded = entry.downloads is not None and entry.downloads.complete
+    return entry.results is not None or downloaded
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def status_description(entry: RecordedRun, rows: Sequence[ResultRow]) -> str:
+    """The commit status line (GitHub keeps 140 characters): pass@1, cost, change."""
+    if not rows:
+        return f"run {entry.run_name or entry.run_id} {entry.status}"[:140]
+    parts = []
+    for row in rows[:3]:
+        agent = row.agent
+        text = f"pass@1 {_pct(agent.pass_at_1)}"
+        if agent.ci_low is not None and agent.ci_high is not None:
+            text += f" ({agent.ci_low * 100:.0f}–{agent.ci_high * 100:.0f})"
+        if agent.cost_per_task is not None:
+            text += f" ${agent.cost_per_task:.2f}/task"
+        if row.previous is not None and row.previous.pass_at_1 is not None:
+            if agent.pass_at_1 is not None:
+                text += f" {(agent.pass_at_1 - row.previous.pass_at_1) * 100:+.1f} pts"
+        parts.append(text)
+    return "; ".join(parts)[:140]
+
+
+def results_comment(
+    entry: RecordedRun, rows: Sequence[ResultRow], *, run_url: str | None = None
+) -> str:
+    """The pull-request comment announcing one ended run."""
+    run = entry.run_name or entry.run_id or "?"
+    lines = [
+        marker(entry.run_id or ""),
+        f"### Osmosis results: `{entry.address}` · {run} ({entry.status})",
+        "",
+    ]
+    sha = entry.requested_by
+    intro = f"The run requested by {sha[:7]} ended" if sha else "The run ended"
+    if entry.platform_url:
+        intro += f"; see it on the Osmosis Platform: {entry.platform_url}"
+    lines += [intro + ".", ""]
+    table = render_results_markdown(rows, max_chars=COMMENT_LIMIT - 2000)
+    lines.append(table.rstrip("\n") if table else "_The run recorded no scores._")
+    footer = "<sub>Posted once by `osmosis-ci announce`"
+    if run_url:
+        footer += f" · [workflow run]({run_url})"
+    lines += ["", footer + "</sub>"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class AnnounceReport:
+    """What one ``announce`` did."""
+
+    posted: list[str] = field(default_factory=list)
+    """``address run-id -> #PR`` per comment written."""
+    statuses: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Marked as announced without posting (too old, no requesting commit)."""
+    failed: list[str] = field(default_factory=list)
+
+
+def _pulls(api: GitHubAPI, sha: str) -> list[int]:
+    pulls = api.pulls_for_commit(sha)
+    merged = [p for p in pulls if p.get("merged_at")]
+    return sorted({int(p["number"]) for p in (merged or pulls)})
+
+
+def _post(api: GitHubAPI, number: int, body: str, run_id: str) -> str:
+    action = decide_comment_action(
+        api.list_issue_comments(number), marker(run_id), body, bot_login=BOT_LOGIN
+    )
+    if action.kind == "create":
+        api.create_issue_comment(number, body)
+    elif action.kind == "update":
+        assert action.comment_id is not None
+        api.update_issue_comment(action.comment_id, body)
+    return action.kind
+
+
+def announce_state(
+    api: GitHubAPI,
+    state: LockState,
+    *,
+    now: datetime,
+    run_url: str | None = None,
+    max_age: timedelta = MAX_AGE,
+    context_prefix: str = "osmosis",
+) -> tuple[LockState, AnnounceReport]:
+    """Announce every due run of ``state``; returns the state with ``announced_at`` set on
+    the runs that were announced (or skipped) and what was done."""
+    report = AnnounceReport()
+    rows = result_rows(state)
+    runs = dict(state.runs)
+    for address, entry in sorted(state.runs.items()):
+        if not due(entry):
+            continue
+        assert entry.run_id is not None
+        seen = entry.observed_at or entry.submitted_at
+        if entry.requested_by is None or (seen is not None and now - seen > max_age):
+            why = "no requesting commit" if entry.requested_by is None else "older than max age"
+            report.skipped.append(f"{address} {entry.run_id} ({why})")
+            runs[address] = entry.model_copy(update={"announced_at": now})
+            continue
+        mine = [r for r in rows if r.address == address and r.run_id == entry.run_id]
+        try:
+            body = results_comment(entry, mine, run_url=run_url)
+            for number in _pulls(api, entry.requested_by):
+                kind = _post(api, number, body, entry.run_id)
+                report.posted.append(f"{address} {entry.run_id} -> #{number} ({kind})")
+            api.create_status(
+                entry.requested_by,
+                state=STATUS_STATES.get(entry.status or "", "error"),
+                context=f"{context_prefix}/{address}",
+                description=status_description(entry, mine),
+                target_url=entry.platform_url or run_url,
+            )
+            report.statuses.append(f"{address} {entry.requested_by[:12]}")
+        except GitHubError as exc:
+            report.failed.append(f"{address} {entry.run_id}: {exc.message}")
+            continue
+        runs[address] = entry.model_copy(update={"announced_at": now})
+    if runs == state.runs:
+        return state, report
+    return state.model_copy(update={"runs": runs}), report
+
+
+def announce(
+    api: GitHubAPI,
+    state_path: Path,
+    *,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(microsecond=0),
+    run_url: str | None = None,
+    max_age: timedelta = MAX_AGE,
+) -> AnnounceReport:
+    """Announce the due runs of the lockfile at ``state_path`` and record it there."""
+    if not state_path.is_file():
+        return AnnounceReport()
+    lock_path = state_path.parent / ".osmosis.lock.held"
+    with hold_lock(lock_path, timeout=60.0, command="osmosis-ci announce"):
+        state = parse(state_path.read_text(encoding="utf-8"), str(state_path))
+        updated, report = announce_state(api, state, now=now(), run_url=run_url, max_age=max_age)
+        if updated is not state:
+            write_lockfile(state_path, updated)
+    return report

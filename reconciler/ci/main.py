@@ -1,0 +1,225 @@
+"""``osmosis-ci``: the GitHub side of the GitOps loop, installed with the package.
+
+::
+
+    osmosis-ci comment         --pr N --body-file plan.md [--exit-code N | --validation-failed]
+    osmosis-ci drift-issue     --plan-json drift.json [--label osmosis-drift]
+    osmosis-ci commit-message  --title osmosis-apply --plan plan.json --before-rev HEAD
+                               [--exit-code N] [--sha SHA]
+    osmosis-ci commit-lockfile --message-file MSG --branch main [--results-dir results]
+    osmosis-ci announce        [--max-age-days 14]
+
+Every subcommand reads JSON (the plan JSON of ``osmosis-plan --format json``, the
+lockfile), never another command's human output. GitHub settings come from the workflow's
+environment: ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` (or ``--repo``), ``GITHUB_API_URL``;
+``--run-url`` defaults to the current workflow run. Exit codes: 0 done, 1 error (a message
+and a hint on stderr, as ``::error::`` on GitHub Actions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from .. import __version__
+from ..errors import GitHubError, ReconcilerError, UsageError
+from ..locking import ci_run_url
+from ..log import redact_text
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="osmosis-ci",
+        description="GitHub helpers of the osmosis workflows (sticky plan comment, drift "
+        "issue, lockfile commit, results announcements).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--dir", default=".", help="repository root (default: .)")
+    parser.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
+    parser.add_argument("--run-url", help="link to this workflow run (default: from GITHUB_*)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    comment = sub.add_parser("comment", help="post or update the sticky plan comment")
+    comment.add_argument("--pr", required=True, type=int)
+    comment.add_argument("--body-file", required=True, type=Path)
+    comment.add_argument("--exit-code", type=int)
+    comment.add_argument("--validation-failed", action="store_true")
+
+    drift = sub.add_parser("drift-issue", help="open, update or close the drift issue")
+    drift.add_argument("--plan-json", required=True, type=Path)
+    drift.add_argument("--label", default="osmosis-drift")
+
+    message = sub.add_parser("commit-message", help="print the lockfile commit message")
+    message.add_argument("--title", default="osmosis-apply")
+    message.add_argument("--plan", type=Path, help="the plan JSON (osmosis-plan --format json)")
+    message.add_argument("--state", default="state/osmosis.lock")
+    before = message.add_mutually_exclusive_group()
+    before.add_argument("--before", type=Path, help="the lockfile before the job")
+    before.add_argument("--before-rev", default="HEAD", help="or the commit holding it")
+    message.add_argument("--exit-code", type=int, default=0)
+    message.add_argument("--sha", help="the commit that was applied")
+
+    push = sub.add_parser("commit-lockfile", help="commit the lockfile as the bot and push")
+    push.add_argument("--message-file", required=True, type=Path)
+    push.add_argument("--branch", required=True)
+    push.add_argument("--state", default="state/osmosis.lock")
+    push.add_argument(
+        "--results-dir", help="also copy each ended run's summary/results files here and commit"
+    )
+
+    ann = sub.add_parser("announce", help="post results of ended runs on their pull requests")
+    ann.add_argument("--state", default="state/osmosis.lock")
+    ann.add_argument("--max-age-days", type=float, default=14.0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+        return _dispatch(args, out, err)
+    except ReconcilerError as exc:
+        github = os.environ.get("GITHUB_ACTIONS") == "true"
+        text = redact_text(exc.message)
+        err.write(f"::error::{text}\n" if github else f"Error: {text}\n")
+        if exc.hint:
+            err.write(f"  {redact_text(exc.hint)}\n")
+        return 1
+    except KeyboardInterrupt:
+        err.write("osmosis-ci: interrupted\n")
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    root = Path(args.dir).resolve()
+    run_url = args.run_url or ci_run_url()
+    if args.command == "commit-message":
+        from .commit import commit_message, lockfile_at, read_plan_json, read_state, state_text
+
+        after_text = state_text(root / args.state)
+        before_text = (
+            args.before.read_text(encoding="utf-8")
+            if args.before and args.before.is_file()
+            else (None if args.before else lockfile_at(root, args.before_rev, args.state))
+        )
+        out.write(
+            commit_message(
+                title=args.title,
+                before=read_state(before_text, f"{args.before_rev}:{args.state}"),
+                after=read_state(after_text, args.state),  # type: ignore[arg-type]
+                plan=read_plan_json(args.plan),
+                exit_code=args.exit_code,
+                sha=args.sha,
+                run_url=run_url,
+            )
+        )
+        return 0
+    if args.command == "commit-lockfile":
+        from .commit import commit_lockfile, copy_results, read_state, state_text
+
+        paths = [args.state]
+        if args.results_dir:
+            state = read_state(state_text(root / args.state), args.state)
+            assert state is not None
+            written = copy_results(root, state, args.results_dir)
+            err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
+            paths.append(args.results_dir)
+        message = args.message_file.read_text(encoding="utf-8")
+        pushed = commit_lockfile(root, paths, message, branch=args.branch)
+        if pushed.sha is None:
+            out.write("The lockfile did not change; nothing to commit.\n")
+        else:
+            out.write(f"Pushed {pushed.sha[:12]} to {args.branch}: {pushed.subject}\n")
+        return 0
+
+    from .github import GitHubAPI
+
+    with GitHubAPI.from_env(args.repo) as api:
+        return _github_command(api, args, run_url, root, out, err)
+
+
+def _github_command(
+    api: Any, args: argparse.Namespace, run_url: str | None, root: Path, out: TextIO, err: TextIO
+) -> int:
+    if args.command == "comment":
+        from .comment import prepare_comment_body, sync_comment
+
+        try:
+            markdown = args.body_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            markdown = ""
+        body = prepare_comment_body(
+            markdown,
+            exit_code=args.exit_code,
+            validation_failed=args.validation_failed,
+            run_url=run_url,
+        )
+        try:
+            action = sync_comment(api, args.pr, body)
+        except GitHubError as exc:
+            if exc.status != 403:
+                raise
+            # Pull requests from forks get a read-only token: the plan is still in the job
+            # summary, so a missing comment must not turn the check red.
+            out.write(
+                f"::warning::could not write the plan comment ({exc.message}); the token is "
+                "read-only here (a pull request from a fork?). The plan is in the job summary.\n"
+            )
+            return 0
+        where = f" {action.comment_id}" if action.comment_id is not None else ""
+        out.write(f"plan comment: {action.kind}{where} on #{args.pr}\n")
+        return 0
+    if args.command == "drift-issue":
+        import json
+
+        from .drift import PlanJsonError, read_drift, sync_drift_issue
+
+        try:
+            payload = json.loads(args.plan_json.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{args.plan_json}: cannot read the plan JSON: {exc}") from exc
+        if not isinstance(payload, dict):
+            raise PlanJsonError(f"{args.plan_json}: the plan JSON is not an object")
+        drift = read_drift(payload)
+        decision, number = sync_drift_issue(api, drift, label=args.label, run_url=run_url)
+        where = f" #{number}" if number is not None else ""
+        out.write(
+            f"drift issue: {decision.kind}{where}; {len(drift)} drift item(s), "
+            f"{len(decision.new)} new, {len(decision.resolved)} resolved\n"
+        )
+        return 0
+    if args.command == "announce":
+        from .announce import announce
+
+        report = announce(
+            api,
+            root / args.state,
+            run_url=run_url,
+            max_age=timedelta(days=args.max_age_days),
+        )
+        for line in report.posted:
+            out.write(f"results comment: {line}\n")
+        for line in report.statuses:
+            out.write(f"commit status: {line}\n")
+        for line in report.skipped:
+            out.write(f"marked as announced without posting: {line}\n")
+        for line in report.failed:
+            err.write(f"not announced (retried next time): {line}\n")
+        if not (report.posted or report.statuses or report.skipped or report.failed):
+            out.write("Nothing to announce.\n")
+        return 1 if report.failed else 0
+    raise UsageError(f"unknown command {args.command}")  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,434 @@
+"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW``: flags, run, output.
+
+``cli`` builds the parser (common flags) and the error handling; this module adds the
+command's own arguments and writes to the streams it is given. Each subcommand builds its
+JSON document in one function (``*_json``) so it can move onto a shared output layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from .context import resolve_settings
+from .errors import UsageError
+from .model import HistoryEntry, LockState, RecordedRun, is_active
+from .platform import normalize_platform_url
+from .state_commands import (
+    check_address,
+    config_path,
+    entries,
+    forget_entry,
+    history_of,
+    move_entry,
+    read_state,
+    require_entry,
+    utcnow,
+    write_state,
+)
+
+FORMAT_VERSION = "1.0"
+COMMANDS = ("list", "show", "forget", "mv")
+
+DESCRIPTION = """\
+Inspect and edit the recorded state (the lockfile) without calling the Platform.
+
+  list [ADDR|GLOB]...   the recorded addresses with their runs
+  show ADDR             one entry in full, with its history
+  forget ADDR           stop managing ADDR: its entry moves to the lockfile's history
+                        (reason "forgotten"); the run is never stopped
+  mv OLD NEW            re-key an entry (after renaming its config); refused when NEW exists
+
+forget and mv take the apply lock and add 1 to the lockfile's serial; list and show only
+read. --platform/--workspace, when given, must match the lockfile's own.
+"""
+
+EPILOG = """\
+exit codes:
+  0  done
+  1  error: bad arguments, no such address, lock held, unreadable lockfile
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("command", choices=COMMANDS, metavar="COMMAND", help=", ".join(COMMANDS))
+    parser.add_argument("addresses", nargs="*", metavar="ADDR", help="address(es) for COMMAND")
+    parser.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="forget/mv: wait this long for the apply lock (default 0: do not wait)",
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.format == "markdown":
+        raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
+    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2}[args.command]
+    if wanted is not None and len(args.addresses) != wanted:
+        usage = {"show": "show ADDR", "forget": "forget ADDR", "mv": "mv OLD NEW"}[args.command]
+        raise UsageError(
+            f"osmosis-state {usage}: expected {wanted} address{'es' if wanted > 1 else ''}, "
+            f"got {len(args.addresses)}",
+            "see `osmosis-state --help`",
+        )
+    repo_root = Path(args.dir).resolve()
+    if not repo_root.is_dir():
+        raise UsageError(f"--dir {args.dir}: no such directory", "pass the repository root")
+    settings = resolve_settings(repo_root, {"benchmarks": args.benchmarks, "state": args.state})
+    path, display = repo_root / settings.state, settings.state
+    scope = {"platform": _platform_flag(args.platform), "workspace": _workspace_flag(args)}
+    json_out = args.format == "json"
+
+    if args.command == "list":
+        state = read_state(path, display, **scope)
+        patterns = list(args.addresses)
+        chosen = entries(state, patterns) if state else []
+        if json_out:
+            _dump(out, list_json(state, display, chosen))
+        else:
+            out.write(list_text(state, display, chosen, patterns))
+        return 0
+
+    if args.command == "show":
+        address = check_address(args.addresses[0], "ADDR")
+        state = read_state(path, display, **scope)
+        entry = require_entry(state, address, display)
+        assert state is not None
+        history = history_of(state, address)
+        if json_out:
+            _dump(out, show_json(state, display, entry, history))
+        else:
+            out.write(show_text(entry, history))
+        return 0
+
+    command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
+    if args.command == "forget":
+        address = check_address(args.addresses[0], "ADDR")
+        now = utcnow()
+        before, written, entry = write_state(
+            path,
+            display,
+            timeout=args.lock_timeout,
+            command=command_line,
+            err=err,
+            edit=lambda s: forget_entry(s, address, display, now),
+            **scope,
+        )
+        config = config_path(repo_root, settings, address)
+        warnings = []
+        if config.exists():
+            warnings.append(
+                f"{_rel(config, repo_root)} still exists: the next osmosis-plan treats it as a "
+                "new config and plans a submit; delete or rename it if the run should stay "
+                "unmanaged"
+            )
+        if json_out:
+            _dump(out, forget_json(display, before, written, entry, warnings))
+        else:
+            out.write(forget_text(display, before, written, entry))
+            for warning in warnings:
+                err.write(f"warning: {warning}\n")
+        return 0
+
+    old = check_address(args.addresses[0], "OLD")
+    new = check_address(args.addresses[1], "NEW")
+    now = utcnow()
+    before, written, entry = write_state(
+        path,
+        display,
+        timeout=args.lock_timeout,
+        command=command_line,
+        err=err,
+        edit=lambda s: move_entry(s, old, new, display, now),
+        **scope,
+    )
+    warnings = []
+    if not config_path(repo_root, settings, new).exists():
+        action = (
+            "stops" if settings.on_delete == "stop" and is_active(entry.status or "") else "forgets"
+        )
+        warnings.append(
+            f"{_rel(config_path(repo_root, settings, new), repo_root)} does not exist: the next "
+            f"osmosis-plan {action} the run unless a config with that address is added"
+        )
+    if config_path(repo_root, settings, old).exists():
+        warnings.append(
+            f"{_rel(config_path(repo_root, settings, old), repo_root)} still exists: the next "
+            "osmosis-plan treats it as a new config and plans a submit"
+        )
+    if json_out:
+        _dump(out, mv_json(display, before, written, old, new, entry, warnings))
+    else:
+        out.write(mv_text(display, before, written, old, new, entry))
+        for warning in warnings:
+            err.write(f"warning: {warning}\n")
+    return 0
+
+
+def _platform_flag(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    value = raw.strip()
+    if not value:
+        raise UsageError("--platform requires a URL or `local`.")
+    return "local" if value.lower() == "local" else normalize_platform_url(value)
+
+
+def _workspace_flag(args: argparse.Namespace) -> str | None:
+    if args.workspace is None:
+        return None
+    if not args.workspace.strip():
+        raise UsageError("--workspace requires a non-empty name")
+    return args.workspace.strip()
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _dump(out: TextIO, document: Mapping[str, Any]) -> None:
+    out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+# --------------------------------------------------------------------------- json
+
+
+def _header_json(state: LockState | None, display: str) -> dict[str, Any]:
+    if state is None:
+        return {"path": display, "exists": False}
+    return {
+        "path": display,
+        "exists": True,
+        "lineage": state.lineage,
+        "serial": state.serial,
+        "platform": state.platform,
+        "workspace": state.workspace,
+    }
+
+
+def _entry_json(entry: RecordedRun) -> dict[str, Any]:
+    return entry.model_dump(mode="json", exclude_none=True)
+
+
+def _history_json(entry: HistoryEntry) -> dict[str, Any]:
+    return entry.model_dump(mode="json", exclude_none=True)
+
+
+def list_json(state: LockState | None, display: str, chosen: list[RecordedRun]) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "command": "state list",
+        "lockfile": _header_json(state, display),
+        "runs": [
+            {
+                "address": e.address,
+                "run_id": e.run_id,
+                "run_name": e.run_name,
+                "status": e.status,
+                "spec_digest": e.spec_digest,
+                "submitted_at": _iso(e.submitted_at),
+                "imported_at": _iso(e.imported_at),
+                "intent": e.intent.op if e.intent else None,
+            }
+            for e in chosen
+        ],
+        "history_count": len(state.history) if state else 0,
+    }
+
+
+def show_json(
+    state: LockState, display: str, entry: RecordedRun, history: list[HistoryEntry]
+) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "command": "state show",
+        "lockfile": _header_json(state, display),
+        "run": _entry_json(entry),
+        "history": [_history_json(h) for h in history],
+    }
+
+
+def forget_json(
+    display: str,
+    before: LockState,
+    written: LockState,
+    entry: RecordedRun,
+    warnings: list[str],
+) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "command": "state forget",
+        "lockfile": {"path": display, "serial_before": before.serial, "serial": written.serial},
+        "forgotten": {
+            "address": entry.address,
+            "run_id": entry.run_id,
+            "run_name": entry.run_name,
+            "status": entry.status,
+        },
+        "run_stopped": False,
+        "warnings": warnings,
+    }
+
+
+def mv_json(
+    display: str,
+    before: LockState,
+    written: LockState,
+    old: str,
+    new: str,
+    entry: RecordedRun,
+    warnings: list[str],
+) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "command": "state mv",
+        "lockfile": {"path": display, "serial_before": before.serial, "serial": written.serial},
+        "moved": {"from": old, "to": new, "run_id": entry.run_id, "run_name": entry.run_name},
+        "warnings": warnings,
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _run_text(entry: RecordedRun | HistoryEntry) -> str:
+    if entry.run_name and entry.run_id:
+        return f"{entry.run_name} ({entry.run_id})"
+    return entry.run_id or entry.run_name or "-"
+
+
+def _status_text(entry: RecordedRun) -> str:
+    if entry.intent is not None:
+        return f"{entry.intent.op} pending"
+    return entry.status or "-"
+
+
+def list_text(
+    state: LockState | None, display: str, chosen: list[RecordedRun], patterns: list[str]
+) -> str:
+    if state is None:
+        return f"No runs recorded: {display} does not exist.\n"
+    rows = [("ADDRESS", "RUN", "STATUS", "SOURCE")]
+    for e in chosen:
+        source = f"imported {e.imported_at:%Y-%m-%d}" if e.imported_at else ""
+        rows.append((e.address, _run_text(e), _status_text(e), source))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        "  ".join(
+            [*(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)), row[3]]
+        ).rstrip()
+        for row in rows
+    ]
+    if not chosen:
+        lines = [
+            f"No recorded address matches {' '.join(patterns)}."
+            if patterns
+            else "No runs recorded."
+        ]
+    matched = f"{len(chosen)} of {len(state.runs)}" if patterns else f"{len(state.runs)}"
+    lines.append(
+        f"{matched} address{'es' if len(state.runs) != 1 else ''} recorded in {display} "
+        f"(serial {state.serial}, workspace {state.workspace}, platform {state.platform}); "
+        f"{len(state.history)} history entr{'ies' if len(state.history) != 1 else 'y'}."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, datetime):
+        return _iso(value) or ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _flatten(value: Any, prefix: str) -> list[str]:
+    if isinstance(value, Mapping) and value:
+        lines: list[str] = []
+        for key in sorted(value):
+            lines += _flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
+        return lines
+    if isinstance(value, list) and value and any(isinstance(v, Mapping) for v in value):
+        lines = []
+        for index, item in enumerate(value):
+            lines += _flatten(item, f"{prefix}[{index}]")
+        return lines
+    return [f"{prefix} = {json.dumps(value, ensure_ascii=False, sort_keys=True)}"]
+
+
+def show_text(entry: RecordedRun, history: list[HistoryEntry]) -> str:
+    lines = [entry.address]
+    data = entry.model_dump(exclude_none=True)
+    scalars = [
+        (k, v)
+        for k, v in data.items()
+        if k not in ("address", "spec", "downloads", "intent", "results")
+    ]
+    width = max((len(k) for k, _ in scalars), default=0)
+    for key, value in scalars:
+        lines.append(f"  {key.ljust(width)}  {_value_text(value)}")
+    if entry.intent is not None:
+        intent = entry.intent
+        lines.append(
+            f"  intent: {intent.op} started {_iso(intent.started_at)}"
+            + (f" (run {intent.run_id})" if intent.run_id else "")
+            + " - its outcome is not known yet; the next plan resolves it"
+        )
+    if entry.downloads is not None:
+        d = entry.downloads
+        lines.append(
+            f"  downloads: {', '.join(d.types)}: {d.files} file{'s' if d.files != 1 else ''}, "
+            f"{d.bytes:,} bytes in {d.directory}{'' if d.complete else ' (incomplete)'}"
+        )
+    if entry.results is not None:
+        for agent in entry.results.agents:
+            score = f"{agent.pass_at_1:.1%}" if agent.pass_at_1 is not None else "-"
+            lines.append(
+                f"  result: agent {agent.agent_index + 1} {agent.harness or 'default'} · "
+                f"{agent.model or '-'} · pass@1 {score}"
+            )
+    if entry.spec:
+        lines.append("  spec (the submit body recorded; secret names only):")
+        lines += [f"    {line}" for line in _flatten(entry.spec, "")]
+    if history:
+        lines.append(f"  history ({len(history)}, newest first):")
+        for h in history:
+            when = _iso(h.ended_at) or _iso(h.submitted_at) or "-"
+            lines.append(f"    {when}  {h.reason:<9}  {_run_text(h)}  {h.status or '-'}")
+    return "\n".join(lines) + "\n"
+
+
+def forget_text(display: str, before: LockState, written: LockState, entry: RecordedRun) -> str:
+    status = f", {entry.status}" if entry.status else ""
+    return (
+        f"Forgot {entry.address} (run {_run_text(entry)}{status}): its entry moved to the "
+        f"history of {display} (serial {before.serial} -> {written.serial}).\n"
+        "The run itself was not stopped; this repository no longer manages it.\n"
+    )
+
+
+def mv_text(
+    display: str,
+    before: LockState,
+    written: LockState,
+    old: str,
+    new: str,
+    entry: RecordedRun,
+) -> str:
+    return (
+        f"Moved {old} -> {new} (run {_run_text(entry)}) in {display} "
+        f"(serial {before.serial} -> {written.serial}).\n"
+    )

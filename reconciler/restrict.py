@@ -1,0 +1,87 @@
+"""``osmosis-apply --only KINDS``: keep only the action kinds an apply is allowed to perform.
+
+The collect loop runs ``osmosis-apply --only download,refresh`` on a schedule: it may fetch
+the outputs of ended runs and record what it observed, and it must never pay, replace or
+stop, whatever the plan says. That is enforced here, on the plan value, before anything
+is rendered or applied, so a workflow file that forgets a flag elsewhere cannot widen it.
+
+Pure: no I/O, imports only the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .errors import UsageError
+from .model import Action, Plan, PlanItem, PlanSummary
+
+REFRESH = "refresh"
+"""Not a plan action: record observed statuses in the lockfile even when nothing else is
+to be done (an apply that acts always records the statuses it observed)."""
+KINDS = (*(a.value for a in Action if a is not Action.BLOCKED), REFRESH)
+"""What ``--only`` accepts, in the order the help lists them."""
+PAID_OR_DESTRUCTIVE = frozenset({Action.SUBMIT, Action.REPLACE, Action.STOP})
+"""The guards (``max_stops``, ``max_attempts``) are about these; without them they cannot fire."""
+
+
+def parse_only(value: str, where: str = "--only") -> frozenset[str]:
+    """``download,refresh`` -> the set of kinds; unknown or empty lists are usage errors."""
+    kinds = [part.strip().lower() for part in value.split(",") if part.strip()]
+    if not kinds:
+        raise UsageError(
+            f"{where}: must list at least one kind", f"choose from: {', '.join(KINDS)}"
+        )
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown kind(s): {', '.join(unknown)}", f"choose from: {', '.join(KINDS)}"
+        )
+    return frozenset(kinds)
+
+
+def _allowed(item: PlanItem, kinds: frozenset[str]) -> bool:
+    if item.action is Action.BLOCKED:
+        # A blocked item is a submit or replace that cannot run: it belongs to that kind.
+        intended = item.intended_action or Action.SUBMIT
+        return intended.value in kinds
+    return item.action.value in kinds
+
+
+def restrict_plan(plan: Plan, kinds: Iterable[str]) -> Plan:
+    """``plan`` with only the items whose kind is in ``kinds``; the rest are held back,
+    named in one warning, and stay pending for a later apply."""
+    allowed = frozenset(kinds)
+    kept = tuple(item for item in plan.items if _allowed(item, allowed))
+    held = [item for item in plan.items if not _allowed(item, allowed)]
+    if not held:
+        return plan
+    counts = {action: 0 for action in Action}
+    for item in kept:
+        counts[item.action] += 1
+    summary = PlanSummary(
+        submit=counts[Action.SUBMIT],
+        replace=counts[Action.REPLACE],
+        stop=counts[Action.STOP],
+        download=counts[Action.DOWNLOAD],
+        forget=counts[Action.FORGET],
+        adopt=counts[Action.ADOPT],
+        move=counts[Action.MOVE],
+        blocked=counts[Action.BLOCKED],
+        attempts=sum(i.attempts for i in kept if i.action in (Action.SUBMIT, Action.REPLACE)),
+        drift=plan.summary.drift,
+    )
+    shown = ", ".join(f"{i.action.value} {i.address}" for i in held[:10])
+    more = f", and {len(held) - 10} more" if len(held) > 10 else ""
+    warning = (
+        f"--only {','.join(k for k in KINDS if k in allowed)}: held back "
+        f"{len(held)} action(s) ({shown}{more}); they stay pending for a later apply"
+    )
+    guarded = any(i.action in PAID_OR_DESTRUCTIVE for i in kept)
+    return plan.model_copy(
+        update={
+            "items": kept,
+            "summary": summary,
+            "warnings": (*plan.warnings, warning),
+            "errors": plan.errors if guarded else (),
+        }
+    )

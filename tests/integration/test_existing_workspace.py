@@ -1,0 +1,369 @@
+"""Existing, shared workspaces (issue 14) and the lockfile/list holes of issue 17, end to end
+over loopback HTTP against the local Platform, with real git repositories.
+
+* Runs this repository did not request are unmanaged: one summary line, not drift, not a
+  reason for ``--detailed-exitcode`` to say 2.
+* A run is adopted only when it can only be this repository's; another repository's older
+  identical run is not, and a duplicate made by hand after the config was committed is
+  drift that names both runs.
+* A converged plan reads the newest page of the run list and the recorded runs that can
+  still change: its cost does not grow with the workspace's history.
+* A recorded run is missing only when a direct read says so; a wrong-shaped submit reply or
+  a 429 after the run was committed never leads to a second paid run; a lockfile of another
+  repository or lineage is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reconciler.config.spec import build_spec
+from reconciler.platform.local import Faults
+
+from .helpers import (
+    ManualClock,
+    Osmosis,
+    Platform,
+    RequestLog,
+    commit,
+    git,
+    init_repo,
+    read_lock,
+    smoke_config,
+    start_platform,
+    write_config,
+)
+
+HOUR = 3600.0
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
+    server = start_platform(tmp_path / "platform", clock=clock, access_log=RequestLog())
+    yield server
+    server.close()
+
+
+def body_of(config: str) -> dict:
+    """The submit body a config asks for (what a person submitting it by hand sends)."""
+    return build_spec(tomllib.loads(config))
+
+
+def submit_by_hand(platform: Platform, config: str) -> tuple[str, str]:
+    with contextlib.closing(platform.client()) as client:
+        run = client.submit_run(body_of(config))
+    return run.id, run.name
+
+
+def others(platform: Platform, clock: ManualClock, n: int, *, hours_ago: float = 0) -> None:
+    """``n`` runs made elsewhere (other models), ``hours_ago`` on the Platform's clock."""
+    saved = clock.now
+    clock.now -= hours_ago * HOUR
+    try:
+        with contextlib.closing(platform.client()) as client:
+            for i in range(n):
+                client.submit_run(body_of(smoke_config(f"vendor/elsewhere-{i}")))
+    finally:
+        clock.now = saved
+
+
+def commit_at(repo: Path, message: str, when: str) -> None:
+    """Commit everything with a fixed committer date (when the config reached the branch)."""
+    git(repo, "add", "-A")
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "E2E",
+        "GIT_AUTHOR_EMAIL": "e2e@example.com",
+        "GIT_COMMITTER_NAME": "E2E",
+        "GIT_COMMITTER_EMAIL": "e2e@example.com",
+        "GIT_COMMITTER_DATE": when,
+        "GIT_AUTHOR_DATE": when,
+        "HOME": str(repo.parent),
+    }
+    subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, env=env, check=True)
+
+
+def finish_all(osm: Osmosis, clock: ManualClock) -> None:
+    """Let every run end and download its outputs; commit the lockfile."""
+    clock.advance(48 * HOUR)
+    done = osm.apply("--auto-approve")
+    assert done.code == 0, done
+    commit(osm.repo, "Record the runs")
+
+
+# --------------------------------------------------------------------------- unmanaged
+
+
+def test_runs_made_elsewhere_are_one_line_not_drift(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    others(platform, clock, 7, hours_ago=5)
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    finish_all(osm, clock)
+
+    plan = osm.plan("--detailed-exitcode")
+    assert plan.code == 0, plan
+    assert "No changes." in plan.out
+    assert "7 other runs in workspace e2e are not managed by this repository" in plan.out
+    assert "~" not in plan.out and "Drift" not in plan.out
+    assert len(plan.out.splitlines()) <= 10, plan.out
+
+    listed = osm.plan("--show-unmanaged", "--format", "json")
+    doc = listed.json()
+    assert doc["unmanaged_count"] == 7
+    assert len(doc["unmanaged"]) == 7 and doc["drift"] == []
+    assert {u["benchmark_name"] for u in doc["unmanaged"]} == {"Terminal-Bench 2.1"}
+
+
+def test_unmanaged_setting_ignore_hides_the_line(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    others(platform, clock, 2, hours_ago=5)
+    pyproject = '[tool.osmosis-reconciler]\nunmanaged = "ignore"\n'
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}, pyproject=pyproject)
+    plan = Osmosis(repo, platform).plan()
+    assert "not managed" not in plan.out
+
+
+def test_converged_plan_cost_does_not_grow_with_history(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    counts = []
+    for round_, extra in enumerate((60, 300)):
+        others(platform, clock, extra, hours_ago=10)
+        repo = init_repo(tmp_path / f"repo{round_}", configs={"tb/a": smoke_config(f"m/{round_}")})
+        osm = Osmosis(repo, platform)
+        assert osm.apply("--auto-approve").code == 0
+        finish_all(osm, clock)
+        assert platform.requests is not None
+        platform.requests.reset()
+        plan = osm.plan("--detailed-exitcode")
+        assert plan.code == 0, plan
+        counts.append(len(platform.requests.lines))
+    # One page of the list, one catalog read, one secrets list: the same at 61 and 361 runs.
+    assert counts[0] == counts[1] <= 4, counts
+
+    full = osm.plan("--refresh", "full", "--detailed-exitcode")
+    assert full.code == 0, full
+    assert platform.requests.count("GET /api/cli/benchmark-runs") > 3
+
+
+# --------------------------------------------------------------------------- adoption
+
+
+def test_another_repositorys_older_identical_run_is_not_adopted(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    config = smoke_config()
+    theirs, name = submit_by_hand(platform, config)
+    repo = tmp_path / "repo"
+    init_repo(repo, configs={})
+    write_config(repo, "tb/a", config)
+    # This repository's config reaches its branch well after the other team's run.
+    commit_at(repo, "Add the smoke run", "2099-01-01T00:00:00Z")
+    osm = Osmosis(repo, platform)
+
+    plan = osm.plan()
+    assert "+ tb/a" in plan.out, plan
+    assert f"run {name} ({theirs})" in plan.out and "not adopted" in plan.out
+    assert f"osmosis-import {name} --to benchmarks/tb/a.toml" in plan.out
+
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 0, applied
+    assert platform.submits() == 2
+    assert read_lock(repo)["runs"]["tb/a"]["run_id"] != theirs
+
+
+def test_a_duplicate_made_by_hand_after_the_commit_is_drift_naming_both(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    config = smoke_config()
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": config}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    ours = read_lock(osm.repo)["runs"]["tb/a"]
+    theirs, name = submit_by_hand(platform, config)
+
+    plan = osm.plan("--detailed-exitcode")
+    assert plan.code == 2, plan
+    assert "possible duplicate payment" in plan.out
+    assert f"{name} ({theirs})" in plan.out
+    assert f"{ours['run_name']} ({ours['run_id']})" in plan.out
+    assert platform.submits() == 2
+
+
+def test_a_lost_lockfile_adopts_the_run_instead_of_paying_again(
+    tmp_path: Path, platform: Platform
+) -> None:
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
+    # The apply's lockfile never reached the remote (a CI job killed before its push).
+    shutil.rmtree(osm.repo / "state")
+
+    plan = osm.plan("--format", "json")
+    (item,) = plan.json()["actions"]
+    assert (item["action"], item["run_id"]) == ("adopt", run_id)
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 1
+    assert read_lock(osm.repo)["runs"]["tb/a"]["run_id"] == run_id
+
+
+# --------------------------------------------------------------------------- issue 17
+
+
+def test_a_recorded_run_the_list_omits_is_read_directly_never_resubmitted(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    platform = start_platform(
+        tmp_path / "p", clock=clock, faults=Faults(list_omit_rate=1.0), access_log=RequestLog()
+    )
+    try:
+        osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+        assert osm.apply("--auto-approve").code == 0
+        run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
+        for flags in ((), ("--refresh", "full")):
+            plan = osm.plan("--detailed-exitcode", *flags)
+            assert plan.code == 0, plan
+            assert "no longer exists" not in plan.out
+        assert platform.requests is not None
+        assert platform.requests.count(f"GET /api/cli/benchmark-runs/{run_id}") >= 2
+        assert osm.apply("--auto-approve").code == 0
+        assert platform.submits() == 1
+    finally:
+        platform.close()
+
+
+def test_a_submit_reply_of_the_wrong_shape_keeps_the_intent_and_adopts(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    platform = start_platform(
+        tmp_path / "p", clock=clock, faults=Faults(wrong_submit_reply_rate=1.0)
+    )
+    try:
+        osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+        first = osm.apply("--auto-approve")
+        assert first.code == 1, first
+        assert "unusable" in first.text and "intent is kept" in first.text
+        entry = read_lock(osm.repo)["runs"]["tb/a"]
+        assert "intent" in entry and "run_id" not in entry
+        second = osm.apply("--auto-approve")
+        assert second.code == 0, second
+        assert platform.submits() == 1
+        assert read_lock(osm.repo)["runs"]["tb/a"]["run_id"] != "5"
+    finally:
+        platform.close()
+
+
+def test_a_hand_edited_run_id_adopts_the_real_run(tmp_path: Path, platform: Platform) -> None:
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    lockfile = osm.repo / "state" / "osmosis.lock"
+    real = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
+    lockfile.write_text(lockfile.read_text().replace(real, "bmr_edited_by_hand"))
+
+    plan = osm.plan("--format", "json")
+    doc = plan.json()
+    assert [(a["action"], a["run_id"]) for a in doc["actions"]] == [("adopt", real)]
+    assert [d["kind"] for d in doc["drift"]] == ["run_missing"]
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 1
+
+
+def test_a_429_after_the_run_was_committed_records_that_run(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    faults = Faults(rate_limit_after_submit_rate=1.0, retry_after_s=0)
+    platform = start_platform(tmp_path / "p", clock=clock, faults=faults)
+    try:
+        configs = {f"tb/r{i}": smoke_config(attempts=i + 1) for i in range(3)}
+        osm = Osmosis(init_repo(tmp_path / "repo", configs=configs), platform)
+        applied = osm.apply("--auto-approve")
+        assert applied.code == 0, applied
+        assert platform.submits() == 3
+        lock = read_lock(osm.repo)["runs"]
+        assert len({entry["run_id"] for entry in lock.values()}) == 3
+        assert all("intent" not in entry for entry in lock.values())
+    finally:
+        platform.close()
+
+
+def test_a_lockfile_copied_from_another_repository_is_refused(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    theirs = Osmosis(init_repo(tmp_path / "theirs", configs={"tb/x": smoke_config()}), platform)
+    git(theirs.repo, "remote", "add", "origin", "https://github.com/acme/theirs.git")
+    assert theirs.apply("--auto-approve").code == 0
+    ours = Osmosis(
+        init_repo(tmp_path / "ours", configs={"tb/mine": smoke_config("m/mine")}), platform
+    )
+    git(ours.repo, "remote", "add", "origin", "https://github.com/acme/ours.git")
+    (ours.repo / "state").mkdir()
+    shutil.copy(theirs.repo / "state" / "osmosis.lock", ours.repo / "state" / "osmosis.lock")
+
+    for result in (ours.plan(), ours.apply("--auto-approve")):
+        assert result.code == 1, result
+        assert "belongs to repository github.com/acme/theirs" in result.err
+        assert "github.com/acme/ours" in result.err and "--allow-foreign-state" in result.err
+    assert set(platform.statuses().values()) <= {"pending", "queued", "running"}
+
+    accepted = ours.plan("--allow-foreign-state", "--format", "json")
+    assert accepted.code == 0, accepted
+    assert {a["address"]: a["action"] for a in accepted.json()["actions"]} == {
+        "tb/mine": "submit",
+        "tb/x": "stop",
+    }
+
+
+def test_a_replaced_or_rolled_back_lockfile_is_refused(tmp_path: Path, platform: Platform) -> None:
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    commit(osm.repo, "Record the run")
+    lockfile = osm.repo / "state" / "osmosis.lock"
+    committed = lockfile.read_text()
+
+    lockfile.write_text(committed.replace("serial = 2", "serial = 1"))
+    rolled_back = osm.plan()
+    assert rolled_back.code == 1 and "older than the version committed at HEAD" in rolled_back.err
+
+    lockfile.unlink()
+    deleted = osm.apply("--auto-approve")
+    assert deleted.code == 1, deleted
+    assert "is missing, but the lockfile committed at HEAD" in deleted.err
+    assert platform.submits() == 1
+
+    lockfile.write_text(committed)
+    assert osm.plan("--detailed-exitcode").code == 0
+
+
+def test_swapped_run_ids_are_blocked_not_stopped(tmp_path: Path, platform: Platform) -> None:
+    configs = {"tb/a": smoke_config("m/a"), "tb/b": smoke_config("m/b")}
+    osm = Osmosis(init_repo(tmp_path / "repo", configs=configs), platform)
+    assert osm.apply("--auto-approve").code == 0
+    lock = read_lock(osm.repo)["runs"]
+    a, b = lock["tb/a"]["run_id"], lock["tb/b"]["run_id"]
+    lockfile = osm.repo / "state" / "osmosis.lock"
+    text = lockfile.read_text()
+    lockfile.write_text(text.replace(a, "SWAP").replace(b, a).replace("SWAP", b))
+    (osm.repo / "benchmarks" / "tb" / "a.toml").unlink()
+
+    plan = osm.plan("--format", "json")
+    actions = {x["address"]: (x["action"], x["reason"]) for x in plan.json()["actions"]}
+    assert actions["tb/a"] == ("blocked", "record_mismatch")
+    assert actions["tb/b"] == ("blocked", "record_mismatch")
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 1, applied
+    assert set(platform.statuses().values()) <= {"pending", "queued", "running"}

@@ -1,0 +1,178 @@
+"""Applies from two clones of one git remote (issue 15): the git lock must let exactly one
+of them pay, and a holder SIGKILLed on "another machine" must be taken over once its lock
+expires, with no duplicate run. Shared by ``make reliability`` (20 races) and its smoke
+version in ``make test`` (one race).
+
+Ground truth is the Platform's own rows: one run per config, never two.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reconciler.platform.local import Faults
+
+from .harness import (
+    APPLY_ARGS,
+    CONFIG,
+    SECRET_NAME,
+    Server,
+    _index_of,
+    cli_env,
+    command,
+    finish,
+    killed,
+    lock_holder_details,
+    platform_server,
+    run,
+    spawn,
+)
+
+SUBMITTED = "ok: submitted"
+BEHIND = "behind the one the last apply wrote"
+PYPROJECT = "[tool.osmosis-reconciler]\nlock_ttl = {ttl}\n"
+
+
+@dataclass
+class GitTally:
+    """What the two-clone scenarios saw; ``duplicates``, ``never_submitted``,
+    ``races_without_single_applier``, ``losers_without_holder`` and ``not_taken_over``
+    must stay 0."""
+
+    races: int = 0
+    losers_naming_holder: int = 0
+    losers_behind: int = 0
+    races_without_single_applier: int = 0
+    losers_without_holder: int = 0
+    holders_killed: int = 0
+    taken_over: int = 0
+    not_taken_over: int = 0
+    duplicates: int = 0
+    never_submitted: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.email=rel@example.invalid", "-c", "user.name=reliability", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def two_clones(root: Path, configs: int, *, ttl: int = 3) -> tuple[Path, Path, Path]:
+    """A bare remote holding ``configs`` configs, and two clones of it (``a``, ``b``)."""
+    seed = root / "seed"
+    bench = seed / "benchmarks" / "tb"
+    bench.mkdir(parents=True)
+    for index in range(configs):
+        (bench / f"c{index:02d}.toml").write_text(CONFIG.format(index=index, secret=SECRET_NAME))
+    (seed / "pyproject.toml").write_text(PYPROJECT.format(ttl=ttl))
+    (seed / ".gitignore").write_text(".osmosis/\n")
+    _git(seed, "init", "-q", "-b", "main")
+    _git(seed, "add", "-A")
+    _git(seed, "commit", "-q", "-m", f"{configs} benchmark configs")
+    remote = root / "remote.git"
+    _git(root, "clone", "-q", "--bare", str(seed), str(remote))
+    shutil.rmtree(seed)
+    clones = []
+    for name in ("a", "b"):
+        _git(root, "clone", "-q", str(remote), name)
+        clones.append(root / name)
+    return remote, clones[0], clones[1]
+
+
+def count_runs(server: Server, configs: int, tally: GitTally) -> None:
+    """Duplicates and misses, from the Platform's rows (one run per config index)."""
+    per_config = Counter(_index_of(run["body"]) for run in server.runs())
+    tally.duplicates += sum(n - 1 for n in per_config.values() if n > 1)
+    tally.never_submitted += configs - len(per_config)
+
+
+def race(root: Path, tally: GitTally, *, configs: int) -> None:
+    """Both clones apply at the same moment with no lock timeout: one submits everything,
+    the other is refused naming the holder (or, arriving after the winner released, is
+    refused because its lockfile is behind the one the winner recorded)."""
+    _remote, a, b = two_clones(root, configs)
+    with platform_server(root / "platform", faults=Faults(latency_ms=20)) as server:
+        procs = [spawn("osmosis-apply", repo, server.url, *APPLY_ARGS) for repo in (a, b)]
+        outputs = [finish(proc, timeout=300) for proc in procs]
+        results = [
+            (proc.returncode, out, err) for proc, (out, err) in zip(procs, outputs, strict=True)
+        ]
+        tally.races += 1
+        winners = [r for r in results if SUBMITTED in r[1]]
+        if len(winners) != 1 or winners[0][0] != 0:
+            tally.races_without_single_applier += 1
+            tally.notes.append(
+                "; ".join(f"exit {rc}: {err.strip()[-300:]}" for rc, _o, err in results)
+            )
+        for rc, out, err in results:
+            if SUBMITTED in out:
+                continue
+            if rc == 1 and "apply lock" in err and lock_holder_details(err):
+                tally.losers_naming_holder += 1
+            elif rc == 1 and BEHIND in err:
+                tally.losers_behind += 1
+            else:
+                tally.losers_without_holder += 1
+                tally.notes.append(f"loser exit {rc}: {err.strip()[-400:]}")
+        count_runs(server, configs, tally)
+
+
+def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> None:
+    """Clone ``a`` applies under another host name (its own UTS namespace, so the waiter
+    cannot tell that its pid is dead) and is SIGKILLed after its third submit, holding the
+    git lock. Clone ``b`` waits for the lock: it must take it over once it expires and
+    adopt, not pay again, the runs ``a`` created."""
+    _remote, a, b = two_clones(root, configs, ttl=3)
+    with platform_server(root / "platform") as server:
+        holder = subprocess.Popen(
+            [
+                "unshare",
+                "--uts",
+                "sh",
+                "-c",
+                'hostname osmosis-other-host && exec "$@"',
+                "sh",
+                *command("osmosis-apply", a, server.url, *APPLY_ARGS),
+            ],
+            env=cli_env({"OSMOSIS_CRASH_AT": "submit.after_post:3"}),
+            cwd=a,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _out, err = finish(holder)
+        if not killed(holder):
+            tally.notes.append(f"the holder was not killed: exit {holder.returncode}: {err}")
+            tally.not_taken_over += 1
+            return
+        tally.holders_killed += 1
+        held = _git(b, "ls-remote", "origin", "refs/osmosis/lock")
+        if not held:
+            tally.notes.append("the killed holder left no git lock behind")
+        taker = run(
+            "osmosis-apply", b, server.url, *APPLY_ARGS, "--lock-timeout", "60", timeout=300
+        )
+        if taker.returncode != 0 or not re.search(r"took over the git apply lock", taker.stderr):
+            tally.not_taken_over += 1
+            tally.notes.append(f"taker exit {taker.returncode}: {taker.stderr.strip()[-600:]}")
+        else:
+            tally.taken_over += 1
+        count_runs(server, configs, tally)
+        if _git(b, "ls-remote", "origin", "refs/osmosis/lock"):
+            tally.notes.append("the taker left the git lock behind")
+            tally.not_taken_over += 1
+
+
+__all__ = ["GitTally", "count_runs", "killed_holder_elsewhere", "race", "two_clones"]

@@ -1,0 +1,312 @@
+"""osmosis-ci's lockfile side: commit messages from the plan JSON and the lockfile before and
+after, the lockfile commit and its rebase, the results directory, and announcements (once;
+updated rather than posted twice; old runs marked quietly) against the loopback fake GitHub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from reconciler.ci.announce import announce, announce_state, marker, status_description
+from reconciler.ci.commit import commit_lockfile, commit_message, copy_results, lockfile_changes
+from reconciler.ci.github import GitHubAPI
+from reconciler.errors import GitError
+from reconciler.lockfile import parse, serialize, write_lockfile
+from reconciler.model import Downloads, HistoryEntry, Intent
+from tests.github_fake import FakeGitHub
+from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.unit.test_results import agent, results
+
+NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
+SHA = "c0ffee" + "0" * 34
+
+
+def entry(address: str, run_id: str, status: str = "running", **update: object):  # type: ignore[no-untyped-def]
+    base = recorded_run(desired(address), run_id, status=status, run_name=f"name-{run_id}")
+    return base.model_copy(update={"requested_by": SHA, "observed_at": NOW, **update})
+
+
+def done(files: dict[str, str] | None = None) -> Downloads:
+    files = files or {"summary.csv": "ab" * 32}
+    return Downloads(
+        types=("summary", "results"),
+        files=len(files),
+        bytes=10,
+        sha256=files,
+        directory=".osmosis/benchmarks/run",
+    )
+
+
+# --------------------------------------------------------------------------- commit message
+
+
+def test_the_message_says_what_the_lockfile_shows_happened() -> None:
+    before = lock(entry("tb/a", "r1"), entry("tb/b", "r2"), entry("tb/gone", "r3", "finished"))
+    after = lock(
+        entry("tb/a", "r1", "finished", downloads=done(), results=results(agent(0, 0.5))),
+        entry("tb/b", "r9"),
+        entry("tb/new", "r10"),
+        entry("tb/lost", "x").model_copy(
+            update={
+                "run_id": None,
+                "run_name": None,
+                "intent": Intent(op="submit", started_at=NOW, body_digest="sha256:x"),
+            }
+        ),
+        history=(
+            HistoryEntry(
+                address="tb/gone",
+                run_id="r3",
+                run_name="name-r3",
+                spec_digest="sha256:0",
+                status="finished",
+                reason="forgotten",
+            ),
+        ),
+    )
+    plan = {
+        "actions": [
+            {"action": "download", "address": "tb/a"},
+            {"action": "replace", "address": "tb/b"},
+            {"action": "submit", "address": "tb/new"},
+            {"action": "submit", "address": "tb/lost"},
+            {"action": "forget", "address": "tb/gone"},
+            {"action": "submit", "address": "tb/failed"},
+            {"action": "blocked", "address": "tb/blocked", "details": ["secret X missing"]},
+        ],
+        "summary": {
+            "submit": 3,
+            "replace": 1,
+            "stop": 0,
+            "download": 1,
+            "forget": 1,
+            "attempts": 4,
+        },
+    }
+    message = commit_message(
+        title="osmosis-apply",
+        before=before,
+        after=after,
+        plan=plan,
+        exit_code=3,
+        sha="abc",
+        run_url="https://gh/run/1",
+    )
+    subject, _, body = message.partition("\n\n")
+    assert subject == (
+        "osmosis-apply: 1 submitted, 1 replaced, 1 forgotten, 1 downloaded, "
+        "1 status update(s), 1 in flight (partial) [skip ci]"
+    )
+    assert "↓ tb/a: downloaded 1 file(s) of name-r1 (r1) and its scores" in body
+    assert "~ tb/a: name-r1 (r1): running -> finished" in body
+    assert "-/+ tb/b: replaced name-r9 (r9)" in body
+    assert "+ tb/new: submitted name-r10 (r10)" in body
+    assert "? tb/lost: a submit is in flight" in body
+    assert ". tb/gone: forgotten name-r3 (r3)" in body
+    assert "! tb/failed: submit not applied (see the job)" in body
+    assert "! tb/blocked: blocked: secret X missing" in body
+    assert (
+        "Plan: 3 to submit, 1 to replace, 0 to stop, 1 to download, 1 to forget; 4 attempts."
+        in body
+    )
+    assert body.rstrip().endswith("Workflow run: https://gh/run/1")
+
+
+def test_nothing_planned_and_nothing_changed() -> None:
+    state = lock(entry("tb/a", "r1"))
+    assert lockfile_changes(state, state, {}) == []
+    first = lockfile_changes(None, state, {"actions": [{"action": "adopt", "address": "tb/a"}]})
+    assert [c.line() for c in first] == ["<= tb/a: adopted name-r1 (r1)"]
+
+
+# --------------------------------------------------------------------------- commit + push
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    a, b = tmp_path / "a", tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(a)], check=True, capture_output=True)
+    _git(a, "checkout", "-q", "-b", "main")
+    (a / "README.md").write_text("x\n")
+    _git(a, "add", "-A")
+    _git(a, "commit", "-q", "-m", "init")
+    _git(a, "push", "-q", "origin", "main")
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True, capture_output=True)
+    return remote, a, b
+
+
+def test_commit_lockfile_replays_on_a_moved_branch_as_the_bot(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    remote, a, b = clones
+    (b / "notes.md").write_text("meanwhile\n")
+    _git(b, "add", "-A")
+    _git(b, "commit", "-q", "-m", "meanwhile")
+    _git(b, "push", "-q", "origin", "main")
+    write_lockfile(a / "state" / "osmosis.lock", lock(entry("tb/a", "r1")))
+    naps: list[float] = []
+    pushed = commit_lockfile(
+        a,
+        ["state/osmosis.lock", "results"],
+        "osmosis-apply: x [skip ci]\n",
+        branch="main",
+        sleep=naps.append,
+    )
+    assert pushed.sha is not None and pushed.attempts == 2 and naps == [2.0]
+    log = _git(remote, "log", "--format=%s|%ae", "main")
+    assert log.splitlines() == [
+        "osmosis-apply: x [skip ci]|41898282+github-actions[bot]@users.noreply.github.com",
+        "meanwhile|t@example.com",
+        "init|t@example.com",
+    ]
+    again = commit_lockfile(a, ["state/osmosis.lock"], "unused\n", branch="main")
+    assert again.sha is None
+
+
+def test_commit_lockfile_conflict_is_a_git_error(clones: tuple[Path, Path, Path]) -> None:
+    _remote, a, b = clones
+    for repo, serial in ((b, 1), (a, 2)):
+        (repo / "state").mkdir(exist_ok=True)
+        (repo / "state" / "osmosis.lock").write_text(f"serial = {serial}\n")
+    _git(b, "add", "-A")
+    _git(b, "commit", "-q", "-m", "hand edit")
+    _git(b, "push", "-q", "origin", "main")
+    with pytest.raises(GitError, match="conflicts with origin/main"):
+        commit_lockfile(a, ["state/osmosis.lock"], "m\n", branch="main", sleep=lambda s: None)
+    assert _git(a, "status", "--porcelain").count("rebase") == 0
+
+
+def test_results_directory_gets_digest_checked_summary_and_results(tmp_path: Path) -> None:
+    run_dir = tmp_path / ".osmosis" / "benchmarks" / "run"
+    (run_dir / "artifacts" / "x" / "y").mkdir(parents=True)
+    files = {"summary.csv": b"a,b\n1,2\n", "results.csv": b"task,pass\nt,1\n", "logs.txt": b"l"}
+    for name, data in files.items():
+        (run_dir / name).write_bytes(data)
+    (run_dir / "artifacts" / "x" / "y" / "z.json").write_bytes(b"{}")
+    sha = {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+    sha["artifacts/x/y/z.json"] = hashlib.sha256(b"{}").hexdigest()
+    sha["results.csv"] = "0" * 64  # changed on disk since: never committed
+    state = lock(entry("tb/a", "r1", "finished", downloads=done(sha)))
+    assert copy_results(tmp_path, state, "results") == ["results/tb/a/summary.csv"]
+    assert (tmp_path / "results" / "tb" / "a" / "summary.csv").read_bytes() == files["summary.csv"]
+    assert copy_results(tmp_path, state, "results") == []  # unchanged: nothing rewritten
+    with pytest.raises(Exception, match="inside the repository"):
+        copy_results(tmp_path, state, "../elsewhere")
+
+
+# --------------------------------------------------------------------------- announce
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(repo="o/r").start()
+    yield fake
+    fake.close()
+
+
+def finished(address: str = "tb/a", run_id: str = "r1", **update: object):  # type: ignore[no-untyped-def]
+    fields: dict[str, object] = {
+        "downloads": done(),
+        "results": results(agent(0, 0.75, cost_per_task=0.12)),
+        "platform_url": f"https://platform.osmosis.ai/runs/{run_id}",
+        **update,
+    }
+    return entry(address, run_id, "finished", **fields)
+
+
+def test_a_finished_run_is_announced_once_on_its_pull_request_and_commit(
+    github: FakeGitHub,
+) -> None:
+    github.add_pull(7, SHA, merge_commit_sha="d" * 40)
+    github.add_pull(8, SHA, merged=False)  # also holds the commit, not merged: not told
+    state = lock(finished(), entry("tb/running", "r2"))
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        updated, report = announce_state(api, state, now=NOW, run_url="https://gh/run/9")
+        assert report.failed == [] and len(report.posted) == 1
+        assert updated.runs["tb/a"].announced_at == NOW
+        assert updated.runs["tb/running"].announced_at is None
+        (body,) = github.bodies(7)
+        assert body.startswith(marker("r1"))
+        assert "| `tb/a` |" in body and "75.0% (70.0–80.0)" in body and "$0.12" in body
+        assert github.bodies(8) == []
+        (status,) = github.statuses[SHA]
+        assert status["state"] == "success" and status["context"] == "osmosis/tb/a"
+        assert status["target_url"] == "https://platform.osmosis.ai/runs/r1"
+        assert status["description"].startswith("pass@1 75.0% (70–80) $0.12/task")
+        # Announced: nothing more, ever (the lockfile says so).
+        writes = list(github.writes())
+        again, report = announce_state(api, updated, now=NOW)
+        assert again is updated and github.writes() == writes
+
+
+def test_a_job_that_died_before_committing_updates_its_comment_instead_of_posting_twice(
+    github: FakeGitHub,
+) -> None:
+    github.add_pull(7, SHA)
+    state = lock(finished())
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        announce_state(api, state, now=NOW)  # the lockfile with announced_at is lost
+        announce_state(api, state, now=NOW)
+    assert len(github.bodies(7)) == 1
+
+
+def test_old_runs_and_runs_without_a_commit_are_marked_without_posting(
+    github: FakeGitHub,
+) -> None:
+    old = finished("tb/old", "r5", observed_at=NOW - timedelta(days=40))
+    orphan = finished("tb/orphan", "r6", requested_by=None)
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        updated, report = announce_state(api, lock(old, orphan), now=NOW)
+    assert sorted(report.skipped) == [
+        "tb/old r5 (older than max age)",
+        "tb/orphan r6 (no requesting commit)",
+    ]
+    assert all(e.announced_at == NOW for e in updated.runs.values())
+    assert github.writes() == [] and github.requests == []
+
+
+def test_a_github_failure_leaves_the_run_for_the_next_time(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    github.add_pull(7, SHA)
+    github.fail[("POST", r"/repos/o/r/statuses/.*")] = 403
+    path = tmp_path / "state" / "osmosis.lock"
+    write_lockfile(path, lock(finished()))
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        report = announce(api, path, now=lambda: NOW)
+    assert len(report.failed) == 1 and "HTTP 403" in report.failed[0]
+    assert parse(path.read_text(), "x").runs["tb/a"].announced_at is None
+    github.fail.clear()
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        report = announce(api, path, now=lambda: NOW)
+    assert report.failed == [] and len(github.bodies(7)) == 1  # updated, not posted again
+    announced = parse(path.read_text(), "x").runs["tb/a"]
+    assert announced.announced_at == NOW
+    assert "announced_at = 2026-09-01T12:00:00Z" in serialize(lock(announced))
+
+
+def test_status_description_fits_githubs_140_characters() -> None:
+    many = results(*(agent(i, 0.5, model="m" * 60) for i in range(5)))
+    assert status_description(finished(results=many), []) == "run name-r1 finished"
+    from reconciler.plan import result_rows
+
+    rows = result_rows(lock(finished(results=many)))
+    assert len(status_description(finished(results=many), rows)) <= 140
