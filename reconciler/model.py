@@ -71,14 +71,37 @@ def recorded_benchmark(spec: Mapping[str, Any]) -> str | None:
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
     """What a refusal of a submit may have depended on besides the body: the catalog entry
-    of its benchmark and which of the secret records it needs exist (names only)."""
-    info = None
-    if benchmark is not None:
-        info = {
-            key: sorted(value) if isinstance(value, frozenset | set) else value
-            for key, value in benchmark.model_dump().items()
-        }
-    return digest({"benchmark": info, "secrets": None if secrets is None else sorted(secrets)})
+    of its benchmark and which of the secret records it needs exist (names only).
+
+    ``digest({"benchmark": info, "secrets": [...]})``, with the canonical JSON of ``info``
+    built once per catalog entry: a plan computes this for every paid item, and an entry
+    lists every task (HLE: 2,500).
+    """
+    info = "null" if benchmark is None else _benchmark_json(benchmark)
+    names = canonical_json(None if secrets is None else sorted(secrets))
+    # canonical_json of the two-key dict, spelled out ("benchmark" sorts before "secrets").
+    text = '{"benchmark":' + info + ',"secrets":' + names + "}"
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_BENCHMARK_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _benchmark_json(benchmark: BenchmarkInfo) -> str:
+    """Canonical JSON of a (frozen) catalog entry, memoised per object (the memo holds the
+    object, so its ``id`` is not reused while cached)."""
+    cached = _BENCHMARK_JSON.get(id(benchmark))
+    if cached is not None and cached[0] is benchmark:
+        return cached[1]
+    info = {
+        key: sorted(value) if isinstance(value, frozenset | set) else value
+        for key, value in benchmark.model_dump().items()
+    }
+    text = canonical_json(info)
+    if len(_BENCHMARK_JSON) >= 64:
+        _BENCHMARK_JSON.clear()
+    _BENCHMARK_JSON[id(benchmark)] = (benchmark, text)
+    return text
 
 
 def canonical_json(value: Any) -> str:
@@ -185,6 +208,8 @@ class AgentResult(Frozen):
     """None = the benchmark's official scaffold."""
     model: str | None = None
     """``model_display_name``, else ``model``, else ``model_ref``."""
+    model_id: str | None = None
+    """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
     rank: int | None = None
     pass_at_1: float | None = None
     """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
@@ -341,6 +366,29 @@ class ObservedRun(Frozen):
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
 
 
+class LeaderboardScore(Frozen):
+    """One published score of a benchmark (E2 ``leaderboard[]``): who, on what, how well."""
+
+    model: str | None = None
+    harness: str | None = None
+    """None = the benchmark's official scaffold."""
+    task_set: str | None = None
+    """``parity``, ``full``, ...: the selection the score was measured on."""
+    rank: int | None = None
+    pass_at_1: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+
+
+class BenchmarkRef(Frozen):
+    """A catalog entry as E1 lists it, reduced to what names it (for did-you-mean hints)."""
+
+    id: str
+    name: str
+    key: str
+
+
 class BenchmarkInfo(Frozen):
     """What preflight needs to know about one catalog benchmark (E2)."""
 
@@ -362,6 +410,20 @@ class BenchmarkInfo(Frozen):
     requires_judge_api_key: bool = False
     judge_model_default: str | None = None
     required_secret_names: tuple[str, ...] = ()
+    source_type: str | None = None
+    """``osmosis_managed``, ``harbor_registry``, ...: some rules depend on it (``[verifier]``)."""
+    source_url: str | None = None
+    """The upstream project or adapter repository."""
+    pass_threshold: float | None = None
+    """Score at which a task counts as passed."""
+    tasks: tuple[tuple[str, str | None], ...] = ()
+    """(name, category) of every task in catalog order, when the catalog listed them."""
+    recommended_task_sets: tuple[str, ...] = ()
+    """Task sets the catalog marks ``recommended`` (comparable with published scores)."""
+    unavailable_tasks: tuple[str, ...] = ()
+    """Tasks the benchmark lists as unavailable (E2 ``unavailable_tasks.tasks``)."""
+    unavailable_reason: str | None = None
+    leaderboard: tuple[LeaderboardScore, ...] = ()
 
 
 class LocalOutputs(Frozen):
@@ -405,6 +467,9 @@ class Observation(Frozen):
     """Address -> local files of its recorded run."""
     head: str | None = None
     """git HEAD sha, when in a repository."""
+    catalog: tuple[BenchmarkRef, ...] | None = None
+    """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
+    None when not listed."""
 
 
 # --------------------------------------------------------------------------- settings
@@ -512,8 +577,37 @@ class Reason(str, Enum):
     HARNESS_UNSUPPORTED = "harness_unsupported"
     TASKS_NOT_FOUND = "tasks_not_found"
     STOP_PENDING = "stop_pending"
+    EXECUTION_INVALID = "execution_invalid"
+    VERIFIER_REJECTED = "verifier_rejected"
+    TASKS_EMPTY = "tasks_empty"
     RECORD_MISMATCH = "record_mismatch"
     PLATFORM_REFUSED = "platform_refused"
+
+
+class Fix(Frozen):
+    """One step that makes a blocked item pass on the next plan, exactly as shown.
+
+    Either a shell ``command`` (run from the repository root) or an edit of a config file:
+    set ``key`` to ``value`` (or ``remove`` it). ``text`` is how a person reads it.
+    """
+
+    command: str | None = None
+    file: str | None = None
+    """For an edit: the config file, relative to the repository root."""
+    key: str | None = None
+    """For an edit: the TOML key, dotted, with ``[n]`` for an array-of-tables item
+    (``execution.max_concurrent_attempts``, ``agents[0].harness``)."""
+    value: Any = None
+    """For an edit: the new value (a string, integer or list of strings)."""
+    remove: bool = False
+
+    @property
+    def text(self) -> str:
+        if self.command is not None:
+            return f"`{self.command}`"
+        if self.remove:
+            return f"remove `{self.key}` from {self.file}"
+        return f"set `{self.key} = {json.dumps(self.value, ensure_ascii=False)}` in {self.file}"
 
 
 class PlanItem(Frozen):
@@ -547,6 +641,12 @@ class PlanItem(Frozen):
     """For ``blocked``: what the plan would have done had preflight passed (submit/replace)."""
     intended_reason: Reason | None = None
     """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
+    source_url: str | None = None
+    """For submit/replace: the benchmark's upstream source (E2 ``source_url``)."""
+    pass_threshold: float | None = None
+    """For submit/replace: the benchmark's pass threshold."""
+    fixes: tuple[Fix, ...] = ()
+    """For ``blocked``: the steps that make it pass (each also quoted in ``details``)."""
     context: str | None = None
     """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
     cost_usd_low: float | None = None
@@ -605,6 +705,11 @@ class ResultRow(Frozen):
     previous: AgentResult | None = None
     previous_run_id: str | None = None
     previous_run_name: str | None = None
+    leaderboard: LeaderboardScore | None = None
+    """The benchmark's published score for the same model and harness, when it has one."""
+    unavailable_tasks: int = 0
+    """How many tasks the benchmark lists as unavailable (not run, not scored)."""
+    unavailable_reason: str | None = None
 
 
 class Plan(Frozen):

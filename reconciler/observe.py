@@ -33,6 +33,7 @@ from typing import Any
 from .downloads import scan_outputs
 from .errors import NotFoundError, PlatformError
 from .model import (
+    BenchmarkRef,
     DesiredRun,
     LocalOutputs,
     LockState,
@@ -234,6 +235,7 @@ def observe(
 
     benchmarks = _benchmarks(client, desired)
     secrets = _secrets(client, desired, benchmarks)
+    catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
     runs = _fingerprint_candidates(
         client, runs, desired, state, benchmarks, missing, seen_before=since
     )
@@ -267,7 +269,20 @@ def observe(
         outputs=dict(outputs),
         head=head,
         notes=tuple(notes),
+        catalog=catalog,
     )
+
+
+def list_catalog(client: PlatformClient) -> tuple[BenchmarkRef, ...] | None:
+    """The workspace's benchmarks (one E1 walk), for did-you-mean hints; None if unlisted.
+
+    Only called when a config's benchmark did not resolve, so a plan whose benchmarks all
+    resolve costs no extra request.
+    """
+    try:
+        return tuple(b.to_ref() for b in client.list_benchmarks())
+    except PlatformError:
+        return None
 
 
 def _recorded_since(state: LockState, run_id: str) -> datetime | None:

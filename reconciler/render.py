@@ -33,6 +33,8 @@ from reconciler.model import (
     AgentResult,
     DriftItem,
     DriftKind,
+    Fix,
+    LeaderboardScore,
     ObservedRun,
     Plan,
     PlanItem,
@@ -80,6 +82,9 @@ REASON_TEXT = {
     Reason.HARNESS_UNSUPPORTED: "harness not supported",
     Reason.TASKS_NOT_FOUND: "tasks not found",
     Reason.STOP_PENDING: "an interrupted stop is pending",
+    Reason.EXECUTION_INVALID: "[execution] value out of range",
+    Reason.VERIFIER_REJECTED: "[verifier] not accepted",
+    Reason.TASKS_EMPTY: "task selection is empty",
     Reason.RECORD_MISMATCH: "the lockfile's record does not match the run",
     Reason.PLATFORM_REFUSED: "the Platform refused this config",
 }
@@ -183,6 +188,9 @@ def _item_body(item: PlanItem) -> list[str]:
         lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")
         if item.cost_basis:
             lines.append(f"  (estimate: {item.cost_basis})")
+    benchmark = _benchmark_line(item)
+    if benchmark:
+        lines.append(benchmark)
     if item.download_types:
         lines.append(f"types: {', '.join(item.download_types)}")
     if item.requested_by:
@@ -194,6 +202,16 @@ def _item_body(item: PlanItem) -> list[str]:
     lines.extend(f"* {_e(detail)}" for detail in item.details)
     lines.extend(f"warning: {_e(warning)}" for warning in item.warnings)
     return lines
+
+
+def _benchmark_line(item: PlanItem) -> str | None:
+    """``benchmark: source https://... · pass threshold 0.5`` (the catalog's seed data)."""
+    parts = []
+    if item.source_url:
+        parts.append(f"source {item.source_url}")
+    if item.pass_threshold is not None:
+        parts.append(f"pass threshold {item.pass_threshold:g}")
+    return "benchmark: " + " · ".join(parts) if parts else None
 
 
 def _header(plan: Plan) -> str:
@@ -313,6 +331,38 @@ def _versus_previous(row: ResultRow) -> str:
     return f"{delta} pts (prev {_pct(before.pass_at_1)})"
 
 
+def _versus_leaderboard(row: ResultRow) -> str:
+    """``-3.1 pts vs leaderboard 49.4% (#1, parity)``: against the published score of the
+    same model and harness."""
+    board = row.leaderboard
+    if board is None or board.pass_at_1 is None:
+        return "–"
+    where = ", ".join(
+        part
+        for part in (f"#{board.rank}" if board.rank is not None else None, board.task_set)
+        if part
+    )
+    published = f"leaderboard {_pct(board.pass_at_1)}" + (f" ({where})" if where else "")
+    if row.agent.pass_at_1 is None:
+        return published
+    points = round((row.agent.pass_at_1 - board.pass_at_1) * 100, 1)
+    delta = "±0.0" if points == 0 else f"{points:+.1f}"
+    return f"{delta} pts vs {published}"
+
+
+def _unavailable_notes(rows: tuple[ResultRow, ...]) -> list[str]:
+    """One note per address whose benchmark lists unavailable tasks."""
+    notes: dict[str, str] = {}
+    for row in rows:
+        if row.unavailable_tasks and row.address not in notes:
+            why = f" ({row.unavailable_reason})" if row.unavailable_reason else ""
+            notes[row.address] = (
+                f"{row.address}: {_count(row.unavailable_tasks, 'task')} of the benchmark "
+                f"unavailable{why}, not run or scored"
+            )
+    return list(notes.values())
+
+
 def _result_runs(rows: tuple[ResultRow, ...]) -> int:
     return len({(row.address, row.run_id) for row in rows})
 
@@ -430,15 +480,23 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
             _pass_at_k(row.agent),
             _money(row.agent.cost_per_task),
             _versus_previous(row),
+            _versus_leaderboard(row),
         ]
         for row in rows[:TEXT_RESULT_ROWS]
     ]
-    headers = ["address", "run", "agent", "pass@1", "pass@k", "cost/task", "vs previous"]
+    headers = [
+        "address", "run", "agent", "pass@1", "pass@k", "cost/task", "vs previous",
+        "vs leaderboard",
+    ]  # fmt: skip
+    if not any(row.leaderboard is not None for row in rows[:TEXT_RESULT_ROWS]):
+        headers.pop()
+        table = [cells[:-1] for cells in table]
     out.extend(f"  {line}" for line in format_table(headers, table, right=(5,)))
     more = len(rows) - TEXT_RESULT_ROWS
     if more > 0:
         out.append(f"  ... {more:,} more (see --format markdown or json)")
     out.extend(f"  {note}" for note in _unsuccessful_notes(rows))
+    out.extend(f"  note: {note}" for note in _unavailable_notes(rows))
     out.append("")
     return out
 
@@ -695,10 +753,14 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         f"**Results** of {_count(_result_runs(rows), 'ended run')} "
         "(pass@1 with its 95% confidence interval; change against the previous run of the "
         "same address):\n\n"
-        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous |\n"
-        "|---|---|---|---:|---:|---:|---|\n"
+        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous "
+        "| vs leaderboard |\n"
+        "|---|---|---|---:|---:|---:|---|---|\n"
     )
-    closing = "\n"
+    notes = _unavailable_notes(rows)
+    closing = (
+        "\n" + "".join(f"_Note: {_md_cell(note)}._\n" for note in notes) + ("\n" if notes else "")
+    )
     body = ""
     shown = 0
     for row in rows:
@@ -706,7 +768,7 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
             f"| {_md_cell(_md_code(row.address))} | {_md_cell(_md_plain(_result_run(row)))} | "
             f"{_md_cell(_md_plain(_agent_label(row.agent)))} | {_pass_at_1(row.agent)} | "
             f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
-            f"{_md_cell(_versus_previous(row))} |\n"
+            f"{_md_cell(_versus_previous(row))} | {_md_cell(_versus_leaderboard(row))} |\n"
         )
         if len(opening) + len(body) + len(line) + len(closing) > room:
             break
@@ -860,6 +922,9 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "requested_by": item.requested_by,
         "requested_subject": item.requested_subject,
         "download_types": list(item.download_types),
+        "source_url": item.source_url,
+        "pass_threshold": item.pass_threshold,
+        "fixes": [fix.model_dump(exclude_defaults=True) for fix in item.fixes],
         "context": item.context,
         "cost_usd": {"low": item.cost_usd_low, "high": item.cost_usd_high, "basis": item.cost_basis}
         if item.cost_usd_high is not None
@@ -891,6 +956,9 @@ def _result_to_dict(row: ResultRow) -> dict[str, Any]:
         "previous": row.previous.model_dump() if row.previous else None,
         "previous_run_id": row.previous_run_id,
         "previous_run_name": row.previous_run_name,
+        "leaderboard": row.leaderboard.model_dump() if row.leaderboard else None,
+        "unavailable_tasks": row.unavailable_tasks,
+        "unavailable_reason": row.unavailable_reason,
         "delta_pass_at_1": round(now - before, 6)
         if now is not None and before is not None
         else None,
@@ -985,6 +1053,9 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 cost_usd_high=(a.get("cost_usd") or {}).get("high"),
                 cost_basis=(a.get("cost_usd") or {}).get("basis"),
                 spec=a.get("spec"),
+                source_url=a.get("source_url"),
+                pass_threshold=a.get("pass_threshold"),
+                fixes=tuple(Fix.model_validate(f) for f in a.get("fixes", ())),
             )
             for a in data["actions"]
         )
@@ -1008,6 +1079,11 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 previous=AgentResult.model_validate(r["previous"]) if r.get("previous") else None,
                 previous_run_id=r.get("previous_run_id"),
                 previous_run_name=r.get("previous_run_name"),
+                leaderboard=LeaderboardScore.model_validate(r["leaderboard"])
+                if r.get("leaderboard")
+                else None,
+                unavailable_tasks=r.get("unavailable_tasks", 0),
+                unavailable_reason=r.get("unavailable_reason"),
             )
             for r in data.get("results", ())
         )

@@ -53,6 +53,16 @@ MODEL_VARIANTS_WITH_SECRET = ("provider", "endpoint")
 # An endpoint's auth goes through api_key_secret; this header name is refused in any casing.
 FORBIDDEN_EXTRA_HEADER = "authorization"
 
+# [experiment].benchmark is a catalog reference (key, name or ID), never a local dataset
+# path (page, platform-api.md §9.2). A value is taken for a path when it starts like one,
+# ends in a data-file suffix, or has path segments no catalog key has; a plain "owner/name"
+# or "owner/name@version" (Harbor registry keys and names) is not.
+PATH_PREFIXES = ("./", "../", "/", "~", ".\\", "..\\")
+DATA_FILE_SUFFIXES = (
+    ".jsonl", ".json", ".csv", ".tsv", ".parquet", ".arrow", ".txt", ".toml", ".yaml",
+    ".yml", ".xml", ".zip", ".tar", ".tgz", ".gz", ".bz2", ".xz", ".zst",
+)  # fmt: skip
+
 ALLOWED_TASK_SETS = ("parity",)
 MIN_AGENTS = 1
 MAX_AGENTS = 8

@@ -58,6 +58,25 @@ def looks_like_credential(value: str) -> bool:
     return False
 
 
+def looks_like_path(value: str) -> bool:
+    """Whether a ``[experiment].benchmark`` value is a file path rather than a catalog key.
+
+    Path-like: it starts like a path (``./``, ``../``, ``/``, ``~``), contains a backslash,
+    ends in a data-file suffix (``.jsonl``, ``.csv``, ...), or has an empty, ``.`` or ``..``
+    segment. ``acme/custom@1.0`` and ``acme/custom`` (Harbor registry keys and names) and
+    ``Terminal-Bench 2.1`` are not: a dot inside a version is not a suffix.
+    """
+    text = value.strip()
+    if text.startswith(rules.PATH_PREFIXES) or "\\" in text:
+        return True
+    if text.lower().endswith(rules.DATA_FILE_SUFFIXES):
+        return True
+    if "/" in text:
+        segments = text.split("/")
+        return any(segment in ("", ".", "..") for segment in segments)
+    return False
+
+
 def type_name(value: Any) -> str:
     """The TOML type of a parsed value, with its article (``an integer``)."""
     if isinstance(value, bool):
@@ -312,6 +331,24 @@ class _Checker:
             elif isinstance(item, list):
                 stack.extend((v, item_path + (i,), depth + 1) for i, v in enumerate(item))
 
+    def catalog_reference(self, value: str) -> None:
+        """``[experiment].benchmark`` names a catalog benchmark, never a local dataset."""
+        path = ("experiment", "benchmark")
+        hint = (
+            "use the key, exact name or ID of a benchmark in the workspace, e.g. "
+            'benchmark = "terminal-bench-2-1" (list them with `osmosis benchmark list`); '
+            "to run your own dataset, add it to the workspace on the Platform first"
+        )
+        if not value.strip():
+            self.add(path, "must not be empty: name a benchmark of the workspace", hint)
+        elif looks_like_path(value):
+            self.add(
+                path,
+                f"{_quote(value)} looks like a local file path; the benchmark is a catalog "
+                "reference (key, name or ID), never a local dataset",
+                hint,
+            )
+
     # ------------------------------------------------------------------ §9.2 structure
     def structure(self) -> None:
         doc = self.doc
@@ -340,6 +377,8 @@ class _Checker:
                 required=True,
                 hint='add benchmark = "<benchmark key, name or ID>"',
             )
+            if self.benchmark is not None:
+                self.catalog_reference(self.benchmark)
         else:
             self.add(
                 ("experiment",),

@@ -46,7 +46,7 @@ def finish(draft: Draft) -> Plan:
         head=draft.observed.head,
         config_digests={a: draft.raw_digests[a] for a in sorted(draft.raw_digests)},
         other_pending=other_pending,
-        results=result_rows(draft.recorded, settings.targets),
+        results=result_rows(draft.recorded, settings.targets, draft.observed.benchmarks.values()),
         unmanaged_count=unmanaged_count,
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),

@@ -1,18 +1,33 @@
 """Preflight: would the Platform accept this submit, and what would it cost?
 
 Every paid item (submit, replace) goes through ``paid_item``: when a known rule says the
-Platform would refuse the body, the item is ``blocked`` with the exact fix instead, so a plan
-never shows a ``+`` that apply cannot carry out.
+Platform would refuse the body, the item is ``blocked`` with the Platform's own words and
+the fixes that make it pass, so a plan never shows a ``+`` that apply cannot carry out.
+
+The rules and the task selection are ``reconciler.submit_rules``, the module the local
+Platform's submit route reads too: the two cannot disagree about what is refused or about
+how many tasks a selection schedules. This module adds what only the plan can: the fixes
+(``Fix``: a command that works when typed, or an exact edit), the nearest names from the
+catalog, and warnings that never block.
 """
 
 from __future__ import annotations
 
+import difflib
+import ipaddress
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+from reconciler import submit_rules
 from reconciler.model import (
     Action,
     BenchmarkInfo,
+    BenchmarkRef,
     DesiredRun,
+    Fix,
     Observation,
     PlanItem,
     Reason,
@@ -21,6 +36,59 @@ from reconciler.model import (
 )
 from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft, plural
+from reconciler.submit_rules import CatalogFacts, Rule, Selection, Violation
+
+LOCAL_PLATFORM = "local"
+EMULATOR = "osmosis-platform-emulator"
+SECRET_PLACEHOLDER = "VALUE"
+"""What a secret hint pipes in: the person replaces it with the credential."""
+NEAREST_CUTOFF = 0.6
+"""``difflib`` similarity a catalog name needs to be offered as "did you mean"."""
+
+RULE_REASONS: Mapping[Rule, Reason] = {
+    Rule.EXECUTION_RANGE: Reason.EXECUTION_INVALID,
+    Rule.VERIFIER_REJECTED: Reason.VERIFIER_REJECTED,
+    Rule.JUDGE_SECRET_REQUIRED: Reason.JUDGE_REQUIRED,
+    Rule.JUDGE_MODEL_REQUIRED: Reason.JUDGE_REQUIRED,
+    Rule.HARNESS_REQUIRED: Reason.HARNESS_REQUIRED,
+    Rule.HARNESS_UNSUPPORTED: Reason.HARNESS_UNSUPPORTED,
+    Rule.UNKNOWN_TASK: Reason.TASKS_NOT_FOUND,
+    Rule.UNKNOWN_CATEGORY: Reason.TASKS_NOT_FOUND,
+    Rule.EMPTY_SELECTION: Reason.TASKS_EMPTY,
+}
+
+
+SELECTION_REASONS = frozenset({Reason.TASKS_NOT_FOUND, Reason.TASKS_EMPTY})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason the submit would be refused: what the Platform says, and the fixes."""
+
+    reason: Reason
+    message: str
+    fixes: tuple[Fix, ...] = ()
+    advice: str | None = None
+    """A fix that is not a command or an edit ("wait for the sync"), in words."""
+
+    @property
+    def text(self) -> str:
+        steps = [fix.text for fix in self.fixes]
+        if self.advice:
+            steps.append(self.advice)
+        if not steps:
+            return self.message
+        return f"{self.message.rstrip('.')}; fix: {' and '.join(steps)}"
+
+
+@dataclass
+class Preflight:
+    """What preflight found for one desired run."""
+
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    selection: Selection | None = None
+    """The tasks the Platform would select; None when the benchmark did not resolve."""
 
 
 def paid_item(
@@ -36,9 +104,13 @@ def paid_item(
 ) -> PlanItem:
     """A submit or replace, with its cost, after preflight; ``blocked`` when it would fail."""
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
-    problems, warnings = preflight(wanted, benchmark, draft.observed)
-    tasks = task_count(wanted, benchmark)
-    attempts = tasks * wanted.agent_count * wanted.attempts_per_task if tasks is not None else 0
+    found = preflight(wanted, benchmark, draft.observed)
+    tasks = found.selection.count if found.selection is not None else task_count(wanted, None)
+    attempts = (
+        tasks * len(wanted.spec.get("agents") or ()) * attempts_per_task(wanted)
+        if tasks is not None
+        else 0
+    )
     fields: dict[str, Any] = {
         "address": wanted.address,
         "run_id": run_id,
@@ -50,24 +122,28 @@ def paid_item(
         "task_count": tasks,
         "attempts": attempts,
         "changes": changes,
-        "warnings": tuple(warnings),
+        "warnings": tuple(found.warnings),
         "requested_by": wanted.requested_by,
         "requested_subject": wanted.requested_subject,
+        "source_url": benchmark.source_url if benchmark else None,
+        "pass_threshold": benchmark.pass_threshold if benchmark else None,
     }
     context = rejection_context(benchmark, _present_secrets(wanted, benchmark, draft.observed))
     fields["context"] = context
     cost = estimate(wanted, benchmark.id if benchmark else None, tasks, draft.costs)
     if cost is not None:
         fields.update(cost_usd_low=cost.low, cost_usd_high=cost.high, cost_basis=cost.basis)
+    problems = found.problems
     if not problems:
         refused = _remembered_refusal(draft, wanted, context)
         if refused:
-            problems = [(Reason.PLATFORM_REFUSED, text) for text in refused]
+            problems = [Problem(Reason.PLATFORM_REFUSED, text) for text in refused]
     if problems:
         return PlanItem(
             action=Action.BLOCKED,
-            reason=problems[0][0],
-            details=tuple(text for _, text in problems),
+            reason=problems[0].reason,
+            details=tuple(problem.text for problem in problems),
+            fixes=tuple(fix for problem in problems for fix in problem.fixes),
             intended_action=action,
             intended_reason=reason,
             **fields,
@@ -110,119 +186,419 @@ def _remembered_refusal(draft: Draft, wanted: DesiredRun, context: str) -> list[
     return lines
 
 
-def task_count(wanted: DesiredRun, benchmark: BenchmarkInfo | None) -> int | None:
-    """Tasks the submit would select; the Platform's precedence is task_set > names > categories.
+# --------------------------------------------------------------------------- cost
 
-    An unknown ``task_set`` is silently expanded by the Platform to the whole benchmark, so
-    that is what it costs. An empty ``task_names`` list is counted as the whole benchmark:
-    over-estimating a budget is the safe side.
+
+_FACTS_CACHE: dict[int, tuple[BenchmarkInfo, CatalogFacts]] = {}
+_FACTS_CACHE_MAX = 64
+
+
+def facts_of(benchmark: BenchmarkInfo) -> CatalogFacts:
+    """The rules' view of the Platform's E2 answer.
+
+    Memoised per (frozen) ``BenchmarkInfo`` object: a plan with a thousand configs on one
+    benchmark builds its task list once. The cache holds the object, so its ``id`` cannot
+    be reused while cached; no I/O, and the answer depends on the argument alone.
+    """
+    cached = _FACTS_CACHE.get(id(benchmark))
+    if cached is not None and cached[0] is benchmark:
+        return cached[1]
+    facts = _facts(benchmark)
+    if len(_FACTS_CACHE) >= _FACTS_CACHE_MAX:
+        _FACTS_CACHE.clear()
+    _FACTS_CACHE[id(benchmark)] = (benchmark, facts)
+    return facts
+
+
+def _facts(benchmark: BenchmarkInfo) -> CatalogFacts:
+    tasks = benchmark.tasks
+    if not tasks and not benchmark.categories:
+        # Names without categories are a full list only when there are no categories to
+        # place them in; otherwise the selection is estimated from the counts.
+        tasks = tuple((name, None) for name in sorted(benchmark.task_names))
+    return CatalogFacts(
+        name=benchmark.name,
+        source_type=benchmark.source_type,
+        supports_harness=benchmark.supports_harness,
+        requires_harness=benchmark.requires_harness,
+        default_harness=benchmark.default_harness,
+        requires_judge_model=benchmark.requires_judge_model,
+        requires_judge_api_key=benchmark.requires_judge_api_key,
+        judge_model_default=benchmark.judge_model_default,
+        task_count=benchmark.task_count,
+        tasks=tasks,
+        categories=benchmark.categories,
+        task_sets=benchmark.task_sets,
+        unavailable_tasks=benchmark.unavailable_tasks,
+        unavailable_reason=benchmark.unavailable_reason,
+    )
+
+
+def select(wanted: DesiredRun, benchmark: BenchmarkInfo) -> Selection:
+    """The tasks the Platform selects for this config (``submit_rules.select_tasks``)."""
+    return submit_rules.select_tasks(facts_of(benchmark), wanted.spec.get("tasks_config"))
+
+
+def task_count(wanted: DesiredRun, benchmark: BenchmarkInfo | None) -> int | None:
+    """Tasks the submit would select, with the Platform's semantics (``submit_rules``).
+
+    Without a resolved benchmark only explicit task names can be counted (each once).
     """
     if benchmark is None:
-        return len(wanted.task_names) if wanted.task_names else None
-    if wanted.task_set:
-        return benchmark.task_sets.get(wanted.task_set, benchmark.task_count)
-    if wanted.task_names:
-        return len(wanted.task_names)
-    if wanted.categories:
-        return sum(benchmark.categories.get(name, 0) for name in wanted.categories)
-    return benchmark.task_count
+        return len(set(wanted.task_names)) if wanted.task_names else None
+    return select(wanted, benchmark).count
+
+
+def attempts_per_task(wanted: DesiredRun) -> int:
+    """``[execution].attempts_per_task`` as the Platform reads it (route default 1)."""
+    return submit_rules.attempts_per_task(wanted.spec.get("execution_config"))
+
+
+# --------------------------------------------------------------------------- checks
 
 
 def preflight(
     wanted: DesiredRun, benchmark: BenchmarkInfo | None, observed: Observation
-) -> tuple[list[tuple[Reason, str]], list[str]]:
-    """Every reason the submit would fail, each with its exact fix; and non-blocking warnings."""
-    problems: list[tuple[Reason, str]] = []
-    warnings: list[str] = []
+) -> Preflight:
+    """Every reason the submit would fail, in the order the Platform checks them (the
+    benchmark, its sync, the known rules, then secrets), each with its fixes; and
+    non-blocking warnings."""
+    found = Preflight()
+    if benchmark is None:
+        found.problems.append(_not_found(wanted, observed))
+    else:
+        if benchmark.sync_status != "ready":
+            found.problems.append(_not_ready(benchmark, observed))
+        facts = facts_of(benchmark)
+        found.selection = submit_rules.select_tasks(facts, wanted.spec.get("tasks_config"))
+        problems = _rule_problems(wanted, benchmark, facts, observed)
+        if benchmark.sync_status != "ready":
+            # The task list is still paging in: the Platform refuses the submit for that
+            # alone (409), and [tasks] can only be checked against the finished list.
+            problems = [p for p in problems if p.reason not in SELECTION_REASONS]
+            found.warnings.append(
+                f"{benchmark.name}'s task list is not complete yet, so [tasks] is checked "
+                "once it is ready"
+            )
+        found.problems.extend(problems)
+        found.warnings.extend(_warnings(wanted, benchmark, found.selection))
+    found.problems.extend(_secret_problems(wanted, benchmark, observed, found.warnings))
+    return found
+
+
+def _not_found(wanted: DesiredRun, observed: Observation) -> Problem:
+    message = submit_rules.NOT_FOUND_MESSAGE.format(ref=wanted.benchmark)
+    nearest = nearest_benchmark(wanted.benchmark, observed.catalog or ())
+    if nearest is not None:
+        label = nearest.key if nearest.name == nearest.key else f"{nearest.key} ({nearest.name})"
+        return Problem(
+            Reason.BENCHMARK_NOT_FOUND,
+            f"{message} Did you mean {label}?",
+            (Fix(file=wanted.path, key="experiment.benchmark", value=nearest.key),),
+        )
+    listing = f"{EMULATOR} benchmark list" if _is_local(observed) else "osmosis benchmark list"
+    known = ""
+    if observed.catalog:
+        keys = ", ".join(ref.key for ref in observed.catalog[:12])
+        more = len(observed.catalog) - 12
+        known = f" Benchmarks in workspace {observed.workspace}: {keys}" + (
+            f" and {more} more." if more > 0 else "."
+        )
+    return Problem(
+        Reason.BENCHMARK_NOT_FOUND,
+        message + known,
+        advice=f"correct [experiment].benchmark in {wanted.path} (list them with "
+        f"`{listing}`), or add the benchmark to the workspace on the Platform",
+    )
+
+
+def nearest_benchmark(ref: str, catalog: Sequence[BenchmarkRef]) -> BenchmarkRef | None:
+    """The catalog entry ``ref`` most plausibly meant: the same key, name or id in another
+    case or with stray spaces, else the closest key or name (``difflib``)."""
+    wanted = ref.strip().lower()
+    if not wanted:
+        return None
+    by_label: dict[str, BenchmarkRef] = {}
+    for entry in catalog:
+        for label in (entry.key, entry.name, entry.id):
+            by_label.setdefault(label.lower(), entry)
+    if wanted in by_label:
+        return by_label[wanted]
+    close = difflib.get_close_matches(wanted, list(by_label), n=1, cutoff=NEAREST_CUTOFF)
+    return by_label[close[0]] if close else None
+
+
+def _not_ready(benchmark: BenchmarkInfo, observed: Observation) -> Problem:
+    message = submit_rules.not_ready_message(
+        benchmark.name,
+        benchmark.sync_status,
+        benchmark.synced_task_count,
+        benchmark.task_count,
+        benchmark.sync_error,
+        benchmark.platform_url,
+    )
+    if _is_local(observed):
+        # The local Platform's sync only moves on when told to: this command is its
+        # stand-in for the registry finishing (or a retried sync succeeding).
+        command = _emulator(
+            observed, "benchmark", "sync", benchmark.key, "--status", "ready", workspace=False
+        )
+        return Problem(Reason.BENCHMARK_NOT_READY, message, (Fix(command=command),))
+    if benchmark.sync_status == "failed":
+        where = f"at {benchmark.platform_url}" if benchmark.platform_url else "on the Platform"
+        advice = f"retry its sync {where}, then plan again"
+    else:
+        advice = "plan again once its task list is ready"
+    return Problem(Reason.BENCHMARK_NOT_READY, message, advice=advice)
+
+
+def _rule_problems(
+    wanted: DesiredRun, benchmark: BenchmarkInfo, facts: CatalogFacts, observed: Observation
+) -> list[Problem]:
+    spec = wanted.spec
     path = wanted.path
-    if benchmark is None:
-        problems.append(
-            (
-                Reason.BENCHMARK_NOT_FOUND,
-                f'benchmark "{wanted.benchmark}" does not resolve by key, name or id in '
-                f"workspace {observed.workspace}; fix: add it to the workspace on the Platform, "
-                f"or correct [experiment].benchmark in {path}",
-            )
-        )
-    elif benchmark.sync_status != "ready":
-        progress = f"{benchmark.synced_task_count} of {benchmark.task_count} tasks synced"
-        if benchmark.sync_status == "failed":
-            text = (
-                f"{benchmark.name} is not runnable: its task sync failed "
-                f"({benchmark.sync_error or 'no reason given'}; {progress}); fix: retry its sync"
-                f"{' at ' + benchmark.platform_url if benchmark.platform_url else ' on the Platform'}"
-                ", then plan again"
-            )
-        else:
-            text = (
-                f"{benchmark.name} is still syncing its task list ({progress}, status "
-                f"{benchmark.sync_status}); fix: plan again once it is ready"
-                f"{' (' + benchmark.platform_url + ')' if benchmark.platform_url else ''}"
-            )
-        problems.append((Reason.BENCHMARK_NOT_READY, text))
-
-    needed: list[tuple[str, str]] = [
-        (name, f"referenced by {path}") for name in wanted.secret_names
-    ]
-    if benchmark is not None:
-        needed += [
-            (name, f"required by {benchmark.name}")
-            for name in benchmark.required_secret_names
-            if name not in wanted.secret_names
-        ]
-    if needed and observed.secrets is None:
-        warnings.append(
-            "secrets could not be listed, so these were not checked: "
-            + ", ".join(name for name, _ in needed)
-        )
-    elif observed.secrets is not None:
-        for name, why in needed:
-            if name not in observed.secrets:
-                problems.append(
-                    (
-                        Reason.SECRET_MISSING,
-                        f"secret {name} ({why}) is not stored on the Platform; "
-                        f"fix: `osmosis secret set {name}`",
-                    )
+    execution = spec.get("execution_config") or {}
+    problems: list[Problem] = []
+    found = submit_rules.violations(spec, facts)
+    for violation in found:
+        reason = RULE_REASONS[violation.rule]
+        if violation.rule is Rule.EXECUTION_RANGE:
+            name = violation.key.rsplit(".", 1)[1]
+            value = _clamped(name, execution.get(name))
+            fix = Fix(file=path, key=f"execution.{name}", value=value)
+            problems.append(Problem(reason, violation.message, (fix,)))
+        elif violation.rule is Rule.VERIFIER_REJECTED:
+            fix = Fix(file=path, key="verifier", remove=True)
+            problems.append(Problem(reason, violation.message, (fix,)))
+        elif violation.rule is Rule.JUDGE_SECRET_REQUIRED:
+            name = _judge_secret(spec, benchmark, observed)
+            fix = Fix(file=path, key="execution.judge_api_key_secret", value=name)
+            problems.append(Problem(reason, violation.message, (fix,)))
+        elif violation.rule is Rule.JUDGE_MODEL_REQUIRED:
+            advice = f"set execution.judge_model in {path} to the judge model to use"
+            problems.append(Problem(reason, violation.message, advice=advice))
+        elif violation.rule is Rule.HARNESS_REQUIRED:
+            key = f"agents[{violation.agent}].harness"
+            if benchmark.default_harness:
+                fix = Fix(file=path, key=key, value=benchmark.default_harness)
+                problems.append(Problem(reason, _agent(violation), (fix,)))
+            else:
+                advice = f"set {key} in {path}"
+                problems.append(Problem(reason, _agent(violation), advice=advice))
+        elif violation.rule is Rule.HARNESS_UNSUPPORTED:
+            fix = Fix(file=path, key=f"agents[{violation.agent}].harness", remove=True)
+            problems.append(Problem(reason, _agent(violation), (fix,)))
+        elif violation.rule in (Rule.UNKNOWN_TASK, Rule.UNKNOWN_CATEGORY):
+            task = violation.rule is Rule.UNKNOWN_TASK
+            same = [v for v in found if v.rule is violation.rule]
+            if violation is not same[0]:
+                continue  # one problem for all unknown names of a key, one corrected list
+            problems.append(
+                _unknown_names(
+                    reason,
+                    same,
+                    [name for name, _ in facts.tasks] if task else list(facts.categories),
+                    list(dict.fromkeys((wanted.task_names if task else wanted.categories) or ())),
+                    Fix(file=path, key="tasks.task_names" if task else "tasks.categories"),
+                    "tasks" if task else "categories",
+                    _info_command(benchmark, observed),
                 )
-
-    if benchmark is None:
-        return problems, warnings
-
-    if (benchmark.requires_judge_model or benchmark.requires_judge_api_key) and not (
-        wanted.judge_secret
-    ):
-        problems.append(
-            (
-                Reason.JUDGE_REQUIRED,
-                f"{benchmark.name} is graded by an LLM judge and needs its credential; fix: "
-                f"set [execution].judge_api_key_secret in {path} to a stored secret record name",
             )
+        elif violation.rule is Rule.EMPTY_SELECTION:
+            if facts.tasks:
+                fix = Fix(file=path, key="tasks.task_names", value=[facts.tasks[0][0]])
+                problems.append(Problem(reason, violation.message, (fix,)))
+            else:
+                problems.append(
+                    Problem(reason, violation.message, advice=f"edit [tasks] in {path}")
+                )
+    return problems
+
+
+def _agent(violation: Violation) -> str:
+    assert violation.agent is not None
+    return f"Agent {violation.agent + 1}: {violation.message}"
+
+
+def _clamped(name: str, value: Any) -> int:
+    """The valid value nearest to what was written (``"2"`` and ``2.0`` mean 2)."""
+    low, high = submit_rules.EXECUTION_RANGES[name]
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return submit_rules.EXECUTION_DEFAULTS[name]
+    return min(max(value, low), high)
+
+
+def _judge_secret(spec: Mapping[str, Any], benchmark: BenchmarkInfo, observed: Observation) -> str:
+    """The record to name as the judge credential: one for the judge model's provider
+    (``openai/gpt-5`` -> a name containing ``OPENAI``), referenced or stored, else the first
+    model key, else a name for a new record."""
+    execution = spec.get("execution_config") or {}
+    judge = execution.get("judge_model") or benchmark.judge_model_default or ""
+    provider = judge.split("/", 1)[0].upper() if isinstance(judge, str) and "/" in judge else ""
+    referenced = submit_rules.referenced_secrets(spec)
+    stored = sorted(observed.secrets or ())
+    if provider:
+        for name in [*referenced, *stored]:
+            if provider in name:
+                return name
+    for agent in spec.get("agents") or ():
+        model = agent.get("model") or {}
+        if model.get("type") in ("provider", "endpoint") and model.get("api_key_secret"):
+            return str(model["api_key_secret"])
+    return "JUDGE_API_KEY"
+
+
+def nearest_names(name: str, candidates: Iterable[str]) -> str | None:
+    """The catalog name ``name`` most plausibly meant (``difflib``), if any is close."""
+    pool = list(candidates)
+    folded = {candidate.lower(): candidate for candidate in pool}
+    if name.strip().lower() in folded:
+        return folded[name.strip().lower()]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=NEAREST_CUTOFF)
+    return close[0] if close else None
+
+
+def _unknown_names(
+    reason: Reason,
+    violations: list[Violation],
+    candidates: list[str],
+    written: list[str],
+    edit: Fix,
+    words: str,
+    info: str,
+) -> Problem:
+    """Unknown task names or categories, each with its nearest catalog name, and the
+    corrected list as one edit when every unknown name has a nearest one."""
+    unknown = [v.names[0] for v in violations]
+    nearest = {name: nearest_names(name, candidates) for name in unknown}
+    message = "; ".join(
+        f"{v.message} (did you mean '{nearest[v.names[0]]}'?)" if nearest[v.names[0]] else v.message
+        for v in violations
+    )
+    advice = f"list the {words} with `{info}`"
+    if all(nearest.values()):
+        corrected = list(dict.fromkeys(nearest.get(name) or name for name in written))
+        return Problem(reason, message, (edit.model_copy(update={"value": corrected}),))
+    return Problem(reason, message, advice=f"correct {edit.key} in {edit.file} ({advice})")
+
+
+def _info_command(benchmark: BenchmarkInfo, observed: Observation) -> str:
+    if _is_local(observed):
+        return _emulator(observed, "benchmark", "info", benchmark.key, workspace=False)
+    return f"osmosis benchmark info {shlex.quote(benchmark.key)}"
+
+
+def _secret_problems(
+    wanted: DesiredRun,
+    benchmark: BenchmarkInfo | None,
+    observed: Observation,
+    warnings: list[str],
+) -> list[Problem]:
+    implicit = benchmark.required_secret_names if benchmark is not None else ()
+    referenced = set(submit_rules.referenced_secrets(wanted.spec))
+    needed = submit_rules.needed_secrets(wanted.spec, implicit)
+    if not needed:
+        return []
+    if observed.secrets is None:
+        warnings.append(
+            "secrets could not be listed, so these were not checked: " + ", ".join(needed)
+        )
+        return []
+    problems = []
+    for name in needed:
+        if name in observed.secrets:
+            continue
+        owner = benchmark.name if benchmark is not None else wanted.benchmark
+        why = f"referenced by {wanted.path}" if name in referenced else f"required by {owner}"
+        problems.append(
+            Problem(
+                Reason.SECRET_MISSING,
+                f"{submit_rules.missing_secrets_message([name])} ({why})",
+                (Fix(command=secret_command(name, observed)),),
+            )
+        )
+    return problems
+
+
+def secret_command(name: str, observed: Observation) -> str:
+    """The command that stores secret ``name`` where this plan's Platform finds it.
+
+    Always workspace scope: runs submitted from CI use the CI token's identity, which does
+    not see a person's personal records (personal is the Platform's default, S2).
+    """
+    if _is_local(observed):
+        command = _emulator(observed, "secret", "set", name, "--scope", "workspace")
+        return f"echo {SECRET_PLACEHOLDER} | {command}"
+    workspace = observed.workspace
+    if workspace.startswith("git:"):
+        # The osmosis CLI selects the repository's workspace from the Git checkout itself.
+        return f"osmosis secret set {shlex.quote(name)} --scope workspace"
+    return (
+        f"osmosis --workspace {shlex.quote(workspace)} secret set {shlex.quote(name)} "
+        "--scope workspace"
+    )
+
+
+def _is_local(observed: Observation) -> bool:
+    """The embedded local Platform, or a loopback URL (``osmosis-platform-emulator serve``)."""
+    return observed.platform == LOCAL_PLATFORM or _is_loopback_url(observed.platform)
+
+
+def _is_loopback_url(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _emulator(observed: Observation, *args: str, workspace: bool = True) -> str:
+    """An ``osmosis-platform-emulator`` command aimed at this plan's local Platform."""
+    words = [EMULATOR, *args]
+    if workspace:
+        label = observed.workspace
+        words += ["--git", label[4:]] if label.startswith("git:") else ["--workspace", label]
+    if observed.platform != LOCAL_PLATFORM:
+        words += ["--platform", observed.platform]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def _warnings(wanted: DesiredRun, benchmark: BenchmarkInfo, selection: Selection) -> list[str]:
+    warnings: list[str] = []
+    tasks_config = wanted.spec.get("tasks_config") or {}
+    if selection.task_set_expanded:
+        warnings.append(
+            f'task set "{tasks_config.get("task_set")}" does not exist in {benchmark.name}: '
+            f"the Platform runs every task ({plural(selection.count, 'task')}) instead; "
+            f"remove [tasks].task_set from {wanted.path} to say so, or select tasks"
+        )
+    if selection.ignored:
+        keys = " and ".join(f"[tasks].{key}" for key in selection.ignored)
+        warnings.append(
+            f"{keys} {'is' if len(selection.ignored) == 1 else 'are'} ignored: "
+            "task_set takes precedence on the Platform"
+        )
+    if selection.estimated:
+        warnings.append(
+            f"the catalog did not list {benchmark.name}'s tasks, so [tasks] was not checked "
+            f"and is counted as at most {plural(selection.count, 'task')}"
         )
     for index, harness in enumerate(wanted.harnesses, start=1):
-        if harness is None and benchmark.requires_harness:
-            suggestion = (
-                f'harness = "{benchmark.default_harness}"'
-                if benchmark.default_harness
-                else "harness"
-            )
-            problems.append(
-                (
-                    Reason.HARNESS_REQUIRED,
-                    f"{benchmark.name} requires a harness but agent {index} has none; fix: set "
-                    f"{suggestion} in [[agents]] {index} of {path}",
-                )
-            )
-        elif harness is not None and not benchmark.supports_harness:
-            problems.append(
-                (
-                    Reason.HARNESS_UNSUPPORTED,
-                    f"{benchmark.name} runs only its official scaffold but agent {index} sets "
-                    f'harness = "{harness}"; fix: remove harness from [[agents]] {index} of {path}',
-                )
-            )
-        elif (
+        if (
             harness is not None
+            and benchmark.supports_harness
             and benchmark.default_harness
             and harness != benchmark.default_harness
         ):
@@ -231,51 +607,14 @@ def preflight(
                 f'"{benchmark.default_harness}": scores not comparable with the published '
                 "leaderboard"
             )
-
-    info = f"`osmosis benchmark info {benchmark.key}`"
-    if wanted.task_names:
-        if benchmark.task_names:
-            unknown = [n for n in wanted.task_names if n not in benchmark.task_names]
-            if unknown:
-                problems.append(
-                    (
-                        Reason.TASKS_NOT_FOUND,
-                        f"{plural(len(unknown), 'task')} not in {benchmark.name}: "
-                        f"{', '.join(unknown)}; fix: correct [tasks].task_names in {path} "
-                        f"(list the tasks with {info})",
-                    )
-                )
-        else:
-            warnings.append(
-                f"the catalog did not list {benchmark.name}'s tasks, so [tasks].task_names "
-                "were not checked"
-            )
-    if wanted.categories:
-        unknown = [c for c in wanted.categories if c not in benchmark.categories]
-        if unknown:
-            known = ", ".join(sorted(benchmark.categories)) or "none"
-            problems.append(
-                (
-                    Reason.TASKS_NOT_FOUND,
-                    f"{'category' if len(unknown) == 1 else 'categories'} not in "
-                    f"{benchmark.name}: {', '.join(unknown)}; fix: use one of ({known}) in "
-                    f"[tasks].categories of {path}",
-                )
-            )
-    if wanted.task_set and wanted.task_set not in benchmark.task_sets:
-        known = ", ".join(sorted(benchmark.task_sets)) or "none"
-        problems.append(
-            (
-                Reason.TASKS_NOT_FOUND,
-                f'task set "{wanted.task_set}" does not exist in {benchmark.name} (the Platform '
-                f"would run every task instead); fix: use one of ({known}) or remove "
-                f"[tasks].task_set in {path}",
-            )
-        )
-    is_hle = "hle" in (benchmark.key.strip().lower(), wanted.benchmark.strip().lower())
-    if is_hle and wanted.task_set != "parity":
+    recommended = benchmark.recommended_task_sets
+    if recommended and wanted.task_set not in recommended:
+        chosen = recommended[0]
+        count = benchmark.task_sets.get(chosen)
+        size = f" ({plural(count, 'task')})" if count is not None else ""
         warnings.append(
-            'For HLE, we recommend [tasks] task_set = "parity" so results are comparable with '
-            "published scores. This submission uses the full or a custom task selection."
+            f'For {benchmark.name}, we recommend [tasks] task_set = "{chosen}"{size} so results '
+            "are comparable with published scores. This submission uses the full or a custom "
+            "task selection."
         )
-    return problems, warnings
+    return warnings

@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from reconciler.model import (
     AgentResult,
     BenchmarkInfo,
+    BenchmarkRef,
+    LeaderboardScore,
     ObservedRun,
     RunResults,
     adoption_fingerprint,
@@ -255,6 +257,10 @@ class Benchmark(PlatformModel):
             "platform_url": _str(raw.get("platform_url")),
         }
 
+    def to_ref(self) -> BenchmarkRef:
+        """What names the benchmark (for did-you-mean hints), as the core type."""
+        return BenchmarkRef(id=self.id, name=self.name, key=self.key)
+
     @classmethod
     def from_api(cls, raw: Any) -> Benchmark:
         raw = _obj(raw)
@@ -331,6 +337,20 @@ class LeaderboardEntry(PlatformModel):
             tokens_per_task=_float(raw.get("tokens_per_task")),
             run_id=_str(run.get("id")),
             run_name=_str(run.get("name")),
+        )
+
+    def to_score(self) -> LeaderboardScore:
+        """The core type the plan compares a finished run with."""
+        p1 = self.pass_at_1
+        return LeaderboardScore(
+            model=self.model,
+            harness=self.harness,
+            task_set=self.task_set,
+            rank=self.rank,
+            pass_at_1=p1.value if p1 else None,
+            ci_low=p1.ci_low if p1 else None,
+            ci_high=p1.ci_high if p1 else None,
+            n=p1.n if p1 else None,
         )
 
 
@@ -416,6 +436,14 @@ class BenchmarkDetail(Benchmark):
             requires_judge_api_key=self.requires_judge_api_key,
             judge_model_default=self.judge_model_default,
             required_secret_names=self.required_secret_names,
+            source_type=self.source_type,
+            source_url=self.source_url,
+            pass_threshold=self.pass_threshold,
+            tasks=tuple((t.name, t.category) for t in self.tasks),
+            recommended_task_sets=tuple(s.name for s in self.task_sets if s.recommended),
+            unavailable_tasks=tuple(t.name for t in self.unavailable_tasks),
+            unavailable_reason=self.unavailable_reason,
+            leaderboard=tuple(entry.to_score() for entry in self.leaderboard),
         )
 
 
@@ -725,6 +753,7 @@ class RunDetail(PlatformModel):
                     agent_index=agent.agent_index,
                     harness=agent.harness,
                     model=agent.model_display_name or agent.model or agent.model_ref,
+                    model_id=agent.model,
                     rank=metrics.rank if metrics else None,
                     pass_at_1=p1.value if p1 else None,
                     ci_low=p1.ci_low if p1 else None,

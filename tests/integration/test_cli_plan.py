@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -197,17 +198,30 @@ def test_a_deleted_secret_blocks_the_submit_with_the_command_that_fixes_it(
     plan = osm.plan("--format", "json")
     items = plan_items(plan)
     assert items["tb/a"]["action"] == "blocked" and items["tb/a"]["reason"] == "secret_missing"
-    assert any("osmosis secret set ANTHROPIC_API_KEY" in d for d in items["tb/a"]["details"])
+    (fix,) = items["tb/a"]["fixes"]
+    hint = (
+        "echo VALUE | osmosis-platform-emulator secret set ANTHROPIC_API_KEY --scope workspace "
+        f"--workspace {platform.workspace} --platform {platform.url}"
+    )
+    assert fix == {"command": hint}
+    assert any(f"`{hint}`" in d for d in items["tb/a"]["details"])
     assert items["tb/b"]["action"] == "submit"
     text = osm.plan()
-    assert "! tb/a" in text.out and "osmosis secret set ANTHROPIC_API_KEY" in text.out
+    assert "! tb/a" in text.out and hint in text.out
 
     # Apply submits what it can and fails visibly (partial, exit 3) on the blocked config.
     result = osm.apply("--auto-approve")
     assert result.code == 3, result
-    assert "osmosis secret set ANTHROPIC_API_KEY" in result.out
+    assert hint in result.out
     assert platform.submits() == 1
     assert sorted(read_lock(osm.repo)["runs"]) == ["tb/b"]
+
+    # The hint, typed as shown, is the fix: the next plan submits tb/a.
+    done = subprocess.run(
+        ["bash", "-c", hint], cwd=osm.repo, env=osm.env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert plan_items(osm.plan("--format", "json"))["tb/a"]["action"] == "submit"
 
 
 # --------------------------------------------------------------------------- formats, files

@@ -175,7 +175,7 @@ def test_benchmark_list_pages_cover_the_catalog(http: httpx.Client) -> None:
         seen.extend(b["source_ref"] for b in page["benchmarks"])
         assert page["has_more"] == (page["next_offset"] is not None)
         offset = page["next_offset"]
-    assert pages == 3 and len(seen) == page["total_count"] == len(set(seen)) == 8
+    assert pages == 3 and len(seen) == page["total_count"] == len(set(seen)) == 9
     everything = http.get("/api/cli/benchmarks").json()["benchmarks"]
     assert [b["source_ref"] for b in everything] == seen
     entry = everything[0]

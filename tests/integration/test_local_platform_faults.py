@@ -331,14 +331,16 @@ def test_secret_set_command_stores_through_the_route(tmp_path: Path) -> None:
     data = tmp_path / "d"
     value = "stdin-secret-5d2e"
     done = subprocess.run(
-        [*emulator_command(), "secret", "set", "OPENAI_API_KEY", "--data", str(data), "--workspace", "acme"],
+        [*emulator_command(), "secret", "set", "OPENAI_API_KEY", "--data", str(data), "--workspace", "acme",
+         "--scope", "workspace"],
         input=value + "\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert value not in done.stdout + done.stderr
     env_done = subprocess.run(
+        # No --scope: personal, the Platform's default (platform-api.md S2).
         [*emulator_command(), "secret", "set", "HF_TOKEN", "--data", str(data), "--workspace", "acme",
-         "--scope", "user", "--from-env", "MY_HF"],
+         "--from-env", "MY_HF"],
         env={"MY_HF": "hf-value", "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert env_done.returncode == 0, env_done.stderr
@@ -368,3 +370,75 @@ def test_benchmark_sync_command(tmp_path: Path) -> None:
     platform = LocalPlatform(data)
     spec = platform.resolve_benchmark("acme/custom")
     assert spec is not None and spec["sync_status"] == "ready" and spec["task_count"] == 45
+
+
+def _emulator(*args: str, stdin: str = "", env: dict[str, str] | None = None):
+    return subprocess.run(
+        [*emulator_command(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **(env or {})},
+    )
+
+
+def test_benchmark_list_and_info_show_the_catalog(tmp_path: Path, local_server) -> None:
+    data = tmp_path / "d"
+    listed = _emulator("benchmark", "list", "--data", str(data))
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["KEY", "NAME", "TASKS", "SYNC"]
+    assert any(line.split()[:2] == ["terminal-bench-2-1", "Terminal-Bench"] for line in lines)
+    assert any("acme/custom@1.0" in line and "syncing (45/120)" in line for line in lines)
+    assert any("acme/broken-eval@0.3" in line and "unavailable" in line for line in lines)
+
+    info = _emulator("benchmark", "info", "hle", "--data", str(data))
+    assert info.returncode == 0, info.stderr
+    assert "parity (249, recommended)" in info.stdout
+    assert "Required Secrets  HF_TOKEN" in info.stdout
+    assert "required (default: openai/gpt-5)" in info.stdout
+    tickets = _emulator(
+        "benchmark", "info", "acme/support-tickets@2.0", "--tasks", "--data", str(data)
+    )
+    assert "2 (Fixture files missing from the 2.0 release)" in tickets.stdout
+    assert "acme/support-tickets/billing-00" in tickets.stdout
+    missing = _emulator("benchmark", "info", "nope", "--data", str(data))
+    assert missing.returncode == 1 and "was not found" in missing.stderr
+
+    # The same over HTTP from a running server, with the server's token.
+    env = {"OSMOSIS_TOKEN": local_server.token}
+    remote = _emulator("benchmark", "list", "--json", "--platform", local_server.url, env=env)
+    assert remote.returncode == 0, remote.stderr
+    assert len(json.loads(remote.stdout)) == 9
+    refused = _emulator(
+        "benchmark", "list", "--platform", local_server.url, env={"OSMOSIS_TOKEN": "x"}
+    )
+    assert refused.returncode == 1 and "token" in refused.stderr.lower()
+
+
+def test_secret_set_and_sync_reach_a_running_server(local_server) -> None:
+    env = {"OSMOSIS_TOKEN": local_server.token}
+    done = _emulator(
+        "secret", "set", "GEMINI_API_KEY", "--scope", "workspace", "--git", "acme/evals",
+        "--platform", local_server.url, stdin="gm-value-1\n", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "gm-value-1" not in done.stdout + done.stderr
+    listed = local_server.platform.handle(
+        "GET",
+        "/api/cli/environment-secrets?scope=workspace",
+        {"Authorization": f"Bearer {local_server.token}", "X-Osmosis-Git": "acme/evals"},
+    ).json()["environment_secrets"]
+    assert [(s["name"], s["scope"]) for s in listed] == [("GEMINI_API_KEY", "workspace")]
+
+    synced = _emulator(
+        "benchmark", "sync", "acme/custom@1.0", "--status", "ready", "--platform",
+        local_server.url, env=env,
+    )  # fmt: skip
+    assert synced.returncode == 0, synced.stderr
+    assert local_server.platform.resolve_benchmark("acme/custom@1.0")["sync_status"] == "ready"
+    unknown = _emulator(
+        "benchmark", "sync", "nope", "--status", "ready", "--platform", local_server.url, env=env
+    )
+    assert unknown.returncode == 1 and "not found" in unknown.stderr

@@ -69,7 +69,7 @@ def test_real_cli_lifecycle(make_local_server: Any, tmp_path: Path) -> None:
     )
     assert set_secret.returncode == 0, set_secret.stderr
     listed = osmosis(server, tmp_path, "benchmark", "list")
-    assert listed.returncode == 0 and len(json.loads(listed.stdout)["items"]) == 8
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["items"]) == 9
     info = osmosis(server, tmp_path, "benchmark", "info", "hle")
     assert json.loads(info.stdout)["data"]["benchmark"]["task_sets"][0]["task_count"] == 249
     (tmp_path / "tb.toml").write_text(CONFIG)

@@ -7,6 +7,7 @@ from typing import Any
 
 from reconciler.model import (
     BenchmarkInfo,
+    BenchmarkRef,
     DesiredRun,
     Downloads,
     Intent,
@@ -25,16 +26,24 @@ NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 WORKSPACE = "acme/evals"
 PLATFORM = "local"
 
+TB_TASKS = (
+    "terminal-bench/git-multibranch",
+    "terminal-bench/hello-world",
+    *(f"terminal-bench/task-{i:02d}" for i in range(87)),
+)
 HLE = BenchmarkInfo(
     id="bench-hle",
     name="HLE",
     key="hle",
     task_count=2500,
     task_sets={"parity": 249},
+    recommended_task_sets=("parity",),
     categories={"math": 1000, "physics": 1500},
     requires_judge_model=True,
     judge_model_default="openai/gpt-5",
     required_secret_names=("HF_TOKEN",),
+    source_url="https://lastexam.ai",
+    pass_threshold=1.0,
 )
 TB = BenchmarkInfo(
     id="bench-tb",
@@ -42,7 +51,8 @@ TB = BenchmarkInfo(
     key="terminal-bench-2-1",
     task_count=89,
     categories={"terminal": 89},
-    task_names=frozenset({"terminal-bench/git-multibranch", "terminal-bench/hello-world"}),
+    task_names=frozenset(TB_TASKS),
+    tasks=tuple((name, "terminal") for name in TB_TASKS),
     requires_harness=True,
     default_harness="terminus-2",
     platform_url="https://platform.example/acme/benchmarks/tb",
@@ -134,6 +144,8 @@ def desired(address: str, benchmark: str = "HLE", **kwargs: Any) -> DesiredRun:
     arrived_at = kwargs.pop("arrived_at", None)
     extra_secrets = kwargs.pop("extra_secrets", ())
     spec = make_spec(benchmark, **kwargs)
+    if extra_secrets:
+        spec["secrets"] = {"required": list(extra_secrets)}
     execution = spec.get("execution_config", {})
     tasks = spec.get("tasks_config", {})
     names = ["OPENAI_API_KEY"]
@@ -254,11 +266,15 @@ def observation(
     outputs: dict[str, LocalOutputs] | None = None,
     benchmarks: dict[str, BenchmarkInfo | None] | None = None,
     head: str | None = "0123456789abcdef0123456789abcdef01234567",
+    platform: str = PLATFORM,
+    workspace: str = WORKSPACE,
+    catalog: tuple[BenchmarkRef, ...] | None = None,
     missing: tuple[str, ...] | frozenset[str] = (),
 ) -> Observation:
     return Observation(
-        platform=PLATFORM,
-        workspace=WORKSPACE,
+        platform=platform,
+        workspace=workspace,
+        catalog=catalog,
         observed_at=NOW,
         runs={r.id: r for r in runs},
         missing=frozenset(missing),

@@ -437,3 +437,27 @@ def test_scanner_positions_survive_tricky_strings():
     assert positions.find(("agents", 1, "env", "A", 2, "k"), "value") == (15, 22)
     assert positions.find(("agents", 1), "table") == (11, 1)
     assert positions.find(("nope", "deeper"), "value") == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("value", "path_like"),
+    [
+        ("./data/my-dataset.jsonl", True),
+        ("data/my-dataset.jsonl", True),
+        ("/srv/data/questions", True),
+        ("~/datasets/hle", True),
+        ("..\\data\\set", True),
+        ("acme//custom", True),
+        ("acme/./custom", True),
+        ("questions.CSV", True),
+        ("acme/custom@1.0", False),  # a Harbor registry key
+        ("acme/custom", False),  # a Harbor registry benchmark's name
+        ("Terminal-Bench 2.1", False),
+        ("terminal-bench-2-1", False),
+        ("bm_4a68d00f4bb63a21dec5", False),
+    ],
+)
+def test_a_benchmark_value_is_a_catalog_reference_never_a_path(value: str, path_like: bool):
+    from reconciler.config.validate import looks_like_path
+
+    assert looks_like_path(value) is path_like

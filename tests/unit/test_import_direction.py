@@ -11,6 +11,7 @@ CORE_MODULES = [
     "reconciler.errors",
     "reconciler.escaping",
     "reconciler.model",
+    "reconciler.submit_rules",
     "reconciler.plan",
     "reconciler.render",
     "reconciler.restrict",

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from reconciler.model import (
     Action,
+    BenchmarkRef,
     DriftKind,
     HistoryEntry,
     Intent,
@@ -584,7 +585,8 @@ def test_plan_rows(case: Case) -> None:
 
 
 def plan_of(want=(), entries=(), runs=(), **kwargs):
-    obs_kwargs = {k: kwargs.pop(k) for k in ("secrets", "outputs", "benchmarks") if k in kwargs}
+    obs_keys = ("secrets", "outputs", "benchmarks", "platform", "workspace", "catalog")
+    obs_kwargs = {k: kwargs.pop(k) for k in obs_keys if k in kwargs}
     obs_kwargs["missing"] = gone(entries, runs, kwargs.pop("missing", None))
     return compute_plan(
         list(want), lock(*entries), observation(*runs, **obs_kwargs), settings(**kwargs)
@@ -815,11 +817,50 @@ def only_item(want, **kwargs):
     return item
 
 
+CATALOG = (
+    BenchmarkRef(id="bench-hle", name="HLE", key="hle"),
+    BenchmarkRef(id="bench-tb", name="Terminal-Bench 2.1", key="terminal-bench-2-1"),
+    BenchmarkRef(id="bench-tool", name="Toolathlon-Verified", key="toolathlon-verified"),
+)
+REAL = "https://platform.osmosis.ai"
+
+
 def test_benchmark_not_found_is_blocked():
     item = only_item(desired("x/a", "no-such-bench"))
     assert (item.action, item.reason) == (Action.BLOCKED, Reason.BENCHMARK_NOT_FOUND)
     assert item.intended_action is Action.SUBMIT and item.intended_reason is Reason.NEW_CONFIG
-    assert '"no-such-bench"' in item.details[0] and "[experiment].benchmark" in item.details[0]
+    assert "Benchmark 'no-such-bench' was not found in this workspace" in item.details[0]
+    assert "correct [experiment].benchmark in benchmarks/x/a.toml" in item.details[0]
+    assert item.fixes == ()
+
+
+def test_benchmark_not_found_offers_the_nearest_key_as_an_edit():
+    item = only_item(desired("x/a", "terminal-bench", task_set=None), catalog=CATALOG)
+    assert item.reason is Reason.BENCHMARK_NOT_FOUND
+    assert "Did you mean terminal-bench-2-1 (Terminal-Bench 2.1)?" in item.details[0]
+    (fix,) = item.fixes
+    assert (fix.file, fix.key, fix.value) == (
+        "benchmarks/x/a.toml",
+        "experiment.benchmark",
+        "terminal-bench-2-1",
+    )
+    assert item.details[0].endswith(
+        'fix: set `experiment.benchmark = "terminal-bench-2-1"` in benchmarks/x/a.toml'
+    )
+    # A name in the wrong case resolves to its key too.
+    (fix,) = only_item(desired("x/a", "terminal-bench 2.1"), catalog=CATALOG).fixes
+    assert fix.value == "terminal-bench-2-1"
+
+
+def test_benchmark_not_found_without_a_near_key_lists_the_catalog():
+    item = only_item(desired("x/a", "zzzz"), catalog=CATALOG)
+    assert (
+        "Benchmarks in workspace acme/evals: hle, terminal-bench-2-1, toolathlon-verified"
+        in (item.details[0])
+    )
+    assert "`osmosis-platform-emulator benchmark list`" in item.details[0]
+    item = only_item(desired("x/a", "zzzz"), catalog=CATALOG, platform=REAL)
+    assert "`osmosis benchmark list`" in item.details[0]
 
 
 def test_benchmark_missing_from_the_observation_is_not_found():
@@ -830,23 +871,48 @@ def test_benchmark_missing_from_the_observation_is_not_found():
 def test_syncing_benchmark_is_blocked_with_progress():
     item = only_item(desired("c/a", "acme/custom@1.0", task_set=None, judge=None))
     assert item.reason is Reason.BENCHMARK_NOT_READY
-    assert "12 of 40 tasks" in item.details[0]
-    assert "https://platform.example/acme/benchmarks/custom" in item.details[0]
+    assert "acme/custom is still syncing its task list (12 of 40 tasks)" in item.details[0]
+    (fix,) = item.fixes
+    assert fix.command == "osmosis-platform-emulator benchmark sync acme/custom@1.0 --status ready"
+    real = only_item(desired("c/a", "acme/custom@1.0", task_set=None, judge=None), platform=REAL)
+    assert real.fixes == () and "plan again once its task list is ready" in real.details[0]
 
 
 def test_failed_sync_is_blocked_with_error_and_url():
-    item = only_item(desired("c/a", "acme/broken@2", task_set=None, judge=None))
+    item = only_item(
+        desired("c/a", "acme/broken@2", task_set=None, judge=None),
+        platform="http://127.0.0.1:8765",
+    )
     assert item.reason is Reason.BENCHMARK_NOT_READY
-    assert "Missing fixture" in item.details[0]
-    assert "retry its sync at https://platform.example/acme/benchmarks/broken" in item.details[0]
+    assert "acme/broken is not runnable: Missing fixture." in item.details[0]
+    (fix,) = item.fixes
+    assert fix.command == (
+        "osmosis-platform-emulator benchmark sync acme/broken@2 --status ready "
+        "--platform http://127.0.0.1:8765"
+    )
+    real = only_item(desired("c/a", "acme/broken@2", task_set=None, judge=None), platform=REAL)
+    assert "retry its sync at https://platform.example/acme/benchmarks/broken" in real.details[0]
 
 
-def test_missing_referenced_secret_names_the_fix():
-    item = only_item(desired("hle/a", extra_secrets=("WANDB_KEY",)))
+def test_missing_secret_hint_is_the_working_command_for_each_platform():
+    want = desired("hle/a", extra_secrets=("WANDB_KEY",))
+    item = only_item(want)
     assert item.reason is Reason.SECRET_MISSING
     assert item.details == (
-        "secret WANDB_KEY (referenced by benchmarks/hle/a.toml) is not stored on the Platform; "
-        "fix: `osmosis secret set WANDB_KEY`",
+        "Secret(s) not found: WANDB_KEY (referenced by benchmarks/hle/a.toml); fix: "
+        "`echo VALUE | osmosis-platform-emulator secret set WANDB_KEY --scope workspace "
+        "--workspace acme/evals`",
+    )
+    loopback = only_item(want, platform="http://127.0.0.1:9000", workspace="git:acme/evals")
+    assert loopback.fixes[0].command == (
+        "echo VALUE | osmosis-platform-emulator secret set WANDB_KEY --scope workspace "
+        "--git acme/evals --platform http://127.0.0.1:9000"
+    )
+    real = only_item(want, platform=REAL, workspace="git:acme/evals")
+    assert real.fixes[0].command == "osmosis secret set WANDB_KEY --scope workspace"
+    named = only_item(want, platform=REAL, workspace="team evals")
+    assert named.fixes[0].command == (
+        "osmosis --workspace 'team evals' secret set WANDB_KEY --scope workspace"
     )
 
 
@@ -854,7 +920,7 @@ def test_missing_required_benchmark_secret_is_blocked():
     item = only_item(A, secrets=frozenset({"OPENAI_API_KEY"}))
     assert item.reason is Reason.SECRET_MISSING
     assert "HF_TOKEN (required by HLE)" in item.details[0]
-    assert "`osmosis secret set HF_TOKEN`" in item.details[0]
+    assert "secret set HF_TOKEN --scope workspace" in item.fixes[0].command
 
 
 def test_unlistable_secrets_warn_instead_of_blocking():
@@ -868,7 +934,9 @@ def test_unlistable_secrets_warn_instead_of_blocking():
 def test_judge_required():
     item = only_item(desired("hle/a", judge=None))
     assert item.reason is Reason.JUDGE_REQUIRED
-    assert "set [execution].judge_api_key_secret" in item.details[0]
+    assert "HLE uses an LLM judge and requires judge_api_key_secret" in item.details[0]
+    (fix,) = item.fixes
+    assert (fix.key, fix.value) == ("execution.judge_api_key_secret", "OPENAI_API_KEY")
 
 
 def test_judge_api_key_only_benchmark_also_requires_the_secret():
@@ -880,7 +948,9 @@ def test_judge_api_key_only_benchmark_also_requires_the_secret():
 def test_harness_required():
     item = only_item(desired("tb/a", "terminal-bench-2-1", harness=None, task_set=None, judge=None))
     assert item.reason is Reason.HARNESS_REQUIRED
-    assert 'set harness = "terminus-2" in [[agents]] 1' in item.details[0]
+    assert "Terminal-Bench 2.1 requires a harness" in item.details[0]
+    (fix,) = item.fixes
+    assert (fix.key, fix.value, fix.remove) == ("agents[0].harness", "terminus-2", False)
 
 
 def test_harness_unsupported():
@@ -888,42 +958,82 @@ def test_harness_unsupported():
         desired("t/a", "toolathlon-verified", harness="codex", task_set=None, judge=None)
     )
     assert item.reason is Reason.HARNESS_UNSUPPORTED
-    assert "remove harness from [[agents]] 1" in item.details[0]
+    (fix,) = item.fixes
+    assert (fix.key, fix.remove) == ("agents[0].harness", True)
+    assert "fix: remove `agents[0].harness` from benchmarks/t/a.toml" in item.details[0]
 
 
-def test_unknown_task_names_categories_and_task_set():
-    names = only_item(
-        desired(
-            "tb/a",
-            "terminal-bench-2-1",
-            harness="terminus-2",
-            task_set=None,
-            judge=None,
-            task_names=("terminal-bench/hello-world", "nope"),
-        )
+def tb_item(**kwargs):
+    kwargs = {"harness": "terminus-2", "task_set": None, "judge": None, **kwargs}
+    return only_item(desired("tb/a", "terminal-bench-2-1", **kwargs))
+
+
+def test_unknown_task_names_offer_the_nearest_names():
+    names = tb_item(task_names=("terminal-bench/hello-world", "terminal-bench/git-multibrnch"))
+    assert names.reason is Reason.TASKS_NOT_FOUND
+    assert (
+        "Unknown task 'terminal-bench/git-multibrnch' in Terminal-Bench 2.1 (did you mean "
+        "'terminal-bench/git-multibranch'?)"
+    ) in names.details[0]
+    (fix,) = names.fixes
+    assert (fix.key, fix.value) == (
+        "tasks.task_names",
+        ["terminal-bench/hello-world", "terminal-bench/git-multibranch"],
     )
-    assert names.reason is Reason.TASKS_NOT_FOUND and "nope" in names.details[0]
-    assert "terminal-bench/hello-world" not in names.details[0]
-    cats = only_item(
-        desired(
-            "tb/a",
-            "terminal-bench-2-1",
-            harness="terminus-2",
-            task_set=None,
-            judge=None,
-            categories=("gpu",),
-        )
-    )
-    assert cats.reason is Reason.TASKS_NOT_FOUND and "gpu" in cats.details[0]
-    tset = only_item(
-        desired("tb/a", "terminal-bench-2-1", harness="terminus-2", task_set="parity", judge=None)
-    )
-    assert tset.reason is Reason.TASKS_NOT_FOUND and '"parity"' in tset.details[0]
-    # An unknown task set runs the whole benchmark on the Platform, so that is its cost.
+    far = tb_item(task_names=("zzz",))
+    assert far.fixes == () and "correct tasks.task_names in benchmarks/tb/a.toml" in far.details[0]
+
+
+def test_unknown_categories_offer_the_nearest_category():
+    cats = tb_item(categories=("Terminal",))
+    assert cats.reason is Reason.TASKS_NOT_FOUND and "Terminal" in cats.details[0]
+    (fix,) = cats.fixes
+    assert (fix.key, fix.value) == ("tasks.categories", ["terminal"])
+
+
+def test_an_unknown_task_set_runs_everything_and_says_so():
+    # The Platform silently expands a task set it does not have (platform-api.md §6.3), so
+    # the plan promises what it will do, at that cost, and warns.
+    tset = tb_item(task_set="parity")
+    assert tset.action is Action.SUBMIT
     assert tset.task_count == 89
+    assert 'task set "parity" does not exist in Terminal-Bench 2.1' in tset.warnings[0]
 
 
-def test_every_problem_is_listed_and_the_first_names_the_reason():
+def test_empty_task_names_are_refused_with_a_one_task_fix():
+    item = tb_item(task_names=())
+    assert item.reason is Reason.TASKS_EMPTY
+    (fix,) = item.fixes
+    assert (fix.key, fix.value) == ("tasks.task_names", ["terminal-bench/git-multibranch"])
+
+
+def test_execution_values_out_of_range_are_refused_with_the_nearest_valid_value():
+    want = desired("hle/a")
+    spec = {**want.spec, "execution_config": {**want.spec["execution_config"]}}
+    spec["execution_config"].update({"attempts_per_task": 0, "max_concurrent_attempts": 1000})
+    item = only_item(want.model_copy(update={"spec": spec}))
+    assert item.reason is Reason.EXECUTION_INVALID
+    assert item.details[0].startswith("attempts_per_task must be an integer from 1 to 16")
+    assert [(f.key, f.value) for f in item.fixes] == [
+        ("execution.attempts_per_task", 1),
+        ("execution.max_concurrent_attempts", 64),
+    ]
+
+
+def test_verifier_is_refused_for_managed_benchmarks_only():
+    want = desired("hle/a")
+    spec = {**want.spec, "execution_config": {**want.spec["execution_config"]}}
+    spec["execution_config"]["verifier_secrets"] = ["OPENAI_API_KEY"]
+    managed = HLE.model_copy(update={"source_type": "osmosis_managed"})
+    item = only_item(want.model_copy(update={"spec": spec}), benchmarks={"HLE": managed})
+    assert item.reason is Reason.VERIFIER_REJECTED
+    assert [(f.key, f.remove) for f in item.fixes] == [("verifier", True)]
+    harbor = HLE.model_copy(update={"source_type": "harbor_registry"})
+    item = only_item(want.model_copy(update={"spec": spec}), benchmarks={"HLE": harbor})
+    assert item.action is Action.SUBMIT
+
+
+def test_every_problem_is_listed_in_the_platforms_order():
     want = desired(
         "tb/a",
         "terminal-bench-2-1",
@@ -934,9 +1044,16 @@ def test_every_problem_is_listed_and_the_first_names_the_reason():
         categories=("gpu",),
     )
     item = only_item(want)
-    assert item.reason is Reason.SECRET_MISSING
+    # The Platform checks its rules before it looks for secrets (platform/local/app.py).
+    assert item.reason is Reason.HARNESS_REQUIRED
     assert len(item.details) == 3
-    assert [d.split(" ")[0] for d in item.details] == ["secret", "Terminal-Bench", "category"]
+    assert [d.split(" ")[0] for d in item.details] == ["Agent", "Unknown", "Secret(s)"]
+
+
+def test_submit_shows_the_benchmarks_source_and_pass_threshold():
+    bench = HLE.model_copy(update={"source_url": "https://lastexam.ai", "pass_threshold": 1.0})
+    item = only_item(A, benchmarks={"HLE": bench})
+    assert (item.source_url, item.pass_threshold) == ("https://lastexam.ai", 1.0)
 
 
 def test_blocked_replace_keeps_the_intended_action():
@@ -949,7 +1066,7 @@ def test_blocked_replace_keeps_the_intended_action():
     assert plan.summary.replace == 0 and plan.summary.blocked == 1
 
 
-def test_warnings_for_non_default_harness_and_hle_without_parity():
+def test_warnings_for_non_default_harness_and_no_recommended_task_set():
     tb = only_item(
         desired("tb/a", "terminal-bench-2-1", harness="codex", task_set=None, judge=None)
     )
@@ -957,8 +1074,33 @@ def test_warnings_for_non_default_harness_and_hle_without_parity():
     assert "scores not comparable with the published leaderboard" in tb.warnings[0]
     hle = only_item(desired("hle/a", task_set=None))
     assert hle.action is Action.SUBMIT
-    assert 'task_set = "parity"' in hle.warnings[0]
+    assert hle.warnings == (
+        'For HLE, we recommend [tasks] task_set = "parity" (249 tasks) so results are '
+        "comparable with published scores. This submission uses the full or a custom task "
+        "selection.",
+    )
     assert only_item(A).warnings == ()
+    # Keyed to the catalog's flag, not to the name "hle".
+    plain = HLE.model_copy(update={"recommended_task_sets": ()})
+    assert only_item(desired("hle/a", task_set=None), benchmarks={"HLE": plain}).warnings == ()
+
+
+def test_task_names_and_categories_select_their_union_once():
+    both = tb_item(
+        task_names=("terminal-bench/hello-world", "terminal-bench/hello-world", "x"),
+        categories=("terminal",),
+    )
+    assert both.reason is Reason.TASKS_NOT_FOUND  # "x" is unknown
+    union = tb_item(task_names=("terminal-bench/hello-world",), categories=("terminal",))
+    assert union.task_count == 89  # the name is in the category: counted once
+    names = tb_item(task_names=("terminal-bench/hello-world", "terminal-bench/hello-world"))
+    assert names.task_count == 1
+
+
+def test_task_set_takes_precedence_and_the_rest_is_said_to_be_ignored():
+    item = only_item(desired("hle/a", task_names=("t9",)), benchmarks={"HLE": HLE_WITH_TASKS})
+    assert item.action is Action.SUBMIT and item.task_count == 249
+    assert "[tasks].task_names is ignored: task_set takes precedence" in item.warnings[0]
 
 
 # --------------------------------------------------------------------------- guards and selection
@@ -1260,3 +1402,15 @@ def test_plan_invariants(snapshot):
     keys = [(i.address, i.action) for i in plan.items]
     assert keys == sorted(keys, key=lambda k: (k[0], ACTION_ORDER[k[1]]))
     assert len({d.fingerprint for d in plan.drift}) == len(plan.drift)
+
+
+def test_judge_fix_names_a_record_of_the_judge_models_provider():
+    want = desired("hle/a", judge=None, models=("anthropic/claude-sonnet-4",))
+    spec = {**want.spec, "agents": [{**want.spec["agents"][0]}]}
+    spec["agents"][0]["model"] = {
+        **spec["agents"][0]["model"],
+        "api_key_secret": "ANTHROPIC_API_KEY",
+    }
+    item = only_item(want.model_copy(update={"spec": spec}))
+    # HLE's default judge is openai/gpt-5: its key, not the agent's Anthropic one.
+    assert item.fixes[0].value == "OPENAI_API_KEY"

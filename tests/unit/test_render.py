@@ -339,7 +339,7 @@ def test_each_item_line_and_reason():
     assert "\n  + hle/parity\n      # new config\n" in text
     assert "\n  -/+ terminal-bench/smoke\n      # config changed\n" in text
     assert '      requested by 3f9c2a1 "Add HLE parity run"\n' in text
-    assert "`osmosis secret set WANDB_API_KEY`" in text
+    assert "secret set WANDB_API_KEY --scope workspace" in text
     assert "Plan: 2 to submit, 1 to replace, 1 to stop, 1 to download, 2 to forget" in text
 
 

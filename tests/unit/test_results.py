@@ -22,6 +22,7 @@ from reconciler.lockfile import _fast_load, parse, put_run, retire_run, serializ
 from reconciler.model import (
     AgentResult,
     HistoryEntry,
+    LeaderboardScore,
     LockState,
     Plan,
     RecordedRun,
@@ -40,6 +41,8 @@ from reconciler.render import (
     render_text,
 )
 from tests.unit.plan_fixtures import (
+    BENCHMARKS,
+    HLE,
     desired,
     lock,
     observation,
@@ -123,6 +126,7 @@ def test_to_results_joins_agents_and_metrics_by_agent_id() -> None:
         agent_index=0,
         harness="codex",
         model="GPT-5",
+        model_id="openai/gpt-5",
         rank=1,
         pass_at_1=0.75,
         ci_low=0.719,
@@ -141,6 +145,7 @@ def test_to_results_joins_agents_and_metrics_by_agent_id() -> None:
     assert second.seconds_per_task == 30.0
     # No metrics entry at all: only what the agent itself says.
     assert third == AgentResult(agent_index=2, model="only-a-ref")
+    assert second.model_id == "anthropic/claude-sonnet-4"
     assert (results.passed, results.failed, results.errored) == (20, 25, 5)
     assert results.total_cost_usd == 1.25
 
@@ -333,10 +338,10 @@ def results_plan() -> Plan:
             "hle/parity",
             "run-2",
             results(
-                agent(0, 0.653, cost_per_task=2.0),
+                agent(0, 0.653, cost_per_task=2.0, model_id="openai/gpt-5"),
                 agent(1, 0.4, model="Claude | Sonnet", harness=None, k=None, pass_at_k=None),
             ),
-        ),
+        ).model_copy(update={"benchmark_id": HLE.id}),
         ended("tb/smoke", "run-t", results(agent(0, 0.5, cost_per_task=0.0034, ci_low=None))),
         ended("tb/same", "run-s", results(agent(0, 0.5))),
         history=(
@@ -351,9 +356,42 @@ def results_plan() -> Plan:
             observed_run("run-2", "finished"),
             observed_run("run-t", "finished"),
             observed_run("run-s", "finished"),
+            benchmarks={**BENCHMARKS, "HLE": HLE_PUBLISHED},
         ),
         settings(),
     )
+
+
+HLE_PUBLISHED = HLE.model_copy(
+    update={
+        "leaderboard": (
+            LeaderboardScore(model="openai/gpt-5", harness="codex", task_set="full", pass_at_1=0.2),
+            LeaderboardScore(
+                model="openai/gpt-5", harness="codex", task_set="parity", rank=1, pass_at_1=0.7
+            ),
+            LeaderboardScore(model="openai/gpt-5", harness=None, task_set="parity", pass_at_1=0.1),
+        ),
+        "unavailable_tasks": ("hle/q-17", "hle/q-18"),
+        "unavailable_reason": "image attachment missing upstream",
+    }
+)
+
+
+def test_results_compare_with_the_leaderboard_entry_of_the_same_model_and_harness() -> None:
+    plan = results_plan()
+    row = next(r for r in plan.results if r.address == "hle/parity" and r.agent.agent_index == 0)
+    assert row.leaderboard is not None
+    assert (row.leaderboard.task_set, row.leaderboard.pass_at_1) == ("parity", 0.7)
+    other = next(r for r in plan.results if r.address == "hle/parity" and r.agent.agent_index == 1)
+    assert other.leaderboard is None  # no published score for that model
+    assert row.unavailable_tasks == 2
+    text = render_text(plan)
+    assert "-4.7 pts vs leaderboard 70.0% (#1, parity)" in text
+    assert (
+        "note: hle/parity: 2 tasks of the benchmark unavailable (image attachment missing "
+        "upstream), not run or scored"
+    ) in text
+    assert "| -4.7 pts vs leaderboard 70.0% (#1, parity) |" in render_markdown(plan)
 
 
 def test_golden_results_renders() -> None:
@@ -366,7 +404,8 @@ def test_golden_results_renders() -> None:
 def test_markdown_results_table_compares_with_the_previous_run() -> None:
     md = render_markdown(results_plan())
     assert (
-        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous |" in md
+        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous "
+        "| vs leaderboard |" in md
     )
     row = next(line for line in md.splitlines() if line.startswith("| `hle/parity` | name-run-2"))
     cells = [c.strip() for c in row.strip("|").split(" | ")]
@@ -378,6 +417,7 @@ def test_markdown_results_table_compares_with_the_previous_run() -> None:
         "pass@2 75.3%",
         "$2.00",
         "+4.2 pts (prev 61.1%)",
+        "-4.7 pts vs leaderboard 70.0% (#1, parity)",
     ]
     assert "Claude \\| Sonnet · default" in md  # a pipe in a cell is escaped
     assert "| prev – |" in md  # the previous run's agent 1 had no pass@1
@@ -390,10 +430,7 @@ def test_markdown_results_table_compares_with_the_previous_run() -> None:
 def test_text_results_are_compact_and_capped() -> None:
     text = render_text(results_plan())
     assert "Results of 3 ended runs" in text
-    assert (
-        "  hle/parity  name-run-2 (run-2)  GPT-5 · codex              65.3% (60.3–70.3)  "
-        "pass@2 75.3%      $2.00  +4.2 pts (prev 61.1%)"
-    ) in text
+    assert ("@@ROW@@") in text
     # A table whose columns fit their content: every row's pass@1 starts under its header.
     lines = text.splitlines()
     start = lines.index(next(line for line in lines if line.startswith("  address ")))

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconciler.config import build_spec, load_configs, rules, spec_digest
-from reconciler.config.validate import check
+from reconciler.config.validate import check, looks_like_path
 from reconciler.model import digest
 
 # ----------------------------------------------------------------------------- generation
@@ -30,6 +30,8 @@ RESERVED = set(SECRETS) | rules.RESERVED_ENV_NAMES | set(rules.HARNESS_CREDENTIA
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 short = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
 non_blank = text.filter(lambda s: s.strip() != "")
+# [experiment].benchmark is a catalog reference: never empty, never a path (validate.py).
+catalog_ref = non_blank.filter(lambda s: not looks_like_path(s))
 env_name = st.from_regex(r"\A[A-Z][A-Z0-9_]{0,7}\Z").filter(lambda n: n not in RESERVED)
 header_name = st.from_regex(r"\AX-[A-Za-z]{1,8}\Z")
 # [execution] values of the types rules.EXECUTION_TYPES accepts.
@@ -72,7 +74,7 @@ def agents(draw):
 
 @st.composite
 def configs(draw):
-    doc: dict[str, Any] = {"experiment": {"benchmark": draw(text)}}
+    doc: dict[str, Any] = {"experiment": {"benchmark": draw(catalog_ref)}}
     if draw(st.booleans()):
         tasks: dict[str, Any] = {}
         if draw(st.booleans()):

@@ -23,7 +23,7 @@ docs/local-platform.md):
   before scoping. Secrets, workspaces and verify are not gated.
 * Unknown benchmark: 404, code ``BENCHMARK_NOT_FOUND`` on submit, ``NOT_FOUND`` on E2.
   Benchmark still syncing or failed: 409 ``BENCHMARK_NOT_READY`` with the CLI's sync wording
-  (``rules.NOT_READY_STATUS`` / ``NOT_READY_MESSAGES``). Missing judge secret and every other
+  (``submit_rules.NOT_READY_STATUS`` / ``NOT_READY_MESSAGES``). Missing judge secret and every other
   config rule: 400 ``VALIDATION`` with ``issues`` (never 422).
 * ``WORKSPACE_SCOPE_HEADER_CONFLICT`` → 400; ``WORKSPACE_SCOPE_HEADER_ACCESS_DENIED`` → 403;
   workspace names match exactly and case-sensitively; Git identities case-insensitively.
@@ -38,7 +38,10 @@ docs/local-platform.md):
   (never ``queued``). Lists are newest first (``created_at`` desc, then insertion order).
   Submit answers 200.
 * ``[execution]``: ``attempts_per_task`` 1-16 (default 1), ``max_concurrent_attempts`` 1-64
-  (default 4), integers, else 400; other keys are stored and echoed unvalidated.
+  (default 4), integers, else 400; other keys are stored and echoed unvalidated. These and
+  the other catalog-dependent rules (judge, ``[verifier]``, harness flags, task selection:
+  ``task_names`` + ``categories`` select their union) are ``reconciler.submit_rules``,
+  which the plan's preflight reads too.
 * Rate limits only through fault injection; a 429 always carries ``Retry-After``.
 * Presigned URLs live ``Faults.presign_ttl_s`` (default 900 s = the docs' 15 minutes); an
   expired or forged URL answers 403. Manifest ``totals`` = ``{files, bytes}``.

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
+from reconciler import submit_rules
+
 from . import rules, simulation
 from .catalog import benchmark_id as make_benchmark_id
 from .catalog import public_view
@@ -31,6 +33,10 @@ from .store import Store
 
 API_PREFIX = "/api/cli/"
 PRESIGNED_PREFIX = "/_presigned/"
+SYNC_STATUSES = ("ready", "pending", "syncing", "failed")
+ADMIN_PREFIX = "/_emulator/"
+"""The emulator's own routes (not the Platform API): what ``osmosis-platform-emulator``
+does to a data dir, for a server already running on it. Authenticated like the API."""
 LIST_LIMIT_MAX = 50
 LOGS_LIMIT_MAX = 200
 FEATURE_GATE_MESSAGE = "Benchmarks is not available for your account"
@@ -255,9 +261,30 @@ class LocalPlatform:
                 {"Retry-After": str(self.faults.retry_after_s)},
             )
         try:
+            if path.startswith(ADMIN_PREFIX):
+                return self._admin(method, path, lowered, body)
             return self._route(method, path, query, lowered, body, draw)
         except ApiError as exc:
             return _json_response(exc.status, exc.body, exc.headers)
+
+    def _admin(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        """``POST /_emulator/benchmarks/{ref}/sync`` ``{status, synced?, error?}``."""
+        self._authenticate(headers)
+        seg = [unquote(s) for s in path[len(ADMIN_PREFIX) :].strip("/").split("/")]
+        if len(seg) != 3 or seg[0] != "benchmarks" or seg[2] != "sync":
+            raise ApiError(404, f"No route for {method} {path}", "NOT_FOUND")
+        self._method(method, "POST")
+        data = _parse_json(body)
+        status = data.get("status") if isinstance(data, dict) else None
+        if status not in SYNC_STATUSES:
+            raise ApiError(400, f"status must be one of {', '.join(SYNC_STATUSES)}", "VALIDATION")
+        try:
+            self.set_benchmark_sync(
+                seg[1], status, synced_task_count=data.get("synced"), sync_error=data.get("error")
+            )
+        except KeyError:
+            raise ApiError(404, f"Benchmark '{seg[1]}' was not found.", "NOT_FOUND") from None
+        return _json_response(200, {"benchmark": seg[1], "sync_status": status})
 
     # ------------------------------------------------------------------ routing
 
@@ -627,6 +654,7 @@ class LocalPlatform:
             "default_harness": None, "requires_judge_model": False,
             "requires_judge_api_key": False, "judge_model_default": None, "pass_threshold": 1.0,
             "required_secret_names": [], "unavailable_tasks": None, "_task_set_members": {},
+            "_pending_tasks": [],
             "_leaderboard": [], "_skill_bias": 0.0,
         }  # fmt: skip
         for key, value in defaults.items():
@@ -653,6 +681,14 @@ class LocalPlatform:
         if synced_task_count is not None:
             spec["synced_task_count"] = synced_task_count
         if sync_status == "ready":
+            # The sync has listed everything: the tasks still pending join the list.
+            spec["tasks"] = [*spec["tasks"], *spec.pop("_pending_tasks", [])]
+            counts: dict[str, int] = {}
+            for task in spec["tasks"]:
+                if task.get("category"):
+                    counts[task["category"]] = counts.get(task["category"], 0) + 1
+            spec["categories"] = [{"name": k, "task_count": v} for k, v in counts.items()]
+            spec["category_count"] = len(counts)
             spec["task_count"] = len(spec["tasks"]) or spec["task_count"]
             spec["synced_task_count"] = spec["task_count"]
         with self.store.write() as w:
@@ -761,7 +797,8 @@ class LocalPlatform:
         return _json_response(200, {"name": name, "scope": scope, "deleted": True})
 
     def set_secret(self, workspace: str, name: str, value: str, scope: str = "workspace") -> None:
-        """Test convenience: store a secret directly (the CLI and demo use the S2 route)."""
+        """Test convenience: store a secret directly, workspace scope unless told (the
+        ``secret set`` command and the S2 route default to personal, as on the Platform)."""
         if scope not in ("workspace", "user") or not rules.SECRET_NAME_RE.match(name):
             raise ValueError("invalid secret name or scope")
         self._store_secret(self._workspace_by_name(workspace), name, value, scope)
@@ -795,28 +832,23 @@ class LocalPlatform:
         spec = self.resolve_benchmark(ref)
         if spec is None:
             raise ApiError(
-                404,
-                f"Benchmark '{ref}' was not found in this workspace. Benchmark names are "
-                "case-sensitive; use its key, exact name or ID, and add Harbor registry "
-                "benchmarks to the workspace from the Platform first.",
-                "BENCHMARK_NOT_FOUND",
+                404, submit_rules.NOT_FOUND_MESSAGE.format(ref=ref), "BENCHMARK_NOT_FOUND"
             )
         if spec["sync_status"] != "ready":
-            template = rules.NOT_READY_MESSAGES.get(
-                spec["sync_status"], rules.NOT_READY_MESSAGES["pending"]
-            )
+            url = self._ws_url(ws, "benchmarks", "catalog", spec["id"])
             raise ApiError(
                 rules.NOT_READY_STATUS,
-                template.format(
-                    name=spec["name"],
-                    synced=spec.get("synced_task_count", 0),
-                    total=spec.get("task_count", 0),
-                    error=(spec.get("sync_error") or "Failed to sync tasks").rstrip(".") + ".",
-                    url=self._ws_url(ws, "benchmarks", "catalog", spec["id"]),
+                submit_rules.not_ready_message(
+                    spec["name"],
+                    spec["sync_status"],
+                    spec.get("synced_task_count", 0),
+                    spec.get("task_count", 0),
+                    spec.get("sync_error"),
+                    url,
                 ),
                 "BENCHMARK_NOT_READY",
                 sync_status=spec["sync_status"],
-                platform_url=self._ws_url(ws, "benchmarks", "catalog", spec["id"]),
+                platform_url=url,
             )
         issues = rules.check_rules(body, spec)
         limit = self.faults.workspace_concurrency_limit
@@ -829,8 +861,6 @@ class LocalPlatform:
                 )
             )
         tasks = rules.select_tasks(body, spec)
-        if not tasks and not issues:
-            issues.append(rules.Issue("tasks_config", "the task selection matches no tasks"))
         if issues:
             raise ApiError(
                 400,
@@ -839,17 +869,13 @@ class LocalPlatform:
                 issues=[i.as_json() for i in issues],
             )
         provided = dict((body.get("secrets") or {}).get("provided") or {})
-        names = list(
-            dict.fromkeys(
-                rules.referenced_secrets(body) + list(spec.get("required_secret_names", []))
-            )
-        )
+        names = submit_rules.needed_secrets(body, spec.get("required_secret_names", []))
         stored = self._secret_scopes(ws)
         missing = [n for n in names if n not in provided and n not in stored]
         if missing:
             raise ApiError(
                 404,
-                f"Secret(s) not found: {', '.join(missing)}",
+                submit_rules.missing_secrets_message(missing),
                 platform_url=self._ws_url(ws, "secrets"),
             )
         scopes: dict[str, str] = {}
@@ -863,8 +889,9 @@ class LocalPlatform:
                 scopes[n] = "workspace"
         stored_body = _strip_secret_values(body)
         agents = len(body["agents"])
-        attempts = (body.get("execution_config") or {}).get("attempts_per_task", 1)
-        expected = len(tasks) * agents * (attempts if isinstance(attempts, int) else 1)
+        expected = (
+            len(tasks) * agents * submit_rules.attempts_per_task(body.get("execution_config"))
+        )
         with self.store.write() as w:
             row = self._insert_run(
                 w, ws, spec, stored_body, len(tasks), agents, expected, scopes, self.clock()

@@ -2,14 +2,16 @@
 
 Every benchmark is a plain dict in the E2 shape (platform-api.md §3) plus a few private keys
 that start with ``_`` and are never sent: ``_task_set_members`` (which tasks a named task set
-selects), ``_leaderboard`` (served as E2's top-level ``leaderboard``) and ``_skill_bias``
-(how hard the benchmark is for the simulated agents).
+selects), ``_leaderboard`` (served as E2's top-level ``leaderboard``), ``_skill_bias``
+(how hard the benchmark is for the simulated agents) and ``_pending_tasks`` (the tasks a
+sync that is not finished has not listed yet; they join ``tasks`` once it is ``ready``).
 
 The catalog exercises every rule of the submit route: HLE (judge, implicit ``HF_TOKEN``,
 recommended parity set), Terminal-Bench 2.1 (harness required, default ``terminus-2``,
 categories and difficulties), GDPVal (judge), BrowseComp (pinned grader: judge key only),
 SWE-bench Verified (harness optional), Toolathlon-Verified (no harness support), a Harbor
-registry benchmark still syncing and one whose sync failed.
+registry benchmark that is ready and lists unavailable tasks (``[verifier]`` allowed), one
+still syncing and one whose sync failed.
 """
 
 from __future__ import annotations
@@ -282,6 +284,8 @@ def _benchmark(
     sync_error: str | None = None,
     leaderboard: list[tuple[str, str | None, float, float, int]] | None = None,
     skill_bias: float = 0.0,
+    unavailable: tuple[str, list[str]] | None = None,
+    pending_tasks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     members: dict[str, list[str]] = {}
     sets = []
@@ -326,7 +330,13 @@ def _benchmark(
         "required_secret_names": list(required_secret_names or []),
         "categories": _categories(tasks),
         "tasks": tasks,
-        "unavailable_tasks": None,
+        "unavailable_tasks": None
+        if unavailable is None
+        else {
+            "reason": unavailable[0],
+            "tasks": [{"name": n, "category": None, "difficulty": None} for n in unavailable[1]],
+        },
+        "_pending_tasks": list(pending_tasks or []),
         "_task_set_members": members,
         "_leaderboard": _leaderboard(key, board_n, board_set, leaderboard or []),
         "_skill_bias": skill_bias,
@@ -429,6 +439,29 @@ def seed_catalog() -> list[dict[str, Any]]:
             skill_bias=-0.15,
         ),
         _benchmark(
+            "acme/support-tickets@2.0",
+            "acme/support-tickets",
+            [
+                {
+                    "name": f"acme/support-tickets/{area}-{i:02d}",
+                    "category": area,
+                    "difficulty": _difficulty("acme-st", f"{area}-{i}", (30, 50, 20, 0)),
+                }
+                for area, count in (("billing", 12), ("shipping", 10), ("returns", 8))
+                for i in range(count)
+            ],
+            description="A Harbor registry dataset of customer-support tasks, checked by the "
+            "dataset's own verifier.",
+            source_type="harbor_registry",
+            source_url="https://registry.harborframework.com/datasets/acme/support-tickets",
+            pass_threshold=0.8,
+            unavailable=(
+                "Fixture files missing from the 2.0 release",
+                ["acme/support-tickets/returns-08", "acme/support-tickets/returns-09"],
+            ),
+            leaderboard=[("openai/gpt-5", "codex", 0.71, 0.12, 18_000)],
+        ),
+        _benchmark(
             "acme/custom@1.0",
             "acme/custom",
             acme_tasks,
@@ -450,6 +483,10 @@ def seed_catalog() -> list[dict[str, Any]]:
             task_count=0,
             synced_task_count=0,
             sync_error="Registry returned 404 for acme/broken-eval@0.3: tag not found.",
+            pending_tasks=[
+                {"name": f"acme/broken-eval/case-{i:02d}", "category": None, "difficulty": None}
+                for i in range(12)
+            ],
         ),
     ]
 

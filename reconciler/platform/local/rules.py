@@ -1,9 +1,17 @@
 """Submit (E3) validation of the local Platform: every rule kept as data.
 
 platform-api.md asks for the page's rules to be one table per rule so that a Platform change
-is a one-line edit. The tables are the module constants below; ``validate_submit`` only walks
-them. Messages follow the wording of platform-api.md §9.4 where it gives one; the Platform's
-own wording is not determinable (§13), so the rest are ours.
+is a one-line edit. Two homes:
+
+* ``reconciler.submit_rules``: the rules that depend on the catalog entry or on
+  ``[execution]`` values (ranges, judge, verifier, harness flags, task selection and its
+  semantics). The plan's preflight reads the same module, so the plan blocks exactly what
+  this route refuses and counts exactly the tasks it selects.
+* here: the structure of the body and the page's name rules (§9.4), which the reconciler's
+  config validation (``reconciler.config``) enforces before a plan is made.
+
+Messages follow the wording of platform-api.md §9.4 where it gives one; the Platform's own
+wording is not determinable (§13), so the rest are ours.
 """
 
 from __future__ import annotations
@@ -12,6 +20,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from reconciler import submit_rules
+from reconciler.submit_rules import (  # noqa: F401  (the route reads them from here)
+    NOT_READY_STATUS,
+    CatalogFacts,
+    referenced_secrets,
+)
 
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 RESERVED_ENV_PREFIX = "_OSMOSIS_"
@@ -27,12 +42,6 @@ HARNESS_CREDENTIALS: Mapping[str, str] = {
 MAX_AGENTS = 8
 MAX_RUN_SECRETS = 16
 MAX_VERIFIER_SECRETS = 16
-ATTEMPTS_PER_TASK_RANGE = (1, 16)
-"""Our choice: the Platform's range is not determinable (platform-api.md §9.2)."""
-MAX_CONCURRENT_ATTEMPTS_RANGE = (1, 64)
-"""Our stand-in for the 'workspace limits' the page mentions."""
-VERIFIER_REJECTED_SOURCE_TYPES = frozenset({"osmosis_managed"})
-"""SDK code comment: 'Submit rejects the section for managed benchmarks'."""
 MODEL_KEYS: Mapping[str, tuple[frozenset[str], frozenset[str]]] = {
     # type -> (required keys, optional keys); "type" itself is implied.
     "provider": (frozenset({"model", "api_key_secret"}), frozenset()),
@@ -45,15 +54,6 @@ TOP_LEVEL_KEYS = frozenset(
 AGENT_KEYS = frozenset({"harness", "harness_api_key_secret", "model", "env"})
 TASK_KEYS = frozenset({"task_set", "task_names", "categories"})
 
-NOT_READY_STATUS = 409
-"""HTTP status of a submit against a benchmark whose ``sync_status`` is not ``ready``
-(platform-api.md §6.3 emulator policy; the real status is not determinable)."""
-NOT_READY_MESSAGES: Mapping[str, str] = {
-    "pending": "{name} is still syncing its task list (sync queued); submit once it is ready.",
-    "syncing": "{name} is still syncing its task list ({synced} of {total} tasks); "
-    "submit once it is ready.",
-    "failed": "{name} is not runnable: {error} Retry its sync at {url}.",
-}
 STOP_TERMINAL_STATUS = 409
 """Stop of a run that is already terminal: 409 CONFLICT (real behaviour not determinable)."""
 STOP_TERMINAL_MESSAGE = (
@@ -196,17 +196,9 @@ def _check_agent(i: int, agent: Any) -> list[Issue]:
 
 
 def _check_execution(execution: Mapping[str, Any]) -> list[Issue]:
+    # Value ranges are known rules shared with the plan (submit_rules), checked after the
+    # benchmark resolves; only the types the route cannot read at all are checked here.
     issues: list[Issue] = []
-    for key, (low, high) in (
-        ("attempts_per_task", ATTEMPTS_PER_TASK_RANGE),
-        ("max_concurrent_attempts", MAX_CONCURRENT_ATTEMPTS_RANGE),
-    ):
-        if key in execution:
-            value = execution[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                issues.append(
-                    Issue(f"execution_config.{key}", f"must be an integer from {low} to {high}")
-                )
     if "judge_api_key_secret" in execution and not isinstance(
         execution["judge_api_key_secret"], str
     ):
@@ -221,25 +213,6 @@ def _check_execution(execution: Mapping[str, Any]) -> list[Issue]:
                 )
             )
     return issues
-
-
-def referenced_secrets(body: Mapping[str, Any]) -> list[str]:
-    """Every secret record name the body references, in reference order, de-duplicated
-    (platform-api.md §9.5): model keys, harness keys, judge, verifier, ``secrets.required``."""
-    names: list[str] = []
-    for agent in body.get("agents", []):
-        model = agent.get("model", {})
-        if model.get("type") in ("provider", "endpoint"):
-            names.append(model.get("api_key_secret", ""))
-    for agent in body.get("agents", []):
-        if agent.get("harness_api_key_secret") is not None:
-            names.append(agent["harness_api_key_secret"])
-    execution = body.get("execution_config") or {}
-    if isinstance(execution.get("judge_api_key_secret"), str):
-        names.append(execution["judge_api_key_secret"])
-    names.extend(execution.get("verifier_secrets") or [])
-    names.extend((body.get("secrets") or {}).get("required") or [])
-    return list(dict.fromkeys(names))
 
 
 def check_rules(body: Mapping[str, Any], benchmark: Mapping[str, Any]) -> list[Issue]:
@@ -358,54 +331,10 @@ def check_rules(body: Mapping[str, Any], benchmark: Mapping[str, Any]) -> list[I
                     "Platform secret record instead.",
                 )
             )
-        if harness and not benchmark["supports_harness"]:
-            issues.append(
-                Issue(
-                    f"{where}.harness",
-                    f"{benchmark['name']} runs only with its official scaffold; remove harness.",
-                )
-            )
-        if not harness and benchmark["requires_harness"]:
-            default = benchmark.get("default_harness")
-            suffix = f' (its published scores use harness = "{default}")' if default else ""
-            issues.append(
-                Issue(f"{where}.harness", f"{benchmark['name']} requires a harness{suffix}.")
-            )
-    if benchmark.get("requires_judge_api_key") and not judge:
-        default = benchmark.get("judge_model_default")
-        extra = f" (judge model defaults to {default})" if default else ""
-        issues.append(
-            Issue(
-                "execution_config.judge_api_key_secret",
-                f"{benchmark['name']} uses an LLM judge and requires judge_api_key_secret{extra}.",
-            )
-        )
-    if verifier and benchmark.get("source_type") in VERIFIER_REJECTED_SOURCE_TYPES:
-        issues.append(
-            Issue(
-                "execution_config.verifier_secrets",
-                f"{benchmark['name']} is a managed benchmark; verifier secrets are not accepted.",
-            )
-        )
-    tasks = body.get("tasks_config") or {}
-    if "task_set" not in tasks:
-        known_tasks = {t["name"] for t in benchmark["tasks"]}
-        known_cats = {c["name"] for c in benchmark["categories"]}
-        for name in tasks.get("task_names") or []:
-            if name not in known_tasks:
-                issues.append(
-                    Issue(
-                        "tasks_config.task_names", f"Unknown task '{name}' in {benchmark['name']}"
-                    )
-                )
-        for name in tasks.get("categories") or []:
-            if name not in known_cats:
-                issues.append(
-                    Issue(
-                        "tasks_config.categories",
-                        f"Unknown category '{name}' in {benchmark['name']}",
-                    )
-                )
+    # The known rules the plan applies too: one function, one wording (submit_rules).
+    issues.extend(
+        Issue(v.key, v.message) for v in submit_rules.violations(body, facts_of(benchmark))
+    )
     return issues
 
 
@@ -423,25 +352,54 @@ def _env_name_issues(where: str, name: str) -> list[Issue]:
     return []
 
 
+_FACTS_CACHE: dict[int, tuple[Mapping[str, Any], CatalogFacts]] = {}
+_FACTS_CACHE_MAX = 64
+
+
+def facts_of(benchmark: Mapping[str, Any]) -> CatalogFacts:
+    """The rules' view of a catalog entry (E2 shape plus the private ``_`` keys).
+
+    Cached per entry object: a run list builds every listed run's task selection, and the
+    app hands out one cached dict per catalog revision (never mutated). The cache holds the
+    dict itself, so its ``id`` cannot be reused while cached.
+    """
+    cached = _FACTS_CACHE.get(id(benchmark))
+    if cached is not None and cached[0] is benchmark:
+        return cached[1]
+    facts = _build_facts(benchmark)
+    if len(_FACTS_CACHE) >= _FACTS_CACHE_MAX:
+        _FACTS_CACHE.clear()
+    _FACTS_CACHE[id(benchmark)] = (benchmark, facts)
+    return facts
+
+
+def _build_facts(benchmark: Mapping[str, Any]) -> CatalogFacts:
+    unavailable = benchmark.get("unavailable_tasks") or {}
+    return CatalogFacts(
+        name=benchmark["name"],
+        source_type=benchmark.get("source_type"),
+        supports_harness=bool(benchmark.get("supports_harness", True)),
+        requires_harness=bool(benchmark.get("requires_harness")),
+        default_harness=benchmark.get("default_harness"),
+        requires_judge_model=bool(benchmark.get("requires_judge_model")),
+        requires_judge_api_key=bool(benchmark.get("requires_judge_api_key")),
+        judge_model_default=benchmark.get("judge_model_default"),
+        task_count=int(benchmark.get("task_count") or 0),
+        tasks=tuple((t["name"], t.get("category")) for t in benchmark.get("tasks") or ()),
+        categories={c["name"]: c["task_count"] for c in benchmark.get("categories") or ()},
+        task_sets={s["name"]: s["task_count"] for s in benchmark.get("task_sets") or ()},
+        task_set_members={
+            name: tuple(members)
+            for name, members in (benchmark.get("_task_set_members") or {}).items()
+        },
+        unavailable_tasks=tuple(t["name"] for t in unavailable.get("tasks") or ()),
+        unavailable_reason=unavailable.get("reason"),
+    )
+
+
 def select_tasks(body: Mapping[str, Any], benchmark: Mapping[str, Any]) -> list[str]:
-    """The task names a submit selects. ``task_set`` wins over names/categories; an unknown
-    ``task_set`` silently expands to the full benchmark (SDK code comment, §6.3)."""
-    all_tasks = [t["name"] for t in benchmark["tasks"]]
-    tasks = body.get("tasks_config") or {}
-    if "task_set" in tasks:
-        members = benchmark.get("_task_set_members", {}).get(tasks["task_set"])
-        return list(members) if members is not None else all_tasks
-    selected: list[str] = []
-    if "task_names" in tasks:
-        wanted = set(tasks["task_names"])
-        selected.extend(n for n in all_tasks if n in wanted)
-    if "categories" in tasks:
-        cats = set(tasks["categories"])
-        selected.extend(
-            t["name"]
-            for t in benchmark["tasks"]
-            if t["category"] in cats and t["name"] not in selected
-        )
-    if "task_names" in tasks or "categories" in tasks:
-        return selected
-    return all_tasks
+    """The task names a submit selects (``submit_rules.select_tasks``, the plan's too)."""
+    selection = submit_rules.select_tasks(facts_of(benchmark), body.get("tasks_config"))
+    if selection.names is not None:
+        return list(selection.names)
+    return [t["name"] for t in benchmark.get("tasks") or ()]

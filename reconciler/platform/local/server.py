@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from .app import LocalPlatform, Response
+from .app import SYNC_STATUSES, LocalPlatform, Response
 from .faults import Faults
 
 DEFAULT_DATA_DIR = ".osmosis/local-platform"
@@ -266,26 +266,106 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--fault-seed", type=int, default=0)
     serve.add_argument("--access-log", help="file for access-log lines (default: stderr)")
 
-    secret = sub.add_parser("secret", help="manage secrets in a data dir")
+    secret = sub.add_parser("secret", help="manage secrets")
     secret_sub = secret.add_subparsers(dest="secret_command", required=True)
-    sset = secret_sub.add_parser("set", help="store a secret through the S2 route")
+    sset = secret_sub.add_parser(
+        "set", help="store a secret through the S2 route (value from stdin or --from-env)"
+    )
     sset.add_argument("name")
-    sset.add_argument("--data", default=DEFAULT_DATA_DIR)
-    sset.add_argument("--workspace", default="default")
-    sset.add_argument("--scope", choices=("workspace", "user"), default="workspace")
+    # Personal is the default scope, as on the Platform (platform-api.md S2); runs submitted
+    # from CI need --scope workspace.
+    sset.add_argument("--scope", choices=("user", "workspace"), default="user")
     sset.add_argument(
         "--from-env", metavar="VAR", help="read the value from this env var (default: stdin)"
     )
+    _target_args(sset)
 
-    bench = sub.add_parser("benchmark", help="manage the catalog in a data dir")
+    bench = sub.add_parser("benchmark", help="see and manage the catalog")
     bench_sub = bench.add_subparsers(dest="benchmark_command", required=True)
+    blist = bench_sub.add_parser("list", help="list the catalog (E1)")
+    blist.add_argument("--json", action="store_true", help="print the E1 items as JSON")
+    _target_args(blist)
+    binfo = bench_sub.add_parser("info", help="show one benchmark (E2)")
+    binfo.add_argument("ref", help="key, name or id")
+    binfo.add_argument("--tasks", action="store_true", help="list every task")
+    binfo.add_argument("--json", action="store_true", help="print the E2 body as JSON")
+    _target_args(binfo)
     bsync = bench_sub.add_parser("sync", help="set a benchmark's sync status")
     bsync.add_argument("ref", help="key, name or id")
-    bsync.add_argument("--data", default=DEFAULT_DATA_DIR)
-    bsync.add_argument("--status", choices=("ready", "pending", "syncing", "failed"), required=True)
+    bsync.add_argument("--status", choices=SYNC_STATUSES, required=True)
     bsync.add_argument("--synced", type=int)
     bsync.add_argument("--error")
+    _target_args(bsync, workspace=False)
     return parser
+
+
+def _target_args(parser: argparse.ArgumentParser, *, workspace: bool = True) -> None:
+    parser.add_argument(
+        "--data", default=DEFAULT_DATA_DIR, help="data directory, when no --platform is given"
+    )
+    parser.add_argument(
+        "--platform",
+        metavar="URL",
+        help="a running emulator (serve) to talk to over HTTP instead of the data directory; "
+        "the token is OSMOSIS_TOKEN (any, unless the server was started with --token)",
+    )
+    if workspace:
+        scope = parser.add_mutually_exclusive_group()
+        scope.add_argument("--workspace", help="workspace name (default: default)")
+        scope.add_argument("--git", metavar="OWNER/REPO", help="the workspace of this repository")
+
+
+class _Target:
+    """Where a command goes: the data directory in-process, or a running server over HTTP.
+
+    Both answer through ``LocalPlatform.handle`` (the server's own code path), so a command
+    does the same thing either way.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.url = args.platform if args.platform not in (None, "", "local") else None
+        self.headers = {
+            "Authorization": f"Bearer {os.environ.get('OSMOSIS_TOKEN') or 'local'}",
+            "Content-Type": "application/json",
+        }
+        git = getattr(args, "git", None)
+        if git:
+            self.headers["X-Osmosis-Git"] = git
+        else:
+            self.headers["X-Osmosis-Workspace"] = getattr(args, "workspace", None) or "default"
+        self.platform = None if self.url else LocalPlatform(Path(args.data))
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        import json
+
+        raw = b"" if body is None else json.dumps(body).encode("utf-8")
+        if self.platform is not None:
+            answer = self.platform.handle(method, path, self.headers, raw)
+            return answer.status, answer.json() if answer.body else {}
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(
+            self.url.rstrip("/") + path, data=raw or None, headers=self.headers, method=method
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                return response.status, json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            try:
+                return exc.code, json.loads(exc.read() or b"{}")
+            except ValueError:
+                return exc.code, {}
+        except (urllib.error.URLError, OSError) as exc:
+            return 0, {"error": f"cannot reach {self.url}: {exc}"}
+
+
+def _fail(status: int, payload: Any) -> int:
+    message = payload.get("error") if isinstance(payload, dict) else None
+    print(f"error: {message or f'HTTP {status}'}", file=sys.stderr)
+    for issue in (payload.get("issues") or []) if isinstance(payload, dict) else []:
+        print(f"  - {issue.get('key')}: {issue.get('message')}", file=sys.stderr)
+    return 1
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -341,8 +421,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _secret_set(args: argparse.Namespace) -> int:
-    import json
-
     if args.from_env:
         value = os.environ.get(args.from_env, "")
     else:
@@ -350,35 +428,139 @@ def _secret_set(args: argparse.Namespace) -> int:
     if not value:
         print("error: empty secret value", file=sys.stderr)
         return 2
-    platform = LocalPlatform(Path(args.data), workspaces=(args.workspace,))
-    body = json.dumps({"name": args.name, "value": value, "scope": args.scope}).encode()
-    answer = platform.handle(
+    target = _Target(args)
+    status, payload = target.call(
         "POST",
         "/api/cli/environment-secrets",
-        {
-            "Authorization": "Bearer local",
-            "X-Osmosis-Workspace": args.workspace,
-            "Content-Type": "application/json",
-        },
-        body,
+        {"name": args.name, "value": value, "scope": args.scope},
     )
-    if answer.status != 200:
-        print(f"error: {answer.json().get('error')}", file=sys.stderr)
-        return 1
-    print(f"secret {args.name} set ({args.scope} scope, workspace {args.workspace})")
+    if status != 200:
+        return _fail(status, payload)
+    where = f"git {args.git}" if args.git else f"workspace {args.workspace or 'default'}"
+    print(f"secret {args.name} set ({args.scope} scope, {where})")
     return 0
 
 
 def _benchmark_sync(args: argparse.Namespace) -> int:
-    platform = LocalPlatform(Path(args.data))
-    try:
-        platform.set_benchmark_sync(
-            args.ref, args.status, synced_task_count=args.synced, sync_error=args.error
+    if args.platform not in (None, "", "local"):
+        from urllib.parse import quote
+
+        status, payload = _Target(args).call(
+            "POST",
+            f"/_emulator/benchmarks/{quote(args.ref, safe='')}/sync",
+            {"status": args.status, "synced": args.synced, "error": args.error},
         )
-    except KeyError:
-        print(f"error: no benchmark {args.ref!r}", file=sys.stderr)
-        return 1
+        if status != 200:
+            return _fail(status, payload)
+    else:
+        platform = LocalPlatform(Path(args.data))
+        try:
+            platform.set_benchmark_sync(
+                args.ref, args.status, synced_task_count=args.synced, sync_error=args.error
+            )
+        except KeyError:
+            print(f"error: no benchmark {args.ref!r}", file=sys.stderr)
+            return 1
     print(f"benchmark {args.ref}: sync_status {args.status}")
+    return 0
+
+
+def _benchmark_list(args: argparse.Namespace) -> int:
+    import json
+
+    target = _Target(args)
+    items: list[dict[str, Any]] = []
+    offset: int | None = 0
+    while offset is not None:
+        status, payload = target.call("GET", f"/api/cli/benchmarks?limit=50&offset={offset}")
+        if status != 200:
+            return _fail(status, payload)
+        items.extend(payload.get("benchmarks") or [])
+        offset = payload.get("next_offset") if payload.get("has_more") else None
+    if args.json:
+        print(json.dumps(items, indent=2))
+        return 0
+    rows = [("KEY", "NAME", "TASKS", "SYNC")]
+    for item in items:
+        sync = item.get("sync_status") or "ready"
+        if sync == "syncing":
+            sync += f" ({item.get('synced_task_count', 0)}/{item.get('task_count', 0)})"
+        tasks = "unavailable" if sync == "failed" else str(item.get("task_count", 0))
+        rows.append((item["source_ref"], item["name"], tasks, sync))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[3]
+        )
+    return 0
+
+
+def _benchmark_info(args: argparse.Namespace) -> int:
+    import json
+    from urllib.parse import quote
+
+    status, payload = _Target(args).call("GET", f"/api/cli/benchmarks/{quote(args.ref, safe='')}")
+    if status != 200:
+        return _fail(status, payload)
+    if args.json:
+        print(json.dumps(payload, indent=2))
+        return 0
+    b = payload["benchmark"]
+    harness = (
+        "official scaffold only"
+        if not b.get("supports_harness", True)
+        else ("required" if b.get("requires_harness") else "optional")
+    )
+    if b.get("default_harness"):
+        harness += f" (default: {b['default_harness']})"
+    judge = "–"
+    if b.get("requires_judge_model"):
+        judge = f"required (default: {b.get('judge_model_default') or 'none'})"
+    elif b.get("requires_judge_api_key"):
+        judge = "API key only (pinned grader)"
+    sets = ", ".join(
+        f"{s['name']} ({s['task_count']}{', recommended' if s.get('recommended') else ''})"
+        for s in b.get("task_sets") or []
+    )
+    categories = ", ".join(f"{c['name']} ({c['task_count']})" for c in b.get("categories") or [])
+    unavailable = b.get("unavailable_tasks") or {}
+    rows = [
+        ("Name", b["name"]),
+        ("Key", b["source_ref"]),
+        ("ID", b["id"]),
+        ("Source", b.get("source_url") or f"{b.get('source_type')}: {b['source_ref']}"),
+        ("Sync", b.get("sync_status") or "ready"),
+        ("Tasks", str(b.get("task_count", 0))),
+        ("Categories", categories or "–"),
+        ("Named Task Sets", sets or "–"),
+        ("Harness", harness),
+        ("LLM Judge", judge),
+        ("Pass Threshold", f"{b.get('pass_threshold')}"),
+        ("Required Secrets", ", ".join(b.get("required_secret_names") or []) or "–"),
+        (
+            "Unavailable",
+            f"{len(unavailable.get('tasks') or [])} ({unavailable.get('reason') or 'no reason'})"
+            if unavailable.get("tasks")
+            else "–",
+        ),
+    ]
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label.ljust(width)}  {value}")
+    board = payload.get("leaderboard") or []
+    if board:
+        print("\nLeaderboard:")
+        for entry in board:
+            p1 = (entry.get("pass_at_1") or {}).get("value")
+            shown = f"{p1 * 100:.1f}%" if isinstance(p1, int | float) else "–"
+            agent = f"{entry.get('model')} ({entry.get('harness') or 'official scaffold'})"
+            print(f"  #{entry.get('rank')}  {agent}  [{entry.get('task_set')}]  pass@1 {shown}")
+    if args.tasks:
+        print("\nTasks:")
+        for task in b.get("tasks") or []:
+            print(
+                f"  {task['name']}  {task.get('category') or '–'}  {task.get('difficulty') or '–'}"
+            )
     return 0
 
 
@@ -389,6 +571,10 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "secret":
         return _secret_set(args)
+    if args.benchmark_command == "list":
+        return _benchmark_list(args)
+    if args.benchmark_command == "info":
+        return _benchmark_info(args)
     return _benchmark_sync(args)
 
 

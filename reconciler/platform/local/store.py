@@ -23,7 +23,7 @@ from typing import Any
 from .catalog import seed_catalog
 
 DB_NAME = "platform.sqlite3"
-CATALOG_VERSION = "4"
+CATALOG_VERSION = "5"
 """Bump when ``catalog.seed_catalog`` changes so existing data dirs pick the change up."""
 BUSY_TIMEOUT_MS = 30_000
 INIT_LOCK_NAME = "platform.init.lock"

@@ -1,0 +1,79 @@
+"""Seed data reaches the user: the catalog's source and pass threshold in the plan, the
+leaderboard and unavailable tasks in the results table, and the run's logs as a download
+type, end to end against the local Platform over loopback HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .helpers import (
+    ManualClock,
+    Osmosis,
+    init_repo,
+    plan_items,
+    read_lock,
+    smoke_config,
+    start_platform,
+)
+
+SUPPORT_TICKETS = """\
+[experiment]
+benchmark = "acme/support-tickets@2.0"
+
+[tasks]
+categories = ["billing"]
+
+[[agents]]
+harness = "codex"
+
+[agents.model]
+type = "provider"
+model = "openai/gpt-5"
+api_key_secret = "OPENAI_API_KEY"
+"""
+
+
+def test_logs_download_and_the_results_compare_with_the_leaderboard(tmp_path: Path) -> None:
+    clock = ManualClock()
+    platform = start_platform(tmp_path / "platform", clock=clock)
+    try:
+        osm = Osmosis(
+            init_repo(
+                tmp_path / "repo",
+                configs={
+                    "tb/smoke": smoke_config("openai/gpt-5"),
+                    "acme/billing": SUPPORT_TICKETS,
+                },
+            ),
+            platform,
+        )
+        items = plan_items(osm.plan("--format", "json"))
+        assert items["tb/smoke"]["source_url"] == "https://www.tbench.ai"
+        assert items["acme/billing"]["pass_threshold"] == 0.8
+        text = osm.plan().out
+        assert (
+            "benchmark: source https://registry.harborframework.com/datasets/acme/support-tickets"
+            " · pass threshold 0.8"
+        ) in text
+        assert osm.apply("--auto-approve").code == 0
+
+        clock.advance(30 * 86400)  # every run has ended
+        result = osm.apply("--auto-approve", "--download-types", "summary,results,logs")
+        assert result.code == 0, result
+        lock = read_lock(osm.repo)
+        for address, entry in lock["runs"].items():
+            assert entry["status"] in ("finished", "failed"), address
+            assert "logs" in entry["downloads"]["types"], address
+            logs = osm.repo / entry["downloads"]["directory"] / "logs.txt"
+            assert logs.is_file() and logs.stat().st_size > 0, address
+
+        text = osm.plan().out
+        results = text.split("Results of", 1)[1]
+        assert "vs leaderboard 49.4% (#1, full)" in results  # gpt-5 · terminus-2
+        assert "vs leaderboard 71.0% (#1, full)" in results  # gpt-5 · codex, acme
+        assert (
+            "note: acme/billing: 2 tasks of the benchmark unavailable (Fixture files missing "
+            "from the 2.0 release), not run or scored"
+        ) in results
+    finally:
+        platform.close()
