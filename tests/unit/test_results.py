@@ -430,7 +430,11 @@ def test_markdown_results_table_compares_with_the_previous_run() -> None:
 def test_text_results_are_compact_and_capped() -> None:
     text = render_text(results_plan())
     assert "Results of 3 ended runs" in text
-    assert ("@@ROW@@") in text
+    assert (
+        "  hle/parity  name-run-2 (run-2)  GPT-5 · codex              65.3% (60.3–70.3)  "
+        "pass@2 75.3%      $2.00  +4.2 pts (prev 61.1%)  -4.7 pts vs leaderboard 70.0% (#1, "
+        "parity)"
+    ) in text
     # A table whose columns fit their content: every row's pass@1 starts under its header.
     lines = text.splitlines()
     start = lines.index(next(line for line in lines if line.startswith("  address ")))
