@@ -359,7 +359,9 @@ def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
     first = osm.apply("--auto-approve")
     assert first.code == 3, first
     (blocked,) = [line for line in first.out.splitlines() if line.startswith("! tb/locked")]
-    assert blocked.startswith("! tb/locked: blocked: Secret(s) not found: NEVER_STORED_KEY"), blocked
+    assert blocked.startswith("! tb/locked: blocked: Secret(s) not found: NEVER_STORED_KEY"), (
+        blocked
+    )
     assert "FAILED" not in blocked and blocked.count("blocked") == 1, blocked
     assert "  ! tb/locked (blocked): Secret(s) not found: NEVER_STORED_KEY" in first.out
 
