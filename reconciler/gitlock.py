@@ -50,6 +50,7 @@ from typing import Any
 
 from .errors import GitError, LockHeldError, StateError, UsageError
 from .gitinfo import _BASE, _git_env, redact_url
+from .locking import pid_alive as _pid_alive
 from .log import get_logger
 
 __all__ = [
@@ -232,16 +233,6 @@ def describe_git_holder(holder: Mapping[str, Any]) -> str:
     if holder.get("ci_url"):
         text += f"; CI run: {holder['ci_url']}"
     return text
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class GitLock:

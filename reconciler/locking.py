@@ -220,7 +220,8 @@ def hold_lock(
             os.close(fd)  # closing the last descriptor releases the flock
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -262,7 +263,7 @@ def force_unlock(path: Path, lock_id: str) -> None:
             return
         same_host = holder.get("host") == socket.gethostname()
         pid = holder.get("pid")
-        if same_host and isinstance(pid, int) and _pid_alive(pid):
+        if same_host and isinstance(pid, int) and pid_alive(pid):
             raise LockHeldError(
                 f"{_describe_holder(path, holder)}; that process is still running",
                 f"let it finish or stop it (kill {pid}), then run osmosis-apply again",

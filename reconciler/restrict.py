@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import UsageError
-from .model import Action, Plan, PlanItem, PlanSummary
+from .model import Action, Plan, PlanItem
+from .plan.guards import summarise
 
 REFRESH = "refresh"
 """Not a plan action: record observed statuses in the lockfile even when nothing else is
@@ -55,21 +56,7 @@ def restrict_plan(plan: Plan, kinds: Iterable[str]) -> Plan:
     held = [item for item in plan.items if not _allowed(item, allowed)]
     if not held:
         return plan
-    counts = {action: 0 for action in Action}
-    for item in kept:
-        counts[item.action] += 1
-    summary = PlanSummary(
-        submit=counts[Action.SUBMIT],
-        replace=counts[Action.REPLACE],
-        stop=counts[Action.STOP],
-        download=counts[Action.DOWNLOAD],
-        forget=counts[Action.FORGET],
-        adopt=counts[Action.ADOPT],
-        move=counts[Action.MOVE],
-        blocked=counts[Action.BLOCKED],
-        attempts=sum(i.attempts for i in kept if i.action in (Action.SUBMIT, Action.REPLACE)),
-        drift=plan.summary.drift,
-    )
+    summary = summarise(list(kept), drift=plan.summary.drift)
     shown = ", ".join(f"{i.action.value} {i.address}" for i in held[:10])
     more = f", and {len(held) - 10} more" if len(held) > 10 else ""
     warning = (

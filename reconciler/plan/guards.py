@@ -26,7 +26,7 @@ def finish(draft: Draft) -> Plan:
     """Narrow the items to the targets, hold back skips, check the guards, summarise."""
     settings = draft.settings
     kept, other_pending = _select(draft)
-    summary = _summarise(kept, drift=len(draft.drift))
+    summary = summarise(kept, drift=len(draft.drift))
     errors = _guard_errors(draft, summary)
     drift = sorted(
         draft.drift,
@@ -109,7 +109,8 @@ def _select(draft: Draft) -> tuple[list[PlanItem], int]:
     return kept, other_pending
 
 
-def _summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
+def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
+    """The counts, attempts and estimated cost of ``kept`` (also used by ``--only``)."""
     counts = {action: 0 for action in Action}
     for item in kept:
         counts[item.action] += 1
