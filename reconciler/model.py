@@ -21,18 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES  # noqa: F401 (re-exported)
+
 ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
 NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-UNSUCCESSFUL_STATUSES = ("failed", "stopped")
-"""Ended, but not with results to trust: shown as such, with ``RERUN_HINT``."""
-RERUN_HINT = (
-    "re-run it with `osmosis-apply --replace {address}`, or from CI with an empty commit: "
-    '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'
-)
 LOCKFILE_VERSION = 1
 PLAN_FORMAT_VERSION = "1.0"
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ConfigError, ConfigIssue, LockHeldError, MissingSecretsError, ReconcilerError
 from .escaping import escape_text
-from .model import RERUN_HINT, UNSUCCESSFUL_STATUSES
+from .hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from .redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
