@@ -17,6 +17,8 @@ import pytest
 from reconciler.platform.local import LocalPlatform, start_server
 from reconciler.platform.local.server import ServerHandle
 
+from .helpers import ManualClock, Platform, RequestLog, start_platform
+
 TEST_TOKEN = "test-token-not-secret"
 
 
@@ -79,6 +81,20 @@ def make_local_server(tmp_path: Path) -> Iterator[Callable[..., LocalServer]]:
 def local_server(make_local_server: Callable[..., LocalServer]) -> LocalServer:
     """A loopback local Platform with a fixed token, real clock, speed 1."""
     return make_local_server()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The Platform's wall clock, moved only by the test (runs stay active until then)."""
+    return ManualClock()
+
+
+@pytest.fixture
+def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
+    """A loopback local Platform on ``clock``, counting its requests (``platform.requests``)."""
+    server = start_platform(tmp_path / "platform", clock=clock, access_log=RequestLog())
+    yield server
+    server.close()
 
 
 @dataclass

@@ -5,7 +5,6 @@ the plan holds (issue 15). The restriction itself is a pure function, tested wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,21 +21,8 @@ from .helpers import (
     init_repo,
     read_lock,
     smoke_config,
-    start_platform,
     write_config,
 )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=clock)
-    yield server
-    server.close()
 
 
 def test_only_download_refresh_downloads_and_records_but_never_pays(

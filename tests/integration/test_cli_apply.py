@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from .helpers import (
     ManualClock,
     Osmosis,
     Platform,
-    RequestLog,
     commit,
     init_repo,
     read_lock,
@@ -31,18 +29,6 @@ from .helpers import (
     stop_process,
     write_config,
 )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=clock, access_log=RequestLog())
-    yield server
-    server.close()
 
 
 def repo_with(tmp_path: Path, platform: Platform, n: int = 2) -> Osmosis:

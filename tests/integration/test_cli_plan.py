@@ -11,7 +11,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,18 +33,6 @@ from .helpers import (
 )
 
 DAY = 86400.0
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=clock, access_log=RequestLog())
-    yield server
-    server.close()
 
 
 def two_configs(tmp_path: Path, platform: Platform, **kwargs) -> Osmosis:

@@ -20,10 +20,7 @@ import os
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from reconciler.config.spec import build_spec
 from reconciler.platform.local import Faults
@@ -43,18 +40,6 @@ from .helpers import (
 )
 
 HOUR = 3600.0
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=clock, access_log=RequestLog())
-    yield server
-    server.close()
 
 
 def body_of(config: str) -> dict:

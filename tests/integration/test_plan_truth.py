@@ -8,10 +8,7 @@ errors.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from reconciler.platform.local import Faults
 
@@ -27,18 +24,6 @@ from .helpers import (
     start_platform,
     write_config,
 )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def platform(tmp_path: Path, clock: ManualClock) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=clock, access_log=RequestLog())
-    yield server
-    server.close()
 
 
 def test_key_name_and_id_of_one_benchmark_plan_as_no_changes(
