@@ -379,12 +379,33 @@ class GitRepo:
         roots = self._text("rev-list", "--max-parents=0", "HEAD").split()
         return f"root:{sorted(roots)[0]}" if roots else None
 
-    def committed_file(self, path: str, rev: str = "HEAD") -> bytes | None:
-        """The content of ``path`` (relative to the root) at ``rev``; None when absent."""
+    def committed_file(
+        self, path: str, rev: str = "HEAD", *, limit: int | None = None
+    ) -> bytes | None:
+        """The content of ``path`` (relative to the root) at ``rev``, or its first ``limit``
+        bytes (a lockfile's header, without piping megabytes); None when absent."""
         if self.head() is None:
             return None
-        result = _run(self.root, ["show", f"{rev}:{path}"], check=False)
-        return result.stdout if result.returncode == 0 else None
+        if limit is None:
+            result = _run(self.root, ["show", f"{rev}:{path}"], check=False)
+            return result.stdout if result.returncode == 0 else None
+        try:
+            process = subprocess.Popen(
+                [*_BASE, "show", f"{rev}:{path}"],
+                cwd=self.root,
+                env=_git_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed (or not on PATH)", "install git") from None
+        assert process.stdout is not None
+        data = process.stdout.read(limit)
+        if len(data) >= limit:
+            process.kill()
+        process.communicate()
+        return data if data or process.returncode == 0 else None
 
     def changed_since(self, rev: str) -> set[str]:
         """Files that differ between ``rev`` and the working tree, relative to the root:

@@ -582,6 +582,8 @@ _HEADER_KEYS = frozenset(
 )
 
 _PEEK_BYTES = 4096
+HEADER_BYTES = _PEEK_BYTES
+"""Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
 _PEEK_WATERMARK = re.compile(
     r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
 )

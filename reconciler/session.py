@@ -23,6 +23,7 @@ from .errors import ConfigError, StalePlanError, StateError, UsageError
 from .gitinfo import _DEEPEN_HINT
 from .gitlock import hold_git_lock
 from .lockfile import (
+    HEADER_BYTES,
     StateStore,
     check_provenance,
     check_state_path,
@@ -160,7 +161,8 @@ class Session:
         git = self.ctx.git
         if git is not None:
             identity = self.repository()
-            committed = git.committed_file(self._state_in_repo(git))
+            # The header is all the check reads (lineage, serial, repository).
+            committed = git.committed_file(self._state_in_repo(git), limit=HEADER_BYTES)
             check_provenance(
                 state,
                 name=self.ctx.settings.state,
