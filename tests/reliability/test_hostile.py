@@ -830,6 +830,12 @@ def test_a_trickling_or_silent_platform_ends_the_plan_at_its_deadline(
     )
 
 
+def _finished_downloads(repo: Path) -> list[Path]:
+    """Downloaded files in place under the repository (no ``.partial`` temporaries)."""
+    top = repo / ".osmosis" / "benchmarks"
+    return [p for p in top.rglob("*") if p.is_file() and not p.name.startswith(".")]
+
+
 def test_sigterm_during_a_stalled_download_exits_130_with_the_lockfile_flushed(
     setup: Setup,
 ) -> None:
@@ -843,6 +849,10 @@ def test_sigterm_during_a_stalled_download_exits_130_with_the_lockfile_flushed(
     try:
         stalled = wait_until(lambda: setup.platform.fault_counts.get("stalled_download", 0) > 0, 60)
         assert stalled
+        # The two GETs run side by side: on a slow machine the first may still be in flight
+        # when the second stalls. Interrupt only once it is whole on disk.
+        arrived = wait_until(lambda: _finished_downloads(setup.repo), 60)
+        assert arrived
         proc.send_signal(signal.SIGTERM)
         out, err = finish(proc, timeout=60)
     finally:
