@@ -14,6 +14,11 @@ lockfile), never another command's human output. GitHub settings come from the w
 environment: ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` (or ``--repo``), ``GITHUB_API_URL``;
 ``--run-url`` defaults to the current workflow run. Exit codes: 0 done, 1 error (a message
 and a hint on stderr, as ``::error::`` on GitHub Actions).
+
+``--format json`` (before or after the subcommand) prints one JSON document on stdout instead
+of the lines for people, errors included: the envelope of every command's document
+(``reconciler/schema/output.schema.json``) with type ``ci_<subcommand>``; ``commit-message``
+puts the message in ``message``. Text for people goes to stderr in that mode.
 """
 
 from __future__ import annotations
@@ -23,13 +28,17 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from .. import __version__
 from ..errors import GitHubError, ReconcilerError, UsageError
 from ..locking import ci_run_url
+from ..output import Diagnostic, Output, error_diagnostic, requested_format
 from ..redact import redact as redact_text
+
+CI_FORMATS = ("text", "json")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,19 +56,33 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dir", default=".", help="repository root (default: .)")
     parser.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
     parser.add_argument("--run-url", help="link to this workflow run (default: from GITHUB_*)")
+    parser.add_argument(
+        "--format", choices=CI_FORMATS, default="text", help="text for people, or one JSON document"
+    )
+    # ``--format`` is also accepted after the subcommand (SUPPRESS keeps the one given first).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--format", choices=CI_FORMATS, default=argparse.SUPPRESS, help="text, or one JSON document"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    comment = sub.add_parser("comment", help="post or update the sticky plan comment")
+    comment = sub.add_parser(
+        "comment", parents=[common], help="post or update the sticky plan comment"
+    )
     comment.add_argument("--pr", required=True, type=int)
     comment.add_argument("--body-file", required=True, type=Path)
     comment.add_argument("--exit-code", type=int)
     comment.add_argument("--validation-failed", action="store_true")
 
-    drift = sub.add_parser("drift-issue", help="open, update or close the drift issue")
+    drift = sub.add_parser(
+        "drift-issue", parents=[common], help="open, update or close the drift issue"
+    )
     drift.add_argument("--plan-json", required=True, type=Path)
     drift.add_argument("--label", default="osmosis-drift")
 
-    message = sub.add_parser("commit-message", help="print the lockfile commit message")
+    message = sub.add_parser(
+        "commit-message", parents=[common], help="print the lockfile commit message"
+    )
     message.add_argument("--title", default="osmosis-apply")
     message.add_argument("--plan", type=Path, help="the plan JSON (osmosis-plan --format json)")
     message.add_argument("--state", default="state/osmosis.lock")
@@ -69,7 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     message.add_argument("--exit-code", type=int, default=0)
     message.add_argument("--sha", help="the commit that was applied")
 
-    push = sub.add_parser("commit-lockfile", help="commit the lockfile as the bot and push")
+    push = sub.add_parser(
+        "commit-lockfile", parents=[common], help="commit the lockfile as the bot and push"
+    )
     push.add_argument("--message-file", required=True, type=Path)
     push.add_argument("--branch", required=True)
     push.add_argument("--state", default="state/osmosis.lock")
@@ -77,30 +102,38 @@ def _parser() -> argparse.ArgumentParser:
         "--results-dir", help="also copy each ended run's summary/results files here and commit"
     )
 
-    ann = sub.add_parser("announce", help="post results of ended runs on their pull requests")
+    ann = sub.add_parser(
+        "announce", parents=[common], help="post results of ended runs on their pull requests"
+    )
     ann.add_argument("--state", default="state/osmosis.lock")
     ann.add_argument("--max-age-days", type=float, default=14.0)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    out, err = sys.stdout, sys.stderr
+    argv = list(sys.argv[1:] if argv is None else argv)
+    output = Output("osmosis-ci", requested_format(argv), out=sys.stdout, err=sys.stderr)
     try:
         args = _parser().parse_args(argv)
-        return _dispatch(args, out, err)
+        output.configure(fmt=args.format, quiet=False, color=False)
+        code = _dispatch(args, output)
+    except SystemExit as exc:  # --help, --version: argparse printed them
+        return exc.code if isinstance(exc.code, int) else 0
     except ReconcilerError as exc:
         github = os.environ.get("GITHUB_ACTIONS") == "true"
         text = redact_text(exc.message)
-        err.write(f"::error::{text}\n" if github else f"Error: {text}\n")
+        output.err.write(f"::error::{text}\n" if github else f"Error: {text}\n")
         if exc.hint:
-            err.write(f"  {redact_text(exc.hint)}\n")
-        return 1
+            output.err.write(f"  {redact_text(exc.hint)}\n")
+        output.diagnose(error_diagnostic(exc))
+        code = 1
     except KeyboardInterrupt:
-        err.write("osmosis-ci: interrupted\n")
-        return 130
+        output.failure("Interrupted", "interrupted")
+        code = 130
+    return output.finish(code)
 
 
-def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _dispatch(args: argparse.Namespace, output: Output) -> int:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
     if args.command == "commit-message":
@@ -112,45 +145,59 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if args.before and args.before.is_file()
             else (None if args.before else lockfile_at(root, args.before_rev, args.state))
         )
-        out.write(
-            commit_message(
-                title=args.title,
-                before=read_state(before_text, f"{args.before_rev}:{args.state}"),
-                after=read_state(after_text, args.state),  # type: ignore[arg-type]
-                plan=read_plan_json(args.plan),
-                exit_code=args.exit_code,
-                sha=args.sha,
-                run_url=run_url,
-            )
+        message = commit_message(
+            title=args.title,
+            before=read_state(before_text, f"{args.before_rev}:{args.state}"),
+            after=read_state(after_text, args.state),  # type: ignore[arg-type]
+            plan=read_plan_json(args.plan),
+            exit_code=args.exit_code,
+            sha=args.sha,
+            run_url=run_url,
         )
+        output.show(message)
+        output.result("ci_commit_message", {"message": message})
         return 0
     if args.command == "commit-lockfile":
         from .commit import commit_lockfile, copy_results, read_state, state_text
 
         paths = [args.state]
+        written: list[str] = []
         if args.results_dir:
             state = read_state(state_text(root / args.state), args.state)
             assert state is not None
             written = copy_results(root, state, args.results_dir)
-            err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
+            output.err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
             paths.append(args.results_dir)
         message = args.message_file.read_text(encoding="utf-8")
         pushed = commit_lockfile(root, paths, message, branch=args.branch)
         if pushed.sha is None:
-            out.write("The lockfile did not change; nothing to commit.\n")
+            output.progress("The lockfile did not change; nothing to commit.", essential=True)
         else:
-            out.write(f"Pushed {pushed.sha[:12]} to {args.branch}: {pushed.subject}\n")
+            output.progress(
+                f"Pushed {pushed.sha[:12]} to {args.branch}: {pushed.subject}", essential=True
+            )
+        output.result(
+            "ci_commit_lockfile",
+            {
+                "branch": args.branch,
+                "sha": pushed.sha,
+                "subject": pushed.subject if pushed.sha else None,
+                "attempts": pushed.attempts,
+                "results_written": written,
+            },
+        )
         return 0
 
     from .github import GitHubAPI
 
     with GitHubAPI.from_env(args.repo) as api:
-        return _github_command(api, args, run_url, root, out, err)
+        return _github_command(api, args, run_url, root, output)
 
 
 def _github_command(
-    api: Any, args: argparse.Namespace, run_url: str | None, root: Path, out: TextIO, err: TextIO
+    api: Any, args: argparse.Namespace, run_url: str | None, root: Path, output: Output
 ) -> int:
+    say = partial(output.progress, essential=True)
     if args.command == "comment":
         from .comment import prepare_comment_body, sync_comment
 
@@ -171,13 +218,19 @@ def _github_command(
                 raise
             # Pull requests from forks get a read-only token: the plan is still in the job
             # summary, so a missing comment must not turn the check red.
-            out.write(
-                f"::warning::could not write the plan comment ({exc.message}); the token is "
-                "read-only here (a pull request from a fork?). The plan is in the job summary.\n"
+            warning = (
+                f"could not write the plan comment ({exc.message}); the token is read-only "
+                "here (a pull request from a fork?). The plan is in the job summary."
             )
+            say(f"::warning::{warning}")
+            output.diagnose(Diagnostic("warning", "GitHubError", redact_text(warning)))
+            output.result("ci_comment", {"pr": args.pr, "action": "skipped", "comment_id": None})
             return 0
         where = f" {action.comment_id}" if action.comment_id is not None else ""
-        out.write(f"plan comment: {action.kind}{where} on #{args.pr}\n")
+        say(f"plan comment: {action.kind}{where} on #{args.pr}")
+        output.result(
+            "ci_comment", {"pr": args.pr, "action": action.kind, "comment_id": action.comment_id}
+        )
         return 0
     if args.command == "drift-issue":
         import json
@@ -193,9 +246,19 @@ def _github_command(
         drift = read_drift(payload)
         decision, number = sync_drift_issue(api, drift, label=args.label, run_url=run_url)
         where = f" #{number}" if number is not None else ""
-        out.write(
+        say(
             f"drift issue: {decision.kind}{where}; {len(drift)} drift item(s), "
-            f"{len(decision.new)} new, {len(decision.resolved)} resolved\n"
+            f"{len(decision.new)} new, {len(decision.resolved)} resolved"
+        )
+        output.result(
+            "ci_drift_issue",
+            {
+                "action": decision.kind,
+                "issue": number,
+                "drift_items": len(drift),
+                "new": len(decision.new),
+                "resolved": len(decision.resolved),
+            },
         )
         return 0
     if args.command == "announce":
@@ -208,15 +271,25 @@ def _github_command(
             max_age=timedelta(days=args.max_age_days),
         )
         for line in report.posted:
-            out.write(f"results comment: {line}\n")
+            say(f"results comment: {line}")
         for line in report.statuses:
-            out.write(f"commit status: {line}\n")
+            say(f"commit status: {line}")
         for line in report.skipped:
-            out.write(f"marked as announced without posting: {line}\n")
+            say(f"marked as announced without posting: {line}")
         for line in report.failed:
-            err.write(f"not announced (retried next time): {line}\n")
+            output.err.write(f"not announced (retried next time): {line}\n")
+            output.diagnose(Diagnostic("error", "GitHubError", f"not announced: {line}"))
         if not (report.posted or report.statuses or report.skipped or report.failed):
-            out.write("Nothing to announce.\n")
+            say("Nothing to announce.")
+        output.result(
+            "ci_announce",
+            {
+                "posted": report.posted,
+                "statuses": report.statuses,
+                "skipped": report.skipped,
+                "failed": report.failed,
+            },
+        )
         return 1 if report.failed else 0
     raise UsageError(f"unknown command {args.command}")  # pragma: no cover
 
