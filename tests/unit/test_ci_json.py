@@ -7,7 +7,6 @@ loopback fake, git is the real binary.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from reconciler.lockfile import write_lockfile
 from reconciler.output import SCHEMA_FILE
 from tests.github_fake import FakeGitHub
 from tests.unit.plan_fixtures import lock
-from tests.unit.test_ci_lockfile_helpers import SHA, entry, finished
+from tests.unit.test_ci_lockfile_helpers import SHA, _git, entry, finished, make_clones
 
 VALIDATOR = Draft202012Validator(
     json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=FormatChecker()
@@ -107,27 +106,10 @@ def test_commit_message_is_in_the_document(
     assert doc["message"].startswith("osmosis-apply") and "tb/new" in doc["message"]
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
 def test_commit_lockfile_pushes_then_has_nothing_to_commit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    remote, repo = tmp_path / "remote.git", tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    subprocess.run(["git", "clone", "-q", str(remote), str(repo)], check=True, capture_output=True)
-    _git(repo, "checkout", "-q", "-b", "main")
-    (repo / "README.md").write_text("x\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "init")
-    _git(repo, "push", "-q", "origin", "main")
+    remote, repo, _ = make_clones(tmp_path)
     write_lockfile(repo / "state" / "osmosis.lock", lock(entry("tb/a", "r1")))
     message = tmp_path / "message.txt"
     message.write_text("osmosis-apply: 1 run [skip ci]\n", encoding="utf-8")

@@ -140,6 +140,11 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    return make_clones(tmp_path)
+
+
+def make_clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare ``main`` remote with one commit and two clones of it: (remote, a, b)."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     a, b = tmp_path / "a", tmp_path / "b"
