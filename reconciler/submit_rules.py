@@ -34,11 +34,11 @@ Nothing here does I/O or imports an edge library: the pure core imports this mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 # --------------------------------------------------------------------------- data
 
@@ -143,6 +143,32 @@ class CatalogFacts:
     @cached_property
     def all_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.tasks)
+
+
+Source = TypeVar("Source")
+
+
+def cached_facts(build: Callable[[Source], CatalogFacts]) -> Callable[[Source], CatalogFacts]:
+    """``build`` memoised per source object (an immutable catalog answer).
+
+    Both sides hand the same object around for every config (or listed run) of one
+    benchmark, so its task list is built once. The cache holds the object itself, so its
+    ``id`` cannot be reused while cached; it is cleared when it reaches 64 entries.
+    """
+    cache: dict[int, tuple[Source, CatalogFacts]] = {}
+
+    def facts_of(source: Source) -> CatalogFacts:
+        cached = cache.get(id(source))
+        if cached is not None and cached[0] is source:
+            return cached[1]
+        facts = build(source)
+        if len(cache) >= 64:
+            cache.clear()
+        cache[id(source)] = (source, facts)
+        return facts
+
+    facts_of.__doc__ = build.__doc__
+    return facts_of
 
 
 @dataclass(frozen=True)

@@ -189,28 +189,9 @@ def _remembered_refusal(draft: Draft, wanted: DesiredRun, context: str) -> list[
 # --------------------------------------------------------------------------- cost
 
 
-_FACTS_CACHE: dict[int, tuple[BenchmarkInfo, CatalogFacts]] = {}
-_FACTS_CACHE_MAX = 64
-
-
+@submit_rules.cached_facts
 def facts_of(benchmark: BenchmarkInfo) -> CatalogFacts:
-    """The rules' view of the Platform's E2 answer.
-
-    Memoised per (frozen) ``BenchmarkInfo`` object: a plan with a thousand configs on one
-    benchmark builds its task list once. The cache holds the object, so its ``id`` cannot
-    be reused while cached; no I/O, and the answer depends on the argument alone.
-    """
-    cached = _FACTS_CACHE.get(id(benchmark))
-    if cached is not None and cached[0] is benchmark:
-        return cached[1]
-    facts = _facts(benchmark)
-    if len(_FACTS_CACHE) >= _FACTS_CACHE_MAX:
-        _FACTS_CACHE.clear()
-    _FACTS_CACHE[id(benchmark)] = (benchmark, facts)
-    return facts
-
-
-def _facts(benchmark: BenchmarkInfo) -> CatalogFacts:
+    """The rules' view of the Platform's E2 answer (once per frozen ``BenchmarkInfo``)."""
     tasks = benchmark.tasks
     if not tasks and not benchmark.categories:
         # Names without categories are a full list only when there are no categories to

@@ -352,28 +352,10 @@ def _env_name_issues(where: str, name: str) -> list[Issue]:
     return []
 
 
-_FACTS_CACHE: dict[int, tuple[Mapping[str, Any], CatalogFacts]] = {}
-_FACTS_CACHE_MAX = 64
-
-
+@submit_rules.cached_facts
 def facts_of(benchmark: Mapping[str, Any]) -> CatalogFacts:
-    """The rules' view of a catalog entry (E2 shape plus the private ``_`` keys).
-
-    Cached per entry object: a run list builds every listed run's task selection, and the
-    app hands out one cached dict per catalog revision (never mutated). The cache holds the
-    dict itself, so its ``id`` cannot be reused while cached.
-    """
-    cached = _FACTS_CACHE.get(id(benchmark))
-    if cached is not None and cached[0] is benchmark:
-        return cached[1]
-    facts = _build_facts(benchmark)
-    if len(_FACTS_CACHE) >= _FACTS_CACHE_MAX:
-        _FACTS_CACHE.clear()
-    _FACTS_CACHE[id(benchmark)] = (benchmark, facts)
-    return facts
-
-
-def _build_facts(benchmark: Mapping[str, Any]) -> CatalogFacts:
+    """The rules' view of a catalog entry (E2 shape plus the private ``_`` keys); the app
+    hands out one cached dict per catalog revision, never mutated."""
     unavailable = benchmark.get("unavailable_tasks") or {}
     return CatalogFacts(
         name=benchmark["name"],
