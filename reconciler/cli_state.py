@@ -202,6 +202,14 @@ def _dump(out: TextIO, document: Mapping[str, Any]) -> None:
 # --------------------------------------------------------------------------- json
 
 
+def _envelope(command: str) -> dict[str, Any]:
+    return {"format_version": FORMAT_VERSION, "command": command}
+
+
+def _written_json(display: str, before: LockState, written: LockState) -> dict[str, Any]:
+    return {"path": display, "serial_before": before.serial, "serial": written.serial}
+
+
 def _header_json(state: LockState | None, display: str) -> dict[str, Any]:
     if state is None:
         return {"path": display, "exists": False}
@@ -225,8 +233,7 @@ def _history_json(entry: HistoryEntry) -> dict[str, Any]:
 
 def list_json(state: LockState | None, display: str, chosen: list[RecordedRun]) -> dict[str, Any]:
     return {
-        "format_version": FORMAT_VERSION,
-        "command": "state list",
+        **_envelope("state list"),
         "lockfile": _header_json(state, display),
         "runs": [
             {
@@ -249,8 +256,7 @@ def show_json(
     state: LockState, display: str, entry: RecordedRun, history: list[HistoryEntry]
 ) -> dict[str, Any]:
     return {
-        "format_version": FORMAT_VERSION,
-        "command": "state show",
+        **_envelope("state show"),
         "lockfile": _header_json(state, display),
         "run": _entry_json(entry),
         "history": [_history_json(h) for h in history],
@@ -265,9 +271,8 @@ def forget_json(
     warnings: list[str],
 ) -> dict[str, Any]:
     return {
-        "format_version": FORMAT_VERSION,
-        "command": "state forget",
-        "lockfile": {"path": display, "serial_before": before.serial, "serial": written.serial},
+        **_envelope("state forget"),
+        "lockfile": _written_json(display, before, written),
         "forgotten": {
             "address": entry.address,
             "run_id": entry.run_id,
@@ -289,9 +294,8 @@ def mv_json(
     warnings: list[str],
 ) -> dict[str, Any]:
     return {
-        "format_version": FORMAT_VERSION,
-        "command": "state mv",
-        "lockfile": {"path": display, "serial_before": before.serial, "serial": written.serial},
+        **_envelope("state mv"),
+        "lockfile": _written_json(display, before, written),
         "moved": {"from": old, "to": new, "run_id": entry.run_id, "run_name": entry.run_name},
         "warnings": warnings,
     }
