@@ -58,8 +58,8 @@ from .model import (
     Settings,
     canonical_digest,
     is_active,
-    model_identity,
     spec_fingerprint,
+    spec_fingerprint_fields,
 )
 from .plan import spec_changes
 from .plan.preflight import task_count
@@ -581,49 +581,6 @@ def _wrap(lead: str, items: Sequence[str], width: int = 96) -> list[str]:
 # --------------------------------------------------------------------------- round trip
 
 
-def _fingerprint_view(
-    benchmark_id: str | None,
-    task_filters: Mapping[str, Any] | None,
-    config: Mapping[str, Any] | None,
-    agents: list[tuple[str | None, str, Mapping[str, str]]],
-) -> dict[str, Any]:
-    """What ``adoption_fingerprint`` digests, as data, to show a difference to people (the
-    decision itself is the fingerprints' comparison)."""
-    return {
-        "benchmark_id": benchmark_id,
-        "task_filters": dict(task_filters or {}),
-        "config": dict(config or {}),
-        "agents": [
-            {"harness": harness, "model": model, "env": dict(sorted(env.items()))}
-            for harness, model, env in agents
-        ],
-    }
-
-
-def _spec_view(spec: Mapping[str, Any], benchmark_id: str | None) -> dict[str, Any]:
-    env_config = spec.get("env_config") or {}
-    agents = [
-        (
-            agent.get("harness"),
-            model_identity(agent.get("model", {})),
-            {**env_config, **(agent.get("env") or {})},
-        )
-        for agent in spec.get("agents", [])
-    ]
-    return _fingerprint_view(
-        benchmark_id, spec.get("tasks_config"), spec.get("execution_config"), agents
-    )
-
-
-def _run_view(detail: RunDetail) -> dict[str, Any]:
-    return _fingerprint_view(
-        detail.configuration.benchmark_id or detail.summary.benchmark_id,
-        detail.configuration.task_filters,
-        detail.configuration.config,
-        [(a.harness, a.model or "", a.environment_variables) for a in detail.agents],
-    )
-
-
 def _without_judge(spec: dict[str, Any]) -> dict[str, Any]:
     execution = {
         k: v for k, v in (spec.get("execution_config") or {}).items() if k != "judge_api_key_secret"
@@ -651,7 +608,7 @@ def round_trip_differences(
     spec = _without_judge(desired.spec) if judge_from_flag else desired.spec
     if spec_fingerprint(spec, benchmark_id) == detail.fingerprint():
         return ()
-    changes = spec_changes(_run_view(detail), _spec_view(spec, benchmark_id))
+    changes = spec_changes(detail.fingerprint_fields(), spec_fingerprint_fields(spec, benchmark_id))
     return changes or ("the fingerprints differ",)
 
 

@@ -804,26 +804,39 @@ def adoption_fingerprint(
     the benchmark, the task filters, the execution settings, and per agent its harness,
     model and effective env. Secret values never take part.
     """
-    return digest(
-        {
-            "benchmark_id": benchmark_id,
-            "task_filters": dict(task_filters or {}),
-            "config": dict(config or {}),
-            "agents": [
-                {"harness": harness, "model": model, "env": dict(sorted(env.items()))}
-                for harness, model, env in agents
-            ],
-        }
-    )
+    return digest(fingerprint_fields(benchmark_id, task_filters, config, agents))
+
+
+def fingerprint_fields(
+    benchmark_id: str | None,
+    task_filters: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None,
+    agents: list[tuple[str | None, str, Mapping[str, str]]],
+) -> dict[str, Any]:
+    """What ``adoption_fingerprint`` digests, as data (to show a difference to people)."""
+    return {
+        "benchmark_id": benchmark_id,
+        "task_filters": dict(task_filters or {}),
+        "config": dict(config or {}),
+        "agents": [
+            {"harness": harness, "model": model, "env": dict(sorted(env.items()))}
+            for harness, model, env in agents
+        ],
+    }
 
 
 def spec_fingerprint(spec: Mapping[str, Any], benchmark_id: str | None) -> str:
     """``adoption_fingerprint`` of a submit body, with the benchmark resolved to its id."""
+    return digest(spec_fingerprint_fields(spec, benchmark_id))
+
+
+def spec_fingerprint_fields(spec: Mapping[str, Any], benchmark_id: str | None) -> dict[str, Any]:
+    """What ``spec_fingerprint`` digests, as data."""
     env_config = spec.get("env_config") or {}
     agents = []
     for agent in spec.get("agents", []):
         effective_env = {**env_config, **(agent.get("env") or {})}
         agents.append((agent.get("harness"), model_identity(agent.get("model", {})), effective_env))
-    return adoption_fingerprint(
+    return fingerprint_fields(
         benchmark_id, spec.get("tasks_config"), spec.get("execution_config"), agents
     )

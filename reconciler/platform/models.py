@@ -26,8 +26,9 @@ from reconciler.model import (
     LeaderboardScore,
     ObservedRun,
     RunResults,
-    adoption_fingerprint,
     creator_digest,
+    digest,
+    fingerprint_fields,
 )
 
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
@@ -718,7 +719,11 @@ class RunDetail(PlatformModel):
         Agents contribute ``(harness, model, environment_variables)`` in ``agent_index``
         order; the benchmark is the configuration's id, else the run's.
         """
-        return adoption_fingerprint(
+        return digest(self.fingerprint_fields())
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        """What ``fingerprint`` digests, as data (to show a difference to people)."""
+        return fingerprint_fields(
             self.configuration.benchmark_id or self.summary.benchmark_id,
             self.configuration.task_filters,
             self.configuration.config,
