@@ -14,14 +14,13 @@ catalog, and warnings that never block.
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from reconciler import submit_rules
+from reconciler.loopback import is_loopback_url
 from reconciler.model import (
     Action,
     BenchmarkInfo,
@@ -526,20 +525,7 @@ def secret_command(name: str, observed: Observation) -> str:
 
 def _is_local(observed: Observation) -> bool:
     """The embedded local Platform, or a loopback URL (``osmosis-platform-emulator serve``)."""
-    return observed.platform == LOCAL_PLATFORM or _is_loopback_url(observed.platform)
-
-
-def _is_loopback_url(url: str) -> bool:
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return observed.platform == LOCAL_PLATFORM or is_loopback_url(observed.platform)
 
 
 def _emulator(observed: Observation, *args: str, workspace: bool = True) -> str:

@@ -15,13 +15,13 @@ Rules (design.md §4, platform-api.md §1.1, §1.2, §1.4):
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from reconciler.errors import UsageError
+from reconciler.loopback import is_loopback_host, is_loopback_url
 
 DEFAULT_PLATFORM_URL = "https://platform.osmosis.ai"
 LOCAL_PLATFORM = "local"
@@ -38,17 +38,6 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _GIT_IDENTITY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
 _SCP_LIKE_RE = re.compile(r"^(?:[^@/\s]+@)?(?P<host>[^:/\s]+):(?P<path>[^/].*)$")
 _USERINFO_RE = re.compile(r"(//)[^/@\s]*@")
-
-
-def is_loopback_host(host: str) -> bool:
-    """``localhost`` or any loopback IP (``127.0.0.0/8``, ``::1``), brackets allowed."""
-    host = host.strip().strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _without_userinfo(raw: str) -> str:
@@ -95,14 +84,6 @@ def normalize_platform_url(raw: str | None) -> str:
         host = f"[{host}]"
     netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
     return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
-
-
-def is_loopback_url(url: str) -> bool:
-    """Whether a (normalised) URL points at this machine."""
-    try:
-        return is_loopback_host(urlsplit(url).hostname or "")
-    except ValueError:
-        return False
 
 
 def ensure_secure_platform_url(url: str, env: Mapping[str, str]) -> None:

@@ -10,6 +10,7 @@ import pytest
 CORE_MODULES = [
     "reconciler.errors",
     "reconciler.escaping",
+    "reconciler.loopback",
     "reconciler.model",
     "reconciler.submit_rules",
     "reconciler.plan",
