@@ -8,8 +8,6 @@ in the output of the command block before it.
 
 from __future__ import annotations
 
-import re
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -17,8 +15,8 @@ from .helpers import PROJECT_ROOT
 from .test_readme_walkthrough import (
     FENCE,
     assert_lines_in_order,
+    run_readme_blocks,
     walkthrough_blocks,
-    walkthrough_env,
 )
 
 SECTION = "## Bring existing runs under management"
@@ -36,31 +34,11 @@ def test_the_readme_import_section_runs_as_written(tmp_path: Path) -> None:
     blocks = section_blocks()
     commands = [body for lang, body in blocks if lang == "sh"]
     assert len(commands) >= 5, "the section lost its command blocks"
-    script = ["set -e", "exec 2>&1"]
-    script += [body.rstrip("\n") for lang, body in walkthrough_blocks() if lang == "sh"]
-    expected: dict[int, str] = {}
-    index = -1
-    for lang, body in blocks:
-        if lang == "sh":
-            index += 1
-            script += [f"echo '@@block {index}@@'", body.rstrip("\n")]
-        elif lang == "text":
-            expected[index] = body
-    script.append("echo '@@end@@'")
-    done = subprocess.run(
-        ["bash", "-c", "\n".join(script)],
-        cwd=tmp_path,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        timeout=180,
-        env=walkthrough_env(tmp_path),
-        stdin=subprocess.DEVNULL,
+    outputs, expected = run_readme_blocks(
+        tmp_path, blocks, prelude=walkthrough_blocks(), langs=("text",), timeout=180
     )
-    assert done.returncode == 0 and "@@end@@" in done.stdout, done.stdout
-    outputs = re.split(r"^@@block \d+@@\n", done.stdout.split("@@end@@")[0], flags=re.M)[1:]
     assert len(outputs) == len(commands)
-    for i, want in expected.items():
+    for i, (_, want) in expected.items():
         assert_lines_in_order(want, outputs[i], f"import section block {i + 1}")
 
     repo = tmp_path / "walkthrough"

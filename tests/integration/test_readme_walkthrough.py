@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from jsonschema import Draft202012Validator, FormatChecker
@@ -100,40 +101,55 @@ def walkthrough_env(home: Path) -> dict[str, str]:
     return env
 
 
-def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
-    blocks = walkthrough_blocks()
-    commands = [body for lang, body in blocks if lang == "sh"]
-    assert len(commands) >= 5, "the walkthrough lost its command blocks"
-
+def run_readme_blocks(
+    home: Path,
+    blocks: list[tuple[str, str]],
+    *,
+    prelude: Sequence[tuple[str, str]] = (),
+    langs: tuple[str, ...] = ("text", "json"),
+    timeout: float,
+) -> tuple[list[str], dict[int, tuple[str, str]]]:
+    """Run the ``sh`` blocks of ``prelude`` then of ``blocks`` in one bash process (stderr
+    folded into stdout, as a reader sees it): the output of each of ``blocks``' command
+    blocks, and for each command block followed by an output block (one of ``langs``) that
+    block as ``(lang, body)``."""
     script = ["set -e", "exec 2>&1"]
-    expected: dict[int, str] = {}
-    kinds: dict[int, str] = {}
+    script += [body.rstrip("\n") for lang, body in prelude if lang == "sh"]
+    expected: dict[int, tuple[str, str]] = {}
     index = -1
     for lang, body in blocks:
         if lang == "sh":
             index += 1
             script += [f"echo '@@block {index}@@'", body.rstrip("\n")]
-        elif lang in ("text", "json"):
+        elif lang in langs:
             assert index >= 0, "an output block before any command block"
-            expected[index] = body
-            kinds[index] = lang
+            expected[index] = (lang, body)
     script.append("echo '@@end@@'")
-
     done = subprocess.run(
         ["bash", "-c", "\n".join(script)],
-        cwd=tmp_path,
+        cwd=home,
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        timeout=120,
-        env=walkthrough_env(tmp_path),
+        timeout=timeout,
+        env=walkthrough_env(home),
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0 and "@@end@@" in done.stdout, done.stdout
     outputs = re.split(r"^@@block \d+@@\n", done.stdout.split("@@end@@")[0], flags=re.M)[1:]
+    return outputs, expected
+
+
+def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    blocks = walkthrough_blocks()
+    commands = [body for lang, body in blocks if lang == "sh"]
+    assert len(commands) >= 5, "the walkthrough lost its command blocks"
+
+    outputs, expected = run_readme_blocks(tmp_path, blocks, timeout=120)
     assert len(outputs) == len(commands)
-    for i, want in expected.items():
-        if kinds[i] == "json":
+    kinds = {i: lang for i, (lang, _) in expected.items()}
+    for i, (kind, want) in expected.items():
+        if kind == "json":
             assert_json_part(json.loads(want), json.loads(outputs[i]), f"block {i + 1}")
         else:
             assert_lines_in_order(want, outputs[i], f"walkthrough block {i + 1}")
@@ -151,7 +167,7 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     ).stdout
     shas = {subject: sha for sha, subject in (line.split(" ", 1) for line in log.splitlines())}
     added, rerun = shas["Add the Terminal-Bench smoke run"], shas["Re-run smoke"]
-    text = done.stdout
+    text = "".join(outputs)
     assert f'requested by {added[:7]} "Add the Terminal-Bench smoke run"' in text
     assert f'requested by {rerun[:7]} "Re-run smoke"' in text
     with (repo / "state" / "osmosis.lock").open("rb") as fh:
