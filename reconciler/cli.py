@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, shutdown
-from .errors import PolicyError, ReconcilerError, UsageError
+from .errors import PolicyError, ReconcilerError, UsageError, file_error
 from .log import configure_logging
 from .output import (
     FORMATS,
@@ -411,7 +411,7 @@ def run_command(
         output.failure("Interrupted", "interrupted; the lockfile holds every action that completed")
         code = 130
     except Exception as exc:
-        known = _file_error(exc)
+        known = file_error(exc)
         if known is not None:
             output.error(known)
         else:
@@ -429,16 +429,6 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     # Worker threads cannot receive the signal: the flag ends their network waits.
     shutdown.begin()
     raise KeyboardInterrupt
-
-
-def _file_error(exc: BaseException) -> ReconcilerError | None:
-    """An OS error on a named file that no layer translated: still a clear error, not a bug."""
-    if not isinstance(exc, OSError) or exc.filename is None:
-        return None
-    return ReconcilerError(
-        f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}",
-        "check that the path exists and is writable by this user, and that the disk is not full",
-    )
 
 
 def _write_crash_log(prog: str, output: Output, repo_dir: str | None = None) -> str:

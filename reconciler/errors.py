@@ -39,6 +39,7 @@ before it raises.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from reconciler.escaping import escape_text
@@ -248,3 +249,13 @@ class OutcomeUnknownError(TransportError):
     Never retried: the apply engine keeps the intent and the next plan adopts the run if
     the Platform created one.
     """
+
+
+def file_error(exc: BaseException) -> ReconcilerError | None:
+    """An OS error on a named file that no layer translated: a clear error, not a bug."""
+    if not isinstance(exc, OSError) or exc.filename is None:
+        return None
+    return ReconcilerError(
+        f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}",
+        "check that the path exists and is writable by this user, and that the disk is not full",
+    )

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import GitHubError, ReconcilerError, UsageError
+from ..errors import GitHubError, ReconcilerError, UsageError, file_error
 from ..locking import ci_run_url
 from ..output import Diagnostic, Output, error_diagnostic, requested_format
 from ..redact import redact as redact_text
@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--format", choices=CI_FORMATS, default="text", help="text for people, or one JSON document"
     )
-    # ``--format`` is also accepted after the subcommand (SUPPRESS keeps the one given first).
+    # ``--format`` is also accepted after the subcommand (SUPPRESS: without it there, the
+    # top-level value stays).
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--format", choices=CI_FORMATS, default=argparse.SUPPRESS, help="text, or one JSON document"
@@ -116,7 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         output.configure(fmt=args.format, quiet=False, color=False)
-        code = _dispatch(args, output)
+        try:
+            code = _dispatch(args, output)
+        except OSError as exc:
+            raise file_error(exc) or exc from None
     except SystemExit as exc:  # --help, --version: argparse printed them
         return exc.code if isinstance(exc.code, int) else 0
     except ReconcilerError as exc:

@@ -141,26 +141,35 @@ def test_announce_posts_and_a_failure_exits_1_with_an_error_diagnostic(
 
 
 @pytest.mark.parametrize(
-    ("argv", "token", "words"),
+    ("argv", "token", "kind", "words"),
     [
-        (("comment", "--pr", "x", "--body-file", "p.md"), True, "invalid int"),
-        (("comment", "--pr", "1", "--body-file", "p.md"), False, "GITHUB_TOKEN is not set"),
-        (("drift-issue", "--plan-json", "missing.json"), True, "missing.json"),
+        (("comment", "--pr", "x", "--body-file", "p.md"), True, "UsageError", "invalid int"),
+        (("comment", "--pr", "1", "--body-file", "p.md"), False, "UsageError", "GITHUB_TOKEN"),
+        (("drift-issue", "--plan-json", "missing.json"), True, "UsageError", "missing.json"),
+        (
+            ("commit-lockfile", "--message-file", "missing.txt", "--branch", "main"),
+            True,
+            "ReconcilerError",
+            "missing.txt: No such file or directory",
+        ),
     ],
 )
 def test_failures_are_an_error_document(
     fake: FakeGitHub,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
     argv: tuple[str, ...],
     token: bool,
+    kind: str,
     words: str,
 ) -> None:
     if not token:
         monkeypatch.delenv("GITHUB_TOKEN")
-    code, doc, err = ci_json(capsys, *argv)
+    monkeypatch.chdir(tmp_path)
+    code, doc, err = ci_json(capsys, "--dir", str(tmp_path), *argv)
     assert code == 1 and doc["type"] == "error" and doc["errored"] is True
     (diagnostic,) = doc["diagnostics"]
-    assert diagnostic["kind"] == "UsageError" and words in diagnostic["message"]
+    assert diagnostic["kind"] == kind and words in diagnostic["message"]
     assert err.startswith("Error: ")  # and in words on stderr
     assert fake.requests == []
