@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
@@ -134,6 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         output.failure("Interrupted", "interrupted")
         code = 130
+    except Exception:
+        # A bug: the traceback for the job log, and still one document in JSON mode.
+        output.err.write(redact_text(traceback.format_exc()))
+        output.failure("InternalError", "internal error (a bug); the traceback is above")
+        code = 1
     return output.finish(code)
 
 

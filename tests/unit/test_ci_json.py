@@ -173,3 +173,20 @@ def test_failures_are_an_error_document(
     assert diagnostic["kind"] == kind and words in diagnostic["message"]
     assert err.startswith("Error: ")  # and in words on stderr
     assert fake.requests == []
+
+
+def test_a_bug_still_ends_with_one_document(
+    fake: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("reconciler.ci.comment.sync_comment", broken)
+    (tmp_path / "p.md").write_text(MARKER + "\n", encoding="utf-8")
+    code, doc, err = ci_json(capsys, "comment", "--pr", "1", "--body-file", str(tmp_path / "p.md"))
+    assert code == 1 and doc["type"] == "error"
+    assert doc["diagnostics"][0]["kind"] == "InternalError"
+    assert "RuntimeError: boom" in err
