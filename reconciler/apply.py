@@ -23,9 +23,9 @@ from typing import Any
 
 import httpx
 
-from .crashpoints import crash_point
-from .downloads import DownloadInterrupted, DownloadResult, download_run, run_dir_name
-from .errors import (
+from reconciler.crashpoints import crash_point
+from reconciler.downloads import DownloadInterrupted, DownloadResult, download_run, run_dir_name
+from reconciler.errors import (
     AuthError,
     ConflictError,
     FeatureGateError,
@@ -37,10 +37,10 @@ from .errors import (
     ScopeError,
     StateError,
 )
-from .escaping import escape_text
-from .lockfile import StateStore, put_run, rekey_run, retire_run
-from .log import get_logger
-from .model import (
+from reconciler.escaping import escape_text
+from reconciler.lockfile import StateStore, put_run, rekey_run, retire_run
+from reconciler.log import get_logger
+from reconciler.model import (
     HASHED_OUTPUTS,
     Action,
     DesiredRun,
@@ -56,8 +56,8 @@ from .model import (
     is_active,
     is_terminal,
 )
-from .observe import find_submitted_run, poll_statuses
-from .platform import PlatformClient, RunSummary, SubmittedRun
+from reconciler.observe import find_submitted_run, poll_statuses
+from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
 
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8

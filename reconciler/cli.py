@@ -31,10 +31,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__, shutdown
-from .errors import PolicyError, ReconcilerError, UsageError, file_error
-from .log import configure_logging
-from .output import (
+from reconciler import __version__, shutdown
+from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
+from reconciler.log import configure_logging
+from reconciler.output import (
     FORMATS,
     Diagnostic,
     Output,
@@ -42,7 +42,7 @@ from .output import (
     issue_to_dict,
     requested_format,
 )
-from .redact import redact
+from reconciler.redact import redact
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -322,7 +322,7 @@ def apply_main(argv: Sequence[str] | None = None) -> int:
 
 
 def import_main(argv: Sequence[str] | None = None) -> int:
-    from . import cli_import
+    from reconciler import cli_import
 
     return run_command(
         "osmosis-import",
@@ -333,7 +333,7 @@ def import_main(argv: Sequence[str] | None = None) -> int:
 
 
 def state_main(argv: Sequence[str] | None = None) -> int:
-    from . import cli_state
+    from reconciler import cli_state
 
     return run_command(
         "osmosis-state",
@@ -433,7 +433,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 
 def _write_crash_log(prog: str, output: Output, repo_dir: str | None = None) -> str:
     """The traceback in the repository's (``--dir``'s) ``.osmosis/crash.log``; where it went."""
-    from .paths import check_inside
+    from reconciler.paths import check_inside
 
     text = redact(traceback.format_exc())
     root = _crash_root(repo_dir)
@@ -454,7 +454,7 @@ def _write_crash_log(prog: str, output: Output, repo_dir: str | None = None) -> 
 def _crash_root(repo_dir: str | None = None) -> Path:
     # Beside the repository's other local files (--dir's when given), never in the directory
     # the command was started from (a crash in benchmarks/ must not create benchmarks/.osmosis/).
-    from .project import find_root
+    from reconciler.project import find_root
 
     try:
         return find_root(Path.cwd(), repo_dir).resolve()
@@ -463,7 +463,7 @@ def _crash_root(repo_dir: str | None = None) -> Path:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from .project import find_root
+    from reconciler.project import find_root
 
     return find_root(Path.cwd(), args.dir)
 
@@ -472,7 +472,7 @@ def _root(args: argparse.Namespace) -> Path:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from .project import parse_download_types
+    from reconciler.project import parse_download_types
 
     values: dict[str, Any] = {
         "benchmarks": args.benchmarks,
@@ -500,8 +500,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
-    from .config import load_configs
-    from .context import resolve_settings
+    from reconciler.config import load_configs
+    from reconciler.context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
     result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
@@ -546,17 +546,17 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
     root = _root(args)
     if args.validate_only:
         return _validate_only(args, root, output)
-    from .session import Session
+    from reconciler.session import Session
 
     with Session.open(args, root, _overrides(args), output) as session:
         if args.watch:
-            from .watch import watch_plans
+            from reconciler.watch import watch_plans
 
             return watch_plans(session, args, output)
         if args.refresh_only:
             return _refresh(session, args, output, record=False)
         plan = session.make_plan(changed_since=args.changed_since)
-        from .render import plan_to_dict
+        from reconciler.render import plan_to_dict
 
         output.result("plan", plan_to_dict(plan))
         output.show(session.render(plan, args.format, color=output.color))
@@ -577,7 +577,7 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
 def _blocked(plan: Any, output: Output) -> None:
     """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
     a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
-    from .output import Diagnostic
+    from reconciler.output import Diagnostic
 
     for item in plan.items:
         if item.action.value != "blocked":
@@ -600,7 +600,7 @@ def _policy_errors(errors: Sequence[str], output: Output) -> None:
 
 
 def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: bool) -> int:
-    from .render import refresh_to_dict, render_refresh_markdown, render_refresh_text
+    from reconciler.render import refresh_to_dict, render_refresh_markdown, render_refresh_text
 
     plan, changes = session.refresh(record=record)
     pending = len(plan.items)
@@ -630,9 +630,9 @@ def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: 
 
 
 def _apply(args: argparse.Namespace, output: Output) -> int:
-    from .output import ApplyReport
-    from .render import plan_to_dict
-    from .session import Session
+    from reconciler.output import ApplyReport
+    from reconciler.render import plan_to_dict
+    from reconciler.session import Session
 
     if args.refresh_only and args.planfile:
         raise UsageError(
@@ -640,8 +640,8 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         )
     root = _root(args)
     if args.force_unlock:
-        from .context import resolve_settings
-        from .gitlock import force_unlock_any
+        from reconciler.context import resolve_settings
+        from reconciler.gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
         where = force_unlock_any(
@@ -650,7 +650,7 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         output.result("unlock", {"lock_id": args.force_unlock, "released": True})
         output.info(f"Released the apply lock {args.force_unlock} ({where}).")
         return 0
-    from .restrict import REFRESH, parse_only, restrict_plan
+    from reconciler.restrict import REFRESH, parse_only, restrict_plan
 
     only = parse_only(args.only) if args.only is not None else None
     if only is not None and args.wait and "download" not in only:

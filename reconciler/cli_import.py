@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from .context import Context, open_context
-from .errors import ImportRefusedError, NotFoundError, UsageError
-from .importer import Importer, ImportFlags, ImportPlan, run_label
-from .lockfile import StateStore, read_lockfile
-from .model import LockState
-from .platform import RunStatus, RunSummary
-from .state_commands import hold_state_lock
+from reconciler.context import Context, open_context
+from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
+from reconciler.importer import Importer, ImportFlags, ImportPlan, run_label
+from reconciler.lockfile import StateStore, read_lockfile
+from reconciler.model import LockState
+from reconciler.platform import RunStatus, RunSummary
+from reconciler.state_commands import hold_state_lock
 
 FORMAT_VERSION = "1.0"
 

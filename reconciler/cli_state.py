@@ -14,11 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from .context import resolve_settings
-from .errors import UsageError
-from .model import HistoryEntry, LockState, RecordedRun, is_active
-from .platform import normalize_platform_url
-from .state_commands import (
+from reconciler.context import resolve_settings
+from reconciler.errors import UsageError
+from reconciler.model import HistoryEntry, LockState, RecordedRun, is_active
+from reconciler.platform import normalize_platform_url
+from reconciler.state_commands import (
     check_address,
     config_path,
     entries,

@@ -14,14 +14,14 @@ from typing import Any
 
 import httpx
 
-from .errors import UsageError
-from .gitinfo import GitRepo
-from .model import Settings
-from .paths import check_inside
-from .platform import PlatformClient, select_platform
-from .platform.settings import git_identity_from_remote
-from .project import load_project_settings
-from .redact import register_secret
+from reconciler.errors import UsageError
+from reconciler.gitinfo import GitRepo
+from reconciler.model import Settings
+from reconciler.paths import check_inside
+from reconciler.platform import PlatformClient, select_platform
+from reconciler.platform.settings import git_identity_from_remote
+from reconciler.project import load_project_settings
+from reconciler.redact import register_secret
 
 LOCAL_DATA_DIR = ".osmosis/local-platform"
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
@@ -92,7 +92,7 @@ def open_context(
     register_secret(selection.token)
     local = None
     if selection.url == "local":
-        from .platform.local import LocalPlatform, LocalTransport
+        from reconciler.platform.local import LocalPlatform, LocalTransport
 
         data_dir = repo_root / LOCAL_DATA_DIR
         problem = check_inside(repo_root, LOCAL_DATA_DIR)

@@ -47,9 +47,9 @@ from urllib.parse import unquote
 
 import httpx
 
-from . import deadlines, shutdown
-from .crashpoints import crash_point
-from .errors import (
+from reconciler import deadlines, shutdown
+from reconciler.crashpoints import crash_point
+from reconciler.errors import (
     AuthError,
     ConflictError,
     DownloadError,
@@ -66,9 +66,9 @@ from .errors import (
     UnsafePathError,
     UpgradeRequiredError,
 )
-from .model import DOWNLOAD_TYPES, LocalOutputs
-from .paths import check_inside
-from .redact import redact
+from reconciler.model import DOWNLOAD_TYPES, LocalOutputs
+from reconciler.paths import check_inside
+from reconciler.redact import redact
 
 __all__ = [
     "CHUNK_SIZE",

@@ -48,10 +48,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import GitError, LockHeldError, StateError, UsageError
-from .gitinfo import _BASE, _git_env, redact_url
-from .locking import pid_alive as _pid_alive
-from .log import get_logger
+from reconciler.errors import GitError, LockHeldError, StateError, UsageError
+from reconciler.gitinfo import _BASE, _git_env, redact_url
+from reconciler.locking import pid_alive as _pid_alive
+from reconciler.log import get_logger
 
 __all__ = [
     "CLOCK_SKEW",
@@ -571,8 +571,8 @@ def force_unlock_any(root: Path, lock_path: Path, lock_id: str, settings: Any) -
     """``osmosis-apply --force-unlock ID``: release whichever lock ``ID`` names, the local
     one (``lock_path``), the git one, or both (one apply holds both under the same id).
     Returns where it was released; a usage error when neither holds that id."""
-    from .gitinfo import GitRepo
-    from .locking import force_unlock, read_holder
+    from reconciler.gitinfo import GitRepo
+    from reconciler.locking import force_unlock, read_holder
 
     released: list[str] = []
     local = read_holder(lock_path)

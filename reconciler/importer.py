@@ -46,12 +46,12 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .config import load_configs
-from .config import rules as config_rules
-from .config.edit import render_config, update_config
-from .errors import ImportRefusedError, NotFoundError, UsageError
-from .lockfile import StateStore, put_run, retire_run
-from .model import (
+from reconciler.config import load_configs
+from reconciler.config import rules as config_rules
+from reconciler.config.edit import render_config, update_config
+from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
+from reconciler.lockfile import StateStore, put_run, retire_run
+from reconciler.model import (
     DesiredRun,
     LockState,
     RecordedRun,
@@ -61,9 +61,9 @@ from .model import (
     spec_fingerprint,
     spec_fingerprint_fields,
 )
-from .plan import spec_changes
-from .plan.preflight import task_count
-from .platform import BenchmarkDetail, PlatformClient, RunDetail, RunSummary
+from reconciler.plan import spec_changes
+from reconciler.plan.preflight import task_count
+from reconciler.platform import BenchmarkDetail, PlatformClient, RunDetail, RunSummary
 
 __all__ = [
     "GeneratedConfig",

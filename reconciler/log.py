@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from .redact import redact_value
+from reconciler.redact import redact_value
 
 
 def redact(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:

@@ -30,9 +30,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .downloads import scan_outputs
-from .errors import NotFoundError, PlatformError
-from .model import (
+from reconciler.downloads import scan_outputs
+from reconciler.errors import NotFoundError, PlatformError
+from reconciler.model import (
     BenchmarkRef,
     DesiredRun,
     LocalOutputs,
@@ -44,10 +44,10 @@ from .model import (
     is_terminal,
     spec_fingerprint,
 )
-from .plan import CLOCK_SKEW
-from .plan.draft import recorded_digest
-from .platform import PlatformClient, RunSummary
-from .platform.client import PAGE_LIMIT
+from reconciler.plan import CLOCK_SKEW
+from reconciler.plan.draft import recorded_digest
+from reconciler.platform import PlatformClient, RunSummary
+from reconciler.platform.client import PAGE_LIMIT
 
 LIST_READ_AHEAD = 4
 """Run-list pages requested at a time when every run is listed."""

@@ -32,14 +32,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import ConfigError, ConfigIssue, LockHeldError, MissingSecretsError, ReconcilerError
-from .escaping import escape_text
-from .hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
-from .redact import redact, redact_optional, redact_value
+from reconciler.errors import ConfigError, ConfigIssue, LockHeldError, MissingSecretsError, ReconcilerError
+from reconciler.escaping import escape_text
+from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
+from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
-    from .apply import Outcome
-    from .model import Plan, PlanItem
+    from reconciler.apply import Outcome
+    from reconciler.model import Plan, PlanItem
 
 FORMAT_VERSION = "1.0"
 FORMATS = ("text", "markdown", "json", "jsonl")

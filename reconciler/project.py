@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .model import DOWNLOAD_TYPES
+from reconciler.errors import UsageError
+from reconciler.model import DOWNLOAD_TYPES
 
 TABLE = "osmosis-reconciler"
 SETTINGS_FILES = ("osmosis.toml", ".osmosis.toml")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .errors import UsageError
-from .model import Action, Plan, PlanItem
-from .plan.guards import summarise
+from reconciler.errors import UsageError
+from reconciler.model import Action, Plan, PlanItem
+from reconciler.plan.guards import summarise
 
 REFRESH = "refresh"
 """Not a plan action: record observed statuses in the lockfile even when nothing else is

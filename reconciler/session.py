@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .apply import Applier, ApplyResult, utcnow, wait_for_runs
-from .config import load_configs
-from .context import Context, open_context
-from .errors import ConfigError, StalePlanError, StateError, UsageError
-from .gitinfo import _DEEPEN_HINT
-from .gitlock import hold_git_lock
-from .lockfile import (
+from reconciler.apply import Applier, ApplyResult, utcnow, wait_for_runs
+from reconciler.config import load_configs
+from reconciler.context import Context, open_context
+from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
+from reconciler.gitinfo import _DEEPEN_HINT
+from reconciler.gitlock import hold_git_lock
+from reconciler.lockfile import (
     HEADER_BYTES,
     StateStore,
     check_provenance,
@@ -32,9 +32,9 @@ from .lockfile import (
     remove_stale_temps,
     write_lockfile,
 )
-from .locking import hold_lock
-from .log import get_logger
-from .model import (
+from reconciler.locking import hold_lock
+from reconciler.log import get_logger
+from reconciler.model import (
     Action,
     DesiredRun,
     LocalOutputs,
@@ -47,10 +47,10 @@ from .model import (
     is_active,
     is_terminal,
 )
-from .observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
-from .output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
-from .plan import compute_plan
-from .render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
+from reconciler.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
+from reconciler.plan import compute_plan
+from reconciler.render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 

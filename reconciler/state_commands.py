@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from .errors import UsageError
-from .lockfile import read_lockfile, rekey_run, remove_stale_temps, retire_run, write_lockfile
-from .locking import ci_run_url, hold_lock
-from .model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
+from reconciler.errors import UsageError
+from reconciler.lockfile import read_lockfile, rekey_run, remove_stale_temps, retire_run, write_lockfile
+from reconciler.locking import ci_run_url, hold_lock
+from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
 
 __all__ = [
     "LOCK_NAME",

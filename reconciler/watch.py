@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import watchfiles
 
-from .errors import ConfigError, NotFoundError, ReconcilerError
-from .plan import compute_plan
-from .render import plan_to_dict
+from reconciler.errors import ConfigError, NotFoundError, ReconcilerError
+from reconciler.plan import compute_plan
+from reconciler.render import plan_to_dict
 
 if TYPE_CHECKING:
-    from .output import Output
-    from .session import Session
+    from reconciler.output import Output
+    from reconciler.session import Session
 
 CLEAR = "\x1b[2J\x1b[H"
 

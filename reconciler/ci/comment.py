@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .github import BOT_LOGIN, GitHubAPI
+from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 
 MARKER_PREFIX = "<!-- osmosis-reconciler:plan"
 """Every sticky plan comment starts with this; ``osmosis-plan`` adds the rest of the line."""

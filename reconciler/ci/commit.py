@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import GitError, StateError, UsageError
-from ..lockfile import parse
-from ..model import LockState, RecordedRun, is_terminal
+from reconciler.errors import GitError, StateError, UsageError
+from reconciler.lockfile import parse
+from reconciler.model import LockState, RecordedRun, is_terminal
 
 SKIP_CI = "[skip ci]"
 BOT_NAME = "github-actions[bot]"

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..errors import GitHubError, UsageError
+from reconciler.errors import GitHubError, UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
 PAGE_SIZE = 100

@@ -33,11 +33,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import GitHubError, ReconcilerError, UsageError, file_error
-from ..locking import ci_run_url
-from ..output import Diagnostic, Output, error_diagnostic, requested_format
-from ..redact import redact as redact_text
+from reconciler import __version__
+from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
+from reconciler.locking import ci_run_url
+from reconciler.output import Diagnostic, Output, error_diagnostic, requested_format
+from reconciler.redact import redact as redact_text
 
 CI_FORMATS = ("text", "json")
 
@@ -147,7 +147,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
     if args.command == "commit-message":
-        from .commit import commit_message, lockfile_at, read_plan_json, read_state, state_text
+        from reconciler.ci.commit import commit_message, lockfile_at, read_plan_json, read_state, state_text
 
         after_text = state_text(root / args.state)
         before_text = (
@@ -168,7 +168,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         output.result("ci_commit_message", {"message": message})
         return 0
     if args.command == "commit-lockfile":
-        from .commit import commit_lockfile, copy_results, read_state, state_text
+        from reconciler.ci.commit import commit_lockfile, copy_results, read_state, state_text
 
         paths = [args.state]
         written: list[str] = []
@@ -198,7 +198,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         )
         return 0
 
-    from .github import GitHubAPI
+    from reconciler.ci.github import GitHubAPI
 
     with GitHubAPI.from_env(args.repo) as api:
         return _github_command(api, args, run_url, root, output)
@@ -209,7 +209,7 @@ def _github_command(
 ) -> int:
     say = partial(output.progress, essential=True)
     if args.command == "comment":
-        from .comment import prepare_comment_body, sync_comment
+        from reconciler.ci.comment import prepare_comment_body, sync_comment
 
         try:
             markdown = args.body_file.read_text(encoding="utf-8")
@@ -245,7 +245,7 @@ def _github_command(
     if args.command == "drift-issue":
         import json
 
-        from .drift import PlanJsonError, read_drift, sync_drift_issue
+        from reconciler.ci.drift import PlanJsonError, read_drift, sync_drift_issue
 
         try:
             payload = json.loads(args.plan_json.read_text(encoding="utf-8"))
@@ -272,7 +272,7 @@ def _github_command(
         )
         return 0
     if args.command == "announce":
-        from .announce import announce
+        from reconciler.ci.announce import announce
 
         report = announce(
             api,

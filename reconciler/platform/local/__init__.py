@@ -58,12 +58,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .app import LocalPlatform, Response
-from .faults import Faults
-from .server import ServerHandle, start_server
+from reconciler.platform.local.app import LocalPlatform, Response
+from reconciler.platform.local.faults import Faults
+from reconciler.platform.local.server import ServerHandle, start_server
 
 if TYPE_CHECKING:
-    from .transport import LocalTransport
+    from reconciler.platform.local.transport import LocalTransport
 
 __all__ = ["Faults", "LocalPlatform", "LocalTransport", "Response", "ServerHandle", "start_server"]
 
@@ -71,7 +71,7 @@ __all__ = ["Faults", "LocalPlatform", "LocalTransport", "Response", "ServerHandl
 def __getattr__(name: str) -> Any:
     # Lazy: the transport needs httpx, which the emulator server does not (fast start-up).
     if name == "LocalTransport":
-        from .transport import LocalTransport
+        from reconciler.platform.local.transport import LocalTransport
 
         return LocalTransport
     raise AttributeError(name)

@@ -25,11 +25,11 @@ from urllib.parse import parse_qs, quote, unquote
 
 from reconciler import submit_rules
 
-from . import rules, simulation
-from .catalog import benchmark_id as make_benchmark_id
-from .catalog import public_view
-from .faults import Draw, FaultInjector, Faults
-from .store import Store
+from reconciler.platform.local import rules, simulation
+from reconciler.platform.local.catalog import benchmark_id as make_benchmark_id
+from reconciler.platform.local.catalog import public_view
+from reconciler.platform.local.faults import Draw, FaultInjector, Faults
+from reconciler.platform.local.store import Store
 
 API_PREFIX = "/api/cli/"
 PRESIGNED_PREFIX = "/_presigned/"

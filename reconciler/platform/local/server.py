@@ -23,8 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
-from .app import SYNC_STATUSES, LocalPlatform, Response
-from .faults import Faults
+from reconciler.platform.local.app import SYNC_STATUSES, LocalPlatform, Response
+from reconciler.platform.local.faults import Faults
 
 DEFAULT_DATA_DIR = ".osmosis/local-platform"
 _PRESIGNED_RE = re.compile(r"^/_presigned/[^/]+")
@@ -65,7 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
             import traceback
 
             traceback.print_exc(file=sys.stderr)
-            from .app import Response
+            from reconciler.platform.local.app import Response
 
             answer = Response(
                 500, {"Content-Type": "application/json"}, b'{"error":"Internal error"}'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx
 
-from .app import LocalPlatform
+from reconciler.platform.local.app import LocalPlatform
 
 
 class LocalTransport(httpx.BaseTransport):
