@@ -650,7 +650,7 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         output.result("unlock", {"lock_id": args.force_unlock, "released": True})
         output.info(f"Released the apply lock {args.force_unlock} ({where}).")
         return 0
-    from reconciler.restrict import REFRESH, parse_only, restrict_plan
+    from reconciler.plan.restrict import REFRESH, parse_only, restrict_plan
 
     only = parse_only(args.only) if args.only is not None else None
     if only is not None and args.wait and "download" not in only:

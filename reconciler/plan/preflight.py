@@ -4,7 +4,7 @@ Every paid item (submit, replace) goes through ``paid_item``: when a known rule 
 Platform would refuse the body, the item is ``blocked`` with the Platform's own words and
 the fixes that make it pass, so a plan never shows a ``+`` that apply cannot carry out.
 
-The rules and the task selection are ``reconciler.submit_rules``, the module the local
+The rules and the task selection are ``reconciler.plan.submit_rules``, the module the local
 Platform's submit route reads too: the two cannot disagree about what is refused or about
 how many tasks a selection schedules. This module adds what only the plan can: the fixes
 (``Fix``: a command that works when typed, or an exact edit), the nearest names from the
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler import submit_rules
+from reconciler.plan import submit_rules
 from reconciler.loopback import is_loopback_url
 from reconciler.model import (
     Action,
@@ -35,7 +35,7 @@ from reconciler.model import (
 )
 from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft, plural
-from reconciler.submit_rules import CatalogFacts, Rule, Selection, Violation
+from reconciler.plan.submit_rules import CatalogFacts, Rule, Selection, Violation
 
 LOCAL_PLATFORM = "local"
 EMULATOR = "osmosis-platform-emulator"

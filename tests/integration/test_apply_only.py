@@ -11,7 +11,7 @@ import pytest
 
 from reconciler.errors import UsageError
 from reconciler.model import Action, Plan, PlanItem, PlanSummary, Reason
-from reconciler.restrict import parse_only, restrict_plan
+from reconciler.plan.restrict import parse_only, restrict_plan
 
 from .helpers import (
     ManualClock,

@@ -12,10 +12,10 @@ CORE_MODULES = [
     "reconciler.escaping",
     "reconciler.loopback",
     "reconciler.model",
-    "reconciler.submit_rules",
+    "reconciler.plan.submit_rules",
     "reconciler.plan",
     "reconciler.render",
-    "reconciler.restrict",
+    "reconciler.plan.restrict",
 ]
 EDGE_LIBRARIES = ["httpx", "tomlkit", "structlog", "watchfiles"]
 

@@ -40,7 +40,7 @@ docs/local-platform.md):
 * ``[execution]``: ``attempts_per_task`` 1-16 (default 1), ``max_concurrent_attempts`` 1-64
   (default 4), integers, else 400; other keys are stored and echoed unvalidated. These and
   the other catalog-dependent rules (judge, ``[verifier]``, harness flags, task selection:
-  ``task_names`` + ``categories`` select their union) are ``reconciler.submit_rules``,
+  ``task_names`` + ``categories`` select their union) are ``reconciler.plan.submit_rules``,
   which the plan's preflight reads too.
 * Rate limits only through fault injection; a 429 always carries ``Retry-After``.
 * Presigned URLs live ``Faults.presign_ttl_s`` (default 900 s = the docs' 15 minutes); an

@@ -3,7 +3,7 @@
 platform-api.md asks for the page's rules to be one table per rule so that a Platform change
 is a one-line edit. Two homes:
 
-* ``reconciler.submit_rules``: the rules that depend on the catalog entry or on
+* ``reconciler.plan.submit_rules``: the rules that depend on the catalog entry or on
   ``[execution]`` values (ranges, judge, verifier, harness flags, task selection and its
   semantics). The plan's preflight reads the same module, so the plan blocks exactly what
   this route refuses and counts exactly the tasks it selects.
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler import submit_rules
-from reconciler.submit_rules import (  # noqa: F401  (the route reads them from here)
+from reconciler.plan import submit_rules
+from reconciler.plan.submit_rules import (  # noqa: F401  (the route reads them from here)
     NOT_READY_STATUS,
     CatalogFacts,
     referenced_secrets,
