@@ -32,7 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.errors import ConfigError, ConfigIssue, LockHeldError, MissingSecretsError, ReconcilerError
+from reconciler.errors import (
+    ConfigError,
+    ConfigIssue,
+    LockHeldError,
+    MissingSecretsError,
+    ReconcilerError,
+)
 from reconciler.escaping import escape_text
 from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from reconciler.redact import redact, redact_optional, redact_value

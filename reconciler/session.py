@@ -50,7 +50,13 @@ from reconciler.model import (
 from reconciler.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from reconciler.plan import compute_plan
-from reconciler.render import plan_from_dict, plan_to_dict, render_json, render_markdown, render_text
+from reconciler.render import (
+    plan_from_dict,
+    plan_to_dict,
+    render_json,
+    render_markdown,
+    render_text,
+)
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TextIO
 
 from reconciler.errors import UsageError
-from reconciler.lockfile import read_lockfile, rekey_run, remove_stale_temps, retire_run, write_lockfile
+from reconciler.lockfile import (
+    read_lockfile,
+    rekey_run,
+    remove_stale_temps,
+    retire_run,
+    write_lockfile,
+)
 from reconciler.locking import ci_run_url, hold_lock
 from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
 

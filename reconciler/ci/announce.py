@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
+from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 from reconciler.errors import GitHubError
 from reconciler.lockfile import parse, write_lockfile
 from reconciler.locking import hold_lock
 from reconciler.model import LockState, RecordedRun, ResultRow, is_terminal
 from reconciler.plan import result_rows
 from reconciler.render import render_results_markdown
-from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
-from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 
 MARKER = "<!-- osmosis-reconciler:results"
 MAX_AGE = timedelta(days=14)

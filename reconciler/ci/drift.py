@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reconciler.errors import UsageError
 from reconciler.ci.github import GitHubAPI
+from reconciler.errors import UsageError
 
 LABEL = "osmosis-drift"
 LABEL_COLOR = "d93f0b"

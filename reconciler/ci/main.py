@@ -147,7 +147,13 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
     if args.command == "commit-message":
-        from reconciler.ci.commit import commit_message, lockfile_at, read_plan_json, read_state, state_text
+        from reconciler.ci.commit import (
+            commit_message,
+            lockfile_at,
+            read_plan_json,
+            read_state,
+            state_text,
+        )
 
         after_text = state_text(root / args.state)
         before_text = (

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.plan import submit_rules
 from reconciler.loopback import is_loopback_url
 from reconciler.model import (
     Action,
@@ -33,6 +32,7 @@ from reconciler.model import (
     glob_match,
     rejection_context,
 )
+from reconciler.plan import submit_rules
 from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft, plural
 from reconciler.plan.submit_rules import CatalogFacts, Rule, Selection, Violation

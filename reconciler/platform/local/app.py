@@ -24,7 +24,6 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 from reconciler.plan import submit_rules
-
 from reconciler.platform.local import rules, simulation
 from reconciler.platform.local.catalog import benchmark_id as make_benchmark_id
 from reconciler.platform.local.catalog import public_view
