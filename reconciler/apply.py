@@ -38,7 +38,6 @@ from reconciler.errors import (
     StateError,
 )
 from reconciler.escaping import escape_text
-from reconciler.lockfile import StateStore, put_run, rekey_run, retire_run
 from reconciler.log import get_logger
 from reconciler.model import (
     HASHED_OUTPUTS,
@@ -58,6 +57,7 @@ from reconciler.model import (
 )
 from reconciler.observe import find_submitted_run, poll_statuses
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
+from reconciler.state.lockfile import StateStore, put_run, rekey_run, retire_run
 
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8

@@ -641,7 +641,7 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
     root = _root(args)
     if args.force_unlock:
         from reconciler.context import resolve_settings
-        from reconciler.gitlock import force_unlock_any
+        from reconciler.state.gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
         where = force_unlock_any(

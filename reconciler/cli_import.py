@@ -20,9 +20,9 @@ from typing import Any, TextIO
 from reconciler.context import Context, open_context
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
 from reconciler.importer import Importer, ImportFlags, ImportPlan, run_label
-from reconciler.lockfile import StateStore, read_lockfile
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
+from reconciler.state.lockfile import StateStore, read_lockfile
 from reconciler.state_commands import hold_state_lock
 
 FORMAT_VERSION = "1.0"

@@ -50,7 +50,6 @@ from reconciler.config import load_configs
 from reconciler.config import rules as config_rules
 from reconciler.config.edit import render_config, update_config
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
-from reconciler.lockfile import StateStore, put_run, retire_run
 from reconciler.model import (
     DesiredRun,
     LockState,
@@ -64,6 +63,7 @@ from reconciler.model import (
 from reconciler.plan import spec_changes
 from reconciler.plan.preflight import task_count
 from reconciler.platform import BenchmarkDetail, PlatformClient, RunDetail, RunSummary
+from reconciler.state.lockfile import StateStore, put_run, retire_run
 
 __all__ = [
     "GeneratedConfig",

@@ -21,18 +21,6 @@ from reconciler.config import load_configs
 from reconciler.context import Context, open_context
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
 from reconciler.gitinfo import _DEEPEN_HINT
-from reconciler.gitlock import hold_git_lock
-from reconciler.lockfile import (
-    HEADER_BYTES,
-    StateStore,
-    check_provenance,
-    check_state_path,
-    peek_watermark,
-    read_lockfile,
-    remove_stale_temps,
-    write_lockfile,
-)
-from reconciler.locking import hold_lock
 from reconciler.log import get_logger
 from reconciler.model import (
     Action,
@@ -57,6 +45,18 @@ from reconciler.render import (
     render_markdown,
     render_text,
 )
+from reconciler.state.gitlock import hold_git_lock
+from reconciler.state.lockfile import (
+    HEADER_BYTES,
+    StateStore,
+    check_provenance,
+    check_state_path,
+    peek_watermark,
+    read_lockfile,
+    remove_stale_temps,
+    write_lockfile,
+)
+from reconciler.state.locking import hold_lock
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import TextIO
 
 from reconciler.errors import UsageError
-from reconciler.lockfile import (
+from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
+from reconciler.state.lockfile import (
     read_lockfile,
     rekey_run,
     remove_stale_temps,
     retire_run,
     write_lockfile,
 )
-from reconciler.locking import ci_run_url, hold_lock
-from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
+from reconciler.state.locking import ci_run_url, hold_lock
 
 __all__ = [
     "LOCK_NAME",

@@ -72,7 +72,7 @@ def seed_secrets() -> None:
 
 def results_table() -> None:
     """pass@1 per agent of every recorded run, read from its downloaded summary.csv."""
-    from reconciler.lockfile import parse
+    from reconciler.state.lockfile import parse
 
     lock = DEMO / "state" / "osmosis.lock"
     if not lock.is_file():

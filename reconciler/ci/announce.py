@@ -25,11 +25,11 @@ from pathlib import Path
 from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 from reconciler.errors import GitHubError
-from reconciler.lockfile import parse, write_lockfile
-from reconciler.locking import hold_lock
 from reconciler.model import LockState, RecordedRun, ResultRow, is_terminal
 from reconciler.plan import result_rows
 from reconciler.render import render_results_markdown
+from reconciler.state.lockfile import parse, write_lockfile
+from reconciler.state.locking import hold_lock
 
 MARKER = "<!-- osmosis-reconciler:results"
 MAX_AGE = timedelta(days=14)

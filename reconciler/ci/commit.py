@@ -28,8 +28,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from reconciler.errors import GitError, StateError, UsageError
-from reconciler.lockfile import parse
 from reconciler.model import LockState, RecordedRun, is_terminal
+from reconciler.state.lockfile import parse
 
 SKIP_CI = "[skip ci]"
 BOT_NAME = "github-actions[bot]"

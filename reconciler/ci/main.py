@@ -35,9 +35,9 @@ from typing import Any
 
 from reconciler import __version__
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
-from reconciler.locking import ci_run_url
 from reconciler.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.redact import redact as redact_text
+from reconciler.state.locking import ci_run_url
 
 CI_FORMATS = ("text", "json")
 

@@ -3,7 +3,7 @@
 Configs are written by people and reviewed in pull requests, so a tool that edits one must
 leave everything it does not change exactly as it was: comments, blank lines, key order,
 inline vs. standard tables, quoting. tomlkit keeps all of that through a parse/dump round
-trip (the lockfile is machine-written and has its own emitter, see ``reconciler.lockfile``).
+trip (the lockfile is machine-written and has its own emitter, see ``reconciler.state.lockfile``).
 
 * ``render_config(data, header)`` writes a new config in the layout of the example configs:
   a comment header, then ``[experiment]``, ``[tasks]``, ``[[agents]]`` with ``[agents.model]``

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.config import load_configs
-from reconciler.locking import hold_lock
+from reconciler.state.locking import hold_lock
 
 from .helpers import (
     EXAMPLES,

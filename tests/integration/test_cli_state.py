@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.lockfile import put_run, read_lockfile, write_lockfile
-from reconciler.locking import hold_lock
 from reconciler.model import Intent, RecordedRun
+from reconciler.state.lockfile import put_run, read_lockfile, write_lockfile
+from reconciler.state.locking import hold_lock
 
 from .helpers import ManualClock, Osmosis, Platform, RequestLog, git, read_lock, start_platform
 from .test_cli_import import submit_example

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import LockHeldError, StateError, UsageError
-from reconciler.gitlock import LOCK_REF, STATE_REF, GitLock, read_git_holder, use_git_lock
+from reconciler.state.gitlock import LOCK_REF, STATE_REF, GitLock, read_git_holder, use_git_lock
 from tests.reliability.gitrace import GitTally, killed_holder_elsewhere, race, two_clones
 
 from .helpers import Osmosis, init_repo, smoke_config, start_platform

@@ -10,9 +10,9 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
-from reconciler.lockfile import read_lockfile, write_lockfile
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import LocalPlatform, start_server
+from reconciler.state.lockfile import read_lockfile, write_lockfile
 from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX, build_plan_repo
 
 from .helpers import TOKEN, Osmosis, Platform, RequestLog

@@ -23,8 +23,8 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.cli import apply_main, import_main, plan_main, state_main
-from reconciler.locking import hold_lock
 from reconciler.output import SCHEMA_FILE
+from reconciler.state.locking import hold_lock
 
 from .helpers import (
     ManualClock,

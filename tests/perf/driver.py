@@ -69,8 +69,8 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
 def _naive(repo: Path, url: str) -> dict:
     started = time.perf_counter()
     from reconciler.config import load_configs
-    from reconciler.lockfile import read_lockfile
     from reconciler.platform import PlatformClient
+    from reconciler.state.lockfile import read_lockfile
 
     load_configs(repo)
     state = read_lockfile(repo / "state" / "osmosis.lock", platform=url, workspace="perf")
@@ -210,7 +210,7 @@ def _plain(repo: Path, url: str, root: str) -> dict:
     """Reference loop: no checks, no hashing, no temp files, no parallelism."""
     import httpx
 
-    from reconciler.lockfile import read_lockfile
+    from reconciler.state.lockfile import read_lockfile
 
     state = read_lockfile(repo / "state" / "osmosis.lock", platform=url, workspace="perf")
     headers = {"Authorization": "Bearer local", "X-Osmosis-Workspace": "perf"}

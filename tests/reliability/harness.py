@@ -24,10 +24,10 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.errors import StateError
-from reconciler.lockfile import read_lockfile
 from reconciler.platform.local import Faults, LocalPlatform, start_server
 from reconciler.platform.local.faults import FaultInjector
 from reconciler.platform.local.server import ServerHandle
+from reconciler.state.lockfile import read_lockfile
 
 WORKSPACE = "reliability"
 SECRET_NAME = "OPENAI_API_KEY"

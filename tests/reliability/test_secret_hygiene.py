@@ -23,8 +23,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from reconciler.lockfile import new_state, write_lockfile
 from reconciler.platform.local import LocalPlatform, start_server
+from reconciler.state.lockfile import new_state, write_lockfile
 
 from .harness import BIN, WORKSPACE, cli_env, command
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 
 from reconciler.apply import Applier
-from reconciler.lockfile import StateStore, new_state, read_lockfile
 from reconciler.model import Action, Plan, PlanItem, Reason, Settings
 from reconciler.platform import PlatformClient
+from reconciler.state.lockfile import StateStore, new_state, read_lockfile
 
 
 def applier_answering(task_count: int, tmp_path: Path) -> tuple[Applier, StateStore]:

@@ -16,8 +16,8 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.ci.main import main
-from reconciler.lockfile import write_lockfile
 from reconciler.output import SCHEMA_FILE
+from reconciler.state.lockfile import write_lockfile
 from tests.github_fake import FakeGitHub
 from tests.unit.plan_fixtures import lock
 from tests.unit.test_ci_lockfile_helpers import SHA, _git, entry, finished, make_clones

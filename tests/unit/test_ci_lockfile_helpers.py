@@ -17,8 +17,8 @@ from reconciler.ci.announce import announce, announce_state, marker, status_desc
 from reconciler.ci.commit import commit_lockfile, commit_message, copy_results, lockfile_changes
 from reconciler.ci.github import GitHubAPI
 from reconciler.errors import GitError
-from reconciler.lockfile import parse, serialize, write_lockfile
 from reconciler.model import Downloads, HistoryEntry, Intent
+from reconciler.state.lockfile import parse, serialize, write_lockfile
 from tests.github_fake import FakeGitHub
 from tests.unit.plan_fixtures import desired, lock, recorded_run
 from tests.unit.test_results import agent, results

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler.errors import StateError
-from reconciler.lockfile import (
+from reconciler.model import Downloads, HistoryEntry, Intent, LockState, RecordedRun
+from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
     MAX_LOCKFILE_BYTES,
     StateStore,
@@ -28,7 +29,6 @@ from reconciler.lockfile import (
     serialize,
     write_lockfile,
 )
-from reconciler.model import Downloads, HistoryEntry, Intent, LockState, RecordedRun
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 T0 = datetime(2026, 3, 1, 12, 30, 45, tzinfo=UTC)
@@ -718,7 +718,7 @@ def test_history_is_capped_per_address() -> None:
 # back to tomllib for anything else. These differential tests hold the fast reader to
 # tomllib: whenever it accepts a text, tomllib must accept it and agree exactly.
 
-from reconciler.lockfile import _fast_load  # noqa: E402
+from reconciler.state.lockfile import _fast_load  # noqa: E402
 
 
 def _same(a: object, b: object) -> bool:

@@ -7,8 +7,8 @@ import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reconciler.lockfile import _fast_load, parse, serialize, write_lockfile
 from reconciler.model import LockState, RecordedRun
+from reconciler.state.lockfile import _fast_load, parse, serialize, write_lockfile
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 T0 = datetime(2026, 5, 1, 9, 0, 0, tzinfo=UTC)

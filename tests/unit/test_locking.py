@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import LockHeldError, UsageError
-from reconciler.locking import ci_run_url, force_unlock, hold_lock, read_holder
+from reconciler.state.locking import ci_run_url, force_unlock, hold_lock, read_holder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
 import json, sys
 from pathlib import Path
-from reconciler.locking import hold_lock
+from reconciler.state.locking import hold_lock
 with hold_lock(Path(sys.argv[1]), command="osmosis-apply --auto-approve", ci_url=None) as info:
     print(json.dumps(info.to_dict()), flush=True)
     sys.stdin.read()
@@ -196,7 +196,7 @@ def test_concurrent_processes_never_hold_the_lock_together(tmp_path: Path) -> No
     script = """
 import os, sys
 from pathlib import Path
-from reconciler.locking import hold_lock
+from reconciler.state.locking import hold_lock
 lock, log = Path(sys.argv[1]), Path(sys.argv[2])
 for _ in range(15):
     with hold_lock(lock, command="worker", timeout=60):

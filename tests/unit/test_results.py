@@ -18,7 +18,6 @@ import pytest
 import tomlkit
 
 from reconciler.errors import StateError
-from reconciler.lockfile import _fast_load, parse, put_run, retire_run, serialize
 from reconciler.model import (
     AgentResult,
     HistoryEntry,
@@ -40,6 +39,7 @@ from reconciler.render import (
     render_markdown,
     render_text,
 )
+from reconciler.state.lockfile import _fast_load, parse, put_run, retire_run, serialize
 from tests.unit.plan_fixtures import (
     BENCHMARKS,
     HLE,

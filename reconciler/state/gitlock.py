@@ -50,8 +50,8 @@ from typing import Any
 
 from reconciler.errors import GitError, LockHeldError, StateError, UsageError
 from reconciler.gitinfo import _BASE, _git_env, redact_url
-from reconciler.locking import pid_alive as _pid_alive
 from reconciler.log import get_logger
+from reconciler.state.locking import pid_alive as _pid_alive
 
 __all__ = [
     "CLOCK_SKEW",
@@ -572,7 +572,7 @@ def force_unlock_any(root: Path, lock_path: Path, lock_id: str, settings: Any) -
     one (``lock_path``), the git one, or both (one apply holds both under the same id).
     Returns where it was released; a usage error when neither holds that id."""
     from reconciler.gitinfo import GitRepo
-    from reconciler.locking import force_unlock, read_holder
+    from reconciler.state.locking import force_unlock, read_holder
 
     released: list[str] = []
     local = read_holder(lock_path)
