@@ -454,7 +454,7 @@ def _write_crash_log(prog: str, output: Output, repo_dir: str | None = None) -> 
 def _crash_root(repo_dir: str | None = None) -> Path:
     # Beside the repository's other local files (--dir's when given), never in the directory
     # the command was started from (a crash in benchmarks/ must not create benchmarks/.osmosis/).
-    from reconciler.project import find_root
+    from reconciler.config.project import find_root
 
     try:
         return find_root(Path.cwd(), repo_dir).resolve()
@@ -463,7 +463,7 @@ def _crash_root(repo_dir: str | None = None) -> Path:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from reconciler.project import find_root
+    from reconciler.config.project import find_root
 
     return find_root(Path.cwd(), args.dir)
 
@@ -472,7 +472,7 @@ def _root(args: argparse.Namespace) -> Path:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from reconciler.project import parse_download_types
+    from reconciler.config.project import parse_download_types
 
     values: dict[str, Any] = {
         "benchmarks": args.benchmarks,

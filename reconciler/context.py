@@ -14,13 +14,13 @@ from typing import Any
 
 import httpx
 
+from reconciler.config.project import load_project_settings
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Settings
 from reconciler.paths import check_inside
 from reconciler.platform import PlatformClient, select_platform
 from reconciler.platform.settings import git_identity_from_remote
-from reconciler.project import load_project_settings
 from reconciler.redact import register_secret
 
 LOCAL_DATA_DIR = ".osmosis/local-platform"

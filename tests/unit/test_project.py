@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.config.project import find_root, load_project_settings, parse_download_types
 from reconciler.context import resolve_settings
 from reconciler.errors import UsageError
-from reconciler.project import find_root, load_project_settings, parse_download_types
 
 
 def write_pyproject(root: Path, body: str) -> None:
