@@ -24,7 +24,6 @@ from typing import Any
 import httpx
 
 from reconciler.crashpoints import crash_point
-from reconciler.downloads import DownloadInterrupted, DownloadResult, download_run, run_dir_name
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -56,6 +55,12 @@ from reconciler.model import (
     is_terminal,
 )
 from reconciler.observe import find_submitted_run, poll_statuses
+from reconciler.outputs.downloads import (
+    DownloadInterrupted,
+    DownloadResult,
+    download_run,
+    run_dir_name,
+)
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
 from reconciler.state.lockfile import StateStore, put_run, rekey_run, retire_run
 

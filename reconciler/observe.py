@@ -30,7 +30,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reconciler.downloads import scan_outputs
 from reconciler.errors import NotFoundError, PlatformError
 from reconciler.model import (
     BenchmarkRef,
@@ -44,6 +43,7 @@ from reconciler.model import (
     is_terminal,
     spec_fingerprint,
 )
+from reconciler.outputs.downloads import scan_outputs
 from reconciler.plan import CLOCK_SKEW
 from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary

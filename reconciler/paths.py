@@ -10,7 +10,7 @@ and looks at each component with ``lstat``: a symlinked component is refused wha
 points to, and so is a path that leaves the repository (absolute, or through ``..``).
 
 Writers that keep writing after the check (downloads) go further and open each directory
-relative to its parent's descriptor with ``O_NOFOLLOW`` (see ``reconciler.downloads``).
+relative to its parent's descriptor with ``O_NOFOLLOW`` (see ``reconciler.outputs.downloads``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from reconciler import deadlines, shutdown
-from reconciler.downloads import download_run
 from reconciler.errors import OutcomeUnknownError, TransportError, UsageError
+from reconciler.outputs.downloads import download_run
 from reconciler.platform import PlatformClient
 from reconciler.platform.client import RetryPolicy
 from reconciler.platform.local import Faults, LocalPlatform, LocalTransport, start_server

@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reconciler.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.errors import ConflictError
 from reconciler.model import NOT_DOWNLOADABLE_STATUSES, is_terminal
+from reconciler.outputs.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults, LocalPlatform, start_server
 

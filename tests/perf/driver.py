@@ -156,9 +156,9 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
     import io
 
     from reconciler.cli import _overrides
-    from reconciler.downloads import download_run
     from reconciler.model import Action
     from reconciler.output import ApplyReport, Output
+    from reconciler.outputs.downloads import download_run
     from reconciler.session import Session
 
     args = _session_args(

@@ -150,7 +150,7 @@ def build_plan_repo(
     ``outputs`` no run has its outputs on disk (all terminal runs are then downloads).
     ``listed``: the runs to record from (default: the whole run list).
     """
-    from reconciler.downloads import run_dir_name
+    from reconciler.outputs.downloads import run_dir_name
 
     repo = root / "repo"
     if repo.exists():

@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reconciler.downloads import (
+from reconciler.errors import AuthError, DownloadError, ServerError, UnsafePathError
+from reconciler.outputs.downloads import (
     DownloadResult,
     classify_path,
     download_run,
@@ -25,7 +26,6 @@ from reconciler.downloads import (
     scan_outputs,
     validate_path,
 )
-from reconciler.errors import AuthError, DownloadError, ServerError, UnsafePathError
 
 RUN_ID = "run_0123abcd"
 LAYOUT = "Manifest path is outside the fixed run layout."
