@@ -501,7 +501,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from reconciler.config import load_configs
-    from reconciler.context import resolve_settings
+    from reconciler.engine.context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
     result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
@@ -546,7 +546,7 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
     root = _root(args)
     if args.validate_only:
         return _validate_only(args, root, output)
-    from reconciler.session import Session
+    from reconciler.engine.session import Session
 
     with Session.open(args, root, _overrides(args), output) as session:
         if args.watch:
@@ -630,9 +630,9 @@ def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: 
 
 
 def _apply(args: argparse.Namespace, output: Output) -> int:
+    from reconciler.engine.session import Session
     from reconciler.output import ApplyReport
     from reconciler.render import plan_to_dict
-    from reconciler.session import Session
 
     if args.refresh_only and args.planfile:
         raise UsageError(
@@ -640,7 +640,7 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         )
     root = _root(args)
     if args.force_unlock:
-        from reconciler.context import resolve_settings
+        from reconciler.engine.context import resolve_settings
         from reconciler.state.gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))

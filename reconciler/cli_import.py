@@ -1,7 +1,7 @@
 """``osmosis-import RUN [--to PATH] | --all [filters]``: flags, run, output.
 
 ``cli`` builds the parser (common flags) and the error handling; this module adds the
-command's arguments, drives ``reconciler.importer`` and writes to the streams it is given.
+command's arguments, drives ``reconciler.engine.importer`` and writes to the streams it is given.
 The JSON document is built in one function (``import_json``) so it can move onto a shared
 output layer.
 """
@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from reconciler.context import Context, open_context
+from reconciler.engine.context import Context, open_context
+from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
+from reconciler.engine.state_commands import hold_state_lock
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
-from reconciler.importer import Importer, ImportFlags, ImportPlan, run_label
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
 from reconciler.state.lockfile import StateStore, read_lockfile
-from reconciler.state_commands import hold_state_lock
 
 FORMAT_VERSION = "1.0"
 

@@ -14,11 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from reconciler.context import resolve_settings
-from reconciler.errors import UsageError
-from reconciler.model import HistoryEntry, LockState, RecordedRun, is_active
-from reconciler.platform import normalize_platform_url
-from reconciler.state_commands import (
+from reconciler.engine.context import resolve_settings
+from reconciler.engine.state_commands import (
     check_address,
     config_path,
     entries,
@@ -30,6 +27,9 @@ from reconciler.state_commands import (
     utcnow,
     write_state,
 )
+from reconciler.errors import UsageError
+from reconciler.model import HistoryEntry, LockState, RecordedRun, is_active
+from reconciler.platform import normalize_platform_url
 
 FORMAT_VERSION = "1.0"
 COMMANDS = ("list", "show", "forget", "mv")

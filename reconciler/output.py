@@ -44,7 +44,7 @@ from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
-    from reconciler.apply import Outcome
+    from reconciler.engine.apply import Outcome
     from reconciler.model import Plan, PlanItem
 
 FORMAT_VERSION = "1.0"

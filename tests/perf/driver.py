@@ -34,9 +34,9 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
     import io
 
     from reconciler.cli import _overrides, _plan_parser
+    from reconciler.engine.session import Session
     from reconciler.log import configure_logging
     from reconciler.output import Output
-    from reconciler.session import Session
 
     imported = time.perf_counter()
     configure_logging(fmt="json", verbosity=0, command="osmosis-plan")
@@ -125,9 +125,9 @@ def _apply(repo: Path, url: str, workspace: str, parallelism: str) -> dict:
     import io
 
     from reconciler.cli import _overrides
+    from reconciler.engine.session import Session
     from reconciler.model import Action
     from reconciler.output import ApplyReport, Output
-    from reconciler.session import Session
 
     args = _session_args(repo, url, workspace, ["--parallelism", parallelism])
     output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
@@ -156,10 +156,10 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
     import io
 
     from reconciler.cli import _overrides
+    from reconciler.engine.session import Session
     from reconciler.model import Action
     from reconciler.output import ApplyReport, Output
     from reconciler.outputs.downloads import download_run
-    from reconciler.session import Session
 
     args = _session_args(
         repo, url, "perf", ["--parallelism", parallelism, "--download-types", ",".join(TYPES)]

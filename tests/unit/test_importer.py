@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from reconciler.config.spec import build_spec
+from reconciler.engine.importer import ImportFlags, generate_config, round_trip_differences
 from reconciler.errors import ImportRefusedError, UsageError
-from reconciler.importer import ImportFlags, generate_config, round_trip_differences
 from reconciler.model import DesiredRun, spec_fingerprint
 from reconciler.platform import BenchmarkDetail, RunDetail
 

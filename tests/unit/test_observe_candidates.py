@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
+from reconciler.engine.observe import _fingerprint_candidates
 from reconciler.model import BenchmarkInfo, DesiredRun, Intent, LockState, ObservedRun, RecordedRun
-from reconciler.observe import _fingerprint_candidates
 from reconciler.platform import PlatformClient
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.config.project import find_root, load_project_settings, parse_download_types
-from reconciler.context import resolve_settings
+from reconciler.engine.context import resolve_settings
 from reconciler.errors import UsageError
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from reconciler.crashpoints import crash_point
+from reconciler.engine.observe import find_submitted_run, poll_statuses
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -54,7 +55,6 @@ from reconciler.model import (
     is_active,
     is_terminal,
 )
-from reconciler.observe import find_submitted_run, poll_statuses
 from reconciler.outputs.downloads import (
     DownloadInterrupted,
     DownloadResult,

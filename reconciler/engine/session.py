@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reconciler.apply import Applier, ApplyResult, utcnow, wait_for_runs
 from reconciler.config import load_configs
-from reconciler.context import Context, open_context
+from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
+from reconciler.engine.context import Context, open_context
+from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
 from reconciler.gitinfo import _DEEPEN_HINT
 from reconciler.log import get_logger
@@ -35,7 +36,6 @@ from reconciler.model import (
     is_active,
     is_terminal,
 )
-from reconciler.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from reconciler.plan import compute_plan
 from reconciler.render import (
