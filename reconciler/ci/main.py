@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import __version__
+from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
-from reconciler.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.redact import redact as redact_text
 from reconciler.state.locking import ci_run_url
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from reconciler.cli.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
 from reconciler.engine.context import Context, open_context
@@ -36,7 +37,6 @@ from reconciler.model import (
     is_active,
     is_terminal,
 )
-from reconciler.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from reconciler.plan import compute_plan
 from reconciler.render import (
     plan_from_dict,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli import apply_main, import_main, plan_main, state_main
+from reconciler.cli.main import apply_main, import_main, plan_main, state_main
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults, LocalPlatform, start_server
 from reconciler.platform.local.server import ServerHandle

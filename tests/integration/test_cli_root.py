@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import plan_main
+from reconciler.cli.main import plan_main
 
 from .helpers import (
     ManualClock,

@@ -142,7 +142,7 @@ ENVELOPE = ("format_version", "type", "command", "diagnostics", "errors", "error
 
 
 def body(doc: dict) -> dict:
-    """A document without the envelope every command's document has (reconciler.output),
+    """A document without the envelope every command's document has (reconciler.cli.output),
     after checking it against the published schema."""
     from .test_machine_output import check_schema
 
@@ -223,7 +223,7 @@ def test_mv_rekeys_the_entry_and_refuses_an_existing_address(
     before = lock_bytes(osm)
     refused = osm.state("mv", "tb/smoke-v2", "hle/parity", "--format", "json")
     hle = read_lock(osm.repo)["runs"]["hle/parity"]
-    # In json mode the error is one document on stdout too (reconciler.output).
+    # In json mode the error is one document on stdout too (reconciler.cli.output).
     assert refused.code == 1 and refused.json()["type"] == "error"
     assert refused.json()["errored"] is True
     assert refused.err == (

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.cli import apply_main, import_main, plan_main, state_main
-from reconciler.output import SCHEMA_FILE
+from reconciler.cli.main import apply_main, import_main, plan_main, state_main
+from reconciler.cli.output import SCHEMA_FILE
 from reconciler.state.locking import hold_lock
 
 from .helpers import (

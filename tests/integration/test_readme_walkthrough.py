@@ -23,7 +23,7 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.output import SCHEMA_FILE
+from reconciler.cli.output import SCHEMA_FILE
 
 from .helpers import BIN_DIR, PROJECT_ROOT
 

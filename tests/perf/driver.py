@@ -33,10 +33,10 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
     import argparse
     import io
 
-    from reconciler.cli import _overrides, _plan_parser
+    from reconciler.cli.main import _overrides, _plan_parser
+    from reconciler.cli.output import Output
     from reconciler.engine.session import Session
     from reconciler.log import configure_logging
-    from reconciler.output import Output
 
     imported = time.perf_counter()
     configure_logging(fmt="json", verbosity=0, command="osmosis-plan")
@@ -110,7 +110,7 @@ def _floor(repo: Path, url: str) -> dict:
 
 
 def _session_args(repo: Path, url: str, workspace: str, extra: list[str]):
-    from reconciler.cli import _apply_parser
+    from reconciler.cli.main import _apply_parser
     from reconciler.log import configure_logging
 
     configure_logging(fmt="json", verbosity=0, command="osmosis-apply")
@@ -124,10 +124,10 @@ def _session_args(repo: Path, url: str, workspace: str, extra: list[str]):
 def _apply(repo: Path, url: str, workspace: str, parallelism: str) -> dict:
     import io
 
-    from reconciler.cli import _overrides
+    from reconciler.cli.main import _overrides
+    from reconciler.cli.output import ApplyReport, Output
     from reconciler.engine.session import Session
     from reconciler.model import Action
-    from reconciler.output import ApplyReport, Output
 
     args = _session_args(repo, url, workspace, ["--parallelism", parallelism])
     output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
@@ -155,10 +155,10 @@ TYPES = ("summary", "results", "artifacts")
 def _download(repo: Path, url: str, parallelism: str) -> dict:
     import io
 
-    from reconciler.cli import _overrides
+    from reconciler.cli.main import _overrides
+    from reconciler.cli.output import ApplyReport, Output
     from reconciler.engine.session import Session
     from reconciler.model import Action
-    from reconciler.output import ApplyReport, Output
     from reconciler.outputs.downloads import download_run
 
     args = _session_args(

@@ -16,7 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.ci.main import main
-from reconciler.output import SCHEMA_FILE
+from reconciler.cli.output import SCHEMA_FILE
 from reconciler.state.lockfile import write_lockfile
 from tests.github_fake import FakeGitHub
 from tests.unit.plan_fixtures import lock

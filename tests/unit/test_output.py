@@ -1,4 +1,4 @@
-"""The output layer (reconciler/output.py): formats, colour rules, errors once."""
+"""The output layer (reconciler/cli/output.py): formats, colour rules, errors once."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from reconciler.cli.output import Output, color_enabled, requested_format
 from reconciler.errors import ConfigError, ConfigIssue, LockHeldError
-from reconciler.output import Output, color_enabled, requested_format
 
 
 class Tty(io.StringIO):
@@ -84,7 +84,7 @@ def test_jsonl_events_come_first_and_the_document_last() -> None:
 
 
 def test_every_flag_of_every_command_has_help_text() -> None:
-    from reconciler.cli import EXIT_CODES, _apply_parser, _plan_parser
+    from reconciler.cli.main import EXIT_CODES, _apply_parser, _plan_parser
 
     for parser in (_plan_parser(), _apply_parser()):
         missing = [

@@ -102,7 +102,7 @@ def cli_commands(script: str, program: str) -> list[list[str]]:
 
 
 def cli_help(entry: str) -> str:
-    code = f"import sys; from reconciler.cli import {entry}; sys.exit({entry}(['--help']))"
+    code = f"import sys; from reconciler.cli.main import {entry}; sys.exit({entry}(['--help']))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

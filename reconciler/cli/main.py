@@ -32,9 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from reconciler import __version__, shutdown
-from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
-from reconciler.log import configure_logging
-from reconciler.output import (
+from reconciler.cli.output import (
     FORMATS,
     Diagnostic,
     Output,
@@ -42,6 +40,8 @@ from reconciler.output import (
     issue_to_dict,
     requested_format,
 )
+from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
+from reconciler.log import configure_logging
 from reconciler.redact import redact
 
 EXIT_WAIT_TIMEOUT = 4
@@ -322,7 +322,7 @@ def apply_main(argv: Sequence[str] | None = None) -> int:
 
 
 def import_main(argv: Sequence[str] | None = None) -> int:
-    from reconciler import cli_import
+    from reconciler.cli.main import importing as cli_import
 
     return run_command(
         "osmosis-import",
@@ -333,7 +333,7 @@ def import_main(argv: Sequence[str] | None = None) -> int:
 
 
 def state_main(argv: Sequence[str] | None = None) -> int:
-    from reconciler import cli_state
+    from reconciler.cli.main import state as cli_state
 
     return run_command(
         "osmosis-state",
@@ -550,7 +550,7 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
 
     with Session.open(args, root, _overrides(args), output) as session:
         if args.watch:
-            from reconciler.watch import watch_plans
+            from reconciler.cli.watch import watch_plans
 
             return watch_plans(session, args, output)
         if args.refresh_only:
@@ -577,7 +577,7 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
 def _blocked(plan: Any, output: Output) -> None:
     """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
     a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
-    from reconciler.output import Diagnostic
+    from reconciler.cli.output import Diagnostic
 
     for item in plan.items:
         if item.action.value != "blocked":
@@ -630,8 +630,8 @@ def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: 
 
 
 def _apply(args: argparse.Namespace, output: Output) -> int:
+    from reconciler.cli.output import ApplyReport
     from reconciler.engine.session import Session
-    from reconciler.output import ApplyReport
     from reconciler.render import plan_to_dict
 
     if args.refresh_only and args.planfile:

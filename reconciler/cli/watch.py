@@ -19,8 +19,8 @@ from reconciler.plan import compute_plan
 from reconciler.render import plan_to_dict
 
 if TYPE_CHECKING:
+    from reconciler.cli.output import Output
     from reconciler.engine.session import Session
-    from reconciler.output import Output
 
 CLEAR = "\x1b[2J\x1b[H"
 
