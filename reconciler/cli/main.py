@@ -322,7 +322,7 @@ def apply_main(argv: Sequence[str] | None = None) -> int:
 
 
 def import_main(argv: Sequence[str] | None = None) -> int:
-    from reconciler.cli.main import importing as cli_import
+    from reconciler.cli import importing as cli_import
 
     return run_command(
         "osmosis-import",
@@ -333,7 +333,7 @@ def import_main(argv: Sequence[str] | None = None) -> int:
 
 
 def state_main(argv: Sequence[str] | None = None) -> int:
-    from reconciler.cli.main import state as cli_state
+    from reconciler.cli import state as cli_state
 
     return run_command(
         "osmosis-state",

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = "1.0"
 FORMATS = ("text", "markdown", "json", "jsonl")
 MACHINE_FORMATS = frozenset({"json", "jsonl"})
-SCHEMA_FILE = Path(__file__).resolve().parent / "schema" / "output.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schema" / "output.schema.json"
 """The published JSON Schema of every document and event."""
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
