@@ -29,7 +29,10 @@ NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-LOCKFILE_VERSION = 1
+LOCKFILE_VERSION = 2
+"""Format 2 adds the unknown-outcome evidence of an intent (``Intent.listings``) and what
+a history entry keeps (pending downloads, the cost inputs); format 1 is read and migrated
+on write (``state.lockfile.migrate_v1``)."""
 PLAN_FORMAT_VERSION = "1.0"
 
 
@@ -172,6 +175,10 @@ class Intent(Frozen):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
+    listings: tuple[datetime, ...] | None = None
+    """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
+    after the submit, showed no run that could be it (the quiet-period evidence,
+    ``Settings.unknown_outcome_listings``)."""
 
 
 class Downloads(Frozen):
@@ -314,6 +321,15 @@ class HistoryEntry(Frozen):
     requested_by: str | None = None
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
+    outputs_pending: bool | None = None
+    """True when the run had ended but its outputs were not (fully) downloaded when it left
+    its address: the plan keeps offering the download until they are. None: nothing due."""
+    benchmark_id: str | None = None
+    """The run's benchmark, and ..."""
+    models: tuple[str, ...] | None = None
+    """... each agent's model (``model_identity``), in agent order, with ..."""
+    attempts_per_task: int | None = None
+    """... its attempts per task (None: 1): what the cost estimate reads from history."""
 
 
 class LockState(Frozen):
@@ -459,6 +475,9 @@ class Observation(Frozen):
     """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
     secrets: frozenset[str] | None = None
     """Stored secret record names (any scope); None when the lookup failed."""
+    personal_secrets: frozenset[str] = frozenset()
+    """Those of them found only at personal scope (the token's own user): runs submitted
+    with another identity, such as CI's, do not see them."""
     outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
     """Address -> local files of its recorded run."""
     head: str | None = None
@@ -515,6 +534,13 @@ class Settings(Frozen):
     """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     lock_ttl: int = 120
+    allow_unestimated: bool = False
+    """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    unknown_outcome_listings: int = 3
+    """Complete run listings without a matching run, after a submit whose outcome is
+    unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
+    unknown_outcome_quiet_minutes: float = 30.0
+    """Minutes since such a submit that those listings must span."""
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
 
 
@@ -532,6 +558,9 @@ class Action(str, Enum):
     ADOPT = "adopt"
     MOVE = "move"
     BLOCKED = "blocked"
+    UNKNOWN = "unknown"
+    """A submit whose outcome is unknown: no run found yet, not sent again yet. Apply only
+    records the observation as evidence (no Platform call)."""
 
     @property
     def symbol(self) -> str:
@@ -547,6 +576,7 @@ ACTION_SYMBOLS = {
     Action.ADOPT: "<=",
     Action.MOVE: ">",
     Action.BLOCKED: "!",
+    Action.UNKNOWN: "?",
 }
 
 
@@ -578,6 +608,7 @@ class Reason(str, Enum):
     TASKS_EMPTY = "tasks_empty"
     RECORD_MISMATCH = "record_mismatch"
     PLATFORM_REFUSED = "platform_refused"
+    OUTCOME_UNKNOWN = "outcome_unknown"
 
 
 class Fix(Frozen):
@@ -650,6 +681,10 @@ class PlanItem(Frozen):
     cost_usd_high: float | None = None
     cost_basis: str | None = None
     """... and where the estimate comes from."""
+    listed_at: datetime | None = None
+    """For ``unknown``: when this plan's run list, complete back to the submit, showed no run
+    that could be it (None: the list did not cover the submit). Apply records it in the
+    intent as evidence for the quiet period."""
 
 
 class DriftKind(str, Enum):

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from reconciler.model import Action, DriftKind, RecordedRun, is_active, spec_fingerprint
+from reconciler.model import (
+    Action,
+    DriftKind,
+    Reason,
+    RecordedRun,
+    is_active,
+    spec_fingerprint,
+)
 from reconciler.plan.draft import CLOCK_SKEW, Draft, drift_fingerprint, run_label, timestamp
 
 DRIFT_ORDER = {
@@ -33,7 +40,14 @@ def find_drift(draft: Draft) -> None:
 
 def _possible_duplicates(draft: Draft) -> None:
     skew = CLOCK_SKEW.total_seconds()
-    decided = {item.address for item in draft.items if item.action in _TAKES_OVER}
+    # A re-run keeps the address's config and recorded run: the runs that duplicate it are
+    # still worth naming (the re-run is about to pay for one more).
+    decided = {
+        item.address
+        for item in draft.items
+        if item.action in _TAKES_OVER
+        and Reason.REPLACE_REQUESTED not in (item.reason, item.intended_reason)
+    }
     for address in sorted(draft.desired):
         wanted = draft.desired[address]
         entry = draft.recorded.runs.get(address)

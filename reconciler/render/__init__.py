@@ -59,6 +59,7 @@ ACTION_VERBS = {
     Action.ADOPT: "adopt a run already on the Platform (no new run)",
     Action.MOVE: "move the entry to a renamed config (no Platform call)",
     Action.BLOCKED: "blocked: cannot succeed as configured",
+    Action.UNKNOWN: "unknown outcome: a submit got no clear answer; not sent again yet",
 }
 
 REASON_TEXT = {
@@ -87,6 +88,7 @@ REASON_TEXT = {
     Reason.TASKS_EMPTY: "task selection is empty",
     Reason.RECORD_MISMATCH: "the lockfile's record does not match the run",
     Reason.PLATFORM_REFUSED: "the Platform refused this config",
+    Reason.OUTCOME_UNKNOWN: "a submit's outcome is unknown (no matching run listed yet)",
 }
 
 DRIFT_TEXT = {
@@ -106,6 +108,7 @@ _ANSI = {
     Action.ADOPT: "\x1b[36m",
     Action.MOVE: "\x1b[35m",
     Action.BLOCKED: "\x1b[1;31m",
+    Action.UNKNOWN: "\x1b[1;33m",
 }
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
@@ -132,6 +135,9 @@ def summary_line(plan: Plan) -> str:
         parts.append(f"{s.move:,} to move")
     if s.blocked:
         parts.append(f"{s.blocked:,} blocked")
+    unknown = sum(1 for item in plan.items if item.action is Action.UNKNOWN)
+    if unknown:
+        parts.append(f"{unknown:,} unknown outcome{'' if unknown == 1 else 's'}")
     word = "attempt" if s.attempts == 1 else "attempts"
     cost = ""
     if s.cost_usd_high is not None:
@@ -901,6 +907,13 @@ def refresh_to_dict(
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
+    document = _item_fields(item)
+    if item.listed_at is not None:  # only an unknown outcome has one
+        document["listed_at"] = item.listed_at.isoformat()
+    return document
+
+
+def _item_fields(item: PlanItem) -> dict[str, Any]:
     return {
         "action": item.action.value,
         "symbol": item.action.symbol,
@@ -1048,6 +1061,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_by=a.get("requested_by"),
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
+                listed_at=_datetime_or_none(a.get("listed_at")),
                 context=a.get("context"),
                 cost_usd_low=(a.get("cost_usd") or {}).get("low"),
                 cost_usd_high=(a.get("cost_usd") or {}).get("high"),

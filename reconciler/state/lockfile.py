@@ -3,7 +3,7 @@
 Layout (design.md §5)::
 
     # header comment
-    version = 1
+    version = 2
     lineage = "<uuid4>"
     serial = 7
     platform = "local"
@@ -75,6 +75,7 @@ from reconciler.model import (
     RecordedRun,
     Rejection,
     RunResults,
+    model_identity,
 )
 from reconciler.paths import check_inside
 
@@ -531,6 +532,8 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
     intent = table.get("intent")
     if isinstance(intent, dict):
+        if isinstance(intent.get("listings"), list):
+            intent = {**intent, "listings": tuple(intent["listings"])}
         data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
@@ -553,6 +556,8 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
         raise _shape_error(filename, locator, base, "must be a table")
     data = {name: None for name in _HISTORY_NULLABLE}
     data.update(table)
+    if isinstance(data.get("models"), list):
+        data["models"] = tuple(data["models"])
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     entry = _validate(HistoryEntry, data, filename, locator, base)
@@ -975,18 +980,34 @@ def parse(text: str, filename: str) -> LockState:
     history = tuple(
         _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
     )
-    return LockState(
-        version=version,
-        lineage=raw["lineage"],
-        serial=serial,
-        platform=raw["platform"],
-        workspace=raw["workspace"],
-        repository=repository,
-        observed_until=observed_until,
-        runs=runs,
-        rejections=rejections,
-        history=history,
+    return migrate_v1(
+        LockState(
+            version=version,
+            lineage=raw["lineage"],
+            serial=serial,
+            platform=raw["platform"],
+            workspace=raw["workspace"],
+            repository=repository,
+            observed_until=observed_until,
+            runs=runs,
+            rejections=rejections,
+            history=history,
+        )
     )
+
+
+def migrate_v1(state: LockState) -> LockState:
+    """A format-1 state as format 2 (written as 2 by the next write).
+
+    Format 2 only adds optional fields, each of which means "nothing known" when absent: an
+    intent without ``listings`` has no quiet-period evidence yet, and a history entry
+    without ``outputs_pending`` or its cost inputs (``benchmark_id``, ``models``,
+    ``attempts_per_task``) owes no download and gives no cost sample. Whether a format-1
+    history entry's outputs were downloaded is not recorded, so none is assumed owed.
+    """
+    if state.version >= LOCKFILE_VERSION:
+        return state
+    return state.model_copy(update={"version": LOCKFILE_VERSION})
 
 
 # --------------------------------------------------------------------------- files
@@ -1351,10 +1372,35 @@ def add_history(state: LockState, entry: HistoryEntry) -> LockState:
     return state.model_copy(update={"history": cap_history((entry, *state.history))})
 
 
+OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
+"""History reasons after which an ended run's outputs are still fetched (``moved`` carries
+the run on under its new address; ``lost`` has no run to fetch from)."""
+OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
+"""Statuses of a run that ran to its end on its own: its outputs are results to keep."""
+
+
 def _history_entry(
     run: RecordedRun, reason: str, ended_at: datetime | None, address: str | None = None
 ) -> HistoryEntry:
+    downloaded = run.downloads is not None and run.downloads.complete
+    pending = (
+        reason in OUTPUTS_DUE_REASONS
+        and run.run_id is not None
+        and run.status in OUTPUTS_DUE_STATUSES
+        and not downloaded
+    )
+    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
     return HistoryEntry(
+        outputs_pending=True if pending else None,
+        benchmark_id=run.benchmark_id,
+        models=tuple(
+            model_identity((agent or {}).get("model") or {})
+            for agent in run.spec.get("agents") or []
+        )
+        or None,
+        attempts_per_task=per_task
+        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
+        else None,
         address=address or run.address,
         run_id=run.run_id,
         run_name=run.run_name,
