@@ -29,6 +29,11 @@ def still_planned(saved: Plan, current: Plan) -> Plan:
     saved item becomes a blocked item that says why it is refused (apply reports it as
     failed). The guards are the recomputed plan's."""
     now = {item_key(item): item for item in current.items}
+    for item in current.items:
+        if item.action is Action.BLOCKED and item.intended_action is not None:
+            # The saved submit cannot succeed now: apply reports why, in the plan's words.
+            key = item_key(item.model_copy(update={"action": item.intended_action}))
+            now.setdefault(key, item)
     kept: list[PlanItem] = []
     for item in saved.items:
         fresh = now.get(item_key(item))
