@@ -543,8 +543,9 @@ def find_submitted_run(
 
 
 def refresh_statuses(state: LockState, observation: Observation) -> LockState:
-    """Copy observed statuses (and creators not yet known) into the recorded entries that
-    changed; an unchanged state is returned as is (stable lockfile)."""
+    """Copy observed statuses (and creators, names and creation times not yet known) into
+    the recorded entries that changed; an unchanged state is returned as is (stable
+    lockfile)."""
     runs = dict(state.runs)
     changed = False
     for address, entry in state.runs.items():
@@ -556,6 +557,12 @@ def refresh_statuses(state: LockState, observation: Observation) -> LockState:
             update.update(status=run.status, observed_at=observation.observed_at)
         if run.creator and entry.creator is None:
             update["creator"] = run.creator
+        # A run recorded by id alone (``osmosis-state resolve --submitted RUN``) takes what
+        # the Platform says of it: its name (the download directory) and creation time.
+        if entry.run_name is None and run.name:
+            update["run_name"] = run.name
+        if entry.submitted_at is None and run.created_at is not None:
+            update["submitted_at"] = run.created_at
         if update:
             runs[address] = entry.model_copy(update=update)
             changed = True
