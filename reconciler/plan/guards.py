@@ -172,17 +172,18 @@ def _guard_errors(draft: Draft, summary: PlanSummary, kept: list[PlanItem]) -> l
     if limit is not None and not (settings.allow_unestimated or settings.allow_over_budget):
         # A budget that cannot be checked is not passed silently: each submit without an
         # estimate is named (no recorded run of its model, on any benchmark).
-        unpriced = [
+        unestimated = [
             item
             for item in kept
             if item.action in (Action.SUBMIT, Action.REPLACE) and item.cost_usd_high is None
         ]
-        if unpriced:
-            names = ", ".join(item.address for item in unpriced[:10])
-            more = f" and {len(unpriced) - 10} more" if len(unpriced) > 10 else ""
+        if unestimated:
+            names = ", ".join(item.address for item in unestimated[:10])
+            more = f" and {len(unestimated) - 10} more" if len(unestimated) > 10 else ""
+            count = len(unestimated)
             errors.append(
-                f"max_cost_usd = ${limit:,.2f} is set, but {plural(len(unpriced), 'submit')} "
-                f"{'has' if len(unpriced) == 1 else 'have'} no cost estimate (no recorded run "
+                f"max_cost_usd = ${limit:,.2f} is set, but {plural(count, 'submit')} "
+                f"{'has' if count == 1 else 'have'} no cost estimate (no recorded run "
                 f"of its model): {names}{more}; re-run with --allow-unestimated if that is "
                 "intended"
             )

@@ -75,13 +75,13 @@ def hint_renames(draft: Draft, new_addresses: list[str]) -> None:
     taken: set[str] = set()
     for address in sorted(paid):
         wanted = draft.desired[address]
-        old = next(
+        match = next(
             (e for e in vanished if e.address not in taken and _looks_renamed(draft, e, wanted)),
             None,
         )
-        if old is not None:
-            taken.add(old.address)
-            pairs[address] = old.address
+        if match is not None:
+            taken.add(match.address)
+            pairs[address] = match.address
     if not pairs:
         return
     olds = {old: new for new, old in pairs.items()}

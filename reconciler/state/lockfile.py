@@ -530,10 +530,11 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
         if isinstance(downloads.get("types"), list):
             downloads["types"] = tuple(downloads["types"])
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
-    intent = table.get("intent")
+    intent: Any = table.get("intent")
     if isinstance(intent, dict):
-        if isinstance(intent.get("listings"), list):
-            intent = {**intent, "listings": tuple(intent["listings"])}
+        listings: Any = intent.get("listings")
+        if isinstance(listings, list):
+            intent = {**intent, "listings": tuple(listings)}
         data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
@@ -556,8 +557,9 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
         raise _shape_error(filename, locator, base, "must be a table")
     data = {name: None for name in _HISTORY_NULLABLE}
     data.update(table)
-    if isinstance(data.get("models"), list):
-        data["models"] = tuple(data["models"])
+    models: Any = table.get("models")
+    if isinstance(models, list):
+        data["models"] = tuple(models)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     entry = _validate(HistoryEntry, data, filename, locator, base)
