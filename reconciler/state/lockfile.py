@@ -555,7 +555,7 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
-    data = {name: None for name in _HISTORY_NULLABLE}
+    data: dict[str, Any] = {name: None for name in _HISTORY_NULLABLE}
     data.update(table)
     models: Any = table.get("models")
     if isinstance(models, list):
