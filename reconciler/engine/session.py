@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,11 +38,11 @@ from reconciler.model import (
 )
 from reconciler.plan import compute_plan
 from reconciler.render import (
-    plan_from_dict,
-    plan_to_dict,
+    parse_saved_plan,
     render_json,
     render_markdown,
     render_text,
+    saved_plan_text,
 )
 from reconciler.state.gitlock import hold_git_lock
 from reconciler.state.lockfile import (
@@ -57,8 +56,6 @@ from reconciler.state.lockfile import (
     write_lockfile,
 )
 from reconciler.state.locking import hold_lock
-
-SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 
 
 class Session:
@@ -402,17 +399,13 @@ class Session:
         return render_text(plan, color=color)
 
     def save_plan(self, plan: Plan, path: Path) -> None:
-        payload = {"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.write_text(saved_plan_text(plan), encoding="utf-8")
         os.replace(tmp, path)
 
     def load_saved_plan(self, path: Path) -> Plan:
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-            if payload.get("kind") != SAVED_PLAN_KIND:
-                raise ValueError("not a saved plan")
-            plan = plan_from_dict(payload["plan"])
+            plan = parse_saved_plan(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise UsageError(
                 f"{path}: cannot read the saved plan: {exc}",
