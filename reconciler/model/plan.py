@@ -1,0 +1,268 @@
+"""The plan: ``compute_plan``'s value, read by the renderers and by apply."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import Field
+
+from reconciler.model.base import Frozen
+from reconciler.model.observed import LeaderboardScore, ObservedRun
+from reconciler.model.recorded import AgentResult
+
+PLAN_FORMAT_VERSION = "1.0"
+
+
+class Action(str, Enum):
+    """The closed set of things apply can do. Apply switches on this alone."""
+
+    SUBMIT = "submit"
+    REPLACE = "replace"
+    STOP = "stop"
+    FORGET = "forget"
+    DOWNLOAD = "download"
+    ADOPT = "adopt"
+    MOVE = "move"
+    BLOCKED = "blocked"
+
+    @property
+    def symbol(self) -> str:
+        return ACTION_SYMBOLS[self]
+
+
+ACTION_SYMBOLS = {
+    Action.SUBMIT: "+",
+    Action.REPLACE: "-/+",
+    Action.STOP: "-",
+    Action.FORGET: ".",
+    Action.DOWNLOAD: "↓",
+    Action.ADOPT: "<=",
+    Action.MOVE: ">",
+    Action.BLOCKED: "!",
+}
+
+
+class Reason(str, Enum):
+    """Why an item is in the plan. For people; never drives apply."""
+
+    NEW_CONFIG = "new_config"
+    SPEC_CHANGED = "spec_changed"
+    CONFIG_DELETED = "config_deleted"
+    RUN_FINISHED = "run_finished"
+    RESULTS_MISSING = "results_missing"
+    RESULTS_CHANGED = "results_changed"
+    INTENT_PENDING = "intent_pending"
+    UNRECORDED_MATCH = "unrecorded_match"
+    RENAMED = "renamed"
+    REPLACE_REQUESTED = "replace_requested"
+    RUN_MISSING = "run_missing"
+    RESUBMIT_AFTER_LOST = "resubmit_after_lost"
+    SECRET_MISSING = "secret_missing"
+    BENCHMARK_NOT_FOUND = "benchmark_not_found"
+    BENCHMARK_NOT_READY = "benchmark_not_ready"
+    JUDGE_REQUIRED = "judge_required"
+    HARNESS_REQUIRED = "harness_required"
+    HARNESS_UNSUPPORTED = "harness_unsupported"
+    TASKS_NOT_FOUND = "tasks_not_found"
+    STOP_PENDING = "stop_pending"
+    EXECUTION_INVALID = "execution_invalid"
+    VERIFIER_REJECTED = "verifier_rejected"
+    TASKS_EMPTY = "tasks_empty"
+    RECORD_MISMATCH = "record_mismatch"
+    PLATFORM_REFUSED = "platform_refused"
+
+
+class Fix(Frozen):
+    """One step that makes a blocked item pass on the next plan, exactly as shown.
+
+    Either a shell ``command`` (run from the repository root) or an edit of a config file:
+    set ``key`` to ``value`` (or ``remove`` it). ``text`` is how a person reads it.
+    """
+
+    command: str | None = None
+    file: str | None = None
+    """For an edit: the config file, relative to the repository root."""
+    key: str | None = None
+    """For an edit: the TOML key, dotted, with ``[n]`` for an array-of-tables item
+    (``execution.max_concurrent_attempts``, ``agents[0].harness``)."""
+    value: Any = None
+    """For an edit: the new value (a string, integer or list of strings)."""
+    remove: bool = False
+
+    @property
+    def text(self) -> str:
+        if self.command is not None:
+            return f"`{self.command}`"
+        if self.remove:
+            return f"remove `{self.key}` from {self.file}"
+        return f"set `{self.key} = {json.dumps(self.value, ensure_ascii=False)}` in {self.file}"
+
+
+class PlanItem(Frozen):
+    """One thing the plan would do, with why."""
+
+    action: Action
+    address: str
+    reason: Reason
+    run_id: str | None = None
+    """The existing run acted on (stop, download, adopt, replace's old run)."""
+    run_name: str | None = None
+    before_digest: str | None = None
+    after_digest: str | None = None
+    from_address: str | None = None
+    """For ``move``: the old address."""
+    spec: dict[str, Any] | None = None
+    """For submit/replace: the body to POST."""
+    benchmark_id: str | None = None
+    task_count: int | None = None
+    attempts: int = 0
+    """Selected tasks x agents x attempts_per_task (new paid attempts)."""
+    changes: tuple[str, ...] = ()
+    """Field-level diff lines, e.g. ``agents[0].model.model: "a" -> "b"``."""
+    details: tuple[str, ...] = ()
+    """For ``blocked``: what is wrong and the exact fix."""
+    warnings: tuple[str, ...] = ()
+    requested_by: str | None = None
+    requested_subject: str | None = None
+    download_types: tuple[str, ...] = ()
+    intended_action: Action | None = None
+    """For ``blocked``: what the plan would have done had preflight passed (submit/replace)."""
+    intended_reason: Reason | None = None
+    """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
+    source_url: str | None = None
+    """For submit/replace: the benchmark's upstream source (E2 ``source_url``)."""
+    pass_threshold: float | None = None
+    """For submit/replace: the benchmark's pass threshold."""
+    fixes: tuple[Fix, ...] = ()
+    """For ``blocked``: the steps that make it pass (each also quoted in ``details``)."""
+    context: str | None = None
+    """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
+    cost_usd_low: float | None = None
+    """For submit/replace: the estimated dollar range of its attempts (``plan.cost``)..."""
+    cost_usd_high: float | None = None
+    cost_basis: str | None = None
+    """... and where the estimate comes from."""
+
+
+class DriftKind(str, Enum):
+    RUN_MISSING = "run_missing"
+    STOPPED_OUTSIDE = "stopped_outside"
+    FAILED_OUTSIDE = "failed_outside"
+    FILES_CHANGED = "files_changed"
+    POSSIBLE_DUPLICATE = "possible_duplicate"
+
+
+class DriftItem(Frozen):
+    """A difference between the recorded state and reality that no action explains."""
+
+    kind: DriftKind
+    address: str | None
+    run_id: str | None
+    message: str
+    fingerprint: str
+    """Stable across plans for the same drift, so scheduled checks alert only on new items."""
+
+
+class PlanSummary(Frozen):
+    submit: int = 0
+    replace: int = 0
+    stop: int = 0
+    download: int = 0
+    forget: int = 0
+    adopt: int = 0
+    move: int = 0
+    blocked: int = 0
+    attempts: int = 0
+    drift: int = 0
+    cost_usd_low: float | None = None
+    """Estimated dollars of the new attempts (submits and replaces that have an estimate)."""
+    cost_usd_high: float | None = None
+    unestimated: int = 0
+    """Submits and replaces without a cost estimate (no recorded run of their model)."""
+
+
+class ResultRow(Frozen):
+    """One agent of an ended run in the plan's results table, with the previous run's
+    scores for the same agent index when the address's history has them."""
+
+    address: str
+    run_id: str | None = None
+    run_name: str | None = None
+    status: str | None = None
+    agent: AgentResult
+    previous: AgentResult | None = None
+    previous_run_id: str | None = None
+    previous_run_name: str | None = None
+    leaderboard: LeaderboardScore | None = None
+    """The benchmark's published score for the same model and harness, when it has one."""
+    unavailable_tasks: int = 0
+    """How many tasks the benchmark lists as unavailable (not run, not scored)."""
+    unavailable_reason: str | None = None
+
+
+class Plan(Frozen):
+    """The value ``compute_plan`` returns; renderers and apply read it, never recompute it."""
+
+    items: tuple[PlanItem, ...] = ()
+    drift: tuple[DriftItem, ...] = ()
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    """Guard violations; a plan with errors must not be applied."""
+    summary: PlanSummary = PlanSummary()
+    lineage: str | None = None
+    serial: int | None = None
+    platform: str = ""
+    workspace: str = ""
+    head: str | None = None
+    config_digests: dict[str, str] = Field(default_factory=dict)
+    """Address -> spec digest of every desired run the plan saw (staleness check)."""
+    other_pending: int = 0
+    """Actions outside ``--target``/``--changed-since`` that were left out."""
+    results: tuple[ResultRow, ...] = ()
+    """Scores of the recorded ended runs (informational; apply never reads them)."""
+    unmanaged_count: int | None = None
+    """Runs of the workspace this repository does not manage (not plan items, not drift)."""
+    unmanaged: tuple[ObservedRun, ...] = ()
+    """Those runs, when listed (``unmanaged = "list"`` or ``--show-unmanaged``)."""
+    observed_until: datetime | None = None
+    """The watermark apply may record with this plan (never past a run the plan could still
+    have to adopt)."""
+    ignored: tuple[tuple[str, str], ...] = ()
+    """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.items
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.items) or bool(self.drift)
+
+
+class RecordedChange(Frozen):
+    """One value a refresh records in the lockfile: what the Platform says now about a
+    recorded run (``osmosis-plan --refresh-only`` shows these; ``osmosis-apply
+    --refresh-only`` writes them)."""
+
+    address: str
+    run_id: str | None = None
+    run_name: str | None = None
+    field: str = "status"
+    """The lockfile field that changes."""
+    before: str | None = None
+    after: str | None = None
+
+
+def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``address`` matches any of the address globs (``*`` stays within a segment)."""
+    from fnmatch import fnmatchcase
+
+    for pattern in patterns:
+        if pattern == address or fnmatchcase(address, pattern):
+            return True
+        if pattern.endswith("/**") and address.startswith(pattern[:-2]):
+            return True
+    return False
