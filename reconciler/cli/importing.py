@@ -213,12 +213,12 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 def _statuses(values: Sequence[str]) -> set[str]:
     wanted = {s.strip() for value in values for s in value.split(",") if s.strip()}
-    known = {s.value for s in RunStatus}
+    known = {str(s) for s in RunStatus.reported()}
     unknown = sorted(wanted - known)
     if unknown:
         raise UsageError(
             f"--status {', '.join(unknown)}: not a run status",
-            f"use one of {', '.join(s.value for s in RunStatus)}",
+            f"use one of {', '.join(RunStatus.reported())}",
         )
     return wanted
 

@@ -578,9 +578,10 @@ def _blocked(plan: Any, output: Output) -> None:
     """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
     a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
     from reconciler.cli.output import Diagnostic
+    from reconciler.model import Action
 
     for item in plan.items:
-        if item.action.value != "blocked":
+        if item.action is not Action.BLOCKED:
             continue
         message = (
             f"{item.address} (blocked): {item.details[0] if item.details else item.reason.value}"

@@ -40,7 +40,6 @@ from reconciler.errors import (
     ReconcilerError,
 )
 from reconciler.escaping import escape_text
-from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
@@ -383,21 +382,20 @@ def _dumps(value: Any) -> str:
 # --------------------------------------------------------------------------- apply
 
 
-UNSUCCESSFUL = UNSUCCESSFUL_STATUSES
-
-
 def outcome_line(outcome: Outcome) -> str:
     """``+ tb/smoke: submit eager-hare: ok: submitted`` (a run that ended unsuccessfully
     shows its status: ``↓ tb/x: download eager-hare (run failed): ok: ...``)."""
+    from reconciler.model import Action, RunStatus  # after an apply: pydantic is loaded
+
     item = outcome.item
     message = escape_text(outcome.message, keep_newlines=True)
     head = f"{item.action.symbol} {escape_text(item.address)}: {item.action.value}"
-    if item.action.value == "blocked":
+    if item.action is Action.BLOCKED:
         return f"{head}: {message}"
     run = outcome.run_name or outcome.run_id
     if run:
         head += f" {escape_text(run)}"
-    if outcome.status in UNSUCCESSFUL and item.action.value != "stop":
+    if RunStatus.of(outcome.status).is_unsuccessful and item.action is not Action.STOP:
         head += f" (run {outcome.status})"
     mark = "ok" if outcome.ok else "FAILED"
     return f"{head}: {mark}: {message}"
@@ -526,6 +524,8 @@ class ApplyReport:
 
         ``unsaved``: why the lockfile could not be written at the end, when it could not.
         """
+        from reconciler.model import RERUN_HINT, Action  # after an apply: pydantic is loaded
+
         self.unsuccessful = tuple(unsuccessful)
         ok = sum(1 for o in self.outcomes if o.ok)
         failed = [o for o in self.outcomes if not o.ok]
@@ -543,7 +543,7 @@ class ApplyReport:
             self.output.diagnose(
                 Diagnostic(
                     "error",
-                    "Blocked" if item.action.value == "blocked" else "ActionFailed",
+                    "Blocked" if item.action is Action.BLOCKED else "ActionFailed",
                     f"{item.address} ({item.action.value}): {redact(outcome.message)}",
                 )
             )
@@ -567,6 +567,8 @@ class ApplyReport:
             self.output.progress(line, essential=True)
 
     def body(self, exit_code: int) -> dict[str, Any]:
+        from reconciler.model import Action  # after an apply: pydantic is loaded
+
         with self._lock:
             outcomes = list(self.outcomes)
         ok = sum(1 for o in outcomes if o.ok)
@@ -586,7 +588,7 @@ class ApplyReport:
                 "outcome": outcome,
                 "succeeded": ok,
                 "failed": len(outcomes) - ok,
-                "blocked": sum(1 for o in outcomes if o.item.action.value == "blocked"),
+                "blocked": sum(1 for o in outcomes if o.item.action is Action.BLOCKED),
             },
         }
 

@@ -28,7 +28,12 @@ from reconciler.engine.state_commands import (
     write_state,
 )
 from reconciler.errors import UsageError
-from reconciler.model import HistoryEntry, LockState, RecordedRun, is_active
+from reconciler.model import (
+    HistoryEntry,
+    LockState,
+    RecordedRun,
+    RunStatus,
+)
 from reconciler.platform import normalize_platform_url
 
 FORMAT_VERSION = "1.0"
@@ -151,7 +156,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     warnings = []
     if not config_path(repo_root, settings, new).exists():
         action = (
-            "stops" if settings.on_delete == "stop" and is_active(entry.status or "") else "forgets"
+            "stops"
+            if settings.on_delete == "stop" and RunStatus.of(entry.status).is_active
+            else "forgets"
         )
         warnings.append(
             f"{_rel(config_path(repo_root, settings, new), repo_root)} does not exist: the next "

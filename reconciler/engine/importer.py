@@ -62,9 +62,9 @@ from reconciler.model import (
     DesiredRun,
     LockState,
     RecordedRun,
+    RunStatus,
     Settings,
     canonical_digest,
-    is_active,
     spec_fingerprint,
     spec_fingerprint_fields,
 )
@@ -397,7 +397,7 @@ class Importer:
                 status = self.client.get_run(recorded.run_id).summary.status or status
             except NotFoundError:
                 status = "missing"
-        if status is not None and status != "missing" and is_active(status):
+        if status is not None and status != "missing" and RunStatus.of(status).is_active:
             raise ImportRefusedError(
                 f"cannot import run {label}: {address} records {other}, which is still "
                 f"{status}; --force only replaces an entry whose run has ended",

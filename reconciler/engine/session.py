@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
+from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
 from reconciler.engine.context import Context, open_context
@@ -31,10 +31,9 @@ from reconciler.model import (
     Observation,
     Plan,
     RecordedChange,
+    RunStatus,
     Settings,
     glob_match,
-    is_active,
-    is_terminal,
 )
 from reconciler.plan import compute_plan
 from reconciler.render import (
@@ -554,7 +553,7 @@ class Session:
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())
-            if e.run_id and is_active(e.status or "pending")
+            if e.run_id and RunStatus.of(e.status).is_active
         ]
         active = [RunRef(address, e.run_id, e.run_name, e.status) for address, e in entries]
         created = [e.submitted_at for _address, e in entries]
@@ -584,7 +583,7 @@ class Session:
             still = tuple(
                 RunRef(r.address, r.run_id, r.run_name, statuses.get(r.run_id or "", r.status))
                 for r in active
-                if is_active(statuses.get(r.run_id or "", r.status or "pending"))
+                if RunStatus.of(statuses.get(r.run_id or "", r.status)).is_active
             )
             report.waited(
                 WaitReport(
@@ -698,10 +697,10 @@ def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) 
     runs = []
     for address in sorted(touched):
         entry = state.runs.get(address)
-        if entry is not None and entry.status in UNSUCCESSFUL:
+        if entry is not None and RunStatus.of(entry.status).is_unsuccessful:
             runs.append(RunRef(address, entry.run_id, entry.run_name, entry.status))
     return runs
 
 
 def terminal_runs(state: LockState) -> Sequence[str]:
-    return [a for a, e in state.runs.items() if e.status and is_terminal(e.status)]
+    return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]

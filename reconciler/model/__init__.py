@@ -10,7 +10,7 @@ Three snapshots feed ``compute_plan``:
   ``engine.observe`` builds it from the ``platform`` client and ``outputs``).
 
 and ``Settings`` (``settings``) says how; ``compute_plan`` returns a ``Plan`` (``plan``).
-``status`` holds the run statuses, ``adoption`` the fingerprints that recognise a run,
+``status`` holds ``RunStatus``, ``adoption`` the fingerprints that recognise a run,
 ``base`` the ``Frozen`` base and the canonical digest. Every name is re-exported here:
 ``from reconciler.model import X`` is the way to import them.
 
@@ -78,18 +78,12 @@ from reconciler.model.settings import (
     Settings,
 )
 from reconciler.model.status import (
-    ACTIVE_STATUSES,
-    NOT_DOWNLOADABLE_STATUSES,
     RERUN_HINT,
-    TERMINAL_STATUSES,
-    UNSUCCESSFUL_STATUSES,
-    is_active,
-    is_terminal,
+    RunStatus,
 )
 
 __all__ = [
     "ACTION_SYMBOLS",
-    "ACTIVE_STATUSES",
     "Action",
     "AgentResult",
     "BenchmarkInfo",
@@ -108,7 +102,6 @@ __all__ = [
     "LeaderboardScore",
     "LocalOutputs",
     "LockState",
-    "NOT_DOWNLOADABLE_STATUSES",
     "Observation",
     "ObservedRun",
     "PLAN_FORMAT_VERSION",
@@ -122,9 +115,8 @@ __all__ = [
     "Rejection",
     "ResultRow",
     "RunResults",
+    "RunStatus",
     "Settings",
-    "TERMINAL_STATUSES",
-    "UNSUCCESSFUL_STATUSES",
     "adoption_fingerprint",
     "canonical_digest",
     "canonical_json",
@@ -132,8 +124,6 @@ __all__ = [
     "digest",
     "fingerprint_fields",
     "glob_match",
-    "is_active",
-    "is_terminal",
     "model_identity",
     "recorded_benchmark",
     "rejection_context",

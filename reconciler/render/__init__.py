@@ -27,9 +27,9 @@ from typing import Any
 
 from reconciler.model import (
     RERUN_HINT,
-    UNSUCCESSFUL_STATUSES,
     AgentResult,
     ResultRow,
+    RunStatus,
 )
 from reconciler.render.pieces import (
     ACTION_VERBS,
@@ -198,14 +198,14 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
 
 def _result_run(row: ResultRow) -> str:
     label = _run_label(row.run_name, row.run_id)
-    return f"{label} ({row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
+    return f"{label} ({row.status})" if RunStatus.of(row.status).is_unsuccessful else label
 
 
 def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:
     """A line per run that ended failed or stopped, with the command that re-runs it."""
     seen: dict[str, str] = {}
     for row in rows:
-        if row.status in UNSUCCESSFUL_STATUSES and row.address not in seen:
+        if RunStatus.of(row.status).is_unsuccessful and row.address not in seen:
             seen[row.address] = f"{_e(row.address)}: the run ended {row.status}; " + (
                 RERUN_HINT.format(address=_e(row.address))
             )
