@@ -29,7 +29,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler import __version__, shutdown
 from reconciler.cli.output import (
@@ -43,6 +43,10 @@ from reconciler.cli.output import (
 from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
 from reconciler.log import configure_logging
 from reconciler.redact import redact
+
+if TYPE_CHECKING:
+    from reconciler.engine.context import Invocation
+    from reconciler.engine.session import Session
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -471,6 +475,18 @@ def _root(args: argparse.Namespace) -> Path:
 # --------------------------------------------------------------------------- validate
 
 
+def _invocation(args: argparse.Namespace, root: Path) -> Invocation:
+    """What the flags ask of the engine, as a value (the engine never sees ``args``)."""
+    from reconciler.engine.context import Invocation
+
+    return Invocation(
+        repo_root=root,
+        platform=args.platform,
+        workspace=args.workspace,
+        overrides=_overrides(args),
+    )
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     from reconciler.config.project import parse_download_types
 
@@ -548,14 +564,14 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
         return _validate_only(args, root, output)
     from reconciler.engine.session import Session
 
-    with Session.open(args, root, _overrides(args), output) as session:
+    with Session.open(_invocation(args, root), output) as session:
         if args.watch:
             from reconciler.cli.watch import watch_plans
 
             return watch_plans(session, args, output)
         if args.refresh_only:
             return _refresh(session, args, output, record=False)
-        plan = session.make_plan(changed_since=args.changed_since)
+        plan, _snapshots = session.make_plan(changed_since=args.changed_since)
         from reconciler.render import plan_to_dict
 
         output.result("plan", plan_to_dict(plan))
@@ -600,7 +616,7 @@ def _policy_errors(errors: Sequence[str], output: Output) -> None:
         )
 
 
-def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: bool) -> int:
+def _refresh(session: Session, args: argparse.Namespace, output: Output, *, record: bool) -> int:
     from reconciler.render import refresh_to_dict, render_refresh_markdown, render_refresh_text
 
     plan, changes = session.refresh(record=record)
@@ -657,20 +673,19 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
     if only is not None and args.wait and "download" not in only:
         raise UsageError("--wait downloads the runs it waited for: add download to --only")
     with ExitStack() as stack:
-        session = stack.enter_context(Session.open(args, root, _overrides(args), output))
+        session = stack.enter_context(Session.open(_invocation(args, root), output))
         stack.enter_context(session.hold_lock(timeout=args.lock_timeout, command=_command_line()))
         if args.refresh_only:
             return _refresh(session, args, output, record=True)
         report = ApplyReport(output)
         if args.planfile:
-            plan = session.load_saved_plan(Path(args.planfile))
-            # Re-observe (design.md §7.2): statuses that changed since the plan was made are
+            # Re-observed (design.md §7.2): statuses that changed since the plan was made are
             # recorded before acting (a run that ended meanwhile downloads as ended).
-            session.observe()
+            plan, snapshots = session.load_saved_plan(Path(args.planfile))
             if only is not None:
                 plan = restrict_plan(plan, only)
         else:
-            plan = session.make_plan()
+            plan, snapshots = session.make_plan()
             if only is not None:
                 plan = restrict_plan(plan, only)
             output.show(session.render(plan, args.format, color=output.color))
@@ -694,7 +709,9 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
             )
             if sys.stdin.readline().strip() != "yes":
                 raise UsageError("Apply cancelled: the answer was not 'yes'")
-        result = session.apply(plan, report=report, wait=args.wait, wait_timeout=args.wait_timeout)
+        result = session.apply(
+            plan, snapshots, report=report, wait=args.wait, wait_timeout=args.wait_timeout
+        )
         return session.exit_code(result, report)
 
 
