@@ -15,9 +15,9 @@ Every document and event carries ``format_version`` and ``type``; every document
 ``command``, ``diagnostics`` (every error and warning, structured), ``errors`` (the error
 messages), ``errored`` and ``exit_code``.
 
-A command uses one ``Output`` for all of it: ``info``/``warning`` for notes, ``show`` for
-its human result, ``progress`` for lines while it works, ``event`` for machine events,
-``result`` for its document body. The CLI's one error handler calls ``error`` and then
+A command uses one ``Output`` for all of it: ``info``/``warning`` for notes, ``present``
+for its ``CommandResult`` (document body and human text), ``progress`` for lines while it
+works, ``event`` for machine events. The CLI's one error handler calls ``error`` and then
 ``finish``. A new command is wired the same way and needs nothing else from here.
 """
 
@@ -192,6 +192,23 @@ def error_diagnostic(exc: ReconcilerError) -> Diagnostic:
 # --------------------------------------------------------------------------- output
 
 
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command hands to the one printer (``Output.present``): its exit code, its
+    document for scripts (type and body) and its text for people. No command writes its
+    result itself, and none writes JSON to be parsed back."""
+
+    exit_code: int
+    document_type: str
+    """The document's ``type`` (``plan``, ``state_list``, ``import``, ...)."""
+    body: Body | None = None
+    """The document's body, when the command made one (always in the JSON formats)."""
+    text: str = ""
+    """The result for people (text and markdown formats; not printed in the JSON ones)."""
+    warnings: tuple[str, ...] = ()
+    """Warnings for people, said on stderr in the text formats (a JSON body lists them)."""
+
+
 class Output:
     """Everything one command prints, in the format it was asked for (module docstring)."""
 
@@ -296,6 +313,17 @@ class Output:
     def result(self, type_: str, body: Body) -> None:
         """Set the document's type and body (replacing an earlier one)."""
         self._type, self._body = type_, body
+
+    def present(self, result: CommandResult) -> int:
+        """Print a command's result: its document (printed last, by ``finish``) and its
+        text for people; returns its exit code."""
+        if result.body is not None:
+            self.result(result.document_type, result.body)
+        if not self.machine:
+            for warning in result.warnings:
+                self.warning(warning)
+            self.show(result.text)
+        return result.exit_code
 
     def diagnose(self, diagnostic: Diagnostic) -> None:
         """Record an error or warning already shown to people (e.g. in the plan text)."""
