@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from reconciler.model.base import Frozen
 from reconciler.model.observed import LeaderboardScore, ObservedRun
@@ -101,50 +101,125 @@ class Fix(Frozen):
         return f"set `{self.key} = {json.dumps(self.value, ensure_ascii=False)}` in {self.file}"
 
 
+class Blocked(Frozen):
+    """Preflight's verdict on a ``blocked`` item: what the plan would have done, and the
+    steps that make it pass."""
+
+    intended_action: Action | None = None
+    """What the plan would have done had preflight passed (submit or replace); None for an
+    item blocked before preflight (an interrupted stop, a record that does not match)."""
+    intended_reason: Reason | None = None
+    """Why it would have done it (the item's ``reason`` then names the first problem)."""
+    fixes: tuple[Fix, ...] = ()
+    """The steps that make it pass, in order (each is also quoted in ``details``)."""
+
+
+class Cost(Frozen):
+    """The estimated dollars of a paid item's attempts (``plan.cost``)."""
+
+    usd_high: float
+    """Upper end of the range (the budget guard compares this)."""
+    usd_low: float | None = None
+    """Lower end; None when the estimate is a single figure."""
+    basis: str | None = None
+    """Where the estimate comes from (e.g. recorded runs of the same model)."""
+
+
+class BenchmarkFacts(Frozen):
+    """The catalog's seed data shown with a paid item (E2)."""
+
+    source_url: str | None = None
+    """The benchmark's upstream source (E2 ``source_url``)."""
+    pass_threshold: float | None = None
+    """Score at which a task counts as passed."""
+
+
+PAID_ACTIONS = frozenset({Action.SUBMIT, Action.REPLACE, Action.BLOCKED})
+"""Actions that start (or would start) a paid run: the only ones with a cost, benchmark
+facts and a rejection context."""
+
+
 class PlanItem(Frozen):
-    """One thing the plan would do, with why."""
+    """One thing the plan would do, with why.
+
+    Facts that belong to some actions only are optional groups, and an item that carries
+    one for another action cannot be built (``ValueError``): ``blocked`` only on a blocked
+    item, ``cost``/``benchmark``/``context`` only on a paid one (submit, replace, blocked),
+    ``from_address`` only on a move.
+    """
 
     action: Action
+    """What apply does (apply switches on this alone)."""
     address: str
+    """The config's address (for a move, the new one)."""
     reason: Reason
+    """Why, for people; never drives apply."""
     run_id: str | None = None
     """The existing run acted on (stop, download, adopt, replace's old run)."""
     run_name: str | None = None
+    """That run's name, as the Platform lists it."""
     before_digest: str | None = None
+    """Spec digest recorded in the lockfile (None for a new config)."""
     after_digest: str | None = None
+    """Spec digest of the config now (None for a deleted config)."""
     from_address: str | None = None
-    """For ``move``: the old address."""
+    """For ``move`` only: the old address."""
     spec: dict[str, Any] | None = None
-    """For submit/replace: the body to POST."""
+    """The submit body: for submit/replace the body to POST; for adopt, the config's."""
     benchmark_id: str | None = None
+    """The benchmark the body targets, resolved to its id (None when it did not resolve)."""
     task_count: int | None = None
+    """Selected tasks (None when the selection is unknown)."""
     attempts: int = 0
     """Selected tasks x agents x attempts_per_task (new paid attempts)."""
     changes: tuple[str, ...] = ()
     """Field-level diff lines, e.g. ``agents[0].model.model: "a" -> "b"``."""
     details: tuple[str, ...] = ()
-    """For ``blocked``: what is wrong and the exact fix."""
+    """For ``blocked``: what is wrong and the exact fix; otherwise further notes."""
     warnings: tuple[str, ...] = ()
+    """Preflight warnings that do not block (scores not comparable, ...)."""
     requested_by: str | None = None
+    """Commit sha that requested this (the config's last commit, or a re-run trailer's)."""
     requested_subject: str | None = None
+    """That commit's subject line."""
     download_types: tuple[str, ...] = ()
-    intended_action: Action | None = None
-    """For ``blocked``: what the plan would have done had preflight passed (submit/replace)."""
-    intended_reason: Reason | None = None
-    """For ``blocked``: why it would have done it (``reason`` then names the first problem)."""
-    source_url: str | None = None
-    """For submit/replace: the benchmark's upstream source (E2 ``source_url``)."""
-    pass_threshold: float | None = None
-    """For submit/replace: the benchmark's pass threshold."""
-    fixes: tuple[Fix, ...] = ()
-    """For ``blocked``: the steps that make it pass (each also quoted in ``details``)."""
+    """For ``download``: the output types to fetch."""
+    blocked: Blocked | None = None
+    """For ``blocked`` only: what it would have done and how to make it pass."""
+    benchmark: BenchmarkFacts | None = None
+    """For paid items: the benchmark's source and pass threshold, when the catalog has them."""
     context: str | None = None
-    """For submit/replace: ``rejection_context`` of the plan, recorded with a refusal."""
-    cost_usd_low: float | None = None
-    """For submit/replace: the estimated dollar range of its attempts (``plan.cost``)..."""
-    cost_usd_high: float | None = None
-    cost_basis: str | None = None
-    """... and where the estimate comes from."""
+    """For paid items: ``rejection_context`` of the plan, recorded with a refusal."""
+    cost: Cost | None = None
+    """For paid items: the estimated dollars, when recorded runs allow an estimate."""
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """The steps that make a blocked item pass (none for other items)."""
+        return self.blocked.fixes if self.blocked is not None else ()
+
+    @model_validator(mode="after")
+    def _groups_match_the_action(self) -> PlanItem:
+        wrong = []
+        if self.blocked is not None and self.action is not Action.BLOCKED:
+            wrong.append("blocked")
+        if self.action not in PAID_ACTIONS:
+            wrong += [
+                name
+                for name, value in (
+                    ("cost", self.cost),
+                    ("benchmark", self.benchmark),
+                    ("context", self.context),
+                )
+                if value is not None
+            ]
+        if self.from_address is not None and self.action is not Action.MOVE:
+            wrong.append("from_address")
+        if wrong:
+            raise ValueError(
+                f"a {self.action.value} item cannot carry {', '.join(wrong)} ({self.address})"
+            )
+        return self
 
 
 class DriftKind(str, Enum):

@@ -18,14 +18,20 @@ from reconciler.render import _result_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
+    # The saved plan's format is flat (format_version 1.0); the model groups these.
+    blocked = item.blocked
     return {
         "action": item.action.value,
         "symbol": item.action.symbol,
         "address": item.address,
         "from_address": item.from_address,
         "reason": item.reason.value,
-        "intended_action": item.intended_action.value if item.intended_action else None,
-        "intended_reason": item.intended_reason.value if item.intended_reason else None,
+        "intended_action": blocked.intended_action.value
+        if blocked and blocked.intended_action
+        else None,
+        "intended_reason": blocked.intended_reason.value
+        if blocked and blocked.intended_reason
+        else None,
         "run_id": item.run_id,
         "run_name": item.run_name,
         "before": item.before_digest,
@@ -39,12 +45,14 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "requested_by": item.requested_by,
         "requested_subject": item.requested_subject,
         "download_types": list(item.download_types),
-        "source_url": item.source_url,
-        "pass_threshold": item.pass_threshold,
-        "fixes": [fix.model_dump(exclude_defaults=True) for fix in item.fixes],
+        "source_url": item.benchmark.source_url if item.benchmark else None,
+        "pass_threshold": item.benchmark.pass_threshold if item.benchmark else None,
+        "fixes": [fix.model_dump(exclude_defaults=True) for fix in blocked.fixes]
+        if blocked
+        else [],
         "context": item.context,
-        "cost_usd": {"low": item.cost_usd_low, "high": item.cost_usd_high, "basis": item.cost_basis}
-        if item.cost_usd_high is not None
+        "cost_usd": {"low": item.cost.usd_low, "high": item.cost.usd_high, "basis": item.cost.basis}
+        if item.cost is not None
         else None,
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None

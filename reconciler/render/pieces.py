@@ -91,9 +91,10 @@ def reason_text(item: PlanItem) -> str:
     text = REASON_TEXT[item.reason]
     if item.action is Action.MOVE and item.from_address:
         return f"{text}: {_e(item.from_address)} -> {_e(item.address)}"
-    if item.action is Action.BLOCKED and item.intended_action is not None:
-        intended = item.intended_action.value
-        why = REASON_TEXT[item.intended_reason] if item.intended_reason else ""
+    blocked = item.blocked
+    if blocked is not None and blocked.intended_action is not None:
+        intended = blocked.intended_action.value
+        why = REASON_TEXT[blocked.intended_reason] if blocked.intended_reason else ""
         return f"blocked: would {intended} ({why}); {text}" if why else f"blocked: {text}"
     if item.action is Action.BLOCKED:
         return f"blocked: {text}"

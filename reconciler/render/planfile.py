@@ -21,6 +21,9 @@ from reconciler.model import (
     PLAN_FORMAT_VERSION,
     Action,
     AgentResult,
+    BenchmarkFacts,
+    Blocked,
+    Cost,
     DriftItem,
     DriftKind,
     Fix,
@@ -61,6 +64,16 @@ def _enum_or_none(enum: Callable[[str], Any], value: Any) -> Any:
     return None if value is None else enum(value)
 
 
+def _blocked(action: Mapping[str, Any]) -> Blocked | None:
+    """The ``blocked`` group of a saved item (its flat keys), None when it has none."""
+    intended_action = _enum_or_none(Action, action.get("intended_action"))
+    intended_reason = _enum_or_none(Reason, action.get("intended_reason"))
+    fixes = tuple(Fix.model_validate(f) for f in action.get("fixes", ()))
+    if intended_action is None and intended_reason is None and not fixes:
+        return None
+    return Blocked(intended_action=intended_action, intended_reason=intended_reason, fixes=fixes)
+
+
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     """Read back ``plan_to_dict``'s document; raises ``StalePlanError`` when it is not one."""
     hint = "make a new one with `osmosis-plan --out PLANFILE`"
@@ -80,8 +93,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 address=a["address"],
                 from_address=a.get("from_address"),
                 reason=Reason(a["reason"]),
-                intended_action=_enum_or_none(Action, a.get("intended_action")),
-                intended_reason=_enum_or_none(Reason, a.get("intended_reason")),
+                blocked=_blocked(a),
                 run_id=a.get("run_id"),
                 run_name=a.get("run_name"),
                 before_digest=a.get("before"),
@@ -96,13 +108,19 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
                 context=a.get("context"),
-                cost_usd_low=(a.get("cost_usd") or {}).get("low"),
-                cost_usd_high=(a.get("cost_usd") or {}).get("high"),
-                cost_basis=(a.get("cost_usd") or {}).get("basis"),
+                cost=Cost(
+                    usd_low=a["cost_usd"].get("low"),
+                    usd_high=a["cost_usd"]["high"],
+                    basis=a["cost_usd"].get("basis"),
+                )
+                if a.get("cost_usd")
+                else None,
                 spec=a.get("spec"),
-                source_url=a.get("source_url"),
-                pass_threshold=a.get("pass_threshold"),
-                fixes=tuple(Fix.model_validate(f) for f in a.get("fixes", ())),
+                benchmark=BenchmarkFacts(
+                    source_url=a.get("source_url"), pass_threshold=a.get("pass_threshold")
+                )
+                if a.get("source_url") is not None or a.get("pass_threshold") is not None
+                else None,
             )
             for a in data["actions"]
         )

@@ -77,11 +77,11 @@ def _item_body(item: PlanItem) -> list[str]:
     ):
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
         estimate = ""
-        if item.cost_usd_high is not None:
-            estimate = f", est. {_usd_range(item.cost_usd_low, item.cost_usd_high)}"
+        if item.cost is not None:
+            estimate = f", est. {_usd_range(item.cost.usd_low, item.cost.usd_high)}"
         lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")
-        if item.cost_basis:
-            lines.append(f"  (estimate: {item.cost_basis})")
+        if item.cost is not None and item.cost.basis:
+            lines.append(f"  (estimate: {item.cost.basis})")
     benchmark = _benchmark_line(item)
     if benchmark:
         lines.append(benchmark)
@@ -100,11 +100,14 @@ def _item_body(item: PlanItem) -> list[str]:
 
 def _benchmark_line(item: PlanItem) -> str | None:
     """``benchmark: source https://... · pass threshold 0.5`` (the catalog's seed data)."""
+    facts = item.benchmark
+    if facts is None:
+        return None
     parts = []
-    if item.source_url:
-        parts.append(f"source {item.source_url}")
-    if item.pass_threshold is not None:
-        parts.append(f"pass threshold {item.pass_threshold:g}")
+    if facts.source_url:
+        parts.append(f"source {facts.source_url}")
+    if facts.pass_threshold is not None:
+        parts.append(f"pass threshold {facts.pass_threshold:g}")
     return "benchmark: " + " · ".join(parts) if parts else None
 
 
