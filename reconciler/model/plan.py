@@ -83,6 +83,7 @@ class Fix(Frozen):
     """
 
     command: str | None = None
+    """A shell command that fixes it, run from the repository root."""
     file: str | None = None
     """For an edit: the config file, relative to the repository root."""
     key: str | None = None
@@ -91,6 +92,7 @@ class Fix(Frozen):
     value: Any = None
     """For an edit: the new value (a string, integer or list of strings)."""
     remove: bool = False
+    """For an edit: remove ``key`` instead of setting it."""
 
     @property
     def text(self) -> str:
@@ -234,27 +236,44 @@ class DriftItem(Frozen):
     """A difference between the recorded state and reality that no action explains."""
 
     kind: DriftKind
+    """What kind of difference (closed set)."""
     address: str | None
+    """The address it concerns; None for the workspace as a whole."""
     run_id: str | None
+    """The run it concerns, when one."""
     message: str
+    """What differs, in words, with what to do."""
     fingerprint: str
     """Stable across plans for the same drift, so scheduled checks alert only on new items."""
 
 
 class PlanSummary(Frozen):
+    """The plan counted: items per action, new attempts, drift and estimated cost."""
+
     submit: int = 0
+    """Items that submit a new run."""
     replace: int = 0
+    """Items that stop a run, then submit its replacement."""
     stop: int = 0
+    """Items that stop a run."""
     download: int = 0
+    """Items that download a run's outputs."""
     forget: int = 0
+    """Items that move an entry to history."""
     adopt: int = 0
+    """Items that record a run already on the Platform."""
     move: int = 0
+    """Items that re-key an entry to a renamed config."""
     blocked: int = 0
+    """Items that cannot succeed as configured."""
     attempts: int = 0
+    """New paid attempts of the submits and replaces."""
     drift: int = 0
+    """Drift items."""
     cost_usd_low: float | None = None
     """Estimated dollars of the new attempts (submits and replaces that have an estimate)."""
     cost_usd_high: float | None = None
+    """... and its upper end (the budget guard compares this)."""
     unestimated: int = 0
     """Submits and replaces without a cost estimate (no recorded run of their model)."""
 
@@ -264,34 +283,52 @@ class ResultRow(Frozen):
     scores for the same agent index when the address's history has them."""
 
     address: str
+    """The address whose run this is."""
     run_id: str | None = None
+    """The ended run."""
     run_name: str | None = None
+    """Its name."""
     status: str | None = None
+    """Its final status (``finished``, ``failed``, ``stopped``)."""
     agent: AgentResult
+    """This agent's scores in the run."""
     previous: AgentResult | None = None
+    """The same agent index's scores in the address's previous run."""
     previous_run_id: str | None = None
+    """That previous run."""
     previous_run_name: str | None = None
+    """Its name."""
     leaderboard: LeaderboardScore | None = None
     """The benchmark's published score for the same model and harness, when it has one."""
     unavailable_tasks: int = 0
     """How many tasks the benchmark lists as unavailable (not run, not scored)."""
     unavailable_reason: str | None = None
+    """Why they are unavailable, as the catalog says."""
 
 
 class Plan(Frozen):
     """The value ``compute_plan`` returns; renderers and apply read it, never recompute it."""
 
     items: tuple[PlanItem, ...] = ()
+    """What apply would do, in the order apply does it."""
     drift: tuple[DriftItem, ...] = ()
+    """Differences no action explains (reported, never acted on by themselves)."""
     warnings: tuple[str, ...] = ()
+    """Things people should know that do not stop the plan."""
     errors: tuple[str, ...] = ()
     """Guard violations; a plan with errors must not be applied."""
     summary: PlanSummary = PlanSummary()
+    """Counts per action, attempts and cost."""
     lineage: str | None = None
+    """The lockfile's lineage when planned (staleness check of a saved plan)."""
     serial: int | None = None
+    """The lockfile's serial when planned (staleness check of a saved plan)."""
     platform: str = ""
+    """The Platform planned against (normalised URL or ``local``)."""
     workspace: str = ""
+    """The workspace planned against."""
     head: str | None = None
+    """git HEAD when planned (staleness check of a saved plan)."""
     config_digests: dict[str, str] = Field(default_factory=dict)
     """Address -> spec digest of every desired run the plan saw (staleness check)."""
     other_pending: int = 0
@@ -323,12 +360,17 @@ class RecordedChange(Frozen):
     --refresh-only`` writes them)."""
 
     address: str
+    """The address whose entry changes."""
     run_id: str | None = None
+    """Its run."""
     run_name: str | None = None
+    """Its run's name."""
     field: str = "status"
     """The lockfile field that changes."""
     before: str | None = None
+    """The value the lockfile records now."""
     after: str | None = None
+    """The value it will record."""
 
 
 def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:

@@ -60,6 +60,7 @@ class Intent(Frozen):
     op: str
     """``submit`` or ``stop``."""
     started_at: datetime
+    """When the paid call started (adoption looks for runs created after it)."""
     body_digest: str
     """Spec digest of the body being submitted (or of the run being stopped)."""
     spec: dict[str, Any] = Field(default_factory=dict)
@@ -74,8 +75,11 @@ class Downloads(Frozen):
     """What was downloaded for a run, to detect missing or changed files."""
 
     types: tuple[str, ...]
+    """Output types downloaded (``summary``, ``results``, ...)."""
     files: int
+    """Files downloaded."""
     bytes: int
+    """Their total size."""
     sha256: dict[str, str] = Field(default_factory=dict)
     """Relative path -> hex sha256 of the summary and results files (older lockfiles: of
     every downloaded file). The lockfile stays small and reviewable."""
@@ -96,6 +100,7 @@ class AgentResult(Frozen):
     """
 
     agent_index: int
+    """The agent's position in the config (0-based)."""
     harness: str | None = None
     """None = the benchmark's official scaffold."""
     model: str | None = None
@@ -103,19 +108,25 @@ class AgentResult(Frozen):
     model_id: str | None = None
     """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
     rank: int | None = None
+    """The agent's rank in the run, as the run page shows it."""
     pass_at_1: float | None = None
     """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
     ci_low: float | None = None
+    """Lower end of pass@1's 95% confidence interval."""
     ci_high: float | None = None
+    """Upper end of that interval."""
     n: int | None = None
     """Tasks the pass@1 was computed over."""
     k: int | None = None
     """The deepest k the Platform reported a pass@k for (its last point)."""
     pass_at_k: float | None = None
+    """pass@``k`` (a fraction)."""
     cost_per_task: float | None = None
     """``aggregates.reported_cost_usd`` / ``agent_metrics.n_tasks`` (only when n_tasks > 0)."""
     seconds_per_task: float | None = None
+    """Mean wall time per task."""
     tokens_per_task: float | None = None
+    """Mean tokens per task."""
 
 
 class RunResults(Frozen):
@@ -124,28 +135,40 @@ class RunResults(Frozen):
     agents: tuple[AgentResult, ...] = ()
     """In ``agent_index`` order."""
     passed: int | None = None
+    """Tasks passed (all agents)."""
     failed: int | None = None
+    """Tasks failed."""
     errored: int | None = None
+    """Tasks that errored (not scored)."""
     total_cost_usd: float | None = None
+    """What the run cost, as the Platform reports it."""
 
 
 class RecordedRun(Frozen):
     """One address's entry in ``state/osmosis.lock``."""
 
     address: str
+    """The config's address (the key of its table)."""
     spec_digest: str
+    """Canonical digest of the submitted body (``canonical_digest``)."""
     spec: dict[str, Any] = Field(default_factory=dict)
     """The body that was submitted, kept so a later plan can show a field-level diff."""
     run_id: str | None = None
     """None only while a first submit's intent is pending."""
     run_name: str | None = None
+    """The run's name, as the Platform lists it."""
     status: str | None = None
     """Last observed status."""
     observed_at: datetime | None = None
+    """When ``status`` was observed."""
     submitted_at: datetime | None = None
+    """When this repository submitted (or adopted) the run."""
     requested_by: str | None = None
+    """Commit sha that last changed the config when it was applied."""
     applied_at_commit: str | None = None
+    """HEAD when applied."""
     benchmark_id: str | None = None
+    """The benchmark the run targets, resolved to its id."""
     task_count: int | None = None
     """Tasks the Platform selected (its submit reply)."""
     attempts: int | None = None
@@ -153,6 +176,7 @@ class RecordedRun(Frozen):
     planned_attempts: int | None = None
     """What the plan counted, recorded only when it differs from ``attempts``."""
     platform_url: str | None = None
+    """The run's page on the Platform."""
     imported_at: datetime | None = None
     """When ``osmosis-import`` brought this run under management; None for runs this
     repository submitted or adopted."""
@@ -161,7 +185,9 @@ class RecordedRun(Frozen):
     the run's details (E5) do not say (model types, secret names, endpoint URLs), so a reader
     can tell which config values came from a person rather than from the Platform."""
     downloads: Downloads | None = None
+    """What was downloaded for the run, once it was."""
     intent: Intent | None = None
+    """Present while a paid call is in flight (written before it, cleared after)."""
     results: RunResults | None = None
     """Scores fetched (E5) when the outputs of the ended run were downloaded."""
     creator: str | None = None
@@ -189,8 +215,11 @@ class Rejection(Frozen):
     issues: tuple[str, ...] = ()
     """The Platform's issue lines (``key: message``), when it gave any."""
     status: int | None = None
+    """The HTTP status of the refusal."""
     code: str | None = None
+    """The Platform's error code, when it gave one."""
     rejected_at: datetime
+    """When it refused."""
     at_commit: str | None = None
     """HEAD when refused: an ``Osmosis-Rerun`` trailer in an older commit is spent."""
 
@@ -199,15 +228,23 @@ class HistoryEntry(Frozen):
     """A run that no longer backs its address (replaced, re-run or forgotten)."""
 
     address: str
+    """The address it backed."""
     run_id: str | None
+    """The run (None for a submit that never created one)."""
     run_name: str | None
+    """Its name."""
     spec_digest: str
+    """Digest of the body it was submitted with."""
     status: str | None
+    """Its last recorded status."""
     submitted_at: datetime | None = None
+    """When it was submitted."""
     ended_at: datetime | None = None
+    """When it left (replaced, forgotten, ...)."""
     reason: str
     """Why it left: ``replaced``, ``rerun``, ``forgotten``, ``moved``, ``lost``."""
     requested_by: str | None = None
+    """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
 
@@ -216,10 +253,15 @@ class LockState(Frozen):
     """The whole recorded state."""
 
     version: int = LOCKFILE_VERSION
+    """The lockfile format's version (``LOCKFILE_VERSION``)."""
     lineage: str
+    """uuid of this state's history: a saved plan of another lineage is stale."""
     serial: int = 0
+    """+1 on every write."""
     platform: str
+    """Normalised Platform URL, or ``local``: state of another Platform is refused."""
     workspace: str
+    """The workspace: state of another workspace is refused."""
     repository: str | None = None
     """The repository this state belongs to (``reconciler.gitinfo.GitRepo.identity``): a
     lockfile copied from another repository must never drive stops. None in lockfiles
