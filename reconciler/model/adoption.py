@@ -68,7 +68,7 @@ def spec_fingerprint(spec: Mapping[str, Any], benchmark_id: str | None) -> str:
 def spec_fingerprint_fields(spec: Mapping[str, Any], benchmark_id: str | None) -> dict[str, Any]:
     """What ``spec_fingerprint`` digests, as data."""
     env_config = spec.get("env_config") or {}
-    agents = []
+    agents: list[tuple[str | None, str, Mapping[str, str]]] = []
     for agent in spec.get("agents", []):
         effective_env = {**env_config, **(agent.get("env") or {})}
         agents.append((agent.get("harness"), model_identity(agent.get("model", {})), effective_env))

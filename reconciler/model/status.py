@@ -32,6 +32,8 @@ class RunStatus(StrEnum):
     @classmethod
     def parse(cls, value: str | None) -> RunStatus | None:
         """The reported status ``value`` names, or None for anything else."""
+        if value is None:
+            return None
         try:
             status = cls(value)
         except ValueError:

@@ -172,14 +172,14 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
             text += opening + rows + closing
 
     if left_items or left_drift or left_results:
-        left = []
+        untold: list[str] = []
         if left_items:
-            left.append(_count(left_items, "action"))
+            untold.append(_count(left_items, "action"))
         if left_drift:
-            left.append(_count(left_drift, "drift item"))
+            untold.append(_count(left_drift, "drift item"))
         if left_results:
-            left.append(_count(left_results, "result row"))
-        text += _truncation_note(left, max_chars)
+            untold.append(_count(left_results, "result row"))
+        text += _truncation_note(untold, max_chars)
     return _cap(text, max_chars)
 
 

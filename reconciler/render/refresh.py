@@ -15,6 +15,7 @@ from reconciler.render.pieces import (
     _YELLOW,
     DRIFT_TEXT,
     MARKDOWN_MARKER,
+    _cap,
     _code_span,
     _count,
     _e,
@@ -104,3 +105,4 @@ def render_refresh_markdown(
             )
         text += "\n"
     text += "\n".join(_refresh_closing(changes, recorded, pending)) + "\n"
+    return _cap(text, 65000)
