@@ -7,7 +7,7 @@ from reconciler.model import (
     DriftKind,
     Reason,
     RecordedRun,
-    is_active,
+    RunStatus,
     spec_fingerprint,
 )
 from reconciler.plan.draft import CLOCK_SKEW, Draft, drift_fingerprint, run_label, timestamp
@@ -46,7 +46,8 @@ def _possible_duplicates(draft: Draft) -> None:
         item.address
         for item in draft.items
         if item.action in _TAKES_OVER
-        and Reason.REPLACE_REQUESTED not in (item.reason, item.intended_reason)
+        and Reason.REPLACE_REQUESTED
+        not in (item.reason, item.blocked.intended_reason if item.blocked else None)
     }
     for address in sorted(draft.desired):
         wanted = draft.desired[address]
@@ -101,16 +102,17 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
     run = draft.observed.runs.get(entry.run_id)
     if run is None:
         return  # not looked at: an ended run never changes
-    if entry.status is None or not is_active(entry.status):
+    if entry.status is None or not RunStatus.of(entry.status).is_active:
         return
-    if run.status == "stopped" and not (intent is not None and intent.op == "stop"):
+    now = RunStatus.of(run.status)
+    if now is RunStatus.STOPPED and not (intent is not None and intent.op == "stop"):
         draft.add_drift(
             DriftKind.STOPPED_OUTSIDE,
             entry.address,
             run.id,
             f"run {label} was stopped outside osmosis-reconciler (recorded {entry.status})",
         )
-    elif run.status == "failed":
+    elif now is RunStatus.FAILED:
         draft.add_drift(
             DriftKind.FAILED_OUTSIDE,
             entry.address,

@@ -12,7 +12,7 @@ Pure: no I/O, imports only the core.
 
 from __future__ import annotations
 
-from reconciler.model import Action, Plan, PlanItem
+from reconciler.model import Action, Blocked, Plan, PlanItem
 
 ItemKey = tuple[Action, str, str | None, str | None, str | None]
 
@@ -30,9 +30,10 @@ def still_planned(saved: Plan, current: Plan) -> Plan:
     failed). The guards are the recomputed plan's."""
     now = {item_key(item): item for item in current.items}
     for item in current.items:
-        if item.action is Action.BLOCKED and item.intended_action is not None:
+        intended = item.blocked.intended_action if item.blocked is not None else None
+        if item.action is Action.BLOCKED and intended is not None:
             # The saved submit cannot succeed now: apply reports why, in the plan's words.
-            key = item_key(item.model_copy(update={"action": item.intended_action}))
+            key = (intended, item.address, item.from_address, item.run_id, item.after_digest)
             now.setdefault(key, item)
     kept: list[PlanItem] = []
     for item in saved.items:
@@ -52,9 +53,7 @@ def _refused(item: PlanItem) -> PlanItem:
         reason=item.reason,
         run_id=item.run_id,
         run_name=item.run_name,
-        from_address=item.from_address,
-        intended_action=item.action,
-        intended_reason=item.reason,
+        blocked=Blocked(intended_action=item.action, intended_reason=item.reason),
         details=(
             f"refused: the saved plan's {item.action.value}{run} at {item.address} is not in "
             "the plan recomputed now for the same observed run, so it is not carried out",

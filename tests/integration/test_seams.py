@@ -197,6 +197,12 @@ def test_an_edited_saved_plan_cannot_stop_an_unmanaged_run(
         "run_id": theirs["run_id"],
         "run_name": theirs["run_name"],
         "spec": None,
+        "cost_usd": None,
+        "context": None,
+        "source_url": None,
+        "pass_threshold": None,
+        "task_count": None,
+        "attempts": 0,
     }
     saved["plan"]["actions"].append(stop)
     planfile.write_text(json.dumps(saved))

@@ -104,7 +104,8 @@ def test_a_saved_item_the_recomputed_plan_does_not_hold_is_refused() -> None:
     )
     saved = current.model_copy(update={"items": (injected,)})
     (refused,) = still_planned(saved, current).items
-    assert refused.action is Action.BLOCKED and refused.intended_action is Action.STOP
+    assert refused.action is Action.BLOCKED and refused.blocked is not None
+    assert refused.blocked.intended_action is Action.STOP
     assert (
         "stop of run their-run at other/theirs is not in the plan recomputed now"
         in (refused.details[0])
@@ -178,16 +179,17 @@ def test_a_replace_is_estimated_from_history_counting_runs_not_agents() -> None:
     old = priced_history("h1", (0.40, 1.00), "bench-hle")
     plan = compute_plan([A], lock(history=(old,)), observation(), settings())
     (item,) = plan.items
-    assert (item.cost_usd_low, item.cost_usd_high) == (99.6, 249.0)  # 249 parity tasks
-    assert item.cost_basis == "cost per attempt of 1 recorded run of openai/gpt-5 on this benchmark"
+    assert item.cost is not None
+    assert (item.cost.usd_low, item.cost.usd_high) == (99.6, 249.0)  # 249 parity tasks
+    assert item.cost.basis == "cost per attempt of 1 recorded run of openai/gpt-5 on this benchmark"
 
 
 def test_without_the_same_benchmark_the_same_model_elsewhere_is_used_and_labelled() -> None:
     old = priced_history("h1", (0.50,), "bench-tb")
     plan = compute_plan([A], lock(history=(old,)), observation(), settings())
     (item,) = plan.items
-    assert item.cost_usd_high == 124.5
-    assert item.cost_basis == (
+    assert item.cost is not None and item.cost.usd_high == 124.5
+    assert item.cost.basis == (
         "cost per attempt of 1 recorded run of openai/gpt-5 on other benchmarks"
     )
 
