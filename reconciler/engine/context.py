@@ -26,6 +26,7 @@ from reconciler.redact import register_secret
 LOCAL_DATA_DIR = ".osmosis/local-platform"
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
 LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
+LOCAL_SEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SEED"
 
 
 @dataclass
@@ -102,8 +103,9 @@ def open_context(
                 "inside the repository",
                 f"replace {problem.path} with a real directory, or pass --platform URL",
             )
-        speed = _local_speed(env, data_dir)
-        local = LocalPlatform(data_dir, speed=speed, auto_workspaces=True)
+        local = LocalPlatform(
+            data_dir, speed=_local_speed(env), seed=_local_seed(env), auto_workspaces=True
+        )
         transport: httpx.BaseTransport | None = LocalTransport(local)
         base_url, token = "http://localhost", "local"
         http = httpx.Client(transport=LocalTransport(local), timeout=600.0)
@@ -158,23 +160,26 @@ def open_context(
     )
 
 
-def _local_speed(env: Mapping[str, str], data_dir: Path) -> float:
-    """The embedded Platform's clock factor.
-
-    Run statuses are computed from elapsed time x speed, so a later command with another
-    speed would move runs backwards or forwards in time. The last speed asked for through
-    the environment is kept beside the data and used until another one is asked for.
-    """
-    remembered = data_dir / "speed"
+def _local_speed(env: Mapping[str, str]) -> float | None:
+    """The speed the environment asks the embedded Platform for (None: the one stored in
+    its data directory, which every process opening it shares; see
+    docs/local-platform.md "Time"). Asking for another re-bases the stored run times."""
     if env.get(LOCAL_SPEED_ENV):
-        speed = _float_env(env, LOCAL_SPEED_ENV, 1.0)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        remembered.write_text(f"{speed}\n", encoding="utf-8")
-        return speed
+        return _float_env(env, LOCAL_SPEED_ENV, 1.0)
+    return None
+
+
+def _local_seed(env: Mapping[str, str]) -> int | None:
+    """``OSMOSIS_LOCAL_PLATFORM_SEED``: fixed run names and ids (None: the data dir's own)."""
+    raw = env.get(LOCAL_SEED_ENV, "").strip()
+    if not raw:
+        return None
     try:
-        return max(float(remembered.read_text(encoding="utf-8").strip()), 1e-9)
-    except (OSError, ValueError):
-        return 1.0
+        return int(raw)
+    except ValueError:
+        raise UsageError(
+            f"{LOCAL_SEED_ENV}={raw!r} is not an integer", f"unset {LOCAL_SEED_ENV} or fix it"
+        ) from None
 
 
 def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
