@@ -368,3 +368,53 @@ def test_types_all_is_refused(make_local_server: Any) -> None:
         srv, "GET", f"/api/cli/benchmark-runs/{run['id']}/outputs/manifest?types=all", srv.token
     )
     assert r.status_code == 400 and "all" in r.json()["error"]
+
+
+def test_plan_blocks_a_config_whose_benchmark_is_not_added_and_says_how(tmp_path: Path) -> None:
+    from reconciler.platform.local import start_server
+
+    from .helpers import SECRET_NAMES, TEAM, Osmosis, Platform, init_repo, smoke_config
+
+    platform = LocalPlatform(
+        tmp_path / "p", users=TEAM, auto_workspaces=False, workspaces=("strict",)
+    )
+    for name in SECRET_NAMES:
+        platform.set_secret("strict", name, "value")
+    handle = start_server(platform, "127.0.0.1", 0)
+    try:
+        osm = Osmosis(
+            init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}),
+            Platform(handle, platform, "strict"),
+        )
+        blocked = osm.plan()
+        assert "! tb/a" in blocked.out and "1 blocked" in blocked.out, blocked.text
+        command = f"osmosis-platform-emulator benchmark add {TB} --workspace strict --platform {handle.url}"
+        assert command in blocked.text, blocked.text
+        assert platform.submit_count("strict") == 0
+        platform.add_to_workspace("strict", TB)
+        ready = osm.plan()
+        assert command not in ready.text and "+ tb/a" in ready.out, ready.text
+    finally:
+        handle.close()
+
+
+def test_the_docs_history_commands_run(tmp_path: Path) -> None:
+    """docs/local-platform.md "History": its console block, run as shown on a fresh data dir."""
+    import shlex
+
+    doc = (Path(__file__).parents[2] / "docs" / "local-platform.md").read_text(encoding="utf-8")
+    section = doc.split("## History", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```console\n", 1)[1].split("```", 1)[0]
+    commands = [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+    assert len(commands) == 4 and all(c.startswith("osmosis-platform-emulator ") for c in commands)
+    outputs = []
+    for command in commands:
+        words = shlex.split(command)[1:]
+        done = emulator(*words, "--data", str(tmp_path / "d"))
+        assert done.returncode == 0, (command, done.stderr)
+        outputs.append(done.stdout)
+    assert "seeded 2,000 runs" in outputs[0] and "(by CI Service Account)" in outputs[1]
+    assert "no secrets" in outputs[2]
+    assert json.loads(outputs[3])[0]["run_count"] == 2040 or any(
+        b["run_count"] == 2040 for b in json.loads(outputs[3])
+    )

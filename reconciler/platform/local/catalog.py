@@ -302,9 +302,9 @@ def _benchmark(
         )
     n_tasks = len(tasks) if task_count is None else task_count
     board_set, board_n = ("full", len(tasks))
-    for entry in sets:
-        if entry["recommended"]:
-            board_set, board_n = entry["name"], entry["task_count"]
+    for set_name, count, recommended, _ in task_sets or []:
+        if recommended:
+            board_set, board_n = set_name, count
     return {
         "id": benchmark_id(key),
         "name": name,

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -217,6 +218,7 @@ class _Target:
         import urllib.error
         import urllib.request
 
+        assert self.url is not None  # no platform: the command was given --platform URL
         request = urllib.request.Request(
             self.url.rstrip("/") + path, data=raw or None, headers=self.headers, method=method
         )
@@ -373,7 +375,7 @@ def _secret_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_rows(rows: list[tuple[str, ...]]) -> None:
+def _print_rows(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]

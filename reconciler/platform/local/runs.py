@@ -70,7 +70,7 @@ class RunRoutes(PlatformCore):
         if spec["sync_status"] != "ready":
             url = self._ws_url(ws, "benchmarks", "catalog", spec["id"])
             raise ApiError(
-                rules.NOT_READY_STATUS,
+                submit_rules.NOT_READY_STATUS,
                 submit_rules.not_ready_message(
                     spec["name"],
                     spec["sync_status"],
