@@ -164,20 +164,24 @@ class RunRoutes(PlatformCore):
         )
 
     def _summary(
-        self, ws: Workspace, row: Any, run: simulation.Run, t_ms: int, m: Mapping[str, Any]
+        self,
+        ws: Workspace,
+        row: sqlite3.Row,
+        run: simulation.Run,
+        t_ms: int,
+        m: Mapping[str, Any],
+        speed: float,
     ) -> dict[str, Any]:
         status = simulation.status_at(run, t_ms)
         s = run.schedule
         started = (
-            run.created_at + s.start_off / self.speed
-            if t_ms >= simulation.off_ms(s.start_off)
-            else None
+            run.created_at + s.start_off / speed if t_ms >= simulation.off_ms(s.start_off) else None
         )
         completed = None
         if run.stopped_at is not None:
             completed = run.stopped_at
         elif status in ("finished", "failed"):
-            completed = run.created_at + s.end_off / self.speed
+            completed = run.created_at + s.end_off / speed
         return {
             "id": row["id"],
             "name": row["name"],
@@ -247,13 +251,13 @@ class RunRoutes(PlatformCore):
                 continue
             run = self._run(row, specs)
             t_ms = simulation.sim_now_ms(run, now, speed)
-            items.append(self._summary(ws, row, run, t_ms, self._list_metrics(run, t_ms)))
+            items.append(self._summary(ws, row, run, t_ms, self._list_metrics(run, t_ms), speed))
         return self._paged("benchmark_runs", items, total, offset, page_rows=len(rows))
 
     def _get_run(self, ws: Workspace, ref: str) -> Response:
         row = self._find_run(ws, ref)
         run, t_ms, m = self._snapshot(ws, row)
-        summary = self._summary(ws, row, run, t_ms, m)
+        summary = self._summary(ws, row, run, t_ms, m, self.speed)
         spec = run.benchmark
         body = run.body
         env_config = body.get("env_config") or {}
