@@ -418,3 +418,20 @@ def test_the_docs_history_commands_run(tmp_path: Path) -> None:
     assert json.loads(outputs[3])[0]["run_count"] == 2040 or any(
         b["run_count"] == 2040 for b in json.loads(outputs[3])
     )
+
+
+def test_seeded_active_runs_stay_active_for_a_while_whatever_the_seed(tmp_path: Path) -> None:
+    """Data dirs have random seeds now: every schedule, not seed 0's, must leave a seeded
+    running run running (and pending/queued ones not yet further) one second later."""
+    clock = FakeClock()
+    order = ["pending", "queued", "running", "finished", "failed", "stopped"]
+    for seed in range(12):
+        platform = LocalPlatform(tmp_path / f"s{seed}", seed=seed, clock=clock, speed=1.0)
+        mix = {"pending": 1.0, "queued": 1.0, "running": 2.0}
+        platform.seed_runs("default", 60, status_mix=mix)
+        rows = platform.store.read().execute("SELECT * FROM runs").fetchall()
+        now = [platform._row_status(r, clock.now) for r in rows]
+        later = [platform._row_status(r, clock.now + 1.0) for r in rows]
+        assert set(now) == set(mix), (seed, now)
+        moved = [(a, b) for a, b in zip(now, later, strict=True) if a != b]
+        assert all(order.index(b) <= order.index("running") for _, b in moved), (seed, moved)

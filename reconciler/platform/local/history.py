@@ -155,12 +155,9 @@ class History(PlatformCore):
                 elif status == "queued":
                     created = now - (sched.queue_off + sched.start_off) * 0.5 / speed
                 elif status == "running":
-                    created = now - (sched.start_off + sched.full_dur * 0.4) / speed
-                    if (
-                        sched.final_status == "failed"
-                        and sched.end_off <= sched.start_off + sched.full_dur * 0.4
-                    ):
-                        created = now - (sched.start_off + sched.end_off) * 0.5 / speed
+                    # Halfway through its running time (to its end, failed or not), so it
+                    # stays running as long as it can after the seeding.
+                    created = now - (sched.start_off + sched.end_off) * 0.5 / speed
                 elif status == "stopped":
                     created = min(created, now - sched.end_off / speed - 1)
                     stopped_at = (
