@@ -10,13 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import browser
 from tests.support.browser import PageVisit
 
 from .conftest import FakeClock, LocalServer
 
 TB = "terminal-bench-2-1"
-browser_page = browser.browser_page  # the fixture, by its name
 
 
 @pytest.fixture
