@@ -64,6 +64,8 @@ def make_local_server(tmp_path: Path) -> Iterator[Callable[..., LocalServer]]:
     def make(data_dir: Path | None = None, **kwargs: Any) -> LocalServer:
         if not kwargs.get("users"):
             kwargs.setdefault("token", TEST_TOKEN)
+        # Tests read one schedule (seed 0's); a data dir's own seed is random.
+        kwargs.setdefault("seed", 0)
         directory = data_dir or tmp_path / f"local-platform-{len(started)}"
         platform = LocalPlatform(directory, **kwargs)
         handle = start_server(platform, "127.0.0.1", 0)

@@ -227,7 +227,13 @@ def start_platform(
     """Start a local Platform on 127.0.0.1:0 whose users are ``TEAM`` (``TOKEN`` and a
     colleague's token; no other token is accepted); seed the secrets the example configs
     reference (workspace scope, so both users' runs can use them)."""
-    kwargs: dict[str, Any] = {"speed": speed, "users": TEAM, "workspaces": (workspace,)}
+    # seed 0: the tests read its schedules (a data dir's own seed is random).
+    kwargs: dict[str, Any] = {
+        "speed": speed,
+        "seed": 0,
+        "users": TEAM,
+        "workspaces": (workspace,),
+    }
     if clock is not None:
         kwargs["clock"] = clock
     if faults is not None:
