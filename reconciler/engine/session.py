@@ -13,12 +13,12 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.cli.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
-from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
@@ -57,6 +57,10 @@ from reconciler.state.lockfile import (
     write_lockfile,
 )
 from reconciler.state.locking import hold_lock
+
+if TYPE_CHECKING:
+    # apply (the paid path) is imported by the steps that act, not by every plan.
+    from reconciler.engine.apply import Applier, ApplyResult
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 
@@ -216,7 +220,7 @@ class Session:
             workspace=self.ctx.workspace,
             repo_root=self.ctx.repo_root,
             head=self.head(),
-            now=utcnow(),
+            now=datetime.now(UTC).replace(microsecond=0),
             full=self.ctx.settings.refresh == "full",
             want_unmanaged=self.ctx.settings.unmanaged == "list",
             walk=walk,
@@ -509,6 +513,8 @@ class Session:
     def apply(
         self, plan: Plan, *, report: ApplyReport, wait: bool, wait_timeout: float
     ) -> ApplyResult:
+        from reconciler.engine.apply import Applier
+
         if self.state is None:
             self.load_state()
         assert self.state is not None
@@ -558,6 +564,8 @@ class Session:
         timeout: float,
         waited: list[str],
     ) -> list:
+        from reconciler.engine.apply import wait_for_runs
+
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())
