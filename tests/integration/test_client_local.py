@@ -32,43 +32,13 @@ from reconciler.errors import (
 from reconciler.model import spec_fingerprint
 from reconciler.platform import PlatformClient, RetryPolicy
 from reconciler.platform.local import Faults, LocalPlatform, start_server
+from tests.support.bodies import agent, hle_body, tb_body
 
 TOKEN = "integration-TOKEN-5c1d2e3f4a"
 WORKSPACE = "default"
 
-TB_BODY: dict[str, Any] = {
-    "experiment_config": {"benchmark": "terminal-bench-2-1"},
-    "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {"LOG_LEVEL": "debug"},
-        }
-    ],
-    "env_config": {"REGION": "eu"},
-}
-
-HLE_BODY: dict[str, Any] = {
-    "experiment_config": {"benchmark": "hle"},
-    "tasks_config": {"task_set": "parity"},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {},
-        }
-    ],
-    "execution_config": {"judge_api_key_secret": "JUDGE_KEY"},
-}
+TB_BODY = tb_body(agents=[agent(env={"LOG_LEVEL": "debug"})], env_config={"REGION": "eu"})
+HLE_BODY = hle_body(execution_config={"judge_api_key_secret": "JUDGE_KEY"})
 
 
 @dataclass

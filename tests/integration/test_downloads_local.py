@@ -15,23 +15,10 @@ from reconciler.model import NOT_DOWNLOADABLE_STATUSES, is_terminal
 from reconciler.outputs.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults, LocalPlatform, start_server
+from tests.support.bodies import hle_body
 
 TOKEN = "osm-test-token-7f3a"
-SUBMIT = {
-    "experiment_config": {"benchmark": "Terminal-Bench 2.1"},
-    "tasks_config": {"task_set": "parity"},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {},
-        }
-    ],
-}
+SUBMIT = hle_body(experiment_config={"benchmark": "Terminal-Bench 2.1"})
 
 
 class Clock:
