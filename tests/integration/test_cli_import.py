@@ -17,15 +17,15 @@ import pytest
 
 from reconciler.config import load_configs
 from reconciler.state.locking import hold_lock
+from tests.support.clock import FakeClock
+from tests.support.git import git
 
 from .helpers import (
     EXAMPLES,
-    ManualClock,
     Osmosis,
     Platform,
     RequestLog,
     example_addresses,
-    git,
     init_repo,
     read_lock,
     start_platform,
@@ -86,7 +86,7 @@ KINDS = {
 def platform(tmp_path: Path) -> Iterator[Platform]:
     # Runs stay pending until the test moves the clock: no downloads are due, so a
     # converged plan is exactly "No changes".
-    server = start_platform(tmp_path / "platform", clock=ManualClock(), access_log=RequestLog())
+    server = start_platform(tmp_path / "platform", clock=FakeClock(), access_log=RequestLog())
     yield server
     server.close()
 

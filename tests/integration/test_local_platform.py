@@ -16,8 +16,9 @@ import pytest
 from reconciler.model import adoption_fingerprint, spec_fingerprint
 from reconciler.platform.local import Faults, LocalPlatform
 from tests.support.bodies import tb_body
+from tests.support.clock import FakeClock
 
-from .conftest import FakeClock, LocalServer
+from .conftest import LocalServer
 
 TB = "terminal-bench-2-1"
 

@@ -17,8 +17,10 @@ import pytest
 
 from reconciler.platform.local import Faults, LocalPlatform, LocalTransport
 from tests.support.bodies import tb_body
+from tests.support.clock import FakeClock
+from tests.support.emulator import EmulatorProcess, emulator_command
 
-from .conftest import TEST_TOKEN, EmulatorProcess, FakeClock, LocalServer, emulator_command
+from .conftest import TEST_TOKEN, LocalServer
 
 BODY = tb_body()
 

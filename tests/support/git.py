@@ -68,7 +68,7 @@ def git(
     return done.stdout.strip()
 
 
-def commit_all(repo: Path, message: str, *paragraphs: str, allow_empty: bool = False) -> str:
+def commit(repo: Path, message: str, *paragraphs: str, allow_empty: bool = False) -> str:
     """Stage everything (unless ``allow_empty``: a commit of nothing, as a request-only commit
     is made) and commit; ``paragraphs`` are further ``-m`` paragraphs (trailers). The sha."""
     if not allow_empty:
@@ -80,18 +80,3 @@ def commit_all(repo: Path, message: str, *paragraphs: str, allow_empty: bool = F
         args.append("--allow-empty")
     git(repo, *args)
     return git(repo, "rev-parse", "HEAD")
-
-
-def bare_remote_and_clones(root: Path, *names: str, seed: Path | None = None) -> list[Path]:
-    """A bare ``main`` remote at ``root/remote.git``, then a clone of it per name. The remote
-    starts with ``seed``'s history when given (pushed from it), else empty."""
-    remote = root / "remote.git"
-    git(root, "init", "-q", "--bare", "-b", "main", str(remote))
-    if seed is not None:
-        git(seed, "remote", "add", "origin", str(remote))
-        git(seed, "push", "-q", "origin", "main")
-    clones = []
-    for name in names:
-        git(root, "clone", "-q", str(remote), str(root / name))
-        clones.append(root / name)
-    return [remote, *clones]
