@@ -32,6 +32,7 @@ test: install $(OSMOSIS_CLI_VENV)/.done
 lint: install
 	$(BIN)/ruff check reconciler tests
 	$(BIN)/ruff format --check reconciler tests
+	$(BIN)/mypy
 
 demo: install
 	$(BIN)/python scripts/demo.py

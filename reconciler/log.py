@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -15,7 +16,9 @@ import structlog
 from reconciler.redact import redact_value
 
 
-def redact(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def redact(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     """structlog processor: the tool's one redaction rule over every value of the event."""
     return {key: redact_value(value) for key, value in event_dict.items()}
 
@@ -46,7 +49,9 @@ def configure_logging(
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=stream.isatty() if color is None else color)
 
-    def add_command(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def add_command(
+        _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
         # Not only a context variable: worker threads (parallel actions) start with an
         # empty context, and every line must still name its command.
         event_dict.setdefault("command", command)

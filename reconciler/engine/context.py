@@ -91,6 +91,7 @@ def open_context(
     # embedded Platform's placeholder ("local") is not a secret and is never registered.
     register_secret(selection.token)
     local = None
+    token: str | None
     if selection.url == "local":
         from reconciler.platform.local import LocalPlatform, LocalTransport
 

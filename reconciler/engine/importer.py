@@ -297,10 +297,10 @@ def generate_config(
             f"{len(agents) - 1} (agent_index {[a.agent_index for a in agents]})",
             "the run's details are incomplete; it cannot be imported",
         )
-    for flag, agent in flags.agent_numbers():
-        if agent > len(agents):
+    for flag, agent_number in flags.agent_numbers():
+        if agent_number > len(agents):
             raise refuse(
-                f"{flag} {agent}=...: the run has {len(agents)} agent"
+                f"{flag} {agent_number}=...: the run has {len(agents)} agent"
                 f"{'' if len(agents) == 1 else 's'}",
                 "number agents from 1 in the order the run lists them",
             )

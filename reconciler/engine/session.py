@@ -18,7 +18,7 @@ from typing import Any
 
 from reconciler.cli.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
-from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
+from reconciler.engine.apply import Applier, ApplyResult, Outcome, utcnow, wait_for_runs
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
@@ -449,14 +449,14 @@ class Session:
 
     @contextmanager
     def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
-        def waiting(holder: dict) -> None:
+        def waiting(holder: dict[str, Any]) -> None:
             self.output.info(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "
                 f"{holder.get('host')} since {holder.get('started_at')} ..."
             )
 
         def lost() -> None:
-            self.err.write("Lost the apply lock on the git remote: no new action is started.\n")
+            self.output.warning("Lost the apply lock on the git remote: no new action is started.")
             self.cancel.set()
 
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
@@ -557,7 +557,7 @@ class Session:
         report: ApplyReport,
         timeout: float,
         waited: list[str],
-    ) -> list:
+    ) -> list[Outcome]:
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())

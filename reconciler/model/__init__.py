@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES  # noqa: F401 (re-exported)
+from reconciler.hints import RERUN_HINT as RERUN_HINT  # re-exported
+from reconciler.hints import UNSUCCESSFUL_STATUSES as UNSUCCESSFUL_STATUSES
 
 ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
@@ -811,7 +812,7 @@ def fingerprint_fields(
     benchmark_id: str | None,
     task_filters: Mapping[str, Any] | None,
     config: Mapping[str, Any] | None,
-    agents: list[tuple[str | None, str, Mapping[str, str]]],
+    agents: Sequence[tuple[str | None, str, Mapping[str, str]]],
 ) -> dict[str, Any]:
     """What ``adoption_fingerprint`` digests, as data (to show a difference to people)."""
     return {

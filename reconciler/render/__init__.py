@@ -715,14 +715,14 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
             text += opening + rows + closing
 
     if left_items or left_drift or left_results:
-        left = []
+        cut = []
         if left_items:
-            left.append(_count(left_items, "action"))
+            cut.append(_count(left_items, "action"))
         if left_drift:
-            left.append(_count(left_drift, "drift item"))
+            cut.append(_count(left_drift, "drift item"))
         if left_results:
-            left.append(_count(left_results, "result row"))
-        text += _truncation_note(left, max_chars)
+            cut.append(_count(left_results, "result row"))
+        text += _truncation_note(cut, max_chars)
     return _cap(text, max_chars)
 
 
@@ -776,9 +776,9 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         shown += 1
     if not shown:
         return "", len(rows)
-    notes = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
-    if notes and len(opening) + len(body) + len(notes) + 1 + len(closing) <= room:
-        closing = "\n" + notes + closing
+    failures = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
+    if failures and len(opening) + len(body) + len(failures) + 1 + len(closing) <= room:
+        closing = "\n" + failures + closing
     return opening + body + closing, len(rows) - shown
 
 

@@ -342,6 +342,7 @@ class _Target:
         if self.platform is not None:
             answer = self.platform.handle(method, path, self.headers, raw)
             return answer.status, answer.json() if answer.body else {}
+        assert self.url is not None  # no embedded platform means a URL was given
         import urllib.error
         import urllib.request
 
