@@ -18,6 +18,7 @@ import functools
 import json
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -87,15 +88,19 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "reconciler"
 
 
-def packages(graph: Mapping[str, set[str]]) -> set[str]:
+def packages(modules: Mapping[str, Path]) -> set[str]:
     """The units of the tree that are packages (``plan``), not top-level modules."""
-    return {module.split(".")[1] for module in graph if module.count(".") >= 2}
+    return {
+        name.split(".")[1]
+        for name, path in modules.items()
+        if path.name == "__init__.py" and name.count(".") == 1
+    }
 
 
-def core_units(graph: Mapping[str, set[str]]) -> set[str]:
+def core_units(graph: Mapping[str, set[str]], package_units: set[str]) -> set[str]:
     """The core packages and every top-level module they import, transitively. Another
     package is an edge by definition (importing it is a violation, not a reason to join)."""
-    edge_packages = packages(graph) - set(CORE_PACKAGES)
+    edge_packages = package_units - set(CORE_PACKAGES)
     units = set(CORE_PACKAGES)
     while True:
         reached = {
@@ -109,14 +114,16 @@ def core_units(graph: Mapping[str, set[str]]) -> set[str]:
         units |= reached
 
 
-def core_modules(graph: Mapping[str, set[str]]) -> list[str]:
-    units = core_units(graph)
+def core_modules(graph: Mapping[str, set[str]], package_units: set[str]) -> list[str]:
+    units = core_units(graph, package_units)
     return sorted(module for module in graph if unit_of(module) in units)
 
 
-def layering_violations(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+def layering_violations(
+    graph: Mapping[str, set[str]], package_units: set[str]
+) -> list[tuple[str, str]]:
     """(importer, imported) pairs that break the layering rules."""
-    core = core_units(graph)
+    core = core_units(graph, package_units)
     bad = []
     for source, targets in graph.items():
         for target in targets:
@@ -182,15 +189,17 @@ def probe(modules: Iterable[str], edges: Iterable[str] = EDGE_LIBRARIES) -> dict
 
 def test_the_core_is_the_three_packages_and_the_modules_they_import() -> None:
     graph = package_graph()
-    units = core_units(graph)
+    units = core_units(graph, packages(module_names()))
     assert set(CORE_PACKAGES) <= units
     assert {"errors", "escaping"} <= units
     assert not units & {"config", "state", "platform", "outputs", "engine", "cli", "ci"}
-    assert len(core_modules(graph)) >= 15  # every module of the packages, not the packages
+    assert (
+        len(core_modules(graph, packages(module_names()))) >= 15
+    )  # every module of the packages, not the packages
 
 
 def test_every_core_module_alone_loads_no_edge_library() -> None:
-    modules = core_modules(package_graph())
+    modules = core_modules(package_graph(), packages(module_names()))
     assert probe(modules) == {}
 
 
@@ -202,7 +211,7 @@ def test_the_probe_detects_an_edge_library() -> None:
 
 
 def test_no_layering_violation_but_the_known_ones() -> None:
-    violations = set(layering_violations(package_graph()))
+    violations = set(layering_violations(package_graph(), packages(module_names())))
     assert violations - KNOWN_CLI_IMPORTS == set(), "new imports against the layering"
     assert KNOWN_CLI_IMPORTS - violations == set(), "fixed: remove it from KNOWN_CLI_IMPORTS"
 
@@ -226,10 +235,29 @@ def test_the_layering_check_detects_each_rule(tmp_path: Path) -> None:
     for name, text in files.items():
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_text(text)
-    graph = import_graph(module_names(tree))
-    assert core_units(graph) == {"model", "plan", "render", "errors", "reconciler"}
-    assert layering_violations(graph) == [
+    files = module_names(tree)
+    graph, units = import_graph(files), packages(files)
+    assert units == {"model", "plan", "render", "state", "engine", "cli"}
+    assert core_units(graph, units) == {"model", "plan", "render", "errors", "reconciler"}
+    assert layering_violations(graph, units) == [
         ("reconciler.engine.session", "reconciler.cli.output"),
         ("reconciler.plan.cost", "reconciler.state"),
         ("reconciler.plan.cost", "reconciler.state.lockfile"),
     ]
+
+
+def test_the_type_gate_is_strict_for_the_core_and_the_engine() -> None:
+    # The strict list in pyproject.toml follows the core as this file computes it: a module
+    # that joins the core (a new top-level module the plan imports) joins the strict gate.
+    with (PACKAGE.parent / "pyproject.toml").open("rb") as fh:
+        overrides = tomllib.load(fh)["tool"]["mypy"]["overrides"]
+    strict = [o for o in overrides if o.get("disallow_untyped_defs")]
+    assert len(strict) == 1 and strict[0]["disallow_any_generics"]
+    patterns = set(strict[0]["module"])
+    units = packages(module_names())
+    wanted = {
+        f"reconciler.{unit}.*" if unit in units else f"reconciler.{unit}"
+        for unit in core_units(package_graph(), units) | {"engine"}
+        if unit != "reconciler"
+    }
+    assert wanted <= patterns, wanted - patterns
