@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from reconciler.errors import ConflictError
-from reconciler.model import is_terminal
+from reconciler.model import RunStatus
 from reconciler.outputs.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults
@@ -51,7 +51,7 @@ def submit_and_finish(client: PlatformClient, clock: FakeClock):
     submitted = client.submit_run(SUBMIT)
     clock.advance(86400)
     summary = client.get_run(submitted.id).summary
-    assert is_terminal(summary.status), summary.status
+    assert RunStatus.of(summary.status).is_terminal, summary.status
     return summary
 
 
