@@ -160,3 +160,21 @@ def test_a_session_with_a_leaking_environment_is_guarded(tmp_path: Path) -> None
 def test_the_guard_error_is_an_os_error() -> None:
     # Code under test sees a refusal as a network failure (no packet leaves), not a crash.
     assert issubclass(NetworkGuardError, OSError)
+
+
+def test_perf_and_reliability_are_deselected_unless_asked_for() -> None:
+    # A bare run of a directory skips the 20 s perf test; `make perf`'s `-m perf` selects it.
+    def collected(*args: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", *args],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return [line for line in done.stdout.splitlines() if "::" in line]
+
+    perf_test = "tests/unit/test_lockfile.py::test_perf_read_write_5000_entries"
+    assert perf_test not in collected("tests/unit/test_lockfile.py")
+    assert collected("-m", "perf", "tests/unit/test_lockfile.py") == [perf_test]
