@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from reconciler.config import locate, rules
 from reconciler.config.discover import Found, RootError, discover, special_kind
@@ -348,6 +348,10 @@ def _locate(rel: str, text: str, problems: list[Problem]) -> list[ConfigIssue]:
     return issues
 
 
+@overload
+def _redact(text: str) -> str: ...
+@overload
+def _redact(text: str | None) -> str | None: ...
 def _redact(text: str | None) -> str | None:
     """Last line of defence: a credential-looking value in a message is a secret to the
     tool's one redaction rule (``reconciler.redact``), so it never leaves this module."""

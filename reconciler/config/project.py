@@ -40,7 +40,7 @@ _CHOICES = {
     "outputs": ("recorded", "disk"),
     "lock": ("local", "git"),
 }
-_TYPES: dict[str, type] = {
+_TYPES: dict[str, type[Any]] = {
     "benchmarks": str,
     "state": str,
     "download_types": list,

@@ -559,7 +559,7 @@ class Session:
 
     @contextmanager
     def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
-        def waiting(holder: dict) -> None:
+        def waiting(holder: Mapping[str, object]) -> None:
             self.output.info(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "
                 f"{holder.get('host')} since {holder.get('started_at')} ..."

@@ -242,7 +242,7 @@ def _trimmed(value: Any) -> str | None:
 
 
 def _render_issues(issues: Any) -> list[str]:
-    lines = []
+    lines: list[str] = []
     if not isinstance(issues, list):
         return lines
     for issue in issues:
@@ -315,7 +315,7 @@ def platform_error(
     def build(cls: type[PlatformError], text: str, hint: str, **extra: Any) -> PlatformError:
         return cls(redact(text) or "", redact(hint), status_code=status, code=redact(code), **extra)
 
-    if code in SCOPE_MESSAGES:
+    if code is not None and code in SCOPE_MESSAGES:
         return build(ScopeError, SCOPE_MESSAGES[code], _SCOPE_HINT)
     if FEATURE_GATE_TEXT.lower() in f"{server_message or ''} {error_text or ''}".lower():
         return build(
@@ -599,13 +599,20 @@ class PlatformClient:
         headers = self._headers(scoped=scoped, git_only=git_only)
         content = json.dumps(body).encode("utf-8") if body is not None else None
         attempt = 0
+        failure: PlatformError
         while True:
             attempt += 1
             left = budget.remaining()
             if left <= 0:
                 raise self._out_of_time(budget, method, path)
             request = self._http.build_request(
-                method, url, headers=headers, content=content, timeout=self._timeouts(left)
+                method,
+                url,
+                # httpx takes str and bytes values in one mapping (the workspace is sent as
+                # UTF-8 bytes); its annotation allows only one kind per mapping.
+                headers=headers,  # type: ignore[arg-type]
+                content=content,
+                timeout=self._timeouts(left),
             )
             self._count()
             retry_after: float | None = None

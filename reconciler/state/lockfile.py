@@ -60,9 +60,9 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
@@ -432,10 +432,10 @@ class _Locator:
             return self._key_line(numbers[path[1]], path[2] if len(path) > 2 else None)
         # The deepest table header that exists, then the first remaining key inside it.
         for cut in range(len(path), 0, -1):
-            numbers = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
-            if numbers:
+            found = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
+            if found:
                 rest = path[cut:]
-                return self._key_line(numbers[0], rest[0] if rest else None)
+                return self._key_line(found[0], rest[0] if rest else None)
         if path and isinstance(path[0], str):
             return self._key_line(0, path[0]) or None
         return None
@@ -474,7 +474,11 @@ def _describe_input(value: Any) -> str:
 
 
 def _validate(
-    model: type, data: dict[str, Any], filename: str, locator: _Locator, base: list[str | int]
+    model: type[BaseModel],
+    data: dict[str, Any],
+    filename: str,
+    locator: _Locator,
+    base: list[str | int],
 ) -> Any:
     try:
         return model.model_validate(data, strict=True)
@@ -491,7 +495,7 @@ def _validate(
         raise _shape_error(filename, locator, base + loc, problem) from None
 
 
-def _nullable_required(model: type) -> list[str]:
+def _nullable_required(model: type[BaseModel]) -> list[str]:
     """Required fields that accept None: TOML has no null, so absence means None."""
     names = []
     for name, field in model.model_fields.items():
@@ -611,7 +615,7 @@ def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
     match = _PEEK_WATERMARK.search(body)
     if match:
         try:
-            return True, datetime(*map(int, match.groups()), tzinfo=UTC)
+            return True, _utc(match.groups())
         except ValueError:
             return False, None
     return ("\n[" in head or len(head) < _PEEK_BYTES), None
@@ -621,8 +625,20 @@ class _NotCanonical(Exception):
     """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
 
 
-_F_WS = re.compile(r"[ \t]*")
-_F_ARRAY_WS = re.compile(r"(?:[ \t]|\r?\n)*")
+class _AlwaysMatches(Protocol):
+    """A compiled pattern that matches the empty string, so ``match`` never returns None."""
+
+    def match(self, string: str, pos: int = ..., /) -> re.Match[str]: ...
+
+
+def _utc(parts: Iterable[str]) -> datetime:
+    """The UTC datetime of year, month, day, hour, minute, second (as matched digits)."""
+    year, month, day, hour, minute, second = map(int, parts)
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+
+
+_F_WS = cast(_AlwaysMatches, re.compile(r"[ \t]*"))
+_F_ARRAY_WS = cast(_AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
 _F_BARE = re.compile(r"[A-Za-z0-9_-]+")
 # Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
 # surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
@@ -723,7 +739,7 @@ def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
     match = _F_DATETIME.match(text, pos)
     if match:
         try:
-            value = datetime(*map(int, match.groups()), tzinfo=UTC)
+            value = _utc(match.groups())
         except ValueError:
             raise _NotCanonical from None
         return value, match.end()
@@ -773,9 +789,7 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                     frozen.add(id(value))
                 else:
                     try:
-                        current[key] = datetime(
-                            *map(int, match.group(6, 7, 8, 9, 10, 11)), tzinfo=UTC
-                        )
+                        current[key] = _utc(match.group(6, 7, 8, 9, 10, 11))
                     except ValueError:
                         raise _NotCanonical from None
                 pos = match.end()

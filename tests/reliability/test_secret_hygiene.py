@@ -23,8 +23,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from reconciler.platform.local import LocalPlatform, start_server
+from reconciler.platform.local import LocalPlatform
 from reconciler.state.lockfile import new_state, write_lockfile
+from tests.support.emulator import serve
 
 from .harness import BIN, WORKSPACE, cli_env, command
 
@@ -74,7 +75,7 @@ def platform_url(tmp_path: Path) -> Iterator[tuple[str, LocalPlatform]]:
     platform = LocalPlatform(
         tmp_path / "platform", speed=5000, token=TOKEN, workspaces=(WORKSPACE,)
     )
-    handle = start_server(platform, "127.0.0.1", 0)
+    handle = serve(platform)
     try:
         yield handle.url, platform
     finally:
@@ -176,7 +177,7 @@ def test_no_leak_when_the_platform_goes_away(tmp_path: Path) -> None:
     platform = LocalPlatform(
         tmp_path / "platform", speed=5000, token=TOKEN, workspaces=(WORKSPACE,)
     )
-    handle = start_server(platform, "127.0.0.1", 0)
+    handle = serve(platform)
     url = handle.url
     _set_secrets_over_s2(url)
     repo = _repo(tmp_path)
