@@ -12,7 +12,9 @@
 Every subcommand reads JSON (the plan JSON of ``osmosis-plan --format json``, the
 lockfile), never another command's human output. GitHub settings come from the workflow's
 environment: ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` (or ``--repo``), ``GITHUB_API_URL``;
-``--run-url`` defaults to the current workflow run. Exit codes: 0 done, 1 error (a message
+``--run-url`` defaults to the current workflow run. Limits (docs/limits.md): every GitHub
+call of one command shares an overall deadline of 120 s (``OSMOSIS_CI_DEADLINE``) and no
+answer is read past ``OSMOSIS_MAX_RESPONSE_BYTES`` (32 MiB). Exit codes: 0 done, 1 error (a message
 and a hint on stderr, as ``::error::`` on GitHub Actions).
 
 ``--format json`` (before or after the subcommand) prints one JSON document on stdout instead
@@ -37,6 +39,7 @@ from reconciler import __version__
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
 from reconciler.redact import redact as redact_text
+from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
 
 CI_FORMATS = ("text", "json")
@@ -114,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # First: a token GitHub quotes back in an error is redacted like any other secret.
+    register_environment_secrets()
     output = Output("osmosis-ci", requested_format(argv), out=sys.stdout, err=sys.stderr)
     try:
         args = _parser().parse_args(argv)
@@ -204,9 +209,11 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         )
         return 0
 
-    from reconciler.ci.github import GitHubAPI
+    from reconciler import deadlines
+    from reconciler.ci.github import DEADLINE_ENV, DEFAULT_DEADLINE_S, GitHubAPI
 
-    with GitHubAPI.from_env(args.repo) as api:
+    seconds = deadlines.seconds_from_env(DEADLINE_ENV, DEFAULT_DEADLINE_S)
+    with deadlines.budget(seconds), GitHubAPI.from_env(args.repo) as api:
         return _github_command(api, args, run_url, root, output)
 
 

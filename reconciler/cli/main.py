@@ -42,7 +42,7 @@ from reconciler.cli.output import (
 )
 from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
 from reconciler.log import configure_logging
-from reconciler.redact import redact
+from reconciler.redact import redact, register_environment_secrets
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -381,6 +381,7 @@ def run_command(
     bug 1 with a crash log. Whatever happens, the ``Output`` prints its document last.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    register_environment_secrets()
     output = Output(prog, requested_format(argv), out=sys.stdout, err=sys.stderr)
     previous = signal.getsignal(signal.SIGTERM)
     previous_int = signal.getsignal(signal.SIGINT)
