@@ -38,6 +38,7 @@ from typing import Any
 from reconciler import __version__
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
+from reconciler.paths import read_regular
 from reconciler.redact import redact as redact_text
 from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
@@ -148,6 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return output.finish(code)
 
 
+def _read_text(path: Path, what: str) -> str:
+    """A text file a subcommand was given: regular, bounded (``reconciler.paths``), UTF-8."""
+    data = read_regular(path, what=what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path}: not UTF-8 text ({exc.reason})") from None
+
+
 def _dispatch(args: argparse.Namespace, output: Output) -> int:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
@@ -160,10 +170,10 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
             state_text,
         )
 
-        after_text = state_text(root / args.state)
+        after_text = state_text(root / args.state, root)
         before_text = (
-            args.before.read_text(encoding="utf-8")
-            if args.before and args.before.is_file()
+            state_text(args.before)
+            if args.before and args.before.exists()
             else (None if args.before else lockfile_at(root, args.before_rev, args.state))
         )
         message = commit_message(
@@ -184,12 +194,12 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         paths = [args.state]
         written: list[str] = []
         if args.results_dir:
-            state = read_state(state_text(root / args.state), args.state)
+            state = read_state(state_text(root / args.state, root), args.state)
             assert state is not None
             written = copy_results(root, state, args.results_dir)
             output.err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
             paths.append(args.results_dir)
-        message = args.message_file.read_text(encoding="utf-8")
+        message = _read_text(args.message_file, "--message-file")
         pushed = commit_lockfile(root, paths, message, branch=args.branch)
         if pushed.sha is None:
             output.progress("The lockfile did not change; nothing to commit.", essential=True)
@@ -225,7 +235,7 @@ def _github_command(
         from reconciler.ci.comment import prepare_comment_body, sync_comment
 
         try:
-            markdown = args.body_file.read_text(encoding="utf-8")
+            markdown = _read_text(args.body_file, "--body-file")
         except FileNotFoundError:
             markdown = ""
         body = prepare_comment_body(
@@ -261,8 +271,8 @@ def _github_command(
         from reconciler.ci.drift import PlanJsonError, read_drift, sync_drift_issue
 
         try:
-            payload = json.loads(args.plan_json.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            payload = json.loads(read_regular(args.plan_json, what="--plan-json"))
+        except (OSError, ValueError, RecursionError) as exc:
             raise UsageError(f"{args.plan_json}: cannot read the plan JSON: {exc}") from exc
         if not isinstance(payload, dict):
             raise PlanJsonError(f"{args.plan_json}: the plan JSON is not an object")

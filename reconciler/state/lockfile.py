@@ -66,6 +66,7 @@ from pydantic import ValidationError
 
 from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
+from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
     Downloads,
@@ -76,7 +77,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, relative_path_problem
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -514,8 +515,28 @@ def _build_results(table: Any, filename: str, locator: _Locator, base: list[str 
     return _validate(RunResults, data, filename, locator, base)
 
 
+def _check_path_value(
+    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
+) -> None:
+    """Lockfile values that become paths (addresses, download directories, file names) are
+    validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
+    if not isinstance(value, str):
+        return  # the model names the wrong type
+    problem = relative_path_problem(value)
+    if problem is not None:
+        raise _shape_error(
+            filename,
+            locator,
+            path,
+            f"{what} {escape_text(value)!r} {problem}",
+            "a hand-edited or hostile lockfile: restore it from git "
+            f"(`git checkout -- {filename}`) or correct the value",
+        )
+
+
 def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
     base: list[str | int] = ["runs", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     if "address" in table:
@@ -528,6 +549,13 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
         downloads = dict(downloads)
         if isinstance(downloads.get("types"), list):
             downloads["types"] = tuple(downloads["types"])
+        where = base + ["downloads"]
+        _check_path_value(
+            downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
+        )
+        if isinstance(downloads.get("sha256"), dict):
+            for rel in downloads["sha256"]:
+                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
     intent = table.get("intent")
     if isinstance(intent, dict):
@@ -539,6 +567,7 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
 
 def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
     base: list[str | int] = ["rejections", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     data = dict(table)
@@ -555,6 +584,7 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
     data.update(table)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
+    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
     entry = _validate(HistoryEntry, data, filename, locator, base)
     if entry.reason not in HISTORY_REASONS:
         raise _shape_error(
