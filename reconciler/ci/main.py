@@ -35,7 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from reconciler import __version__
+from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
 from reconciler.paths import read_regular
@@ -75,9 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     comment = sub.add_parser(
         "comment", parents=[common], help="post or update the sticky plan comment"
     )
-    comment.add_argument("--pr", required=True, type=int)
+    comment.add_argument("--pr", required=True, type=numbers.bounded_int(1, 2**31 - 1))
     comment.add_argument("--body-file", required=True, type=Path)
-    comment.add_argument("--exit-code", type=int)
+    comment.add_argument("--exit-code", type=numbers.bounded_int(0, 255))
     comment.add_argument("--validation-failed", action="store_true")
 
     drift = sub.add_parser(
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     before = message.add_mutually_exclusive_group()
     before.add_argument("--before", type=Path, help="the lockfile before the job")
     before.add_argument("--before-rev", default="HEAD", help="or the commit holding it")
-    message.add_argument("--exit-code", type=int, default=0)
+    message.add_argument("--exit-code", type=numbers.bounded_int(0, 255), default=0)
     message.add_argument("--sha", help="the commit that was applied")
 
     push = sub.add_parser(
@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
         "announce", parents=[common], help="post results of ended runs on their pull requests"
     )
     ann.add_argument("--state", default="state/osmosis.lock")
-    ann.add_argument("--max-age-days", type=float, default=14.0)
+    ann.add_argument("--max-age-days", type=numbers.days, default=14.0)
     return parser
 
 

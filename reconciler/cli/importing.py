@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from reconciler import numbers
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
 from reconciler.engine.state_commands import hold_state_lock
@@ -101,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="take over an address recorded for another run that has ended (it moves to "
         "the lockfile's history)",
     )
-    parser.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--lock-timeout", type=numbers.seconds, default=0.0, metavar="SECONDS")
     parser.add_argument("--model-type", action="append", default=[], metavar="[AGENT=]TYPE")
     parser.add_argument("--secret", action="append", default=[], metavar="[AGENT=]NAME")
     parser.add_argument("--base-url", action="append", default=[], metavar="[AGENT=]URL")

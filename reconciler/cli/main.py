@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from reconciler import __version__, shutdown
+from reconciler import __version__, numbers, shutdown
 from reconciler.cli.output import (
     FORMATS,
     Diagnostic,
@@ -248,7 +248,7 @@ def _apply_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--lock-timeout",
-        type=float,
+        type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
         help="wait this long for another apply's lock before giving up (default: 0)",
@@ -267,7 +267,7 @@ def _apply_parser() -> argparse.ArgumentParser:
     parser.add_argument("--wait", action="store_true", help="wait for active runs, then download")
     parser.add_argument(
         "--wait-timeout",
-        type=float,
+        type=numbers.seconds,
         default=3600.0,
         metavar="SECONDS",
         help=f"give up waiting after this long and exit {EXIT_WAIT_TIMEOUT} (default: 3600)",

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from reconciler import numbers
 from reconciler.engine.context import resolve_settings
 from reconciler.engine.state_commands import (
     check_address,
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("addresses", nargs="*", metavar="ADDR", help="address(es) for COMMAND")
     parser.add_argument(
         "--lock-timeout",
-        type=float,
+        type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
         help="forget/mv: wait this long for the apply lock (default 0: do not wait)",

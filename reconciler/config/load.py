@@ -287,6 +287,17 @@ def load_file(
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return None, [_syntax_issue(rel, text, str(exc))]
+    except ValueError:
+        # Python refuses to convert an integer literal of more than 4,300 digits.
+        found = re.search(r"[0-9_]{4300}", text)
+        line = text.count("\n", 0, found.start()) + 1 if found else None
+        column = found.start() - text.rfind("\n", 0, found.start()) if found else None
+        return file_issue(
+            "Invalid TOML for a benchmark config: an integer with more than 4,300 digits",
+            "no config value needs a number that long: check the value",
+            line,
+            column,
+        )
     except RecursionError:
         line, column = locate.nesting_position(text, rules.MAX_NESTING_DEPTH)
         return file_issue(

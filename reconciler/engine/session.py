@@ -37,6 +37,7 @@ from reconciler.model import (
     is_active,
     is_terminal,
 )
+from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.plan import compute_plan
 from reconciler.render import (
     plan_from_dict,
@@ -409,11 +410,15 @@ class Session:
 
     def load_saved_plan(self, path: Path) -> Plan:
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-            if payload.get("kind") != SAVED_PLAN_KIND:
+            # A regular file of bounded size (``reconciler.paths``): /dev/zero was read
+            # until memory ran out, a FIFO blocked forever.
+            payload = json.loads(read_regular(path, what="saved plan"))
+            if not isinstance(payload, dict) or payload.get("kind") != SAVED_PLAN_KIND:
                 raise ValueError("not a saved plan")
             plan = plan_from_dict(payload["plan"])
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        except UnsafeInputError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise UsageError(
                 f"{path}: cannot read the saved plan: {exc}",
                 "create one with `osmosis-plan --out PLANFILE`",

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from reconciler.errors import InvalidResponseError, OutcomeUnknownError, UsageError
+from reconciler.escaping import escape_text
 from reconciler.model import DOWNLOAD_TYPES
 from reconciler.platform.error_table import platform_error
 from reconciler.platform.models import (
@@ -79,9 +80,23 @@ class RunPage:
     total_count: int | None
 
 
+MAX_NAME_LENGTH = 1024
+"""Longest run / benchmark name or id put into a URL: ids are 36 characters, names short;
+a 70,000-character one (from a command line or a hand-edited lockfile) made httpx fail
+with "URL too long" as an internal error."""
+
+
 def _seg(value: str) -> str:
     """A path segment, percent-encoded with no safe characters (``/`` → ``%2F``)."""
-    return quote(str(value), safe="")
+    text = str(value)
+    if not text or len(text) > MAX_NAME_LENGTH or "\0" in text:
+        shown = escape_text(text[:40]) + ("..." if len(text) > 40 else "")
+        raise UsageError(
+            f"{shown!r} ({len(text):,} characters) cannot be a run or benchmark name or id",
+            f"names and ids are 1 to {MAX_NAME_LENGTH} characters; check the value you gave "
+            "(or the lockfile entry it came from)",
+        )
+    return quote(text, safe="")
 
 
 def _valid_offset(value: Any) -> bool:

@@ -344,9 +344,16 @@ class PlatformConnection:
             left = budget.remaining()
             if left <= 0:
                 raise self._out_of_time(budget, method, path)
-            request = self._http.build_request(
-                method, url, headers=headers, content=content, timeout=self._timeouts(left)
-            )
+            try:
+                request = self._http.build_request(
+                    method, url, headers=headers, content=content, timeout=self._timeouts(left)
+                )
+            except httpx.InvalidURL as exc:
+                raise TransportError(
+                    f"Could not build the request {method} {path[:80]} for the Platform at "
+                    f"{self.base_url}: {self._reason(exc, redact)}",
+                    "check the platform URL and the names or ids given",
+                ) from None
             self._count()
             retry_after: float | None = None
             try:

@@ -903,8 +903,8 @@ def parse(text: str, filename: str) -> LockState:
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
-    raw = _fast_load(text)
     try:
+        raw = _fast_load(text)
         if raw is None:
             raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -920,6 +920,17 @@ def parse(text: str, filename: str) -> LockState:
     except RecursionError:
         raise StateError(
             f"{filename}: not valid TOML: nested too deeply",
+            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+        ) from None
+    except ValueError:
+        # Python refuses to convert an integer literal of more than 4,300 digits.
+        line = next(
+            (n for n, row in enumerate(text.splitlines(), 1) if re.search(r"[0-9_]{4300}", row)),
+            None,
+        )
+        where = f"{filename}:{line}" if line else filename
+        raise StateError(
+            f"{where}: an integer with more than 4,300 digits",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
