@@ -22,6 +22,7 @@ from reconciler.engine.context import Context, open_context
 from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
 from reconciler.engine.state_commands import hold_state_lock
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
+from reconciler.escaping import escape_text
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
 from reconciler.state.lockfile import StateStore, read_lockfile
@@ -178,7 +179,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.format == "json":
             _write_json(out, outcomes, args.dry_run, ctx.settings.state, serial)
         else:
-            out.write(render_text(outcomes, args.dry_run, ctx.settings.state, serial, args.all))
+            out.write(
+                escape_text(
+                    render_text(outcomes, args.dry_run, ctx.settings.state, serial, args.all),
+                    keep_newlines=True,
+                )
+            )
     finally:
         ctx.close()
     imported = sum(o.outcome in ("imported", "would_import") for o in outcomes)

@@ -41,6 +41,7 @@ from reconciler.cli.output import (
     requested_format,
 )
 from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
+from reconciler.escaping import escape_text
 from reconciler.log import configure_logging
 from reconciler.redact import redact, register_environment_secrets
 
@@ -362,6 +363,18 @@ def _through_output(
             doc_type = str(body.pop("command", kind)).replace(" ", "_")
             body.pop("format_version", None)
             output.result(doc_type, body)
+            # A refused import is an error of the command: in the diagnostics and on
+            # stderr, as in text mode (issue 23: errored with empty diagnostics).
+            for item in body.get("runs") or ():
+                if isinstance(item, dict) and item.get("outcome") == "refused":
+                    refusal = Diagnostic(
+                        "error", "ImportRefusedError", str(item.get("message")), item.get("hint")
+                    )
+                    output.diagnose(refusal)
+                    shown = f"Error: {refusal.message}\n" + (
+                        f"  {refusal.hint}\n" if refusal.hint else ""
+                    )
+                    output.err.write(escape_text(redact(shown), keep_newlines=True))
         else:
             output.show(text)
         return code

@@ -29,6 +29,7 @@ from reconciler.engine.state_commands import (
     write_state,
 )
 from reconciler.errors import UsageError
+from reconciler.escaping import escape_text
 from reconciler.model import HistoryEntry, LockState, RecordedRun, is_active
 from reconciler.platform import normalize_platform_url
 
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if json_out:
             _dump(out, list_json(state, display, chosen))
         else:
-            out.write(list_text(state, display, chosen, patterns))
+            out.write(escape_text(list_text(state, display, chosen, patterns), keep_newlines=True))
         return 0
 
     if args.command == "show":
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if json_out:
             _dump(out, show_json(state, display, entry, history))
         else:
-            out.write(show_text(entry, history))
+            out.write(escape_text(show_text(entry, history), keep_newlines=True))
         return 0
 
     command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
@@ -132,9 +133,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if json_out:
             _dump(out, forget_json(display, before, written, entry, warnings))
         else:
-            out.write(forget_text(display, before, written, entry))
+            out.write(escape_text(forget_text(display, before, written, entry), keep_newlines=True))
             for warning in warnings:
-                err.write(f"warning: {warning}\n")
+                err.write(escape_text(f"warning: {warning}\n", keep_newlines=True))
         return 0
 
     old = check_address(args.addresses[0], "OLD")
@@ -166,9 +167,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if json_out:
         _dump(out, mv_json(display, before, written, old, new, entry, warnings))
     else:
-        out.write(mv_text(display, before, written, old, new, entry))
+        out.write(
+            escape_text(mv_text(display, before, written, old, new, entry), keep_newlines=True)
+        )
         for warning in warnings:
-            err.write(f"warning: {warning}\n")
+            err.write(escape_text(f"warning: {warning}\n", keep_newlines=True))
     return 0
 
 
