@@ -116,7 +116,10 @@ def check_inside(
         if stat.S_ISDIR(st.st_mode) or (last and last_is_file and stat.S_ISREG(st.st_mode)):
             continue
         return PathProblem(
-            shown, "is not a directory" if not last or not last_is_file else "is not a regular file"
+            shown,
+            "is not a directory"
+            if not last or not last_is_file
+            else f"is {_kind(st.st_mode)}, not a regular file",
         )
     return None
 
@@ -146,6 +149,7 @@ def relative_path_problem(value: str) -> str | None:
 
 
 def _kind(mode: int) -> str:
+    """``a FIFO``, ``a device``, ...: what a path that should be a regular file is."""
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -154,7 +158,7 @@ def _kind(mode: int) -> str:
         return "a directory"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return "a special file"
 
 
 def read_regular(
