@@ -35,6 +35,8 @@ from reconciler.paths import read_regular
 
 TABLE = "osmosis-reconciler"
 SETTINGS_FILES = ("osmosis.toml", ".osmosis.toml")
+MAX_INT_SETTING = 10**12
+"""Largest integer any setting accepts (a bigger one is a typo, or a hostile file)."""
 SETTINGS_MAX_BYTES = 1024 * 1024
 """A settings file (or pyproject.toml) larger than this is refused, not read."""
 """Settings files of their own, in order of precedence; ``pyproject.toml`` comes after."""
@@ -188,12 +190,19 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(_TYPES)}"
             raise UsageError(f"{where}: unknown setting", hint)
         expected = _TYPES[key]
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT_SETTING:
+            raise UsageError(
+                f"{where}: {_shown(value)} is out of range (at most {MAX_INT_SETTING:,})",
+                f"set {key} to a sensible number",
+            )
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)  # max_cost_usd = 100 means 100.0
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise UsageError(f"{where}: must be {expected.__name__}, got {value!r}")
+            raise UsageError(f"{where}: must be {expected.__name__}, got {_shown(value)}")
         if key in _CHOICES and value not in _CHOICES[key]:
-            raise UsageError(f"{where}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
+            raise UsageError(
+                f"{where}: must be one of {', '.join(_CHOICES[key])}, got {_shown(value)}"
+            )
         if key == "max_cost_usd" and not (math.isfinite(value) and value >= 0):
             raise UsageError(
                 f"{where}: must be a finite number of dollars, 0 or more, got {value!r}",
@@ -223,6 +232,14 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             value = tuple(v.strip().removesuffix(".toml") for v in value)
         settings[key] = value
     return settings
+
+
+def _shown(value: Any) -> str:
+    """A value as an error quotes it: escaped, and cut at 60 characters."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length():,} bits"  # repr() refuses > 4,300 digits
+    text = escape_text(repr(value))
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _line_of(text: str, key: str, source: SettingsSource) -> str:

@@ -409,20 +409,7 @@ class Session:
         os.replace(tmp, path)
 
     def load_saved_plan(self, path: Path) -> Plan:
-        try:
-            # A regular file of bounded size (``reconciler.paths``): /dev/zero was read
-            # until memory ran out, a FIFO blocked forever.
-            payload = json.loads(read_regular(path, what="saved plan"))
-            if not isinstance(payload, dict) or payload.get("kind") != SAVED_PLAN_KIND:
-                raise ValueError("not a saved plan")
-            plan = plan_from_dict(payload["plan"])
-        except UnsafeInputError:
-            raise
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise UsageError(
-                f"{path}: cannot read the saved plan: {exc}",
-                "create one with `osmosis-plan --out PLANFILE`",
-            ) from exc
+        plan = read_saved_plan(path)
         self.load_desired()
         state = self.load_state()
         stale = []
@@ -717,3 +704,22 @@ def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) 
 
 def terminal_runs(state: LockState) -> Sequence[str]:
     return [a for a, e in state.runs.items() if e.status and is_terminal(e.status)]
+
+
+def read_saved_plan(path: Path) -> Plan:
+    """The plan saved at ``path`` by ``osmosis-plan --out``; a ``UsageError`` for anything
+    else (the fuzz suite's saved-plan target: a clear error, never an internal one)."""
+    try:
+        # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
+        # memory ran out, a FIFO blocked forever.
+        payload = json.loads(read_regular(path, what="saved plan"))
+        if not isinstance(payload, dict) or payload.get("kind") != SAVED_PLAN_KIND:
+            raise ValueError("not a saved plan")
+        return plan_from_dict(payload["plan"])
+    except UnsafeInputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UsageError(
+            f"{path}: cannot read the saved plan: {exc}",
+            "create one with `osmosis-plan --out PLANFILE`",
+        ) from exc

@@ -470,6 +470,9 @@ def _shape_error(
 
 
 def _describe_input(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
+        return f"an integer of {value.bit_length():,} bits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -950,7 +953,8 @@ def parse(text: str, filename: str) -> LockState:
             filename,
             locator,
             ["version"],
-            f"lockfile format {version} was written by a newer osmosis-reconciler "
+            f"lockfile format {version if version < 10**6 else _describe_input(version)} was "
+            "written by a newer osmosis-reconciler "
             f"(this one reads format {LOCKFILE_VERSION})",
             "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again",
         )
