@@ -15,7 +15,8 @@ import pytest
 from reconciler.state.lockfile import serialize
 from tests.unit.plan_fixtures import desired, lock, recorded_run
 
-from .helpers import BIN_DIR, cli_env, init_repo, smoke_config
+from .helpers import BIN_DIR, Platform, cli_env, init_repo, smoke_config
+from .test_cli_import import empty_repo, submit_example
 
 ESCAPE = "\x1b]0;pwned\x07\x1b[2J"
 
@@ -148,3 +149,18 @@ def test_integers_of_more_than_4300_digits(repo: Path) -> None:
     (repo / "state" / "osmosis.lock").write_text(f"version = 1\nserial = {digits}\n")
     code, text = run(repo, "osmosis-state", "list")
     assert code == 1 and "state/osmosis.lock:2: an integer with more than 4,300 digits" in text
+
+
+def test_a_refused_import_in_json_is_an_error_diagnostic_and_says_so_on_stderr(
+    tmp_path: Path, platform: Platform
+) -> None:
+    run_id, name = submit_example(platform, "gdpval/claude-sonnet")
+    osm = empty_repo(tmp_path / "importing", platform)
+    result = osm.import_(name, "--model-type", "provider", "--format", "json")
+    assert result.code == 1, result
+    doc = result.json()
+    assert doc["errored"] is True
+    assert [d["kind"] for d in doc["diagnostics"]] == ["ImportRefusedError"], doc
+    assert f"cannot import run {name} ({run_id})" in doc["diagnostics"][0]["message"]
+    assert doc["diagnostics"][0]["hint"] == "pass --secret 1=NAME"
+    assert f"Error: cannot import run {name} ({run_id})" in result.err, result.err
