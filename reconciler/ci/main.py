@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     # ``--format`` is also accepted after the subcommand (SUPPRESS: without it there, the
     # top-level value stays).
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--format", choices=CI_FORMATS, default=argparse.SUPPRESS, help="text, or one JSON document"
     )

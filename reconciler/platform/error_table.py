@@ -95,7 +95,7 @@ def _trimmed(value: Any) -> str | None:
 
 
 def _render_issues(issues: Any) -> list[str]:
-    lines = []
+    lines: list[str] = []
     if not isinstance(issues, list):
         return lines
     for issue in issues:
@@ -169,7 +169,7 @@ def platform_error(
     def build(cls: type[PlatformError], text: str, hint: str, **extra: Any) -> PlatformError:
         return cls(redact(text) or "", redact(hint), status_code=status, code=redact(code), **extra)
 
-    if code in SCOPE_MESSAGES:
+    if code is not None and code in SCOPE_MESSAGES:
         return build(ScopeError, SCOPE_MESSAGES[code], SCOPE_HINT)
     if FEATURE_GATE_TEXT.lower() in f"{server_message or ''} {error_text or ''}".lower():
         return build(

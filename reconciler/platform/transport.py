@@ -56,6 +56,7 @@ from reconciler import __version__, deadlines, limits, shutdown
 from reconciler.errors import (
     InvalidResponseError,
     OutcomeUnknownError,
+    PlatformError,
     ScopeError,
     TransportError,
     UsageError,
@@ -346,7 +347,14 @@ class PlatformConnection:
                 raise self._out_of_time(budget, method, path)
             try:
                 request = self._http.build_request(
-                    method, url, headers=headers, content=content, timeout=self._timeouts(left)
+                    method,
+                    url,
+                    headers=[
+                        (k.encode("ascii"), v if isinstance(v, bytes) else v.encode("utf-8"))
+                        for k, v in headers.items()
+                    ],
+                    content=content,
+                    timeout=self._timeouts(left),
                 )
             except httpx.InvalidURL as exc:
                 raise TransportError(
@@ -356,6 +364,7 @@ class PlatformConnection:
                 ) from None
             self._count()
             retry_after: float | None = None
+            failure: PlatformError
             try:
                 response = self._http.send(request, stream=True)
                 # Read here, inside the same handlers: a read that fails or stalls is a
