@@ -47,7 +47,11 @@ class Tally:
     successes: int = 0
     internal_errors: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """This process's CPU time over the target: the figure that does not depend on how
+    many other jobs share the machine."""
     started: float = field(default_factory=time.monotonic)
+    cpu_started: float = field(default_factory=time.process_time)
 
 
 TALLIES: dict[str, Tally] = {}
@@ -82,6 +86,7 @@ def record(target: str, outcome: str) -> None:
     else:
         tally.internal_errors += 1
     tally.seconds = time.monotonic() - tally.started
+    tally.cpu_seconds = time.process_time() - tally.cpu_started
 
 
 def exercise(
@@ -108,12 +113,12 @@ def exercise(
 def table() -> str:
     rows = [
         f"{'target':<14} {'examples':>9} {'clear errors':>13} {'successes':>10} "
-        f"{'internal errors':>16} {'seconds':>8}"
+        f"{'internal errors':>16} {'seconds':>8} {'CPU s':>7}"
     ]
     for name, t in sorted(TALLIES.items()):
         rows.append(
             f"{name:<14} {t.examples:>9,} {t.clear_errors:>13,} {t.successes:>10,} "
-            f"{t.internal_errors:>16,} {t.seconds:>8.1f}"
+            f"{t.internal_errors:>16,} {t.seconds:>8.1f} {t.cpu_seconds:>7.1f}"
         )
     return "\n".join(rows)
 
