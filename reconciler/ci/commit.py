@@ -28,7 +28,7 @@ from typing import Any
 
 from reconciler.errors import GitError, StateError, UsageError
 from reconciler.escaping import escape_text
-from reconciler.model import LockState, RecordedRun, is_terminal
+from reconciler.model import LockState, RecordedRun, RunStatus
 from reconciler.paths import check_inside, read_regular, relative_path_problem, write_inside
 from reconciler.state.lockfile import parse
 
@@ -284,7 +284,11 @@ def copy_results(repo: Path, state: LockState, results_dir: str) -> list[str]:
     written: list[str] = []
     for address, entry in sorted(state.runs.items()):
         downloads = entry.downloads
-        if downloads is None or not downloads.complete or not is_terminal(entry.status or ""):
+        if (
+            downloads is None
+            or not downloads.complete
+            or not RunStatus.of(entry.status).is_terminal
+        ):
             continue
         for value, what in ((address, "address"), (downloads.directory, "download directory")):
             bad = relative_path_problem(value)
