@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -131,41 +133,49 @@ class Finished:
     stderr: str
     seconds: float
     peak_rss_mb: float
-    """The child's own peak resident memory (``wait4``'s ``ru_maxrss``), in MiB."""
+    """The command's own peak resident memory (``wait4``'s ``ru_maxrss``), in MiB."""
+
+
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_pid, status, usage = os.wait4(pid, 0)
+with open(os.environ["OSMOSIS_MEASURE_RSS_FILE"], "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs the command as its child and reports the child's ``ru_maxrss``. Linux keeps a
+process's high-water mark across ``exec``, so a command forked straight from a big test
+process would be charged that process's memory (433 MB measured under ``make test``); a
+small launcher in between makes the figure the command's own."""
 
 
 def run_measured(
     argv: Sequence[str], *, env: Mapping[str, str], cwd: str, timeout: float = 300.0
 ) -> Finished:
     """Run a command to its end; its exit code, output, wall time and peak memory."""
-    start = time.monotonic()
-    with (
-        open(os.devnull, "rb") as stdin,
-        subprocess.Popen(
-            list(argv),
-            env=dict(env),
-            cwd=cwd,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        ) as proc,
-    ):
-        timer = threading.Timer(timeout, proc.kill)
-        timer.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = os.path.join(tmp, "rss")
+        start = time.monotonic()
         try:
-            out_parts: list[bytes] = []
-            reader = threading.Thread(target=lambda: out_parts.append(proc.stdout.read()))  # type: ignore[union-attr]
-            reader.start()
-            err = proc.stderr.read()  # type: ignore[union-attr]
-            reader.join()
-            _pid, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
+            done = subprocess.run(
+                [sys.executable, "-c", _LAUNCHER, *argv],
+                env={**env, "OSMOSIS_MEASURE_RSS_FILE": rss_file},
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+            )
         finally:
-            timer.cancel()
+            seconds = time.monotonic() - start
+        with open(rss_file, encoding="utf-8") as handle:
+            peak_kib = int(handle.read())
     return Finished(
-        code=proc.returncode,
-        stdout=b"".join(out_parts).decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
-        seconds=time.monotonic() - start,
-        peak_rss_mb=usage.ru_maxrss / 1024,
+        code=done.returncode,
+        stdout=done.stdout.decode("utf-8", "replace"),
+        stderr=done.stderr.decode("utf-8", "replace"),
+        seconds=seconds,
+        peak_rss_mb=peak_kib / 1024,
     )
