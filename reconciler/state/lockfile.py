@@ -66,6 +66,7 @@ from pydantic import BaseModel, ValidationError
 
 from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
+from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
     Downloads,
@@ -76,7 +77,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, relative_path_problem
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -469,6 +470,9 @@ def _shape_error(
 
 
 def _describe_input(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
+        return f"an integer of {value.bit_length():,} bits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -518,8 +522,28 @@ def _build_results(table: Any, filename: str, locator: _Locator, base: list[str 
     return _validate(RunResults, data, filename, locator, base)
 
 
+def _check_path_value(
+    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
+) -> None:
+    """Lockfile values that become paths (addresses, download directories, file names) are
+    validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
+    if not isinstance(value, str):
+        return  # the model names the wrong type
+    problem = relative_path_problem(value)
+    if problem is not None:
+        raise _shape_error(
+            filename,
+            locator,
+            path,
+            f"{what} {escape_text(value)!r} {problem}",
+            "a hand-edited or hostile lockfile: restore it from git "
+            f"(`git checkout -- {filename}`) or correct the value",
+        )
+
+
 def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
     base: list[str | int] = ["runs", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     if "address" in table:
@@ -532,6 +556,13 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
         downloads = dict(downloads)
         if isinstance(downloads.get("types"), list):
             downloads["types"] = tuple(downloads["types"])
+        where = base + ["downloads"]
+        _check_path_value(
+            downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
+        )
+        if isinstance(downloads.get("sha256"), dict):
+            for rel in downloads["sha256"]:
+                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
     intent = table.get("intent")
     if isinstance(intent, dict):
@@ -543,6 +574,7 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
 
 def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
     base: list[str | int] = ["rejections", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     data = dict(table)
@@ -559,6 +591,7 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
     data.update(table)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
+    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
     entry = _validate(HistoryEntry, data, filename, locator, base)
     if entry.reason not in HISTORY_REASONS:
         raise _shape_error(
@@ -894,8 +927,8 @@ def parse(text: str, filename: str) -> LockState:
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
-    raw = _fast_load(text)
     try:
+        raw = _fast_load(text)
         if raw is None:
             raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -911,6 +944,17 @@ def parse(text: str, filename: str) -> LockState:
     except RecursionError:
         raise StateError(
             f"{filename}: not valid TOML: nested too deeply",
+            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+        ) from None
+    except ValueError:
+        # Python refuses to convert an integer literal of more than 4,300 digits.
+        line = next(
+            (n for n, row in enumerate(text.splitlines(), 1) if re.search(r"[0-9_]{4300}", row)),
+            None,
+        )
+        where = f"{filename}:{line}" if line else filename
+        raise StateError(
+            f"{where}: an integer with more than 4,300 digits",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
@@ -930,7 +974,8 @@ def parse(text: str, filename: str) -> LockState:
             filename,
             locator,
             ["version"],
-            f"lockfile format {version} was written by a newer osmosis-reconciler "
+            f"lockfile format {version if version < 10**6 else _describe_input(version)} was "
+            "written by a newer osmosis-reconciler "
             f"(this one reads format {LOCKFILE_VERSION})",
             "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again",
         )
