@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from reconciler.render import (
     render_markdown,
     render_text,
 )
-from reconciler.state.gitlock import hold_git_lock
+from reconciler.state.gitlock import GuardedRefs, hold_git_lock
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     StateStore,
@@ -56,7 +56,7 @@ from reconciler.state.lockfile import (
     remove_stale_temps,
     write_lockfile,
 )
-from reconciler.state.locking import hold_lock
+from reconciler.state.locking import LockKind, choose_lock, hold_lock, machine_lock_path
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 
@@ -169,16 +169,19 @@ class Session:
             identity = self.repository()
             # The header is all the check reads (lineage, serial, repository).
             committed = git.committed_file(self._state_in_repo(git), limit=HEADER_BYTES)
+            root = git.root_commit()
             check_provenance(
                 state,
                 name=self.ctx.settings.state,
                 repository=identity,
                 committed=committed,
                 allow_foreign=self.ctx.settings.allow_foreign_state,
+                root_commit=root,
             )
-            if identity is not None and state.repository != identity:
-                # Recorded with the next write (older lockfiles, or an accepted rename).
-                state = state.model_copy(update={"repository": identity})
+            if identity is not None and (state.repository != identity or state.root_commit != root):
+                # Recorded with the next write (older lockfiles, a remote added since, or
+                # an accepted rename).
+                state = state.model_copy(update={"repository": identity, "root_commit": root})
         self.state = state
         return self.state
 
@@ -462,32 +465,63 @@ class Session:
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
         git, settings = self.ctx.git, self.ctx.settings
-        with (
-            hold_lock(
-                self.ctx.lock_path,
-                timeout=timeout,
-                command=command,
-                on_wait=waiting,
-                ci_url=_ci_url(),
-            ) as info,
-            # Across machines too (laptop and CI): see gitlock.py.
-            hold_git_lock(
-                git.root if git else self.ctx.repo_root,
-                mode=settings.lock,
-                has_origin=bool(git and git.origin_url()),
-                lock_id=info.lock_id,
-                command=command,
-                ci_url=info.ci_url,
-                ttl=settings.lock_ttl,
-                state_path=self.ctx.state_path,
-                timeout=timeout,
-                on_wait=waiting,
-                on_lost=lost,
-            ),
-        ):
+        kind = self.lock_kind()
+        with ExitStack() as stack:
+            # The clone's lock always (osmosis-state and announce take it too), then the
+            # one that guards the Platform and workspace beyond this clone, if any.
+            info = stack.enter_context(
+                hold_lock(
+                    self.ctx.lock_path,
+                    timeout=timeout,
+                    command=command,
+                    on_wait=waiting,
+                    ci_url=_ci_url(),
+                )
+            )
+            if kind is LockKind.MACHINE:
+                # A loopback Platform lives on this machine: two clones exclude each other.
+                stack.enter_context(
+                    hold_lock(
+                        machine_lock_path(self.ctx.platform_id, self.ctx.workspace, self.ctx.env),
+                        timeout=timeout,
+                        command=command,
+                        on_wait=waiting,
+                        ci_url=info.ci_url,
+                    )
+                )
+            if kind is LockKind.GIT:
+                assert git is not None
+                # Across machines too (laptop and CI): see gitlock.py.
+                stack.enter_context(
+                    hold_git_lock(
+                        git.root,
+                        refs=self.guarded_refs(),
+                        lock_id=info.lock_id,
+                        command=command,
+                        ci_url=info.ci_url,
+                        ttl=settings.lock_ttl,
+                        state_path=self.ctx.state_path,
+                        timeout=timeout,
+                        on_wait=waiting,
+                        on_lost=lost,
+                    )
+                )
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)
             yield
+
+    def lock_kind(self) -> LockKind:
+        """Which lock guards this Platform and workspace (``locking.choose_lock``)."""
+        git = self.ctx.git
+        return choose_lock(
+            self.ctx.settings.lock,
+            self.ctx.platform_id,
+            has_origin=bool(git and git.origin_url()),
+        )
+
+    def guarded_refs(self) -> GuardedRefs:
+        """The git lock and state refs of this Platform and workspace."""
+        return GuardedRefs(self.ctx.platform_id, self.ctx.workspace)
 
     def refresh(self, *, record: bool) -> tuple[Plan, tuple[RecordedChange, ...]]:
         """What a refresh records: observed statuses that the lockfile does not hold yet.

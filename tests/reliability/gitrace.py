@@ -35,7 +35,14 @@ from .harness import (
 
 SUBMITTED = "ok: submitted"
 BEHIND = "behind the one the last apply wrote"
-PYPROJECT = "[tool.osmosis-reconciler]\nlock_ttl = {ttl}\n"
+PYPROJECT = '[tool.osmosis-reconciler]\nlock = "git"\nlock_ttl = {ttl}\n'
+"""A loopback Platform gets the git lock only when asked for (``locking.choose_lock``)."""
+
+
+def _git_lock_held(repo: Path) -> bool:
+    """Whether any (Platform, workspace)'s lock ref is on ``origin``."""
+    listed = _git(repo, "ls-remote", "origin", "refs/osmosis/*")
+    return any(line.endswith("/lock") for line in listed.splitlines())
 
 
 @dataclass
@@ -158,7 +165,7 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
             tally.not_taken_over += 1
             return
         tally.holders_killed += 1
-        held = _git(b, "ls-remote", "origin", "refs/osmosis/lock")
+        held = _git_lock_held(b)
         if not held:
             tally.notes.append("the killed holder left no git lock behind")
         taker = run(
@@ -170,7 +177,7 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
         else:
             tally.taken_over += 1
         count_runs(server, configs, tally)
-        if _git(b, "ls-remote", "origin", "refs/osmosis/lock"):
+        if _git_lock_held(b):
             tally.notes.append("the taker left the git lock behind")
             tally.not_taken_over += 1
 
