@@ -21,7 +21,7 @@ from reconciler.config import load_configs
 from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
-from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
+from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
 from reconciler.gitinfo import _DEEPEN_HINT
 from reconciler.log import get_logger
 from reconciler.model import (
@@ -38,6 +38,7 @@ from reconciler.model import (
     is_terminal,
 )
 from reconciler.plan import compute_plan
+from reconciler.plan.ownership import recorded_ids
 from reconciler.render import (
     plan_from_dict,
     plan_to_dict,
@@ -45,12 +46,13 @@ from reconciler.render import (
     render_markdown,
     render_text,
 )
-from reconciler.state.gitlock import GuardedRefs, hold_git_lock
+from reconciler.state.gitlock import GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     StateStore,
     check_provenance,
     check_state_path,
+    parse,
     peek_watermark,
     read_lockfile,
     remove_stale_temps,
@@ -225,7 +227,38 @@ class Session:
             walk=walk,
             outputs=outputs,
         )
+        known = recorded_ids(self.state)
+        if any(run_id not in known for run_id in self.observation.runs):
+            vouched = self._vouched_by_state_record()
+            if vouched:
+                self.observation = self.observation.model_copy(update={"vouched": vouched})
         return self.observation
+
+    def _vouched_by_state_record(self) -> frozenset[str]:
+        """Run ids the remote state record of this Platform and workspace names: evidence
+        (``plan.ownership``) for a run whose lockfile commit never reached the branch. Read
+        only where the git lock guards the Platform (it is what writes the record)."""
+        git = self.ctx.git
+        if git is None or self.lock_kind() is not LockKind.GIT:
+            return frozenset()
+        try:
+            data = read_state_record(git.root, self.guarded_refs())
+        except GitError as exc:
+            self.output.warning(
+                f"the remote state record could not be read ({exc.message}); runs only it "
+                "names are not adopted by this plan"
+            )
+            return frozenset()
+        if data is None:
+            return frozenset()
+        try:
+            record = parse(data.decode("utf-8", "replace"), self.guarded_refs().state)
+        except StateError as exc:
+            self.output.warning(f"the remote state record is unreadable: {exc.message}")
+            return frozenset()
+        if record.platform.rstrip("/") != self.ctx.platform_id.rstrip("/"):
+            return frozenset()
+        return recorded_ids(record)
 
     def _start_walk(self) -> RunWalk:
         """The first pages of the run list, read while the lockfile is parsed: every page
