@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test lint demo perf reliability clean
+.PHONY: install test lint demo perf reliability lifecycle clean
 
 install: $(STAMP)
 
@@ -41,6 +41,11 @@ perf: install
 
 reliability: install
 	$(BIN)/python -m pytest -m reliability -p no:xdist -s tests/reliability
+
+# A team's life as a state machine (issue 22): LIFECYCLE_EXAMPLES, LIFECYCLE_STEPS,
+# LIFECYCLE_SEED, LIFECYCLE_PLANT=lost-record (see tests/lifecycle/machine.py).
+lifecycle: install
+	$(BIN)/python -m tests.lifecycle.run
 
 clean:
 	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis
