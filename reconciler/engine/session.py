@@ -492,7 +492,7 @@ class Session:
             )
 
         def lost() -> None:
-            self.err.write("Lost the apply lock on the git remote: no new action is started.\n")
+            self.output.warning("lost the apply lock on the git remote: no new action is started")
             self.cancel.set()
 
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)

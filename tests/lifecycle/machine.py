@@ -60,7 +60,8 @@ from tests.integration.helpers import (
 PLANT = os.environ.get("LIFECYCLE_PLANT", "")
 MODELS = ("openai/gpt-5.2", "openai/gpt-5", "anthropic/claude-sonnet-4.5")
 ADDRESSES = ("tb/a", "tb/b", "tb/c", "hle/x")
-PYPROJECT = '[tool.osmosis-reconciler]\nlock = "git"\nlock_ttl = 30\n'
+MAX_STOPS = 1
+PYPROJECT = f'[tool.osmosis-reconciler]\nlock = "git"\nlock_ttl = 30\nmax_stops = {MAX_STOPS}\n'
 CRASH_POINTS = ("submit.before_post", "submit.after_post")
 
 RULES: Counter[str] = Counter()
@@ -174,6 +175,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.crash: str | None = None
         self.last_apply: Result | None = None
         self.commits = 0
+        self.allow_mass_stop = False
 
     # -- helpers ---------------------------------------------------------------
 
@@ -289,10 +291,16 @@ class LifecycleMachine(RuleBasedStateMachine):
         _git(self.ci, "pull", "-q", "--ff-only", "origin", "main")
         before = (self.ci / "state" / "osmosis.lock").read_bytes() if self._has_lock() else None
         args = ["--auto-approve", "--lock-timeout", "5"]
+        if self.allow_mass_stop:
+            args.append("--allow-mass-stop")  # a person read the refusal and agreed
+            self.allow_mass_stop = False
         if wait:
             args += ["--wait", "--wait-timeout", "60"]
+        active = {k for k, v in self._statuses().items() if v in ("pending", "queued", "running")}
         result = self._cli(self.ci, apply_main, *args)
         self.last_apply = result
+        stopped = {k for k, v in self._statuses().items() if v == "stopped"} & active
+        self._check_guard(result, stopped - self.colleague_runs)
         self._check_exit("apply", result, faulted=self.fault is not None)
         self._clear_fault()
         if PLANT == "lost-record":
@@ -408,6 +416,11 @@ class LifecycleMachine(RuleBasedStateMachine):
     def laptop_tryout(self) -> None:
         """A try-out of main's configs against the embedded Platform on a laptop."""
         RULES["laptop_tryout"] += 1
+        # A try-out before main had a lockfile wrote one for the embedded Platform (the
+        # first-use default); the user moves it aside before pulling the team's.
+        untracked = self.laptop / "state" / "osmosis.lock"
+        if "?? state/" in _git(self.laptop, "status", "--porcelain", "--untracked-files=all"):
+            untracked.rename(self.laptop / ".osmosis" / "moved-aside.lock")
         _git(self.laptop, "pull", "-q", "--ff-only", "origin", "main")
         local = LocalPlatform(self.laptop / ".osmosis" / "local-platform", auto_workspaces=True)
         for name in SECRET_NAMES:
@@ -419,8 +432,16 @@ class LifecycleMachine(RuleBasedStateMachine):
         result = Result(code, out.getvalue(), err.getvalue())
         _check_clean(result)
         self._check_exit("apply", result, faulted=False)
-        if _git(self.laptop, "status", "--porcelain", "--", "state"):
-            self._violate("remote_holds_only_this_platforms_refs", "a try-out changed the lockfile")
+        changed = [
+            line
+            for line in _git(self.laptop, "status", "--porcelain", "--", "state").splitlines()
+            if not line.startswith("??")
+        ]
+        if changed:
+            self._violate(
+                "remote_holds_only_this_platforms_refs",
+                f"a try-out changed the committed lockfile: {changed}",
+            )
 
     # -- invariants ------------------------------------------------------------
 
@@ -435,6 +456,8 @@ class LifecycleMachine(RuleBasedStateMachine):
     def _check_exit(self, command: str, result: Result, *, faulted: bool) -> None:
         CHECKS["exit_codes_documented"] += 1
         allowed = {"apply": {0, 3} if not faulted else {0, 1, 3}, "plan": {0, 2}}[command]
+        if "--allow-mass-stop" in result.text:
+            allowed = allowed | {1}  # the stop guard refused: exit 1, documented
         if faulted and command == "plan":
             allowed = {0, 1, 2}
         if result.code not in allowed:
@@ -483,14 +506,21 @@ class LifecycleMachine(RuleBasedStateMachine):
         if extra:
             self._violate("remote_holds_only_this_platforms_refs", f"unexpected refs {extra}")
 
-    @invariant()
-    def guards_checked(self) -> None:
-        if self.last_apply is None:
-            return
+    def _check_guard(self, result: Result, stopped: set[str]) -> None:
+        """The stop guard is set (``max_stops``): an apply that stopped more runs than it
+        allows must have been refused (exit 1, naming the guard and its flag)."""
         CHECKS["guards_checked"] += 1
-        text = self.last_apply.text
-        if "guard" in text and "skipped" in text:
-            self._violate("guards_checked", text)
+        if len(stopped) > MAX_STOPS:
+            self._violate("guards_checked", f"{len(stopped)} runs stopped past max_stops\n{result}")
+        if (
+            result.code == 1
+            and "max_stops" in result.text
+            and "--allow-mass-stop" not in result.text
+        ):
+            self._violate("guards_checked", f"the stop guard tripped without its flag\n{result}")
+        if result.code == 1 and "--allow-mass-stop" in result.text:
+            RULES["stop_guard_tripped"] += 1
+            self.allow_mass_stop = True
 
     def teardown(self) -> None:
         """By the end of a sequence every ended managed run's outputs are downloaded: the
@@ -501,7 +531,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             self._clear_fault()
             self.clock.advance(3600 * 48 / 300)
             _git(self.ci, "pull", "-q", "--ff-only", "origin", "main")
-            result = self._cli(self.ci, apply_main, "--auto-approve", "--wait")
+            result = self._cli(self.ci, apply_main, "--auto-approve", "--wait", "--allow-mass-stop")
             if PLANT == "lost-record":
                 return
             self._commit_state()
