@@ -46,7 +46,7 @@ from reconciler.render import (
     render_markdown,
     render_text,
 )
-from reconciler.state.gitlock import GuardedRefs, hold_git_lock, read_state_record
+from reconciler.state.gitlock import GitLock, GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     StateStore,
@@ -66,6 +66,8 @@ SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
 class Session:
     """Holds the context of one invocation and the last loaded snapshots."""
 
+    git_lock: GitLock | None = None
+    """The git lock while ``hold_lock`` holds one."""
     provenance_note: str | None = None
     """Set by ``load_desired`` in a shallow clone whose history misses some configs."""
 
@@ -525,7 +527,7 @@ class Session:
             if kind is LockKind.GIT:
                 assert git is not None
                 # Across machines too (laptop and CI): see gitlock.py.
-                stack.enter_context(
+                self.git_lock = stack.enter_context(
                     hold_git_lock(
                         git.root,
                         refs=self.guarded_refs(),
@@ -539,6 +541,7 @@ class Session:
                         on_lost=lost,
                     )
                 )
+            stack.callback(setattr, self, "git_lock", None)
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)
             yield
@@ -582,7 +585,10 @@ class Session:
         state = self.state
         if self.observation is not None:
             state = refresh_statuses(state, self.observation)
-        store = StateStore(self.ctx.state_path, state)
+        # Under the git lock every write reaches the remote state record too (before the
+        # POST that follows an intent): evidence a killed apply leaves for the next one.
+        publish = self.git_lock.publish if self.git_lock is not None else None
+        store = StateStore(self.ctx.state_path, state, on_write=publish)
         if state != self.state:
             store.update(lambda s: s)
 

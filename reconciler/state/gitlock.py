@@ -517,6 +517,38 @@ class GitLock:
             get_logger().warning("git apply lock not released", error=exc.message)
         self.commit = None
 
+    def publish(self, _state: object = None) -> None:
+        """Record the lockfile on disk in the state ref now, while the lock is held.
+
+        Called after every lockfile write of an apply (``StateStore(on_write=...)``), so a
+        submit's intent is on the remote before its POST: a holder killed mid-apply (a CI
+        job cancelled) leaves evidence of the runs it paid for where the next holder looks,
+        and the next holder's checkout, behind it, is refused with the command that
+        restores it, instead of paying again. A failed push fails the write: no POST
+        follows an intent the remote does not hold.
+        """
+        if self.commit is None or self.lost.is_set():
+            raise LockHeldError(
+                f"the apply lock {self.refs.lock} on {REMOTE} is no longer held by this apply",
+                "run osmosis-apply again",
+            )
+        state = self._state_commit()
+        if state is None:
+            return
+        updates: list[tuple[str | None, str, str | None]] = [
+            (state, self.refs.state, self._state_seen)
+        ]
+        if self._legacy_seen is not None:
+            updates.append((None, LEGACY_STATE_REF, self._legacy_seen))
+        if not self.git.push(updates):
+            raise StateError(
+                f"the state record {self.refs.state} on {REMOTE} changed while this apply "
+                "held the lock",
+                "run osmosis-apply again; if it repeats, another tool writes that ref",
+            )
+        self._state_seen = state
+        self._legacy_seen = None
+
     def _copy_legacy(self) -> str | None:
         """The legacy record's files as a commit for the new ref (nothing changed here)."""
         assert self._legacy_seen is not None

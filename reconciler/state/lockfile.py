@@ -1337,7 +1337,17 @@ class StateStore:
     costs one lockfile write per interval instead of one per run.
     """
 
-    def __init__(self, path: Path, state: LockState, *, lazy_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        state: LockState,
+        *,
+        lazy_interval: float = 1.0,
+        on_write: Callable[[LockState], None] | None = None,
+    ) -> None:
+        self._on_write = on_write
+        """Called after each write, inside it (``gitlock.GitLock.publish``: the remote
+        state record gets every intent before its POST); an error fails the update."""
         self._path = path
         self._state = state
         self._latest = state
@@ -1401,6 +1411,8 @@ class StateStore:
                 self._state = write_lockfile(self._path, unwritten)
                 self._durable = covered
                 self._written_at = time.monotonic()
+                if self._on_write is not None:
+                    self._on_write(self._state)
             return self._state
 
 

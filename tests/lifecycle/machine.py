@@ -126,6 +126,21 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def _remote_refs(bare: Path) -> set[str]:
+    """Every ref of a bare repository, loose and packed (read from disk: one step checks
+    this, and a ``git for-each-ref`` process each time would double a short step)."""
+    refs = {
+        path.relative_to(bare).as_posix() for path in (bare / "refs").rglob("*") if path.is_file()
+    }
+    packed = bare / "packed-refs"
+    if packed.exists():
+        for line in packed.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith(("#", "^")):
+                refs.add(parts[1])
+    return refs
+
+
 def _config(model: str, attempts: int) -> str:
     return smoke_config(model, attempts=attempts)
 
@@ -446,9 +461,17 @@ class LifecycleMachine(RuleBasedStateMachine):
     # -- invariants ------------------------------------------------------------
 
     def _statuses(self) -> dict[str, str]:
+        """Run id -> status as the Platform lists them, read with its faults off (the
+        checks look at the truth; the fault is for the next command)."""
         if not hasattr(self, "_client"):
             self._client = self.ws.client()
-        return {run.id: run.status for run in self._client.list_runs()}
+        local = self.platform.platform
+        faults, injector = local.faults, local.injector
+        local.faults, local.injector = Faults(), FaultInjector(Faults())
+        try:
+            return {run.id: run.status for run in self._client.list_runs()}
+        finally:
+            local.faults, local.injector = faults, injector
 
     def _all_run_ids(self) -> set[str]:
         return set(self._statuses())
@@ -500,9 +523,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             return
         CHECKS["remote_holds_only_this_platforms_refs"] += 1
         refs = GuardedRefs(self.platform.url, self.workspace)
-        listed = _git(self.remote, "for-each-ref", "--format=%(refname)")
         allowed = {"refs/heads/main", refs.lock, refs.state}
-        extra = [ref for ref in listed.splitlines() if ref and ref not in allowed]
+        extra = [ref for ref in _remote_refs(self.remote) if ref not in allowed]
         if extra:
             self._violate("remote_holds_only_this_platforms_refs", f"unexpected refs {extra}")
 

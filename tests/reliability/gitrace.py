@@ -136,6 +136,18 @@ def race(root: Path, tally: GitTally, *, configs: int) -> None:
         count_runs(server, configs, tally)
 
 
+def _restore_state_record(repo: Path) -> None:
+    """What the "behind" refusal's hint says: the lockfile from the state record."""
+    listed = _git(repo, "ls-remote", "origin", "refs/osmosis/*")
+    (ref,) = [line.split("\t")[1] for line in listed.splitlines() if line.endswith("/state")]
+    _git(repo, "fetch", "-q", "origin", ref)
+    shown = subprocess.run(
+        ["git", "show", "FETCH_HEAD:osmosis.lock"], cwd=repo, capture_output=True, check=True
+    )
+    (repo / "state").mkdir(exist_ok=True)
+    (repo / "state" / "osmosis.lock").write_bytes(shown.stdout)
+
+
 def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> None:
     """Clone ``a`` applies under another host name (its own UTS namespace, so the waiter
     cannot tell that its pid is dead) and is SIGKILLed after its third submit, holding the
@@ -171,7 +183,14 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
         taker = run(
             "osmosis-apply", b, server.url, *APPLY_ARGS, "--lock-timeout", "60", timeout=300
         )
-        if taker.returncode != 0 or not re.search(r"took over the git apply lock", taker.stderr):
+        took_over = re.search(r"took over the git apply lock", taker.stderr) is not None
+        if took_over and taker.returncode == 1 and BEHIND in taker.stderr:
+            # The killed holder published its intents to the state record before paying:
+            # the taker's checkout is behind it and is refused; restored as the hint says,
+            # it adopts what the holder paid for.
+            _restore_state_record(b)
+            taker = run("osmosis-apply", b, server.url, *APPLY_ARGS, timeout=300)
+        if taker.returncode != 0 or not took_over:
             tally.not_taken_over += 1
             tally.notes.append(f"taker exit {taker.returncode}: {taker.stderr.strip()[-600:]}")
         else:
