@@ -18,8 +18,8 @@ this was written: the colleague uses the same token, which is the harder case fo
 
 ``PLANT`` (environment ``LIFECYCLE_PLANT``, read by the harness only, never by the product)
 plants a bug in the harness's CI job to show the invariants find and shrink one:
-``lost-record`` discards the lockfile an apply wrote (as if its record after the POST were
-never written), so the next apply pays again.
+``lost-record`` discards what an apply recorded, the lockfile and the remote state record
+(as if its record after the POST were never written), so the next apply pays again.
 """
 
 from __future__ import annotations
@@ -319,11 +319,14 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._check_exit("apply", result, faulted=self.fault is not None)
         self._clear_fault()
         if PLANT == "lost-record":
-            # The planted bug: what the apply recorded is lost (harness seam only).
+            # The planted bug: what the apply recorded is lost, in the lockfile and in the
+            # remote state record (harness seam only; the product has no such switch).
             if before is None:
                 (self.ci / "state" / "osmosis.lock").unlink(missing_ok=True)
             else:
                 (self.ci / "state" / "osmosis.lock").write_bytes(before)
+            state_ref = GuardedRefs(self.platform.url, self.workspace).state
+            subprocess.run(["git", "update-ref", "-d", state_ref], cwd=self.remote, check=False)
         self._commit_state()
 
     def _has_lock(self) -> bool:
