@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +58,9 @@ class Context:
     workspace: str
     """Workspace label recorded in the lockfile: a name, or ``git:owner/repo``."""
     client: PlatformClient
-    http: httpx.Client
-    """Plain client for presigned download URLs: no Osmosis headers, no token."""
+    make_http: Callable[[], httpx.Client]
+    """Builds the plain client for presigned download URLs (no Osmosis headers, no token)
+    when a command first downloads: its TLS set-up is 20 ms that a plan never needs."""
     git: GitRepo | None
     announcement: str | None = None
     local: Any = None
@@ -67,6 +68,13 @@ class Context:
     tryout: bool = False
     """A try-out against the embedded Platform in a repository whose lockfile belongs to a
     real Platform: its state lives in ``TRYOUT_STATE`` and the team's lockfile is untouched."""
+    _http: httpx.Client | None = field(default=None, init=False, repr=False)
+
+    @property
+    def http(self) -> httpx.Client:
+        if self._http is None:
+            self._http = self.make_http()
+        return self._http
 
     @property
     def benchmarks_dir(self) -> str:
@@ -86,7 +94,8 @@ class Context:
 
     def close(self) -> None:
         self.client.close()
-        self.http.close()
+        if self._http is not None:
+            self._http.close()
 
 
 def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
@@ -129,11 +138,16 @@ def open_context(
         local = LocalPlatform(data_dir, speed=speed, auto_workspaces=True)
         transport: httpx.BaseTransport | None = LocalTransport(local)
         base_url, token = "http://localhost", "local"
-        http = httpx.Client(transport=LocalTransport(local), timeout=600.0)
+
+        def make_http() -> httpx.Client:
+            return httpx.Client(transport=LocalTransport(local), timeout=600.0)
+
     else:
         transport = None
         base_url, token = selection.url, selection.token
-        http = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
+
+        def make_http() -> httpx.Client:
+            return httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
 
     workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
     git_identity = None
@@ -181,7 +195,7 @@ def open_context(
         platform_id=selection.url if local is None else "local",
         workspace=label,
         client=client,
-        http=http,
+        make_http=make_http,
         git=git,
         announcement=announcement,
         local=local,
