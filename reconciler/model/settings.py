@@ -52,3 +52,10 @@ class Settings(Frozen):
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    allow_unestimated: bool = False
+    """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    unknown_outcome_listings: int = 3
+    """Complete run listings without a matching run, after a submit whose outcome is
+    unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
+    unknown_outcome_quiet_minutes: float = 30.0
+    """Minutes since such a submit that those listings must span."""
