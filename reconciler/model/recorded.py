@@ -18,9 +18,9 @@ HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
 LOCKFILE_VERSION = 2
 """The lockfile format this version writes; older ones are read and migrated on write
-(``state.lockfile.migrate_v1``), newer ones refused. Format 2 records the root commit, the
-unknown-outcome evidence of an intent (``Intent.listings``) and what a history entry keeps
-(pending downloads, the cost inputs)."""
+(``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
+(``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
+and what a history entry keeps (pending downloads, the cost inputs)."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:

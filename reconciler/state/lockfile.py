@@ -1088,11 +1088,11 @@ def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
 
     Format 2 records the root commit beside the repository (``LockState.root_commit``);
     format 1 knew it only when the repository had no remote (``repository = "root:SHA"``).
-    The other format-2 fields are optional and mean "nothing known" when absent: an intent
-    without ``listings`` has no quiet-period evidence yet, and a history entry without
-    ``outputs_pending`` or its cost inputs (``benchmark_id``, ``models``,
-    ``attempts_per_task``) owes no download and gives no cost sample (whether a format-1
-    history entry's outputs were downloaded is not recorded, so none is assumed owed).
+    Format 2's other additions are optional fields, each of which means "nothing known" when
+    absent: an intent without ``listings`` has no quiet-period evidence yet, and a history
+    entry without ``outputs_pending`` or its cost inputs (``benchmark_id``, ``models``,
+    ``attempts_per_task``) owes no download and gives no cost sample. Whether a format-1
+    history entry's outputs were downloaded is not recorded, so none is assumed owed.
     """
     migrated = dict(raw)
     repository = raw.get("repository")

@@ -271,9 +271,9 @@ def test_a_secret_only_at_personal_scope_is_a_warning_with_the_fix(
 ) -> None:
     platform = start_platform(tmp_path / "p", clock=clock, secrets=False)
     try:
-        mine = TEAM[TOKEN]  # the person running the plan: their own personal record
+        # The personal record of the token's own user (the repository's CI identity here).
         platform.platform.set_secret(
-            platform.workspace, "OPENAI_API_KEY", "sk-mine", "user", user=mine
+            platform.workspace, "OPENAI_API_KEY", "sk-mine", "user", user=TEAM[TOKEN]
         )
         osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
         plan = osm.plan("--format", "json")
