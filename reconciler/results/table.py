@@ -1,0 +1,111 @@
+"""Text tables that fit the terminal (pure).
+
+A table is fitted to ``width`` columns in two steps: optional columns are left out, least
+important first (the caller lists them in ``optional``, and the table says which were left
+out), then the wrappable columns (names) are wrapped onto several lines at spaces, ``/``
+and ``·``. Nothing is ever cut: a number or a name's longest unbreakable piece keeps its
+full width, so a table that cannot fit even then is printed wider rather than wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Column", "fit_table", "wrap_cell"]
+
+GAP = 2
+_BREAK = re.compile(r"(?<=[ /·,])")
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    right: bool = False
+    """Aligned right (numbers)."""
+    wrap: bool = False
+    """May be wrapped onto several lines (names, lists); never for numbers."""
+    drop: int = 0
+    """0: always shown; otherwise left out when the table is too wide, highest first."""
+
+
+def wrap_cell(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken only after a space,
+    ``/``, ``·`` or ``,``; a piece longer than ``width`` stays whole."""
+    if len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    current = ""
+    for piece in _BREAK.split(text):
+        if not piece:
+            continue
+        if current and len(current) + len(piece.rstrip()) > width:
+            lines.append(current.rstrip())
+            current = piece
+        else:
+            current += piece
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines
+
+
+def _min_width(column: Column, cells: Sequence[str]) -> int:
+    if not column.wrap:
+        return max([len(column.header), *(len(c) for c in cells)])
+    pieces = [len(p.rstrip()) for c in cells for p in _BREAK.split(c) if p]
+    return max([len(column.header), *pieces])
+
+
+def fit_table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    *,
+    indent: int = 2,
+) -> tuple[list[str], list[str]]:
+    """The table's lines (indented) fitted to ``width``, and the headers left out."""
+    keep = list(range(len(columns)))
+    natural = [max([len(columns[i].header), *(len(r[i]) for r in rows)]) for i in keep]
+
+    def total(indices: Sequence[int], widths: Sequence[int]) -> int:
+        return indent + sum(widths[i] for i in indices) + GAP * (len(indices) - 1)
+
+    dropped: list[str] = []
+    droppable = sorted((i for i in keep if columns[i].drop), key=lambda i: -columns[i].drop)
+    minimum = [_min_width(columns[i], [r[i] for r in rows]) for i in range(len(columns))]
+    for i in droppable:
+        if total(keep, natural) <= width:
+            break
+        if total(keep, minimum) <= width and total(keep, natural) > width:
+            # Wrapping alone makes it fit: keep the column.
+            break
+        keep.remove(i)
+        dropped.append(columns[i].header)
+    widths = list(natural)
+    excess = total(keep, widths) - width
+    if excess > 0:
+        # Shrink wrappable columns, widest first, never below their longest piece.
+        for i in sorted((i for i in keep if columns[i].wrap), key=lambda i: -widths[i]):
+            if excess <= 0:
+                break
+            give = min(excess, widths[i] - minimum[i])
+            widths[i] -= give
+            excess -= give
+    lines: list[str] = []
+    pad = " " * indent
+
+    def emit(cells: Sequence[str]) -> None:
+        wrapped = [wrap_cell(cells[i], widths[i]) if columns[i].wrap else [cells[i]] for i in keep]
+        for n in range(max(len(w) for w in wrapped)):
+            parts = []
+            for slot, i in enumerate(keep):
+                text = wrapped[slot][n] if n < len(wrapped[slot]) else ""
+                parts.append(text.rjust(widths[i]) if columns[i].right else text.ljust(widths[i]))
+            lines.append((pad + (" " * GAP).join(parts)).rstrip())
+
+    emit([c.header for c in columns])
+    lines.append((pad + (" " * GAP).join("-" * widths[i] for i in keep)).rstrip())
+    for row in rows:
+        emit(row)
+    return lines, dropped
