@@ -55,6 +55,7 @@ _TYPES: dict[str, type] = {
     "outputs": str,
     "lock": str,
     "lock_ttl": int,
+    "regression_margin_pp": float,
 }
 
 
@@ -175,6 +176,8 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             raise UsageError(f"{where}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
         if key == "max_cost_usd" and value < 0:
             raise UsageError(f"{where}: must not be negative")
+        if key == "regression_margin_pp" and not 0 < value < 100:
+            raise UsageError(f"{where}: must be between 0 and 100 (percentage points)")
         if key in ("max_stops", "max_attempts", "parallelism") and value < (
             1 if key == "parallelism" else 0
         ):

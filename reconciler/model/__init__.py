@@ -29,7 +29,7 @@ NOT_DOWNLOADABLE_STATUSES = frozenset({"pending", "queued"})
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-LOCKFILE_VERSION = 1
+LOCKFILE_VERSION = 2
 PLAN_FORMAT_VERSION = "1.0"
 
 
@@ -314,6 +314,30 @@ class HistoryEntry(Frozen):
     requested_by: str | None = None
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
+    benchmark_id: str | None = None
+    """The benchmark the run ran (format 2; None in entries written before)."""
+    task_count: int | None = None
+    """Tasks the Platform selected (format 2)."""
+    selection: str | None = None
+    """``selection_digest`` of the run's task selection (format 2): runs are comparable
+    only on the same selection."""
+
+
+def selection_digest(spec: Mapping[str, Any]) -> str:
+    """A short digest of a submit body's task selection (``tasks_config``)."""
+    return digest(spec.get("tasks_config") or {})[:19]
+
+
+class Baseline(Frozen):
+    """An address's accepted baseline run (``osmosis-results accept ADDR@RUN``): what
+    ``--fail-on-regression`` compares the newest run with. A fixed, accepted run, never the
+    moving "previous" one (repeated checks against a moving baseline inflate false alarms)."""
+
+    run_id: str
+    run_name: str | None = None
+    accepted_at: datetime
+    accepted_at_commit: str | None = None
+    """HEAD when accepted."""
 
 
 class LockState(Frozen):
@@ -338,6 +362,8 @@ class LockState(Frozen):
     """Address -> the Platform's refusal of its config (see ``Rejection``)."""
     history: tuple[HistoryEntry, ...] = ()
     """Newest first, capped per address."""
+    baselines: dict[str, Baseline] = Field(default_factory=dict)
+    """Address -> its accepted baseline run (format 2)."""
 
 
 # --------------------------------------------------------------------------- observed
@@ -516,6 +542,9 @@ class Settings(Frozen):
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    regression_margin_pp: float = 3.0
+    """The margin, in percentage points, of ``osmosis-results`` verdicts: a change whose
+    95% CI lies inside ±margin is "no change"; ``--fail-on-regression`` fails on "worse"."""
 
 
 # --------------------------------------------------------------------------- plan

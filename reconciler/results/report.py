@@ -12,7 +12,7 @@ from typing import Any
 from reconciler.results.compare import Comparison, Verdict
 from reconciler.results.stats import Interval
 from reconciler.results.summary import AgentScore, RunReport
-from reconciler.results.table import Column, fit_table
+from reconciler.results.table import Column, fit_table, wrap_cell
 
 __all__ = [
     "AddressReport",
@@ -172,13 +172,16 @@ def render_addresses_text(reports: Sequence[AddressReport], width: int = 100) ->
         )
         lines, dropped = fit_table(COLUMNS, _rows(report), width)
         out.extend(lines)
+        notes = list(report.notes)
         if dropped:
-            out.append(f"  (left out to fit {width} columns: {', '.join(dropped)}; "
-                       "--format json has everything)")  # fmt: skip
-        for line in report.runs:
-            if line.report.note:
-                out.append(f"  note: {line.report.run.label}: {line.report.note}")
-        out.extend(f"  note: {note}" for note in report.notes)
+            notes.insert(0, f"left out to fit {width} columns: {', '.join(dropped)} "
+                         "(--format json has everything)")  # fmt: skip
+        notes += [f"{line.report.run.label}: {line.report.note}" for line in report.runs
+                  if line.report.note]  # fmt: skip
+        for note in notes:
+            wrapped = wrap_cell(f"note: {note}", width - 6)
+            out.append("  " + wrapped[0])
+            out.extend("        " + more for more in wrapped[1:])
         out.append("")
     if not reports:
         out.append("No recorded runs with results.")
@@ -306,17 +309,19 @@ def interval_pts(ci: Interval) -> str:
 
 
 def render_compare_text(reports: Sequence[CompareReport], width: int = 100) -> str:
-    from reconciler.results.table import wrap_cell
+    def wrapped(text: str, indent: str) -> list[str]:
+        lines = wrap_cell(text, width - len(indent) - 4)
+        return [indent + lines[0], *(indent + "    " + line for line in lines[1:])]
 
     out: list[str] = []
     for r in reports:
         for line in _compare_lines(r):
-            out.extend(wrap_cell(line, width - 2 if width > 20 else width))
+            out.extend(wrapped(line, ""))
         c = r.comparison
         if c.up:
-            out.extend(wrap_cell(f"  up in RIGHT: {_task_list(c.up)}", width))
+            out.extend(wrapped(f"up in RIGHT: {_task_list(c.up)}", "  "))
         if c.down:
-            out.extend(wrap_cell(f"  down in RIGHT: {_task_list(c.down)}", width))
+            out.extend(wrapped(f"down in RIGHT: {_task_list(c.down)}", "  "))
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 

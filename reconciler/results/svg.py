@@ -64,8 +64,8 @@ def _y_axis(out: list[str], left: int, top: int, plot_h: int, right: int) -> Non
 
 def trend_chart(label: str, runs: Sequence[str], points: Sequence[Point]) -> str:
     """pass@1 over runs (oldest first) per series, with a shaded 95% CI band."""
-    width, height, left, top, bottom = 640, 260, 48, 16, 56
-    plot_w, plot_h = width - left - 16, height - top - bottom
+    width, height, left, top, bottom = 640, 260, 60, 16, 56
+    plot_w, plot_h = width - left - 64, height - top - bottom
     step = plot_w / max(1, len(runs) - 1) if len(runs) > 1 else 0
     x_of = {run: left + (step * i if len(runs) > 1 else plot_w / 2) for i, run in enumerate(runs)}
 
@@ -73,11 +73,11 @@ def trend_chart(label: str, runs: Sequence[str], points: Sequence[Point]) -> str
         return top + plot_h - plot_h * max(0.0, min(1.0, v))
 
     out = _open("trend", width, height, label)
-    _y_axis(out, left, top, plot_h, width - 16)
+    _y_axis(out, left, top, plot_h, left + plot_w)
     for run, x in x_of.items():
         out.append(
             f'<text x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle" fill="#555">'
-            f"{_a(run[:18])}</text>"
+            f"{_a(run)}</text>"
         )
     for series in sorted({p.series for p in points}):
         mine = [p for p in points if p.series == series and p.label in x_of]
@@ -108,8 +108,9 @@ def trend_chart(label: str, runs: Sequence[str], points: Sequence[Point]) -> str
 
 def whisker_chart(label: str, points: Sequence[Point]) -> str:
     """One row per agent: a dot at pass@1 and a whisker for its 95% CI."""
-    row_h, left, right_pad, top = 26, 200, 24, 20
-    width = 640
+    row_h, right_pad, top = 26, 24, 20
+    left = 16 + int(6.5 * max((len(p.label) for p in points), default=10))
+    width = left + 440
     height = top + row_h * len(points) + 30
     plot_w = width - left - right_pad
 
@@ -126,9 +127,7 @@ def whisker_chart(label: str, points: Sequence[Point]) -> str:
     for i, p in enumerate(points):
         cy = top + row_h * i + row_h / 2
         colour = PALETTE[p.series % len(PALETTE)]
-        out.append(
-            f'<text x="{left - 8}" y="{cy + 4:.1f}" text-anchor="end">{_a(p.label[:32])}</text>'
-        )
+        out.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" text-anchor="end">{_a(p.label)}</text>')
         if p.low is not None and p.high is not None:
             out.append(
                 f'<line data-whisker="1" x1="{x(p.low):.1f}" x2="{x(p.high):.1f}" y1="{cy:.1f}" '
@@ -192,21 +191,21 @@ def task_grid(
 ) -> str:
     """Tasks (rows) × runs (columns): a cell's shade is the task's pass rate; a cell whose
     rate moved from the previous column is outlined (a flip)."""
-    cell, left, top = 14, 220, 60
-    width = left + cell * len(columns) + 20
+    cell, top = 14, 80
+    # Names are never cut: the label margin is as wide as the longest (≈6.5 px a character).
+    left = 12 + int(6.5 * max((len(t) for t in tasks), default=10))
+    width = left + cell * len(columns) + 60
     height = top + cell * len(tasks) + 10
     out = _open("grid", width, height, label)
     for j, column in enumerate(columns):
         x = left + cell * j + cell / 2
         out.append(
             f'<text transform="translate({x:.1f},{top - 6}) rotate(-45)" fill="#555">'
-            f"{_a(column[:18])}</text>"
+            f"{_a(column)}</text>"
         )
     for i, task in enumerate(tasks):
         y = top + cell * i
-        out.append(
-            f'<text x="{left - 6}" y="{y + cell - 3}" text-anchor="end">{_a(task[-34:])}</text>'
-        )
+        out.append(f'<text x="{left - 6}" y="{y + cell - 3}" text-anchor="end">{_a(task)}</text>')
         before: float | None = None
         for j, column in enumerate(columns):
             rate = rates.get((task, column))
@@ -219,11 +218,14 @@ def task_grid(
                 before = None
                 continue
             flip = before is not None and rate != before
-            shade = int(235 - 190 * rate)
+            # From light red (0%) to green (100%).
+            red, green, blue = (
+                int(a + (b - a) * rate) for a, b in ((244, 26), (214, 152), (214, 80))
+            )
             stroke = ' stroke="#000" stroke-width="1.5"' if flip else ""
             out.append(
                 f'<rect data-cell="1" x="{x}" y="{y}" width="{cell - 1}" height="{cell - 1}" '
-                f'fill="rgb({shade},{int(180 + 40 * rate)},{shade})"{stroke}>'
+                f'fill="rgb({red},{green},{blue})"{stroke}>'
                 f"<title>{_a(task)} · {_a(column)}: {rate * 100:.0f}%</title></rect>"
             )
             before = rate

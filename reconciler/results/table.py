@@ -2,8 +2,7 @@
 
 A table is fitted to ``width`` columns in two steps: optional columns are left out, least
 important first (the caller lists them in ``optional``, and the table says which were left
-out), then the wrappable columns (names) are wrapped onto several lines at spaces, ``/``
-and ``·``. Nothing is ever cut: a number or a name's longest unbreakable piece keeps its
+out), then the wrappable columns (names) are wrapped onto several lines at spaces. Nothing is ever cut: a number or a name's longest unbreakable piece keeps its
 full width, so a table that cannot fit even then is printed wider rather than wrong.
 """
 
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 __all__ = ["Column", "fit_table", "wrap_cell"]
 
 GAP = 2
-_BREAK = re.compile(r"(?<=[ /·,])")
+_BREAK = re.compile(r"(?<= )")
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,8 @@ class Column:
 
 
 def wrap_cell(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken only after a space,
-    ``/``, ``·`` or ``,``; a piece longer than ``width`` stays whole."""
+    """``text`` in lines of at most ``width`` characters, broken only at spaces (never
+    inside a name or number); a piece longer than ``width`` stays whole."""
     if len(text) <= width:
         return [text]
     lines: list[str] = []

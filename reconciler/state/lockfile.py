@@ -68,6 +68,7 @@ from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
 from reconciler.model import (
     LOCKFILE_VERSION,
+    Baseline,
     Downloads,
     HistoryEntry,
     Intent,
@@ -75,6 +76,7 @@ from reconciler.model import (
     RecordedRun,
     Rejection,
     RunResults,
+    selection_digest,
 )
 from reconciler.paths import check_inside
 
@@ -98,6 +100,7 @@ __all__ = [
     "strip_secret_values",
     "remove_stale_temps",
     "write_lockfile",
+    "migrate_format",
 ]
 
 HISTORY_LIMIT_PER_ADDRESS = 20
@@ -349,6 +352,13 @@ def serialize(state: LockState) -> str:
             f"rejections.{_toml_key(address)}",
             [(name, getattr(rejection, name)) for name in Rejection.model_fields],
         )
+    for address in sorted(state.baselines):
+        baseline = state.baselines[address]
+        _emit_table(
+            out,
+            f"baselines.{_toml_key(address)}",
+            [(name, getattr(baseline, name)) for name in Baseline.model_fields],
+        )
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -547,6 +557,13 @@ def _build_rejection(address: str, table: Any, filename: str, locator: _Locator)
     return _validate(Rejection, data, filename, locator, base)
 
 
+def _build_baseline(address: str, table: Any, filename: str, locator: _Locator) -> Baseline:
+    base: list[str | int] = ["baselines", address]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    return _validate(Baseline, dict(table), filename, locator, base)
+
+
 def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
@@ -578,6 +595,7 @@ _HEADER_KEYS = frozenset(
         "runs",
         "rejections",
         "history",
+        "baselines",
     }
 )
 
@@ -975,6 +993,13 @@ def parse(text: str, filename: str) -> LockState:
     history = tuple(
         _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
     )
+    baselines_table = raw.get("baselines", {})
+    if not isinstance(baselines_table, dict):
+        raise _shape_error(filename, locator, ["baselines"], "must be a table of addresses")
+    baselines = {
+        address: _build_baseline(address, table, filename, locator)
+        for address, table in baselines_table.items()
+    }
     return LockState(
         version=version,
         lineage=raw["lineage"],
@@ -986,6 +1011,7 @@ def parse(text: str, filename: str) -> LockState:
         runs=runs,
         rejections=rejections,
         history=history,
+        baselines=baselines,
     )
 
 
@@ -1230,8 +1256,23 @@ def remove_stale_temps(path: Path) -> int:
     return removed
 
 
+def migrate_format(state: LockState) -> LockState:
+    """``state`` in the current format (``LOCKFILE_VERSION``), for writing.
+
+    Format 1 -> 2: nothing to rewrite. Format 2 only adds fields (history entries'
+    ``benchmark_id``, ``task_count``, ``selection``; the ``[baselines]`` tables), absent
+    from format-1 files and read as None/empty, so the migration is the version number. A
+    format-1 file is read as it is and written as format 2 on the next write.
+    """
+    if state.version == LOCKFILE_VERSION:
+        return state
+    return state.model_copy(update={"version": LOCKFILE_VERSION})
+
+
 def write_lockfile(path: Path, state: LockState) -> LockState:
-    """Write ``state`` atomically with ``serial + 1``; returns the state as written."""
+    """Write ``state`` atomically with ``serial + 1``, in the current format (a format-1
+    state is migrated: ``migrate_format``); returns the state as written."""
+    state = migrate_format(state)
     written = _sanitize(state).model_copy(update={"serial": state.serial + 1})
     try:
         _atomic_write(path, serialize(written).encode("utf-8"))
@@ -1365,6 +1406,9 @@ def _history_entry(
         reason=reason,
         requested_by=run.requested_by,
         results=run.results,
+        benchmark_id=run.benchmark_id,
+        task_count=run.task_count,
+        selection=selection_digest(run.spec) if run.spec else None,
     )
 
 
