@@ -418,7 +418,7 @@ def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
         (
             HEADER.replace("version = 1", "version = 7"),
             "state/osmosis.lock:1: version: lockfile format 7 was written by a newer "
-            "osmosis-reconciler (this one reads format 1)",
+            "osmosis-reconciler (this one reads format 2)",
         ),
         (
             HEADER.replace("version = 1", 'version = "1"'),
@@ -499,7 +499,7 @@ def test_hand_edited_shape_errors_name_the_key_path(
 
 
 def test_newer_version_hint_says_upgrade(tmp_path: Path) -> None:
-    error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 2")))
+    error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 3")))
     assert error.hint == (
         "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again"
     )
@@ -855,3 +855,45 @@ def test_perf_read_write_5000_entries(tmp_path: Path) -> None:
         f"write median {statistics.median(writes):.3f}s, "
         f"read median {statistics.median(reads):.3f}s"
     )
+
+
+def test_format_1_is_read_and_written_back_as_format_2(tmp_path: Path) -> None:
+    # A format-1 lockfile (no baselines, history without benchmark/selection) reads as it is;
+    # the next write migrates it (``migrate_format``) and it reads back the same but for the
+    # version.
+    old = (
+        HEADER
+        + '\n[[history]]\naddress = "a"\nrun_id = "r1"\nrun_name = "n1"\n'
+        + ('spec_digest = "sha256:' + "0" * 64 + '"\nstatus = "finished"\nreason = "replaced"\n')
+    )
+    path = write_text(tmp_path, old)
+    state = read_lockfile(path, platform="local", workspace="demo")
+    assert state.version == 1 and state.baselines == {}
+    assert state.history[0].selection is None
+    written = write_lockfile(path, state)
+    text = path.read_text(encoding="utf-8")
+    assert written.version == 2 and "\nversion = 2\n" in text
+    again = read_lockfile(path, platform="local", workspace="demo")
+    assert again.history == state.history and again.serial == state.serial + 1
+
+
+def test_baselines_round_trip_through_both_readers() -> None:
+    from reconciler.model import Baseline
+
+    state = LockState(
+        lineage=LINEAGE,
+        platform="local",
+        workspace="demo",
+        baselines={
+            "tb/smoke": Baseline(
+                run_id="r1",
+                run_name="calm-otter",
+                accepted_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+                accepted_at_commit="a" * 40,
+            )
+        },
+    )
+    text = serialize(state)
+    assert '[baselines."tb/smoke"]\nrun_id = "r1"\nrun_name = "calm-otter"\n' in text
+    assert parse(text, NAME) == state
+    assert tomllib.loads(text)["baselines"]["tb/smoke"]["run_id"] == "r1"
