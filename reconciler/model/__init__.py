@@ -730,8 +730,12 @@ class ResultRow(Frozen):
     previous: AgentResult | None = None
     previous_run_id: str | None = None
     previous_run_name: str | None = None
+    previous_note: str | None = None
+    """When no earlier run is comparable: what changed (``task selection changed``, ``<run>
+    is partial (failed)``, ...)."""
     leaderboard: LeaderboardScore | None = None
-    """The benchmark's published score for the same model and harness, when it has one."""
+    """The benchmark's published score for the same model and harness, when it has one and
+    the run covered the full benchmark or a recommended task set."""
     unavailable_tasks: int = 0
     """How many tasks the benchmark lists as unavailable (not run, not scored)."""
     unavailable_reason: str | None = None

@@ -43,6 +43,7 @@ from reconciler.model import (
     RecordedChange,
     ResultRow,
 )
+from reconciler.results.table import Column, fit_table, wrap_cell
 
 MARKDOWN_MARKER = "<!-- osmosis-reconciler:plan"
 """Start of the hidden first line of a PR comment; the workspace follows, so one comment per
@@ -285,6 +286,8 @@ def _other_pending_note(plan: Plan) -> str:
 
 TEXT_RESULT_ROWS = 20
 """The text render lists at most this many result rows (markdown and json list them all)."""
+TEXT_WIDTH = 100
+"""The results table fits this many columns."""
 
 
 def _pct(value: float) -> str:
@@ -323,7 +326,7 @@ def _versus_previous(row: ResultRow) -> str:
     """``+4.2 pts (prev 61.0%)``: the pass@1 change against the previous run of the address."""
     before = row.previous
     if before is None:
-        return "–"
+        return f"not comparable: {row.previous_note}" if row.previous_note else "–"
     if before.pass_at_1 is None or row.agent.pass_at_1 is None:
         return f"prev {_pass_at_1(before)}"
     points = round((row.agent.pass_at_1 - before.pass_at_1) * 100, 1)
@@ -464,13 +467,26 @@ def format_table(
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
-def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
-    """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``."""
-    out = [
-        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; "
-        "change against the previous run of the address):",
-        "",
-    ]
+RESULT_COLUMNS = (
+    Column("address", wrap=True),
+    Column("run", wrap=True),
+    Column("agent", wrap=True),
+    Column("pass@1"),
+    Column("pass@k", drop=4),
+    Column("cost/task", right=True, drop=3),
+    Column("vs previous", wrap=True, drop=2),
+    Column("vs leaderboard", wrap=True, drop=1),
+)
+
+
+def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[str]:
+    """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``, fitted
+    to ``width`` columns (``results.table``: columns left out, names wrapped, nothing cut)."""
+    title = (
+        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; change "
+        "against the previous comparable run of the address):"
+    )
+    out = [*wrap_cell(title, width), ""]
     table = [
         [
             _e(row.address),
@@ -484,26 +500,32 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
         ]
         for row in rows[:TEXT_RESULT_ROWS]
     ]
-    headers = [
-        "address", "run", "agent", "pass@1", "pass@k", "cost/task", "vs previous",
-        "vs leaderboard",
-    ]  # fmt: skip
+    columns = list(RESULT_COLUMNS)
     if not any(row.leaderboard is not None for row in rows[:TEXT_RESULT_ROWS]):
-        headers.pop()
+        columns.pop()
         table = [cells[:-1] for cells in table]
-    out.extend(f"  {line}" for line in format_table(headers, table, right=(5,)))
+    lines, dropped = fit_table(columns, table, width)
+    out.extend(lines)
     more = len(rows) - TEXT_RESULT_ROWS
+    notes: list[str] = []
     if more > 0:
-        out.append(f"  ... {more:,} more (see --format markdown or json)")
-    out.extend(f"  {note}" for note in _unsuccessful_notes(rows))
-    out.extend(f"  note: {note}" for note in _unavailable_notes(rows))
+        notes.append(f"... {more:,} more (see --format markdown or json)")
+    if dropped:
+        notes.append(f"left out to fit {width} columns: {', '.join(dropped)} "
+                     "(see --format markdown or json, or osmosis-results)")  # fmt: skip
+    notes += _unsuccessful_notes(rows)
+    notes += [f"note: {note}" for note in _unavailable_notes(rows)]
+    for note in notes:
+        wrapped = wrap_cell(note, width - 6)
+        out.append("  " + wrapped[0])
+        out.extend("      " + line for line in wrapped[1:])
     out.append("")
     return out
 
 
 def _result_run(row: ResultRow) -> str:
     label = _run_label(row.run_name, row.run_id)
-    return f"{label} ({row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
+    return f"{label} (partial: {row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
 
 
 def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:

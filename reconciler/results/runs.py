@@ -117,8 +117,13 @@ def address_runs(state: LockState, address: str) -> list[RecordedResult]:
     return out
 
 
-def _agent_identity(agent: AgentResult) -> tuple[str | None, str | None]:
-    return (agent.model_id or agent.model, agent.harness)
+def _same_agent(a: AgentResult, b: AgentResult) -> bool:
+    """The same model (by id when both runs recorded it, else by name) and harness."""
+    if a.harness != b.harness:
+        return False
+    if a.model_id and b.model_id:
+        return a.model_id == b.model_id
+    return (a.model or a.model_id) == (b.model or b.model_id)
 
 
 def what_changed(newer: RecordedResult, older: RecordedResult) -> list[str]:
@@ -132,9 +137,14 @@ def what_changed(newer: RecordedResult, older: RecordedResult) -> list[str]:
         changes.append("task selection changed")
     elif newer.task_count and older.task_count and newer.task_count != older.task_count:
         changes.append(f"tasks {older.task_count} -> {newer.task_count}")
-    new_agents = [_agent_identity(a) for a in newer.agents]
-    old_agents = [_agent_identity(a) for a in older.agents]
-    if new_agents and old_agents and new_agents != old_agents:
+    if (
+        newer.agents
+        and older.agents
+        and (
+            len(newer.agents) != len(older.agents)
+            or not all(_same_agent(a, b) for a, b in zip(newer.agents, older.agents, strict=True))
+        )
+    ):
         changes.append("agents changed")
     return changes
 
@@ -147,6 +157,8 @@ def previous_comparable(
     newer = runs[index]
     first_reasons: list[str] = []
     for older in runs[index + 1 :]:
+        if older.results is None:
+            continue  # nothing recorded to compare with
         reasons = what_changed(newer, older)
         if not reasons:
             return older, first_reasons

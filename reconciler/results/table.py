@@ -63,34 +63,35 @@ def fit_table(
     *,
     indent: int = 2,
 ) -> tuple[list[str], list[str]]:
-    """The table's lines (indented) fitted to ``width``, and the headers left out."""
+    """The table's lines (indented) fitted to ``width``, and the headers left out.
+
+    Optional columns are left out (highest ``drop`` first) until the rest fits with each
+    wrapped cell on at most about two lines; then wrappable columns are narrowed, the
+    widest first, never below their longest unbreakable piece.
+    """
     keep = list(range(len(columns)))
     natural = [max([len(columns[i].header), *(len(r[i]) for r in rows)]) for i in keep]
+    minimum = [_min_width(columns[i], [r[i] for r in rows]) for i in keep]
+    moderate = [
+        max(minimum[i], -(-natural[i] // 2)) if columns[i].wrap else natural[i] for i in keep
+    ]
 
     def total(indices: Sequence[int], widths: Sequence[int]) -> int:
         return indent + sum(widths[i] for i in indices) + GAP * (len(indices) - 1)
 
     dropped: list[str] = []
-    droppable = sorted((i for i in keep if columns[i].drop), key=lambda i: -columns[i].drop)
-    minimum = [_min_width(columns[i], [r[i] for r in rows]) for i in range(len(columns))]
-    for i in droppable:
-        if total(keep, natural) <= width:
-            break
-        if total(keep, minimum) <= width and total(keep, natural) > width:
-            # Wrapping alone makes it fit: keep the column.
+    for i in sorted((i for i in keep if columns[i].drop), key=lambda i: -columns[i].drop):
+        if total(keep, moderate) <= width:
             break
         keep.remove(i)
         dropped.append(columns[i].header)
     widths = list(natural)
-    excess = total(keep, widths) - width
-    if excess > 0:
-        # Shrink wrappable columns, widest first, never below their longest piece.
-        for i in sorted((i for i in keep if columns[i].wrap), key=lambda i: -widths[i]):
-            if excess <= 0:
-                break
-            give = min(excess, widths[i] - minimum[i])
-            widths[i] -= give
-            excess -= give
+    while total(keep, widths) > width:
+        narrower = [i for i in keep if columns[i].wrap and widths[i] > minimum[i]]
+        if not narrower:
+            break  # nothing may be cut: the table stays wider than asked
+        widest = max(narrower, key=lambda i: (widths[i], -i))
+        widths[widest] -= 1
     lines: list[str] = []
     pad = " " * indent
 
