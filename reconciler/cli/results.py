@@ -59,6 +59,7 @@ task, the commit that requested it, and whether it is complete or partial.
                         and a verdict: better, worse, no change (CI inside ±margin) or
                         inconclusive (with the minimum detectable effect).
                         LEFT/RIGHT: ADDR (its newest run), ADDR@RUN or ADDR@RUN#AGENT
+                        (RUN: a run name or id, or ~N: N runs before the newest)
   accept ADDR@RUN       record RUN as ADDR's baseline in the lockfile (never a partial run)
 
 Each run's summary.csv and results.csv are kept under results/<address>/<run-dir>/ (from

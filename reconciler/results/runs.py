@@ -181,8 +181,8 @@ def leaderboard_comparable(spec: Mapping[str, Any], info: BenchmarkInfo | None) 
 
 @dataclass(frozen=True)
 class RunRef:
-    """``ADDR``, ``ADDR@RUN`` or ``ADDR@RUN#AGENT`` (RUN: a run name or id; AGENT: a
-    1-based agent number)."""
+    """``ADDR``, ``ADDR@RUN`` or ``ADDR@RUN#AGENT`` (RUN: a run name or id, or ``~N`` for
+    the N-th run before the newest; AGENT: a 1-based agent number)."""
 
     address: str
     run: str | None = None
@@ -197,7 +197,7 @@ class RunRef:
 
 def parse_ref(text: str) -> RunRef:
     """Parse a run reference; a malformed one is a ``UsageError`` saying the forms."""
-    forms = "ADDR, ADDR@RUN or ADDR@RUN#AGENT (RUN: run name or id; AGENT: 1, 2, ...)"
+    forms = "ADDR, ADDR@RUN or ADDR@RUN#AGENT (RUN: run name or id, or ~N: N runs before the newest; AGENT: 1, 2, ...)"
     rest, _, agent_text = text.partition("#")
     address, _, run = rest.partition("@")
     agent: int | None = None
@@ -221,6 +221,14 @@ def resolve(state: LockState, ref: RunRef) -> RecordedResult:
         )
     if ref.run is None:
         return runs[0]
+    if ref.run.startswith("~") and ref.run[1:].isdigit():
+        back = int(ref.run[1:])
+        if back >= len(runs):
+            raise UsageError(
+                f"{ref.text}: {ref.address} has {len(runs)} recorded run(s)",
+                f"~N counts back from the newest run: ~0 to ~{len(runs) - 1}",
+            )
+        return runs[back]
     for run in runs:
         if ref.run in (run.run_id, run.run_name):
             return run

@@ -349,3 +349,37 @@ def mde(
     )
     z = z_quantile(1 - alpha / 2) + z_quantile(power)
     return z * math.sqrt(max(0.0, omega2)) / math.sqrt(tasks)
+
+
+ASSUMED_RHO = 0.5
+"""Correlation of two runs' per-task rates assumed when planning from a summary alone
+(Miller reports 0.3–0.7 between frontier models; 0.5 is the middle)."""
+
+
+def planning_mde(
+    pass_rate: float,
+    tasks: int,
+    *,
+    rho: float = ASSUMED_RHO,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float:
+    """The MDE of a paired comparison of a new run with a previous one, estimated before
+    paying from the previous run's pass@1 alone: a per-task variance of ``p(1-p)`` (the
+    binomial bound, counting all of it as between-task variance, which attempts cannot
+    reduce: conservative) correlated ``rho`` between the runs, so
+    ``omega^2 = 2 (1 - rho) p (1 - p)``."""
+    p = min(1.0, max(0.0, pass_rate))
+    var = p * (1 - p)
+    return mde(
+        tasks=tasks,
+        var_x_left=var,
+        var_x_right=var,
+        covariance=rho * var,
+        sigma2_left=0.0,
+        sigma2_right=0.0,
+        attempts_left=1,
+        attempts_right=1,
+        alpha=alpha,
+        power=power,
+    )

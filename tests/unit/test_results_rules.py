@@ -194,3 +194,30 @@ def test_results_csv_is_read_by_header_name() -> None:
     assert rewards.tasks[0]["t1"].passes == 1 and rewards.tasks[0]["t1"].attempts == 2
     assert datetime.now(UTC)  # (no clock in the parse: same text, same result)
     assert parse_results_csv(text) == parse_results_csv(text)
+
+
+def test_planning_mde_by_hand() -> None:
+    from reconciler.results.stats import planning_mde
+
+    # p = 0.5: omega² = 2 (1 - 0.5) 0.25 = 0.25; (1.95996 + 0.84162) · 0.5 / sqrt(89).
+    assert planning_mde(0.5, 89) == pytest.approx(2.80158 * 0.5 / 89**0.5, abs=1e-5)
+    assert round(planning_mde(0.5, 89) * 100, 1) == 14.8
+
+
+def test_a_submit_with_history_shows_its_power_before_paying() -> None:
+    from reconciler.plan import compute_plan
+    from tests.unit.plan_fixtures import desired, observation, observed_run, recorded_run, settings
+
+    want = desired("hle/a", models=("openai/gpt-5.2",))
+    old = desired("hle/a")
+    ran = recorded_run(old, "run-1", status="finished").model_copy(
+        update={"results": RunResults(agents=(agent(0.5),))}
+    )
+    plan = compute_plan([want], state(ran).model_copy(update={"platform": "local",
+                        "workspace": "acme/evals"}), observation(observed_run("run-1", "finished")),
+                        settings())  # fmt: skip
+    (item,) = [i for i in plan.items if i.address == "hle/a"]
+    (line,) = [d for d in item.details if d.startswith("power:")]
+    assert line.startswith(f"power: compared with name-run-1 (pass@1 50.0%), {item.task_count} ")
+    assert "detect |Δ| ≥ " in line
+    assert "power: compared with" in render_text(plan)
