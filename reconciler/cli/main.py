@@ -694,7 +694,29 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
             if sys.stdin.readline().strip() != "yes":
                 raise UsageError("Apply cancelled: the answer was not 'yes'")
         result = session.apply(plan, report=report, wait=args.wait, wait_timeout=args.wait_timeout)
+        if args.wait and not output.machine and session.state is not None:
+            _show_downloaded_results(session, result, output)
         return session.exit_code(result, report)
+
+
+def _show_downloaded_results(session: Any, result: Any, output: Output) -> None:
+    """After ``--wait``: the results table (the plan's) of the runs this apply downloaded."""
+    from reconciler.model import Action
+    from reconciler.plan.results import result_rows
+    from reconciler.render import render_results_text
+
+    downloaded = tuple(
+        sorted(
+            {o.item.address for o in result.outcomes if o.ok and o.item.action is Action.DOWNLOAD}
+        )
+    )
+    if not downloaded:
+        return
+    benchmarks = session.observation.benchmarks.values() if session.observation else ()
+    rows = result_rows(session.state, downloaded, benchmarks)
+    text = render_results_text(rows)
+    if text:
+        output.show("\n" + text)
 
 
 def _command_line() -> str:

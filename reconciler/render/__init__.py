@@ -471,7 +471,7 @@ RESULT_COLUMNS = (
     Column("address", wrap=True),
     Column("run", wrap=True),
     Column("agent", wrap=True),
-    Column("pass@1"),
+    Column("pass@1", wrap=True),
     Column("pass@k", drop=4),
     Column("cost/task", right=True, drop=3),
     Column("vs previous", wrap=True, drop=2),
@@ -490,7 +490,7 @@ def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[
     table = [
         [
             _e(row.address),
-            _result_run(row),
+            _result_run(row, with_id=False),
             _agent_label(row.agent),
             _pass_at_1(row.agent),
             _pass_at_k(row.agent),
@@ -523,8 +523,8 @@ def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[
     return out
 
 
-def _result_run(row: ResultRow) -> str:
-    label = _run_label(row.run_name, row.run_id)
+def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
+    label = _run_label(row.run_name, row.run_id) if with_id else (row.run_name or row.run_id or "")
     return f"{label} (partial: {row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
 
 
@@ -802,6 +802,12 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     if notes and len(opening) + len(body) + len(notes) + 1 + len(closing) <= room:
         closing = "\n" + notes + closing
     return opening + body + closing, len(rows) - shown
+
+
+def render_results_text(rows: Sequence[ResultRow], width: int = TEXT_WIDTH) -> str:
+    """The text results table of ``rows`` alone (``osmosis-apply --wait`` prints it for the
+    runs it downloaded: the same table as the plan's)."""
+    return "\n".join(_text_results(tuple(rows), width)) + "\n" if rows else ""
 
 
 def render_results_markdown(rows: Sequence[ResultRow], max_chars: int = 60000) -> str:

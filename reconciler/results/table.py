@@ -16,6 +16,7 @@ __all__ = ["Column", "fit_table", "wrap_cell"]
 
 GAP = 2
 _BREAK = re.compile(r"(?<= )")
+_SLASH = re.compile(r"(?<=/)")
 
 
 @dataclass(frozen=True)
@@ -29,16 +30,29 @@ class Column:
     """0: always shown; otherwise left out when the table is too wide, highest first."""
 
 
+def _pieces(text: str, width: int) -> list[str]:
+    """``text`` split after spaces; a word longer than ``width`` is split after its ``/``
+    (a path's segments stay whole)."""
+    out: list[str] = []
+    for word in _BREAK.split(text):
+        if not word:
+            continue
+        if len(word.rstrip()) > width and "/" in word:
+            out.extend(p for p in _SLASH.split(word) if p)
+        else:
+            out.append(word)
+    return out
+
+
 def wrap_cell(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken only at spaces (never
-    inside a name or number); a piece longer than ``width`` stays whole."""
+    """``text`` in lines of at most ``width`` characters, broken at spaces, and inside a
+    word only after a ``/`` when the word is longer than the line (never inside a name
+    segment or a number); a piece longer than ``width`` stays whole."""
     if len(text) <= width:
         return [text]
     lines: list[str] = []
     current = ""
-    for piece in _BREAK.split(text):
-        if not piece:
-            continue
+    for piece in _pieces(text, width):
         if current and len(current) + len(piece.rstrip()) > width:
             lines.append(current.rstrip())
             current = piece
@@ -52,7 +66,7 @@ def wrap_cell(text: str, width: int) -> list[str]:
 def _min_width(column: Column, cells: Sequence[str]) -> int:
     if not column.wrap:
         return max([len(column.header), *(len(c) for c in cells)])
-    pieces = [len(p.rstrip()) for c in cells for p in _BREAK.split(c) if p]
+    pieces = [len(p.rstrip()) for c in cells for p in _pieces(c, 0)]
     return max([len(column.header), *pieces])
 
 
@@ -94,6 +108,8 @@ def fit_table(
         widths[widest] -= 1
     lines: list[str] = []
     pad = " " * indent
+    if total(keep, widths) > width:
+        return _records(columns, keep, rows, width, pad), dropped
 
     def emit(cells: Sequence[str]) -> None:
         wrapped = [wrap_cell(cells[i], widths[i]) if columns[i].wrap else [cells[i]] for i in keep]
@@ -109,3 +125,24 @@ def fit_table(
     for row in rows:
         emit(row)
     return lines, dropped
+
+
+def _records(
+    columns: Sequence[Column],
+    keep: Sequence[int],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    pad: str,
+) -> list[str]:
+    """The last resort when even the narrowest columns are too wide (a long unbreakable
+    name): one block per row, one ``header: value`` line per cell, wrapped."""
+    label = max(len(columns[i].header) for i in keep) + 2
+    out: list[str] = []
+    for row in rows:
+        for n, i in enumerate(keep):
+            head = (columns[i].header + ":").ljust(label)
+            lead = pad + ("" if n == 0 else "  ")
+            parts = wrap_cell(row[i], max(10, width - len(lead) - label))
+            out.append((lead + head + parts[0]).rstrip())
+            out.extend((" " * (len(lead) + label) + part).rstrip() for part in parts[1:])
+    return out
