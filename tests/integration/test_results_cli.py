@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 from reconciler.cli.logs import main as logs_main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
-from tests.support.browser import browser_page  # noqa: F401  (fixture)
+from tests.support.browser import PageVisit
 
 from .helpers import Osmosis, Result, init_repo, read_lock, start_platform
 
@@ -170,7 +170,9 @@ def test_files_gone_are_fetched_again_and_no_fetch_falls_back_unpaired(world: Re
             moved.rename(local)
 
 
-def test_html_report_renders_offline_in_headless_chromium(world: Results, browser_page) -> None:  # noqa: F811
+def test_html_report_renders_offline_in_headless_chromium(
+    world: Results, browser_page: PageVisit
+) -> None:
     report = world.repo / "results" / "index.html"
     made = world.results("--html", str(report))
     assert made.code == 0, made
