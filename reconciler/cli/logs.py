@@ -17,10 +17,11 @@ from reconciler import shutdown
 from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
 from reconciler.engine.context import open_context, resolve_settings
-from reconciler.errors import UsageError
+from reconciler.errors import ReconcilerError, UsageError
 from reconciler.model import is_terminal
 from reconciler.platform import PlatformClient
 from reconciler.platform.models import LogEntry
+from reconciler.redact import redact
 from reconciler.results.runs import parse_ref, resolve
 from reconciler.state.lockfile import read_lockfile
 
@@ -189,3 +190,36 @@ def _newest(
             break
     entries = [e for page in reversed(pages) for e in page]
     return entries, next_cursor
+
+
+def last_error_lines(
+    client: PlatformClient, run_id: str, *, count: int = 3, scan: int = PAGE_MAX
+) -> list[str]:
+    """The last ``count`` warning-or-worse lines of a run's log (from its newest ``scan``
+    lines): why a failed run failed, without reading the whole log."""
+    page = client.get_logs(run_id, limit=scan, direction="older")
+    worst = [e for e in page.entries if _rank(e.level) >= _rank("error")]
+    if not worst:
+        worst = [e for e in page.entries if _rank(e.level) >= _rank("warning")]
+    return [line_text(e) for e in worst[-count:]]
+
+
+def explain_failures(
+    client: PlatformClient, runs: Sequence[tuple[str, str, str]], *, count: int = 3
+) -> list[str]:
+    """For each (address, run id, run name or id) of a run that ended failed or stopped:
+    its last error lines and the command that shows the rest. A log that cannot be read is
+    said, never raised: the explanation must not fail the command."""
+    out: list[str] = []
+    for address, run_id, run in runs:
+        try:
+            lines = last_error_lines(client, run_id, count=count)
+        except ReconcilerError as exc:
+            out.append(f"{address} {run}: its log could not be read ({exc})")
+            continue
+        out.append(
+            f"{address} {run}: last error lines (`osmosis-logs {address}@{run} --level "
+            "warning` shows the rest):"
+        )
+        out.extend(f"    {redact(line)}" for line in lines or ["(no warning or error lines)"])
+    return out

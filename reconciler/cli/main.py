@@ -696,7 +696,18 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         result = session.apply(plan, report=report, wait=args.wait, wait_timeout=args.wait_timeout)
         if args.wait and not output.machine and session.state is not None:
             _show_downloaded_results(session, result, output)
+        if report.unsuccessful and not output.machine:
+            _explain_unsuccessful(session, report, output)
         return session.exit_code(result, report)
+
+
+def _explain_unsuccessful(session: Any, report: Any, output: Output) -> None:
+    """A run that ended failed or stopped: its last error lines, and how to see the rest."""
+    from reconciler.cli.logs import explain_failures
+
+    runs = [(r.address, r.run_id, r.run_name or r.run_id) for r in report.unsuccessful if r.run_id]
+    for line in explain_failures(session.ctx.client, runs):
+        output.progress(line, essential=True)
 
 
 def _show_downloaded_results(session: Any, result: Any, output: Output) -> None:

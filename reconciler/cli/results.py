@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from reconciler.cli.logs import explain_failures
 from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
@@ -28,6 +29,7 @@ from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState
 from reconciler.outputs.downloads import OutputSource
+from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
 from reconciler.results.compare import Verdict
@@ -184,7 +186,7 @@ def _command(args: argparse.Namespace, output: Output) -> int:
             return _accept(args, output, root, settings.state, words[1:])
         if words[:1] == ["compare"]:
             return _compare(args, output, state, words[1:], load, margin, store)
-        return _list(args, output, state, words, load, margin, store)
+        return _list(args, output, state, words, load, margin, store, platform)
     finally:
         platform.close()
 
@@ -206,6 +208,7 @@ def _list(
     load: Callable[[RecordedResult], RunOutcomes | None],
     margin: float,
     store: ResultsStore,
+    platform: _Platform,
 ) -> int:
     def kept(run: RecordedResult) -> str | None:
         return store.relative_dir(run) if (store.run_dir(run) / "results.csv").is_file() else None
@@ -251,6 +254,16 @@ def _list(
     else:
         width = terminal_width(args.width)
         text = render_addresses_text(reports, width)
+        unsuccessful = [
+            (r.address, line.report.run.run_id, line.report.run.label)
+            for r in reports
+            for line in r.runs
+            if line.report.run.current and line.report.run.status in ("failed", "stopped")
+        ]
+        if unsuccessful and not args.no_fetch:
+            source, _http = platform()
+            assert isinstance(source, PlatformClient)
+            text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
         if gates:
             text += "\nAgainst the accepted baselines:\n\n" + render_compare_text(gates, width)
         elif args.fail_on_regression:

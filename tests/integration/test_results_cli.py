@@ -4,6 +4,7 @@ the regression gate, the HTML report in a real headless browser, and ``osmosis-l
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -206,3 +207,29 @@ def test_logs_pages_filters_and_documents(world: Results) -> None:
     assert all(line["level"] in ("warning", "error") for line in warnings.json()["lines"])
     bad = world.logs("tb/nope")
     assert bad.code == 1 and "tb/nope: no recorded run" in bad.err
+
+
+def test_a_stopped_run_says_why_and_is_partial(tmp_path: Path) -> None:
+    server = start_platform(tmp_path / "platform", speed=0.05)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/stopped": category_config()})
+        osm = Results(repo, server)
+        assert osm.apply("--auto-approve").code == 0
+        run_id = read_lock(repo)["runs"]["tb/stopped"]["run_id"]
+        with contextlib.closing(server.client()) as client:
+            client.stop_run(run_id)
+        waited = osm.apply("--auto-approve", "--wait", "--wait-timeout", "60")
+        assert "tb/stopped" in waited.out
+        assert "last error lines (`osmosis-logs tb/stopped@" in waited.out, waited
+        assert "Stopped by user; pending attempts were cancelled" in waited.out
+        shown = osm.results("tb/stopped", "--format", "json")
+        (run,) = shown.json()["addresses"][0]["runs"]
+        assert run["complete"] is False and run["status"] == "stopped"
+        text = osm.results("tb/stopped")
+        row = text.out.splitlines()[3:5]  # the status wraps onto the next line at 100 columns
+        assert "partial" in row[0] and "(stopped)" in row[1], text.out
+        assert "Stopped by user" in text.out
+        refused = osm.results("accept", f"tb/stopped@{run_id}")
+        assert refused.code == 1 and "a partial run is never a baseline" in refused.err
+    finally:
+        server.close()
