@@ -233,3 +233,17 @@ def test_a_stopped_run_says_why_and_is_partial(tmp_path: Path) -> None:
         assert refused.code == 1 and "a partial run is never a baseline" in refused.err
     finally:
         server.close()
+
+
+def test_markdown_for_a_pr_comment_has_the_table_and_a_mermaid_trend(world: Results) -> None:
+    md = world.results("--format", "markdown")
+    assert md.code == 0, md
+    assert f"### `{ADDRESS}`" in md.out
+    assert "| run | status | commit | agent | pass@1 | 95% CI |" in md.out
+    block = md.out.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    lines = block.splitlines()
+    assert lines[0] == "xychart-beta"
+    assert lines[-1].startswith("  line [") and lines[-1].count(",") == 1  # two runs
+    # The verdict of a comparison, for a comment.
+    compared = world.results("compare", f"{ADDRESS}@~1", ADDRESS, "--format", "markdown")
+    assert compared.code == 0 and "| verdict |" in compared.out
