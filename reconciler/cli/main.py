@@ -29,7 +29,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler import __version__, shutdown
 from reconciler.cli.output import (
@@ -43,6 +43,11 @@ from reconciler.cli.output import (
 from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
 from reconciler.log import configure_logging
 from reconciler.redact import redact
+
+if TYPE_CHECKING:  # imported lazily at run time: start-up must not pay for them
+    from reconciler.cli.output import ApplyReport
+    from reconciler.engine.apply import ApplyResult
+    from reconciler.engine.session import Session
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -701,7 +706,7 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         return session.exit_code(result, report)
 
 
-def _explain_unsuccessful(session: Any, report: Any, output: Output) -> None:
+def _explain_unsuccessful(session: Session, report: ApplyReport, output: Output) -> None:
     """A run that ended failed or stopped: its last error lines, and how to see the rest."""
     from reconciler.cli.logs import explain_failures
 
@@ -710,7 +715,7 @@ def _explain_unsuccessful(session: Any, report: Any, output: Output) -> None:
         output.progress(line, essential=True)
 
 
-def _show_downloaded_results(session: Any, result: Any, output: Output) -> None:
+def _show_downloaded_results(session: Session, result: ApplyResult, output: Output) -> None:
     """After ``--wait``: the results table (the plan's) of the runs this apply downloaded."""
     from reconciler.model import Action
     from reconciler.plan.results import result_rows

@@ -15,7 +15,7 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -28,13 +28,14 @@ from reconciler.engine.state_commands import hold_state_lock, utcnow
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState
-from reconciler.outputs.downloads import OutputSource
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
 from reconciler.results.compare import Verdict
 from reconciler.results.data import RunOutcomes
 from reconciler.results.report import (
+    AddressReport,
+    CompareReport,
     address_to_dict,
     compare_to_dict,
     render_addresses_markdown,
@@ -140,7 +141,7 @@ class _Platform:
         self.args, self.root, self.state = args, root, state
         self.ctx: Context | None = None
 
-    def __call__(self) -> tuple[OutputSource, httpx.Client]:
+    def __call__(self) -> tuple[PlatformClient, httpx.Client]:
         if self.ctx is None:
             workspace = self.args.workspace
             if workspace is None and not self.state.workspace.startswith("git:"):
@@ -262,7 +263,6 @@ def _list(
         ]
         if unsuccessful and not args.no_fetch:
             source, _http = platform()
-            assert isinstance(source, PlatformClient)
             text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
         if gates:
             text += "\nAgainst the accepted baselines:\n\n" + render_compare_text(gates, width)
@@ -319,8 +319,8 @@ def _compare(
 
 def _write_html(
     path: str,
-    reports: list,
-    comparisons: list,
+    reports: Sequence[AddressReport],
+    comparisons: Sequence[CompareReport],
     load: Callable[[RecordedResult], RunOutcomes | None],
     state: LockState,
 ) -> None:

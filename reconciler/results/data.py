@@ -124,7 +124,7 @@ def parse_results_csv(text: str) -> RunOutcomes:
         missing.append("task")
     if outcome_col is None and reward_col is None:
         missing.append("outcome")
-    if missing:
+    if missing or task_col is None:
         return RunOutcomes(missing=tuple(missing))
     agent_col = _column(header, "agent_index")
     model_col = _column(header, "model")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import httpx
 
-from reconciler.outputs.downloads import OutputSource, download_run, run_dir_name
+from reconciler.outputs.downloads import download_run, run_dir_name
 from reconciler.paths import check_inside
+from reconciler.platform import PlatformClient
 from reconciler.results.data import RunOutcomes, parse_results_csv
 from reconciler.results.runs import RecordedResult
 
@@ -35,7 +36,7 @@ class ResultsStore:
         repo_root: Path,
         *,
         download_root: Path,
-        platform: Callable[[], tuple[OutputSource, httpx.Client]] | None = None,
+        platform: Callable[[], tuple[PlatformClient, httpx.Client]] | None = None,
     ) -> None:
         self.repo_root = repo_root
         self.download_root = download_root
