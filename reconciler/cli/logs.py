@@ -129,7 +129,6 @@ def _command(args: argparse.Namespace, output: Output) -> int:
     try:
         entries, cursor = _newest(ctx.client, run.run_id, args.limit, args.cursor)
         shown = [e for e in entries if _rank(e.level) >= minimum]
-        seen = {_key(e) for e in entries}
         printed: list[LogEntry] = list(shown)
         if not output.machine:
             output.show("".join(line_text(e) + "\n" for e in shown))
@@ -140,13 +139,11 @@ def _command(args: argparse.Namespace, output: Output) -> int:
                 )
         status = run.status
         if args.follow:
+            last = _key(entries[-1]) if entries else None
             while not shutdown.requested():
-                detail = ctx.client.get_run(run.run_id)
-                status = detail.summary.status
-                page = ctx.client.get_logs(run.run_id, limit=PAGE_MAX, direction="older")
-                fresh = [e for e in page.entries if _key(e) not in seen]
-                for entry in fresh:
-                    seen.add(_key(entry))
+                status = ctx.client.get_run(run.run_id).summary.status
+                for entry in _since(ctx.client, run.run_id, last):
+                    last = _key(entry)
                     if _rank(entry.level) >= minimum:
                         printed.append(entry)
                         if not output.machine:
@@ -190,6 +187,29 @@ def _newest(
             break
     entries = [e for page in reversed(pages) for e in page]
     return entries, next_cursor
+
+
+def _since(
+    client: PlatformClient, run_id: str, last: tuple[str, str, str, str] | None
+) -> list[LogEntry]:
+    """The log lines after the one keyed ``last`` (all of them when None), oldest first:
+    pages back from the newest until that line is found, so a burst longer than a page
+    between two polls loses nothing."""
+    pages: list[Sequence[LogEntry]] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        page = client.get_logs(run_id, limit=PAGE_MAX, cursor=cursor, direction="older")
+        pages.insert(0, page.entries)
+        if last is None or page.next_cursor is None or any(_key(e) == last for e in page.entries):
+            break
+        cursor = page.next_cursor
+    entries = [e for page in pages for e in page]
+    if last is None:
+        return entries
+    keys = [_key(e) for e in entries]
+    if last not in keys:
+        return entries
+    return entries[len(keys) - 1 - keys[::-1].index(last) + 1 :]
 
 
 def last_error_lines(

@@ -8,6 +8,7 @@ import contextlib
 import csv
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from tests.support.browser import PageVisit
 
-from .helpers import Osmosis, Result, init_repo, read_lock, start_platform
+from .helpers import ManualClock, Osmosis, Result, init_repo, read_lock, start_platform
 
 ADDRESS = "tb/security"
 VALIDATOR = Draft202012Validator(
@@ -247,3 +248,34 @@ def test_markdown_for_a_pr_comment_has_the_table_and_a_mermaid_trend(world: Resu
     # The verdict of a comparison, for a comment.
     compared = world.results("compare", f"{ADDRESS}@~1", ADDRESS, "--format", "markdown")
     assert compared.code == 0 and "| verdict |" in compared.out
+
+
+def test_logs_follow_prints_new_lines_until_the_run_ends(tmp_path: Path) -> None:
+    # The Platform's clock is this test's: the run progresses only while --follow watches.
+    clock = ManualClock()
+    server = start_platform(tmp_path / "platform", clock=clock)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/follow": category_config(attempts=1)})
+        osm = Results(repo, server)
+        assert osm.apply("--auto-approve").code == 0
+        proc = osm.popen("osmosis-logs", "tb/follow", "--follow", "--interval", "0.1")
+        try:
+            for _ in range(2000):
+                if proc.poll() is not None:
+                    break
+                clock.advance(30)
+                time.sleep(0.05)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, err
+        lines = out.splitlines()
+        assert lines[0].split("] ", 1)[1].startswith("Benchmark run ")
+        assert lines[-1].split("] ", 1)[1].startswith(("Finished:", "Run failed:")), lines[-3:]
+        # Every line once, although the newest page was read many times.
+        assert len(lines) == len(set(lines))
+        results = [line for line in lines if "[result]" in line]
+        assert len(results) == 30  # one attempt per task, none missed
+    finally:
+        server.close()
