@@ -84,7 +84,9 @@ def _rank(level: str) -> int:
 
 
 def line_text(entry: LogEntry) -> str:
-    return f"{entry.timestamp} {entry.level.upper():7} [{entry.step}] {entry.message}"
+    """One log line as people read it; any registered secret value is redacted (a log line
+    is the Platform's text, and may echo what an agent was given)."""
+    return redact(f"{entry.timestamp} {entry.level.upper():7} [{entry.step}] {entry.message}")
 
 
 def _key(entry: LogEntry) -> tuple[str, str, str, str]:
@@ -96,7 +98,7 @@ def _entry_dict(entry: LogEntry) -> dict[str, object]:
         "timestamp": entry.timestamp,
         "level": entry.level,
         "step": entry.step,
-        "message": entry.message,
+        "message": redact(entry.message),
     }
 
 
@@ -241,5 +243,5 @@ def explain_failures(
             f"{address} {run}: last error lines (`osmosis-logs {address}@{run} --level "
             "warning` shows the rest):"
         )
-        out.extend(f"    {redact(line)}" for line in lines or ["(no warning or error lines)"])
+        out.extend(f"    {line}" for line in lines or ["(no warning or error lines)"])
     return out
