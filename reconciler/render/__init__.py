@@ -524,7 +524,9 @@ def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[
 
 
 def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
-    label = _run_label(row.run_name, row.run_id) if with_id else (row.run_name or row.run_id or "")
+    label = (
+        _run_label(row.run_name, row.run_id) if with_id else _e(row.run_name or row.run_id or "")
+    )
     return f"{label} (partial: {row.status})" if row.status in UNSUCCESSFUL_STATUSES else label
 
 

@@ -160,8 +160,9 @@ def test_files_gone_are_fetched_again_and_no_fetch_falls_back_unpaired(world: Re
             p.unlink()
         unpaired = world.results("compare", f"{ADDRESS}@{older}", ADDRESS, "--no-fetch")
         assert unpaired.code == 0, unpaired
-        assert "unpaired comparison of the Platform summaries" in unpaired.out
-        assert f"{older}: results.csv not available" in unpaired.out
+        said = " ".join(unpaired.out.split())  # notes wrap at the terminal's width
+        assert "unpaired comparison of the Platform summaries" in said
+        assert f"{older}: results.csv not available" in said
         fetched = world.results("compare", f"{ADDRESS}@{older}", ADDRESS)
         assert fetched.code == 0, fetched
         assert "(paired)" in fetched.out
