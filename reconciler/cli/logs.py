@@ -18,7 +18,7 @@ from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
 from reconciler.engine.context import open_context, resolve_settings
 from reconciler.errors import ReconcilerError, UsageError
-from reconciler.model import is_terminal
+from reconciler.model import RunStatus
 from reconciler.platform import PlatformClient
 from reconciler.platform.models import LogEntry
 from reconciler.redact import redact
@@ -150,7 +150,7 @@ def _command(args: argparse.Namespace, output: Output) -> int:
                         printed.append(entry)
                         if not output.machine:
                             output.show(line_text(entry) + "\n")
-                if is_terminal(status or ""):
+                if RunStatus.of(status).is_terminal:
                     break
                 shutdown.sleep(args.interval)
         if output.machine:

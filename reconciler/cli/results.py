@@ -27,7 +27,7 @@ from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, reso
 from reconciler.engine.state_commands import hold_state_lock, utcnow
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
-from reconciler.model import Baseline, LockState
+from reconciler.model import Baseline, LockState, RunStatus
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
@@ -259,7 +259,7 @@ def _list(
             (r.address, line.report.run.run_id, line.report.run.label)
             for r in reports
             for line in r.runs
-            if line.report.run.current and line.report.run.status in ("failed", "stopped")
+            if line.report.run.current and RunStatus.of(line.report.run.status).is_unsuccessful
         ]
         if unsuccessful and not args.no_fetch:
             source, _http = platform()

@@ -24,6 +24,7 @@ from reconciler.model import (
     BenchmarkInfo,
     LockState,
     RunResults,
+    RunStatus,
     selection_digest,
 )
 
@@ -60,7 +61,7 @@ class RecordedResult:
     @property
     def partial(self) -> bool:
         """Did not finish, or its outputs are incomplete."""
-        return self.status != "finished" or not self.outputs_complete
+        return RunStatus.of(self.status) is not RunStatus.FINISHED or not self.outputs_complete
 
     @property
     def label(self) -> str:

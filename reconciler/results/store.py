@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from reconciler.model import RunStatus
 from reconciler.outputs.downloads import download_run, run_dir_name
 from reconciler.paths import check_inside
 from reconciler.platform import PlatformClient
@@ -75,7 +76,7 @@ class ResultsStore:
                 if (local / name).is_file():
                     shutil.copyfile(local / name, target / name)
             return target / "results.csv"
-        if not fetch or self._platform is None or run.status in ("pending", "queued"):
+        if not fetch or self._platform is None or not RunStatus.of(run.status).may_have_outputs:
             return None
         source, http = self._platform()
         result = download_run(
