@@ -16,12 +16,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
-from reconciler.engine.apply import Applier, ApplyResult, Outcome, utcnow, wait_for_runs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
@@ -60,6 +61,10 @@ from reconciler.state.lockfile import (
     write_lockfile,
 )
 from reconciler.state.locking import hold_lock
+
+if TYPE_CHECKING:
+    # apply (the paid path) is imported by the steps that act, not by every plan.
+    from reconciler.engine.apply import Applier, ApplyResult, Outcome
 
 LockfileReader = Callable[[Path, str], bytes | None]
 """Reads the lockfile at a path (named as the user wrote it): its bytes, None when there is
@@ -298,7 +303,7 @@ class Session:
             workspace=self.ctx.workspace,
             repo_root=self.ctx.repo_root,
             head=self.head(),
-            now=utcnow(),
+            now=datetime.now(UTC).replace(microsecond=0),
             full=self.ctx.settings.refresh == "full",
             want_unmanaged=self.ctx.settings.unmanaged == "list",
             walk=walk,
@@ -623,6 +628,8 @@ class Session:
         wait_timeout: float,
     ) -> ApplyResult:
         """Carry out ``plan``, computed from (or checked against) ``snapshots``."""
+        from reconciler.engine.apply import Applier
+
         state = refresh_statuses(snapshots.state, snapshots.observation)
         store = StateStore(self.ctx.state_path, state)
         if state != snapshots.state:
@@ -669,6 +676,8 @@ class Session:
         waited: list[str],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
+        from reconciler.engine.apply import wait_for_runs
+
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())

@@ -48,18 +48,24 @@ class LocalServer:
     clock: Any = None
     headers: dict[str, str] = field(default_factory=dict)
 
-    def auth(self, workspace: str = "default") -> dict[str, str]:
-        """Headers for a scoped request: bearer token and ``X-Osmosis-Workspace``."""
-        return {"Authorization": f"Bearer {self.token}", "X-Osmosis-Workspace": workspace}
+    def auth(self, workspace: str = "default", token: str | None = None) -> dict[str, str]:
+        """Headers for a scoped request: bearer token (``token``: one of the server's
+        users') and ``X-Osmosis-Workspace``."""
+        return {"Authorization": f"Bearer {token or self.token}", "X-Osmosis-Workspace": workspace}
 
 
 @pytest.fixture
 def make_local_server(tmp_path: Path) -> Iterator[Callable[..., LocalServer]]:
-    """Factory: ``make_local_server(**LocalPlatform kwargs)`` starts a server on port 0."""
+    """Factory: ``make_local_server(**LocalPlatform kwargs)`` starts a server on port 0;
+    ``users={token: User}`` (``users_from_specs(["alice-token=Alice"])``) makes each token a
+    user, else the one token is ``TEST_TOKEN``."""
     started: list[ServerHandle] = []
 
     def make(data_dir: Path | None = None, **kwargs: Any) -> LocalServer:
-        kwargs.setdefault("token", TEST_TOKEN)
+        if not kwargs.get("users"):
+            kwargs.setdefault("token", TEST_TOKEN)
+        # Tests read one schedule (seed 0's); a data dir's own seed is random.
+        kwargs.setdefault("seed", 0)
         directory = data_dir or tmp_path / f"local-platform-{len(started)}"
         platform = LocalPlatform(directory, **kwargs)
         handle = start_server(platform, "127.0.0.1", 0)
@@ -67,7 +73,9 @@ def make_local_server(tmp_path: Path) -> Iterator[Callable[..., LocalServer]]:
         return LocalServer(
             url=handle.url,
             platform=platform,
-            token=kwargs["token"] or "any-token",
+            token=next(iter(kwargs["users"]))
+            if kwargs.get("users")
+            else kwargs["token"] or "any-token",
             handle=handle,
             data_dir=directory,
             clock=kwargs.get("clock"),

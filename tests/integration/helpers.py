@@ -25,7 +25,7 @@ from typing import Any
 
 from reconciler.cli.main import apply_main, import_main, plan_main, state_main
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import Faults, LocalPlatform, start_server
+from reconciler.platform.local import Faults, LocalPlatform, make_user, start_server
 from reconciler.platform.local.server import ServerHandle
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +33,10 @@ EXAMPLES = PROJECT_ROOT / "benchmarks"
 BIN_DIR = Path(sys.executable).parent
 WORKSPACE = "e2e"
 TOKEN = "e2e-token-do-not-print-0xC0FFEE"
+COLLEAGUE_TOKEN = "e2e-colleague-token-0xBEEF"
+TEAM = {TOKEN: make_user("E2E Runner", "e2e@example.com"), COLLEAGUE_TOKEN: make_user("Colleague")}
+"""The users of every test Platform: this repository's runner and a colleague who works in
+the same workspace by hand."""
 SECRET_NAMES = (
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
@@ -185,8 +189,9 @@ class Platform:
     def submits(self) -> int:
         return self.platform.submit_count(self.workspace)
 
-    def client(self) -> PlatformClient:
-        return PlatformClient(self.url, token=TOKEN, workspace=self.workspace)
+    def client(self, token: str = TOKEN) -> PlatformClient:
+        """A client as this repository's runner (``TOKEN``), or as another user."""
+        return PlatformClient(self.url, token=token, workspace=self.workspace)
 
     def statuses(self) -> dict[str, str]:
         """Run id -> status, as the Platform lists them now."""
@@ -219,9 +224,16 @@ def start_platform(
     workspace: str = WORKSPACE,
     access_log: RequestLog | None = None,
 ) -> Platform:
-    """Start a local Platform on 127.0.0.1:0 that accepts only ``TOKEN``; seed the secrets
-    the example configs reference."""
-    kwargs: dict[str, Any] = {"speed": speed, "token": TOKEN, "workspaces": (workspace,)}
+    """Start a local Platform on 127.0.0.1:0 whose users are ``TEAM`` (``TOKEN`` and a
+    colleague's token; no other token is accepted); seed the secrets the example configs
+    reference (workspace scope, so both users' runs can use them)."""
+    # seed 0: the tests read its schedules (a data dir's own seed is random).
+    kwargs: dict[str, Any] = {
+        "speed": speed,
+        "seed": 0,
+        "users": TEAM,
+        "workspaces": (workspace,),
+    }
     if clock is not None:
         kwargs["clock"] = clock
     if faults is not None:

@@ -24,8 +24,10 @@ from pathlib import Path
 
 from reconciler.config.spec import build_spec
 from reconciler.platform.local import Faults
+from reconciler.platform.local.history import HISTORY_TEAM
 
 from .helpers import (
+    COLLEAGUE_TOKEN,
     ManualClock,
     Osmosis,
     Platform,
@@ -48,19 +50,26 @@ def body_of(config: str) -> dict:
 
 
 def submit_by_hand(platform: Platform, config: str) -> tuple[str, str]:
-    with contextlib.closing(platform.client()) as client:
+    """A colleague submits ``config`` by hand (their own token, not this repository's)."""
+    with contextlib.closing(platform.client(COLLEAGUE_TOKEN)) as client:
         run = client.submit_run(body_of(config))
     return run.id, run.name
 
 
 def others(platform: Platform, clock: ManualClock, n: int, *, hours_ago: float = 0) -> None:
-    """``n`` runs made elsewhere (other models), ``hours_ago`` on the Platform's clock."""
+    """``n`` ended runs made elsewhere by the workspace's other people (another model), in
+    the hour before ``hours_ago`` on the Platform's clock: the local Platform's history."""
     saved = clock.now
     clock.now -= hours_ago * HOUR
     try:
-        with contextlib.closing(platform.client()) as client:
-            for i in range(n):
-                client.submit_run(body_of(smoke_config(f"vendor/elsewhere-{i}")))
+        platform.platform.seed_runs(
+            platform.workspace,
+            n,
+            body=body_of(smoke_config("vendor/elsewhere")),
+            created_from=clock.now - HOUR,
+            status_mix={"finished": 0.9, "failed": 0.1},
+            creators=HISTORY_TEAM,
+        )
     finally:
         clock.now = saved
 

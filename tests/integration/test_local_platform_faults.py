@@ -369,7 +369,7 @@ def test_benchmark_sync_command(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     platform = LocalPlatform(data)
     spec = platform.resolve_benchmark("acme/custom")
-    assert spec is not None and spec["sync_status"] == "ready" and spec["task_count"] == 45
+    assert spec is not None and spec["sync_status"] == "ready" and spec["task_count"] == 120
 
 
 def _emulator(*args: str, stdin: str = "", env: dict[str, str] | None = None):

@@ -96,6 +96,9 @@ def walkthrough_env(home: Path) -> dict[str, str]:
             # A slow simulated clock: the first run is still active when the re-run is planned,
             # whatever the speed of this machine.
             "OSMOSIS_LOCAL_PLATFORM_SPEED": "0.01",
+            # Run names and ids come from the data dir's own seed; the walkthrough fixes it
+            # so the names it prints (happy-eagle, ...) stay as the README shows them.
+            "OSMOSIS_LOCAL_PLATFORM_SEED": "0",
         }
     )
     return env

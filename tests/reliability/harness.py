@@ -205,7 +205,7 @@ def start_platform(
 ) -> Server:
     """A fresh local Platform on a free loopback port, with the configs' secret set."""
     platform = LocalPlatform(
-        data_dir, speed=speed, faults=faults or Faults(), workspaces=(WORKSPACE,)
+        data_dir, speed=speed, seed=0, faults=faults or Faults(), workspaces=(WORKSPACE,)
     )
     platform.set_secret(WORKSPACE, SECRET_NAME, secret_value)
     handle = start_server(platform, "127.0.0.1", 0)

@@ -167,7 +167,7 @@ def _check_agent(i: int, agent: Any) -> list[Issue]:
     if kind not in MODEL_KEYS:
         issues.append(Issue(f"{where}.model.type", "must be one of provider, endpoint, hosted"))
         return issues
-    required, optional = MODEL_KEYS[kind]
+    required, optional = MODEL_KEYS[str(kind)]
     for key in sorted(set(model) - required - optional - {"type"}):
         issues.append(Issue(f"{where}.model.{kind}.{key}", "Unrecognized key"))
     for key in sorted(required):
