@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from reconciler.redact import redact_value
 
 
-def redact(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def redact(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     """structlog processor: the tool's one redaction rule over every value of the event."""
     return {key: redact_value(value) for key, value in event_dict.items()}
 
@@ -96,7 +99,9 @@ def _structlog() -> Any:
         colors = config.stream.isatty() if config.color is None else config.color
         renderer = structlog.dev.ConsoleRenderer(colors=colors)
 
-    def add_command(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def add_command(
+        _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
         # Not only a context variable: worker threads (parallel actions) start with an
         # empty context, and every line must still name its command.
         event_dict.setdefault("command", config.command)

@@ -40,6 +40,7 @@ from reconciler.model import (
     Settings,
     glob_match,
 )
+from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.plan import compute_plan
 from reconciler.render import (
     parse_saved_plan,
@@ -514,13 +515,7 @@ class Session:
         """A saved plan, refused when stale, and the snapshots to apply it against: the
         configs and the lockfile read now, the Platform observed again (design.md §7.2:
         statuses that changed since the plan was made are recorded before acting)."""
-        try:
-            plan = parse_saved_plan(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise UsageError(
-                f"{path}: cannot read the saved plan: {exc}",
-                "create one with `osmosis-plan --out PLANFILE`",
-            ) from exc
+        plan = read_saved_plan(path)
         configs = self.load_desired()
         state = self.load_state()
         stale = []
@@ -559,7 +554,7 @@ class Session:
 
     @contextmanager
     def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
-        def waiting(holder: dict) -> None:
+        def waiting(holder: Mapping[str, object]) -> None:
             self.output.info(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "
                 f"{holder.get('host')} since {holder.get('started_at')} ..."
@@ -831,3 +826,19 @@ def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) 
 
 def terminal_runs(state: LockState) -> Sequence[str]:
     return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]
+
+
+def read_saved_plan(path: Path) -> Plan:
+    """The plan saved at ``path`` by ``osmosis-plan --out``; a ``UsageError`` for anything
+    else (the fuzz suite's saved-plan target: a clear error, never an internal one)."""
+    try:
+        # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
+        # memory ran out, a FIFO blocked forever.
+        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
+    except UnsafeInputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UsageError(
+            f"{path}: cannot read the saved plan: {exc}",
+            "create one with `osmosis-plan --out PLANFILE`",
+        ) from exc

@@ -11,10 +11,11 @@ import dataclasses
 from pathlib import Path
 
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import LocalPlatform, start_server
+from reconciler.platform.local import LocalPlatform
 from reconciler.platform.local.history import HISTORY_TEAM
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX, build_plan_repo
+from tests.support.emulator import serve
 
 from .helpers import TEAM, TOKEN, Osmosis, Platform, RequestLog
 
@@ -52,7 +53,7 @@ def test_converged_plan_in_a_workspace_of_20000_runs(tmp_path: Path) -> None:
 
     log = RequestLog()
     local = LocalPlatform(data, users=TEAM, workspaces=(WORKSPACE,))
-    handle = start_server(local, "127.0.0.1", 0, access_log=log)
+    handle = serve(local, access_log=log)
     try:
         with contextlib.closing(_Server(handle.url).client()) as client:
             recorded = client.list_runs(benchmark_id=ours)

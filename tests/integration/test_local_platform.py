@@ -15,30 +15,12 @@ import pytest
 
 from reconciler.model import adoption_fingerprint, spec_fingerprint
 from reconciler.platform.local import Faults, LocalPlatform
+from tests.support.bodies import tb_body
+from tests.support.clock import FakeClock
 
-from .conftest import FakeClock, LocalServer
+from .conftest import LocalServer
 
 TB = "terminal-bench-2-1"
-
-
-def tb_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "experiment_config": {"benchmark": TB},
-        "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-        "agents": [
-            {
-                "harness": "codex",
-                "model": {
-                    "type": "provider",
-                    "model": "openai/gpt-5.2",
-                    "api_key_secret": "OPENAI_API_KEY",
-                },
-                "env": {},
-            }
-        ],
-    }
-    body.update(overrides)
-    return body
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ from typing import Any
 import httpx
 
 from reconciler.platform.local import LocalPlatform, LocalTransport, users_from_specs
+from tests.support.clock import FakeClock
+from tests.support.emulator import emulator_command
 
-from .conftest import FakeClock, LocalServer, emulator_command
+from .conftest import LocalServer
 
 TB = "terminal-bench-2-1"
 USERS = ["alice-token=Alice Ng:alice@acme.example", "bob-token=Bob Roy", "ci-token=CI Bot"]

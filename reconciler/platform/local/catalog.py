@@ -288,7 +288,7 @@ def _benchmark(
     pending_tasks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     members: dict[str, list[str]] = {}
-    sets = []
+    sets: list[dict[str, Any]] = []
     for set_name, count, recommended, set_description in task_sets or []:
         ordered = sorted((t["name"] for t in tasks), key=lambda n: _h(key, set_name, n))
         members[set_name] = sorted(ordered[:count])
