@@ -670,9 +670,11 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         from reconciler.state.gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
-        where = force_unlock_any(
-            root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
-        )
+        from reconciler.state.locking import machine_lock_dir
+
+        clone_lock = (root / settings.state).parent / ".osmosis.lock.held"
+        machine_locks = sorted(machine_lock_dir().glob("*.held"))
+        where = force_unlock_any(root, [clone_lock, *machine_locks], args.force_unlock)
         output.info(f"Released the apply lock {args.force_unlock} ({where}).")
         body = {"lock_id": args.force_unlock, "released": True}
         return output.present(CommandResult(0, "unlock", body))

@@ -3,11 +3,13 @@
 Layout (design.md §5)::
 
     # header comment
-    version = 1
+    version = 2
     lineage = "<uuid4>"
     serial = 7
     platform = "local"
     workspace = "acme"
+    repository = "github.com/acme/bench"   # the origin remote, else "root:<sha>"
+    root_commit = "<sha>"                  # format 2: the root commit of the history
 
     [runs."terminal-bench/smoke"]          # one table per address, sorted
     spec_digest = "sha256:..."             # scalars in RecordedRun field order, None omitted
@@ -101,7 +103,6 @@ __all__ = [
     "strip_secret_values",
     "remove_stale_temps",
     "write_lockfile",
-    "migrate_format",
 ]
 
 HISTORY_LIMIT_PER_ADDRESS = 20
@@ -332,7 +333,8 @@ def serialize(state: LockState) -> str:
     state = _sanitize(state)
     out = [
         HEADER_COMMENT,
-        f"version = {state.version}",
+        # Always today's format: a lockfile read in an older one is migrated on write.
+        f"version = {LOCKFILE_VERSION}",
         f"lineage = {_toml_str(state.lineage)}",
         f"serial = {state.serial}",
         f"platform = {_toml_str(state.platform)}",
@@ -340,6 +342,8 @@ def serialize(state: LockState) -> str:
     ]
     if state.repository is not None:
         out.append(f"repository = {_toml_str(state.repository)}")
+    if state.root_commit is not None:
+        out.append(f"root_commit = {_toml_str(state.root_commit)}")
     if state.observed_until is not None:
         out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
@@ -628,6 +632,7 @@ _HEADER_KEYS = frozenset(
         "platform",
         "workspace",
         "repository",
+        "root_commit",
         "observed_until",
         "runs",
         "rejections",
@@ -1018,6 +1023,10 @@ def parse(text: str, filename: str) -> LockState:
     unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
+    if version == 1:
+        if "root_commit" in raw:
+            raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+        raw = migrate_v1(raw)
 
     repository = raw.get("repository")
     if repository is not None and (not isinstance(repository, str) or not repository.strip()):
@@ -1026,6 +1035,16 @@ def parse(text: str, filename: str) -> LockState:
             locator,
             ["repository"],
             f"must be a non-empty string (found {_describe_input(repository)})",
+        )
+    root_commit = raw.get("root_commit")
+    if root_commit is not None and (
+        not isinstance(root_commit, str) or not re.fullmatch(r"[0-9a-f]{40,64}", root_commit)
+    ):
+        raise _shape_error(
+            filename,
+            locator,
+            ["root_commit"],
+            f"must be a commit sha (found {_describe_input(root_commit)})",
         )
     observed_until = raw.get("observed_until")
     if observed_until is not None and not isinstance(observed_until, datetime):
@@ -1073,12 +1092,29 @@ def parse(text: str, filename: str) -> LockState:
         platform=raw["platform"],
         workspace=raw["workspace"],
         repository=repository,
+        root_commit=root_commit,
         observed_until=observed_until,
         runs=runs,
         rejections=rejections,
         history=history,
         baselines=baselines,
     )
+
+
+def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 lockfile's table as format 2 reads it (written back as format 2).
+
+    Format 2 records the root commit beside the repository (``LockState.root_commit``);
+    format 1 knew it only when the repository had no remote (``repository = "root:SHA"``).
+    Format 2 also adds, with nothing to migrate (absent in format 1, read as None/empty):
+    history entries' ``benchmark_id``, ``task_count`` and ``selection``, and the
+    ``[baselines."ADDR"]`` tables of ``osmosis-results accept``.
+    """
+    migrated = dict(raw)
+    repository = raw.get("repository")
+    if isinstance(repository, str) and repository.startswith("root:"):
+        migrated["root_commit"] = repository.removeprefix("root:")
+    return migrated
 
 
 # --------------------------------------------------------------------------- files
@@ -1219,6 +1255,21 @@ def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
     )
 
 
+_PEEK_PLATFORM = re.compile(r'^platform = "([^"\\]*)"$', re.M)
+
+
+def peek_platform(path: Path) -> str | None:
+    """The ``platform`` a lockfile on disk records (its header only), None when there is
+    no readable lockfile there."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+    except OSError:
+        return None
+    found = _PEEK_PLATFORM.search(head.decode("utf-8", "replace").partition("\n[")[0])
+    return found.group(1) if found else None
+
+
 def check_provenance(
     state: LockState,
     *,
@@ -1226,11 +1277,15 @@ def check_provenance(
     repository: str | None,
     committed: bytes | None,
     allow_foreign: bool = False,
+    root_commit: str | None = None,
 ) -> None:
     """Refuse a lockfile that is not this repository's own history.
 
     * It names another repository (copied from another repository in the same
-      workspace, its entries would stop that repository's runs).
+      workspace, its entries would stop that repository's runs). Identity is the remote
+      and the root commit (``same_repository``): a lockfile written before the repository
+      had a remote is this repository's in a clone with the same root commit; a clone
+      whose remote differs from the recorded one is a fork.
     * Its lineage differs from the lockfile committed at HEAD (replaced or deleted).
     * Its serial is lower than HEAD's with the same lineage (an older copy, edited back).
 
@@ -1263,9 +1318,8 @@ def check_provenance(
             )
     if (
         repository is not None
-        and state.repository is not None
-        and state.repository != repository
         and not allow_foreign
+        and not same_repository(state, repository, root_commit)
     ):
         raise StateError(
             f"{name} belongs to repository {state.repository}, not to this one "
@@ -1274,6 +1328,28 @@ def check_provenance(
             f"use this repository's own lockfile; if the repository was renamed or moved, "
             f"pass {FOREIGN_STATE_FLAG} once (the next apply records the new name)",
         )
+
+
+def same_repository(state: LockState, repository: str, root_commit: str | None) -> bool:
+    """Whether ``state`` is the lockfile of the repository ``repository`` (its identity:
+    the remote, else ``root:SHA``) whose history starts at ``root_commit``.
+
+    The recorded remote decides when both sides have one (another remote is a fork, even
+    with the same root commit). When either side has none (written before ``origin`` was
+    added, or read in a copy without a remote) the root commit decides.
+    """
+    recorded = state.repository
+    if recorded is None or recorded == repository:
+        return True
+    recorded_remote = None if recorded.startswith("root:") else recorded
+    remote = None if repository.startswith("root:") else repository
+    if recorded_remote is not None and remote is not None:
+        return False
+    recorded_root = state.root_commit or (
+        recorded.removeprefix("root:") if recorded.startswith("root:") else None
+    )
+    ours = root_commit or (repository.removeprefix("root:") if remote is None else None)
+    return recorded_root is not None and recorded_root == ours
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -1340,24 +1416,11 @@ def remove_stale_temps(path: Path) -> int:
     return removed
 
 
-def migrate_format(state: LockState) -> LockState:
-    """``state`` in the current format (``LOCKFILE_VERSION``), for writing.
-
-    Format 1 -> 2: nothing to rewrite. Format 2 only adds fields (history entries'
-    ``benchmark_id``, ``task_count``, ``selection``; the ``[baselines]`` tables), absent
-    from format-1 files and read as None/empty, so the migration is the version number. A
-    format-1 file is read as it is and written as format 2 on the next write.
-    """
-    if state.version == LOCKFILE_VERSION:
-        return state
-    return state.model_copy(update={"version": LOCKFILE_VERSION})
-
-
 def write_lockfile(path: Path, state: LockState) -> LockState:
-    """Write ``state`` atomically with ``serial + 1``, in the current format (a format-1
-    state is migrated: ``migrate_format``); returns the state as written."""
-    state = migrate_format(state)
-    written = _sanitize(state).model_copy(update={"serial": state.serial + 1})
+    """Write ``state`` atomically with ``serial + 1``; returns the state as written."""
+    written = _sanitize(state).model_copy(
+        update={"serial": state.serial + 1, "version": LOCKFILE_VERSION}
+    )
     try:
         _atomic_write(path, serialize(written).encode("utf-8"))
     except OSError as exc:
@@ -1385,7 +1448,17 @@ class StateStore:
     costs one lockfile write per interval instead of one per run.
     """
 
-    def __init__(self, path: Path, state: LockState, *, lazy_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        state: LockState,
+        *,
+        lazy_interval: float = 1.0,
+        on_write: Callable[[LockState], None] | None = None,
+    ) -> None:
+        self._on_write = on_write
+        """Called after each write, inside it (``gitlock.GitLock.publish``: the remote
+        state record gets every intent before its POST); an error fails the update."""
         self._path = path
         self._state = state
         self._latest = state
@@ -1449,6 +1522,8 @@ class StateStore:
                 self._state = write_lockfile(self._path, unwritten)
                 self._durable = covered
                 self._written_at = time.monotonic()
+                if self._on_write is not None:
+                    self._on_write(self._state)
             return self._state
 
 

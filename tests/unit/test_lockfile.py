@@ -502,6 +502,7 @@ def test_hand_edited_shape_errors_name_the_key_path(
 
 def test_newer_version_hint_says_upgrade(tmp_path: Path) -> None:
     error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 3")))
+    assert "lockfile format 3 was written by a newer osmosis-reconciler" in error.message
     assert error.hint == (
         "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again"
     )
@@ -861,7 +862,7 @@ def test_perf_read_write_5000_entries(tmp_path: Path) -> None:
 
 def test_format_1_is_read_and_written_back_as_format_2(tmp_path: Path) -> None:
     # A format-1 lockfile (no baselines, history without benchmark/selection) reads as it is;
-    # the next write migrates it (``migrate_format``) and it reads back the same but for the
+    # the next write migrates it (``migrate_v1``) and it reads back the same but for the
     # version.
     old = (
         HEADER
@@ -899,3 +900,24 @@ def test_baselines_round_trip_through_both_readers() -> None:
     assert '[baselines."tb/smoke"]\nrun_id = "r1"\nrun_name = "calm-otter"\n' in text
     assert parse(text, NAME) == state
     assert tomllib.loads(text)["baselines"]["tb/smoke"]["run_id"] == "r1"
+
+
+def test_format_1_is_read_and_migrated_to_format_2_on_write(tmp_path: Path) -> None:
+    """Issue 22: format 1 knew the root commit only as ``repository = "root:SHA"``; it is
+    read, and written back as format 2 with ``root_commit`` recorded."""
+    root = "a" * 40
+    path = write_text(tmp_path, HEADER + f'repository = "root:{root}"\n')
+    state = read_lockfile(path, platform="local", workspace="demo")
+    assert state.version == 1 and state.root_commit == root
+    written = write_lockfile(path, state)
+    text = path.read_text()
+    assert written.version == 2
+    assert "\nversion = 2\n" in text and f'\nroot_commit = "{root}"\n' in text
+    again = read_lockfile(path, platform="local", workspace="demo")
+    assert again.root_commit == root and again.repository == f"root:{root}"
+
+
+def test_a_root_commit_that_is_not_a_sha_names_the_key(tmp_path: Path) -> None:
+    text = HEADER.replace("version = 1", "version = 2") + 'root_commit = "nope"\n'
+    error = read_error(write_text(tmp_path, text))
+    assert error.message == "state/osmosis.lock:6: root_commit: must be a commit sha (found 'nope')"
