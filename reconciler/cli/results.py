@@ -28,6 +28,7 @@ from reconciler.engine.state_commands import hold_state_lock, utcnow
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState, RunStatus
+from reconciler.outputs.kept import ResultsStore
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
@@ -44,7 +45,6 @@ from reconciler.results.report import (
     render_compare_text,
 )
 from reconciler.results.runs import RecordedResult, parse_ref, resolve
-from reconciler.results.store import ResultsStore
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 
 EXIT_REGRESSION = 2

@@ -18,8 +18,9 @@ from reconciler.cli.logs import main as logs_main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from tests.support.browser import PageVisit
+from tests.support.clock import FakeClock
 
-from .helpers import ManualClock, Osmosis, Result, init_repo, read_lock, start_platform
+from .helpers import Osmosis, Result, init_repo, read_lock, start_platform
 
 ADDRESS = "tb/security"
 VALIDATOR = Draft202012Validator(
@@ -253,7 +254,7 @@ def test_markdown_for_a_pr_comment_has_the_table_and_a_mermaid_trend(world: Resu
 
 def test_logs_follow_prints_new_lines_until_the_run_ends(tmp_path: Path) -> None:
     # The Platform's clock is this test's: the run progresses only while --follow watches.
-    clock = ManualClock()
+    clock = FakeClock()
     server = start_platform(tmp_path / "platform", clock=clock)
     try:
         repo = init_repo(tmp_path / "repo", configs={"tb/follow": category_config(attempts=1)})

@@ -1,4 +1,4 @@
-"""reconciler.results is pure but for ``store``: its modules never load an edge library
+"""reconciler.results is pure (its one edge, the kept outputs, is ``outputs.kept``): its modules never load an edge library
 (the rule of tests/unit/test_import_direction.py, applied to the new package)."""
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def test_results_module_loads_no_edge_library(name: str) -> None:
 
 
 def test_the_edge_module_is_caught() -> None:
-    # store downloads through httpx: the probe must see it, or the test above proves nothing.
+    # outputs.kept downloads through httpx: the probe must see it, or the test above proves nothing.
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module="reconciler.results.store", edges=EDGES)],
+        [sys.executable, "-c", PROBE.format(module="reconciler.outputs.kept", edges=EDGES)],
         capture_output=True,
         text=True,
         timeout=60,
