@@ -18,7 +18,9 @@ HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
 LOCKFILE_VERSION = 2
 """The lockfile format this version writes; older ones are read and migrated on write
-(``state.lockfile.migrate_v1``), newer ones refused."""
+(``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
+(``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
+and what a history entry keeps (pending downloads, the cost inputs)."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -71,6 +73,10 @@ class Intent(Frozen):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
+    listings: tuple[datetime, ...] | None = None
+    """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
+    after the submit, showed no run that could be it (the quiet-period evidence,
+    ``Settings.unknown_outcome_listings``)."""
 
 
 class Downloads(Frozen):
@@ -249,8 +255,15 @@ class HistoryEntry(Frozen):
     """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
+    outputs_pending: bool | None = None
+    """True when the run had ended but its outputs were not (fully) downloaded when it left
+    its address: the plan keeps offering the download until they are. None: nothing due."""
     benchmark_id: str | None = None
-    """The benchmark the run ran (format 2; None in entries written before)."""
+    """The run's benchmark, and ..."""
+    models: tuple[str, ...] | None = None
+    """... each agent's model (``model_identity``), in agent order, with ..."""
+    attempts_per_task: int | None = None
+    """... its attempts per task (None: 1): what the cost estimate reads from history."""
     task_count: int | None = None
     """Tasks the Platform selected (format 2)."""
     selection: str | None = None

@@ -55,3 +55,10 @@ class Settings(Frozen):
     regression_margin_pp: float = 3.0
     """The margin, in percentage points, of ``osmosis-results`` verdicts: a change whose
     95% CI lies inside ±margin is "no change"; ``--fail-on-regression`` fails on "worse"."""
+    allow_unestimated: bool = False
+    """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    unknown_outcome_listings: int = 3
+    """Complete run listings without a matching run, after a submit whose outcome is
+    unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
+    unknown_outcome_quiet_minutes: float = 30.0
+    """Minutes since such a submit that those listings must span."""

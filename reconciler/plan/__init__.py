@@ -8,7 +8,7 @@ the order matters only where an observed run could be claimed twice, and there i
 1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
                 run first;
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
-                (no Platform call);
+                (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
                 every other recorded entry: changed, missing, finished, deleted;
    ``power``    each submit with an earlier complete run of its address gets the smallest
@@ -31,7 +31,7 @@ from reconciler.plan.draft import CLOCK_SKEW, Draft
 from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
-from reconciler.plan.moves import pair_moves
+from reconciler.plan.moves import hint_renames, pair_moves
 from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
 
@@ -58,6 +58,7 @@ def compute_plan(
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
+    hint_renames(draft, new_addresses)
     note_power(draft)
     find_drift(draft)
     return finish(draft)

@@ -29,6 +29,12 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (README, "## Quick start"): "this file: quick start",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
+    (DOCS / "limits.md", "## Deadlines"): "test_limits_doc.py",
+    (DOCS / "limits.md", "## Size caps"): "test_limits_doc.py",
+    (DOCS / "limits.md", "## Numbers"): "test_limits_doc.py",
+    (DOCS / "limits.md", "## Files and paths"): "test_limits_doc.py",
+    (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
+    (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

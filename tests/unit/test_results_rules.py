@@ -218,7 +218,7 @@ def test_a_submit_with_history_shows_its_power_before_paying() -> None:
     plan = compute_plan([want], state(ran).model_copy(update={"platform": "local",
                         "workspace": "acme/evals"}), observation(observed_run("run-1", "finished")),
                         settings())  # fmt: skip
-    (item,) = [i for i in plan.items if i.address == "hle/a"]
+    (item,) = [i for i in plan.items if i.address == "hle/a" and i.action.value == "submit"]
     (line,) = [d for d in item.details if d.startswith("power:")]
     assert line.startswith(f"power: compared with name-run-1 (pass@1 50.0%), {item.task_count} ")
     assert "detect |Δ| ≥ " in line
