@@ -151,6 +151,7 @@ def test_baseline_gate_passes_an_aa_pair_and_fails_a_planted_regression(world: R
 
 def test_files_gone_are_fetched_again_and_no_fetch_falls_back_unpaired(world: Results) -> None:
     newest, older = _runs(world)[:2]
+    assert world.results().code == 0  # keeps both runs' files under results/
     kept = world.repo / "results" / ADDRESS / older
     saved = {p.name: p.read_bytes() for p in kept.iterdir()}
     local = world.repo / ".osmosis" / "benchmarks" / older
