@@ -1092,21 +1092,19 @@ def parse(text: str, filename: str) -> LockState:
         address: _build_baseline(address, table, filename, locator)
         for address, table in baselines_table.items()
     }
-    return _as_current_version(
-        LockState(
-            version=version,
-            lineage=raw["lineage"],
-            serial=serial,
-            platform=raw["platform"],
-            workspace=raw["workspace"],
-            repository=repository,
-            root_commit=root_commit,
-            observed_until=observed_until,
-            runs=runs,
-            rejections=rejections,
-            history=history,
-            baselines=baselines,
-        )
+    return LockState(
+        version=version,
+        lineage=raw["lineage"],
+        serial=serial,
+        platform=raw["platform"],
+        workspace=raw["workspace"],
+        repository=repository,
+        root_commit=root_commit,
+        observed_until=observed_until,
+        runs=runs,
+        rejections=rejections,
+        history=history,
+        baselines=baselines,
     )
 
 
@@ -1128,13 +1126,6 @@ def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(repository, str) and repository.startswith("root:"):
         migrated["root_commit"] = repository.removeprefix("root:")
     return migrated
-
-
-def _as_current_version(state: LockState) -> LockState:
-    """An older format's state as this one (the next write records the new version)."""
-    if state.version >= LOCKFILE_VERSION:
-        return state
-    return state.model_copy(update={"version": LOCKFILE_VERSION})
 
 
 # --------------------------------------------------------------------------- files

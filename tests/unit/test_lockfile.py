@@ -871,7 +871,7 @@ def test_format_1_is_read_and_written_back_as_format_2(tmp_path: Path) -> None:
     )
     path = write_text(tmp_path, old)
     state = read_lockfile(path, platform="local", workspace="demo")
-    assert state.version == 2 and state.baselines == {}  # read as the current format
+    assert state.version == 1 and state.baselines == {}
     assert state.history[0].selection is None
     written = write_lockfile(path, state)
     text = path.read_text(encoding="utf-8")
@@ -908,7 +908,7 @@ def test_format_1_is_read_and_migrated_to_format_2_on_write(tmp_path: Path) -> N
     root = "a" * 40
     path = write_text(tmp_path, HEADER + f'repository = "root:{root}"\n')
     state = read_lockfile(path, platform="local", workspace="demo")
-    assert state.version == 2 and state.root_commit == root  # read as the current format
+    assert state.version == 1 and state.root_commit == root
     written = write_lockfile(path, state)
     text = path.read_text()
     assert written.version == 2
