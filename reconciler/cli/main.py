@@ -46,9 +46,11 @@ from reconciler.escaping import escape_text
 from reconciler.log import configure_logging
 from reconciler.redact import redact, register_environment_secrets
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported lazily at run time: start-up must not pay for them
+    from reconciler.cli.output import ApplyReport
+    from reconciler.engine.apply import ApplyResult
     from reconciler.engine.context import Invocation
-    from reconciler.engine.session import Session
+    from reconciler.engine.session import Session, Snapshots
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -732,7 +734,44 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         result = session.apply(
             plan, snapshots, report=report, wait=args.wait, wait_timeout=args.wait_timeout
         )
+        if args.wait and not output.machine:
+            _show_downloaded_results(session, snapshots, result, output)
+        if report.unsuccessful and not output.machine:
+            _explain_unsuccessful(session, report, output)
         return session.exit_code(result, report)
+
+
+def _explain_unsuccessful(session: Session, report: ApplyReport, output: Output) -> None:
+    """A run that ended failed or stopped: its last error lines, and how to see the rest."""
+    from reconciler.cli.logs import explain_failures
+
+    runs = [(r.address, r.run_id, r.run_name or r.run_id) for r in report.unsuccessful if r.run_id]
+    for line in explain_failures(session.ctx.client, runs):
+        output.progress(line, essential=True)
+
+
+def _show_downloaded_results(
+    session: Session, snapshots: Snapshots, result: ApplyResult, output: Output
+) -> None:
+    """After ``--wait``: the results table (the plan's) of the runs this apply downloaded,
+    from the lockfile as the apply left it."""
+    from reconciler.model import Action
+    from reconciler.plan.results import result_rows
+    from reconciler.render import render_results_text
+    from reconciler.state.lockfile import read_lockfile
+
+    downloaded = tuple(
+        sorted(
+            {o.item.address for o in result.outcomes if o.ok and o.item.action is Action.DOWNLOAD}
+        )
+    )
+    if not downloaded:
+        return
+    state = read_lockfile(session.ctx.state_path, platform=None, workspace=None)
+    rows = result_rows(state, downloaded, snapshots.observation.benchmarks.values())
+    text = render_results_text(rows)
+    if text:
+        output.show("\n" + text)
 
 
 def _command_line() -> str:

@@ -63,6 +63,7 @@ _TYPES: dict[str, type[Any]] = {
     "outputs": str,
     "lock": str,
     "lock_ttl": int,
+    "regression_margin_pp": float,
     "unknown_outcome_listings": int,
     "unknown_outcome_quiet_minutes": float,
 }
@@ -216,6 +217,8 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
                 f"set {key} to a plain relative path, e.g. "
                 + ('"benchmarks"' if key == "benchmarks" else '"state/osmosis.lock"'),
             )
+        if key == "regression_margin_pp" and not (math.isfinite(value) and 0 < value < 100):
+            raise UsageError(f"{where}: must be between 0 and 100 (percentage points)")
         if key in ("max_stops", "max_attempts", "parallelism") and value < (
             1 if key == "parallelism" else 0
         ):

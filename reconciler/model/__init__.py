@@ -68,6 +68,7 @@ from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
     AgentResult,
+    Baseline,
     Downloads,
     HistoryEntry,
     Intent,
@@ -76,6 +77,7 @@ from reconciler.model.recorded import (
     Rejection,
     RunResults,
     rejection_context,
+    selection_digest,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
@@ -90,6 +92,7 @@ __all__ = [
     "ACTION_SYMBOLS",
     "Action",
     "AgentResult",
+    "Baseline",
     "BenchmarkFacts",
     "Blocked",
     "Cost",
@@ -135,6 +138,7 @@ __all__ = [
     "model_identity",
     "recorded_benchmark",
     "rejection_context",
+    "selection_digest",
     "spec_fingerprint",
     "spec_fingerprint_fields",
 ]

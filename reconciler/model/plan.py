@@ -290,8 +290,8 @@ class PlanSummary(Frozen):
 
 
 class ResultRow(Frozen):
-    """One agent of an ended run in the plan's results table, with the previous run's
-    scores for the same agent index when the address's history has them."""
+    """One agent of an ended run in the plan's results table, with the previous comparable
+    run's scores for the same agent index when the address's history has them."""
 
     address: str
     """The address whose run this is."""
@@ -304,13 +304,17 @@ class ResultRow(Frozen):
     agent: AgentResult
     """This agent's scores in the run."""
     previous: AgentResult | None = None
-    """The same agent index's scores in the address's previous run."""
+    """The same agent index's scores in the address's previous comparable run."""
     previous_run_id: str | None = None
     """That previous run."""
     previous_run_name: str | None = None
     """Its name."""
+    previous_note: str | None = None
+    """When no earlier run is comparable: what changed (``task selection changed``, ``<run>
+    is partial (failed)``, ...)."""
     leaderboard: LeaderboardScore | None = None
-    """The benchmark's published score for the same model and harness, when it has one."""
+    """The benchmark's published score for the same model and harness, when it has one and
+    the run covered the full benchmark or a recommended task set."""
     unavailable_tasks: int = 0
     """How many tasks the benchmark lists as unavailable (not run, not scored)."""
     unavailable_reason: str | None = None

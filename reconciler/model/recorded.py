@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
-from reconciler.model.base import Frozen, canonical_json
+from reconciler.model.base import Frozen, canonical_json, digest
 from reconciler.model.observed import BenchmarkInfo
 
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
@@ -264,6 +264,31 @@ class HistoryEntry(Frozen):
     """... each agent's model (``model_identity``), in agent order, with ..."""
     attempts_per_task: int | None = None
     """... its attempts per task (None: 1): what the cost estimate reads from history."""
+    task_count: int | None = None
+    """Tasks the Platform selected (format 2)."""
+    selection: str | None = None
+    """``selection_digest`` of the run's task selection (format 2): runs are comparable
+    only on the same selection."""
+
+
+def selection_digest(spec: Mapping[str, Any]) -> str:
+    """A short digest of a submit body's task selection (``tasks_config``)."""
+    return digest(spec.get("tasks_config") or {})[:19]
+
+
+class Baseline(Frozen):
+    """An address's accepted baseline run (``osmosis-results accept ADDR@RUN``): what
+    ``--fail-on-regression`` compares the newest run with. A fixed, accepted run, never the
+    moving "previous" one (repeated checks against a moving baseline inflate false alarms)."""
+
+    run_id: str
+    """The accepted run."""
+    run_name: str | None = None
+    """Its name."""
+    accepted_at: datetime
+    """When it was accepted."""
+    accepted_at_commit: str | None = None
+    """HEAD when accepted."""
 
 
 class LockState(Frozen):
@@ -297,3 +322,5 @@ class LockState(Frozen):
     """Address -> the Platform's refusal of its config (see ``Rejection``)."""
     history: tuple[HistoryEntry, ...] = ()
     """Newest first, capped per address."""
+    baselines: dict[str, Baseline] = Field(default_factory=dict)
+    """Address -> its accepted baseline run (format 2)."""

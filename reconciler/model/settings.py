@@ -52,6 +52,9 @@ class Settings(Frozen):
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    regression_margin_pp: float = 3.0
+    """The margin, in percentage points, of ``osmosis-results`` verdicts: a change whose
+    95% CI lies inside ±margin is "no change"; ``--fail-on-regression`` fails on "worse"."""
     allow_unestimated: bool = False
     """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
     unknown_outcome_listings: int = 3

@@ -11,6 +11,8 @@ the order matters only where an observed run could be claimed twice, and there i
                 (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
                 every other recorded entry: changed, missing, finished, deleted;
+   ``power``    each submit with an earlier complete run of its address gets the smallest
+                difference it can detect (before paying);
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
 
@@ -30,6 +32,7 @@ from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
 from reconciler.plan.moves import hint_renames, pair_moves
+from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
 
 __all__ = [
@@ -56,5 +59,6 @@ def compute_plan(
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
     hint_renames(draft, new_addresses)
+    note_power(draft)
     find_drift(draft)
     return finish(draft)

@@ -71,6 +71,7 @@ from reconciler.errors import StateError
 from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
+    Baseline,
     Downloads,
     HistoryEntry,
     Intent,
@@ -79,6 +80,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
     model_identity,
+    selection_digest,
 )
 from reconciler.paths import check_inside, relative_path_problem
 
@@ -356,6 +358,13 @@ def serialize(state: LockState) -> str:
             f"rejections.{_toml_key(address)}",
             [(name, getattr(rejection, name)) for name in Rejection.model_fields],
         )
+    for address in sorted(state.baselines):
+        baseline = state.baselines[address]
+        _emit_table(
+            out,
+            f"baselines.{_toml_key(address)}",
+            [(name, getattr(baseline, name)) for name in Baseline.model_fields],
+        )
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -592,6 +601,13 @@ def _build_rejection(address: str, table: Any, filename: str, locator: _Locator)
     return _validate(Rejection, data, filename, locator, base)
 
 
+def _build_baseline(address: str, table: Any, filename: str, locator: _Locator) -> Baseline:
+    base: list[str | int] = ["baselines", address]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    return _validate(Baseline, dict(table), filename, locator, base)
+
+
 def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
@@ -628,6 +644,7 @@ _HEADER_KEYS = frozenset(
         "runs",
         "rejections",
         "history",
+        "baselines",
     }
 )
 
@@ -1068,6 +1085,13 @@ def parse(text: str, filename: str) -> LockState:
     history = tuple(
         _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
     )
+    baselines_table = raw.get("baselines", {})
+    if not isinstance(baselines_table, dict):
+        raise _shape_error(filename, locator, ["baselines"], "must be a table of addresses")
+    baselines = {
+        address: _build_baseline(address, table, filename, locator)
+        for address, table in baselines_table.items()
+    }
     return LockState(
         version=version,
         lineage=raw["lineage"],
@@ -1080,6 +1104,7 @@ def parse(text: str, filename: str) -> LockState:
         runs=runs,
         rejections=rejections,
         history=history,
+        baselines=baselines,
     )
 
 
@@ -1093,6 +1118,8 @@ def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
     entry without ``outputs_pending`` or its cost inputs (``benchmark_id``, ``models``,
     ``attempts_per_task``) owes no download and gives no cost sample. Whether a format-1
     history entry's outputs were downloaded is not recorded, so none is assumed owed.
+    The ``[baselines."ADDR"]`` tables of ``osmosis-results accept`` and history entries'
+    ``task_count`` and ``selection`` are such fields too.
     """
     migrated = dict(raw)
     repository = raw.get("repository")
@@ -1574,6 +1601,8 @@ def _history_entry(
         reason=reason,
         requested_by=run.requested_by,
         results=run.results,
+        task_count=run.task_count,
+        selection=selection_digest(run.spec) if run.spec else None,
     )
 
 

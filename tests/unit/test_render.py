@@ -480,7 +480,7 @@ def test_a_run_that_ended_failed_shows_its_status_and_how_to_rerun_it():
     )
     plan = Plan(results=(row,), workspace="w", platform="local")
     text = render_text(plan)
-    assert "calm-yak (r9) (failed)" in text
+    assert "calm-yak (partial: failed)" in text
     assert "tb/x: the run ended failed; re-run it with `osmosis-apply --replace tb/x`" in text
     md = render_markdown(plan)
-    assert "calm-yak (r9) (failed)" in md and '"Osmosis-Rerun: tb/x"' in md
+    assert "calm-yak (r9) (partial: failed)" in md and '"Osmosis-Rerun: tb/x"' in md
