@@ -47,7 +47,11 @@ def watch_plans(
                 _fill_missing_benchmarks(session)
                 assert session.state is not None and session.observation is not None
                 plan = compute_plan(
-                    session.desired, session.state, session.observation, session.ctx.settings
+                    session.desired,
+                    session.state,
+                    session.observation,
+                    session.ctx.settings,
+                    session.generators,
                 )
             if output.machine:
                 output.document_line("plan", plan_to_dict(plan))

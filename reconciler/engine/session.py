@@ -27,6 +27,7 @@ from reconciler.log import get_logger
 from reconciler.model import (
     Action,
     DesiredRun,
+    GeneratorProduct,
     LocalOutputs,
     LockState,
     Observation,
@@ -76,6 +77,7 @@ class Session:
         self.cancel = threading.Event()
         self.trailer_notes: list[str] = []
         self.ignored: tuple[tuple[str, str], ...] = ()
+        self.generators: tuple[GeneratorProduct, ...] = ()
 
     @classmethod
     @contextmanager
@@ -112,6 +114,7 @@ class Session:
             self.ctx.repo_root, self.ctx.settings.benchmarks, ignore=self.ctx.settings.ignore
         )
         self.ignored = tuple((i.path, i.why) for i in result.ignored)
+        self.generators = result.generators
         warnings = [i for i in result.issues if i.severity == "warning"]
         for issue in warnings:
             self.output.issue(issue)
@@ -260,7 +263,7 @@ class Session:
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
         assert self.state is not None and self.observation is not None
-        plan = compute_plan(self.desired, self.state, self.observation, settings)
+        plan = compute_plan(self.desired, self.state, self.observation, settings, self.generators)
         log = get_logger()
         log.info(
             "plan computed",
@@ -604,7 +607,9 @@ class Session:
         refreshed = refresh_statuses(store.state, observation)
         if refreshed != store.state:
             store.update(lambda s: refresh_statuses(s, observation))
-        plan = compute_plan(self.desired, store.state, observation, self.ctx.settings)
+        plan = compute_plan(
+            self.desired, store.state, observation, self.ctx.settings, self.generators
+        )
         downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
         if not downloads:
             return []

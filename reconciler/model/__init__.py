@@ -22,6 +22,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES  # noqa: F401 (re-exported)
+from reconciler.model.generator import (  # noqa: F401 (re-exported)
+    CellSource,
+    GeneratorMove,
+    GeneratorProduct,
+    GeneratorRemoval,
+)
 
 ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
@@ -153,6 +159,10 @@ class DesiredRun(Frozen):
     newest first-parent commit of HEAD that changed the file (for a merged pull request,
     the merge). None when unknown (uncommitted, or beyond a shallow clone's boundary). A run
     created before it cannot be one this repository's apply submitted for this content."""
+    source: CellSource | None = None
+    """For a run expanded from a generator (``*.matrix.toml``): the file and the cell."""
+    moved_from: tuple[str, ...] = ()
+    """Addresses a ``[[moved]]`` block says this run was recorded under before."""
 
 
 # --------------------------------------------------------------------------- recorded
@@ -650,6 +660,9 @@ class PlanItem(Frozen):
     cost_usd_high: float | None = None
     cost_basis: str | None = None
     """... and where the estimate comes from."""
+    source: CellSource | None = None
+    """For an address of a generator: the file, the cell, and for a vanished cell which
+    element went (``note``)."""
 
 
 class DriftKind(str, Enum):
@@ -737,6 +750,8 @@ class Plan(Frozen):
     have to adopt)."""
     ignored: tuple[tuple[str, str], ...] = ()
     """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to, by file."""
 
     @property
     def is_empty(self) -> bool:

@@ -11,6 +11,8 @@ the order matters only where an observed run could be claimed twice, and there i
                 (no Platform call);
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
                 every other recorded entry: changed, missing, finished, deleted;
+   ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
+                and the per-generator removal guard;
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
 
@@ -22,11 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconciler.model import DesiredRun, LockState, Observation, Plan, Settings
+from reconciler.model import (
+    DesiredRun,
+    GeneratorProduct,
+    LockState,
+    Observation,
+    Plan,
+    Settings,
+)
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
 from reconciler.plan.diff import diff_configs
 from reconciler.plan.draft import CLOCK_SKEW, Draft
 from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
+from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
 from reconciler.plan.moves import pair_moves
@@ -49,11 +59,14 @@ def compute_plan(
     recorded: LockState,
     observed: Observation,
     settings: Settings,
+    generators: Sequence[GeneratorProduct] = (),
 ) -> Plan:
-    """Compare desired configs, the lockfile and what the Platform shows; return the plan."""
-    draft = Draft.start(desired, recorded, observed, settings)
+    """Compare desired configs, the lockfile and what the Platform shows; return the plan.
+    ``generators`` is what each ``*.matrix.toml`` expanded to (``LoadResult.generators``)."""
+    draft = Draft.start(desired, recorded, observed, settings, generators)
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
+    shape_generator_items(draft)
     find_drift(draft)
     return finish(draft)

@@ -27,7 +27,7 @@ def finish(draft: Draft) -> Plan:
     settings = draft.settings
     kept, other_pending = _select(draft)
     summary = summarise(kept, drift=len(draft.drift))
-    errors = _guard_errors(draft, summary)
+    errors = [*draft.errors, *_guard_errors(draft, summary)]
     drift = sorted(
         draft.drift,
         key=lambda d: (d.address is None, d.address or "", DRIFT_ORDER[d.kind], d.run_id or ""),
@@ -50,6 +50,7 @@ def finish(draft: Draft) -> Plan:
         unmanaged_count=unmanaged_count,
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),
+        generators=tuple(sorted(draft.generators, key=lambda g: g.file)),
     )
 
 

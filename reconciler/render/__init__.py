@@ -43,6 +43,15 @@ from reconciler.model import (
     RecordedChange,
     ResultRow,
 )
+from reconciler.render.generators import (
+    generator_grids,
+    generator_lines,
+    generator_to_dict,
+    generators_from_dicts,
+    source_from_dict,
+    source_line,
+    source_to_dict,
+)
 
 MARKDOWN_MARKER = "<!-- osmosis-reconciler:plan"
 """Start of the hidden first line of a PR comment; the workspace follows, so one comment per
@@ -174,6 +183,9 @@ def _run_label(name: str | None, run_id: str | None) -> str:
 def _item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
+    source = source_line(item)
+    if source:
+        lines.append(source)
     run = _run_label(item.run_name, item.run_id)
     if run:
         label = "old run" if item.action is Action.REPLACE else "run"
@@ -379,6 +391,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     out: list[str] = []
     if plan.items or plan.drift:
         out += [_header(plan), ""]
+    out += generator_lines(plan)
     if plan.items:
         out.append("Actions are shown with these symbols:")
         for action in _present_actions(plan):
@@ -625,6 +638,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         text += "".join(f"- :x: {_md_text(error)}\n" for error in plan.errors) + "\n"
 
     budget = max_chars - 400  # room for the truncation note
+    grids = generator_grids(plan)
+    if grids and len(text) + len(grids) <= budget // 2:
+        text += grids
     left_items = 0
     left_drift = 0
 
@@ -932,6 +948,8 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
+        # Only on a generator's addresses, so plans without generators keep their shape.
+        **({"source": source_to_dict(item.source)} if item.source is not None else {}),
     }
 
 
@@ -987,6 +1005,11 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "unmanaged": [_unmanaged_to_dict(run) for run in plan.unmanaged],
         "observed_until": plan.observed_until.isoformat() if plan.observed_until else None,
         "ignored": [{"path": path, "why": why} for path, why in plan.ignored],
+        **(
+            {"generators": [generator_to_dict(g) for g in plan.generators]}
+            if plan.generators
+            else {}
+        ),
     }
 
 
@@ -1056,6 +1079,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 source_url=a.get("source_url"),
                 pass_threshold=a.get("pass_threshold"),
                 fixes=tuple(Fix.model_validate(f) for f in a.get("fixes", ())),
+                source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
         )
@@ -1104,6 +1128,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             unmanaged_count=data.get("unmanaged_count"),
             observed_until=_datetime_or_none(data.get("observed_until")),
             ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
+            generators=generators_from_dicts(data.get("generators", ())),
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc
