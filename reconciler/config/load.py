@@ -28,7 +28,7 @@ from reconciler.config.generator import (
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
-from reconciler.model import DesiredRun, GeneratorProduct, glob_match
+from reconciler.model import CellSource, DesiredRun, GeneratorProduct, glob_match
 from reconciler.redact import REDACTED, redact
 
 _BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -300,13 +300,41 @@ def load_file(
     return _desired_run(item, parsed), issues
 
 
+@dataclass(frozen=True)
+class ExpandedCell:
+    """One validated cell of a generator, as ``expand`` prints it."""
+
+    address: str
+    config: dict[str, Any]
+    source: CellSource
+    spec_digest: str
+
+
+def expand_file(
+    item: Found,
+) -> tuple[list[ExpandedCell], GeneratorProduct | None, list[ConfigIssue]]:
+    """One generator's validated cells (plain configs), its product and its issues; no
+    cell at all when any issue is an error (``load_generator_file``)."""
+    configs: dict[str, dict[str, Any]] = {}
+    runs, product, issues = load_generator_file(item, configs=configs)
+    cells = [
+        ExpandedCell(run.address, configs[run.address], run.source, run.spec_digest)
+        for run in runs
+        if run.source is not None
+    ]
+    return cells, product, issues
+
+
 def load_generator_file(
-    item: Found, *, marked: list[bool] | None = None
+    item: Found,
+    *,
+    marked: list[bool] | None = None,
+    configs: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[DesiredRun], GeneratorProduct | None, list[ConfigIssue]]:
     """One ``*.matrix.toml`` -> the desired run of every cell, the generator's product, and
     every issue (the generator's own, then each cell's, located in the generator file). Any
     error means no run at all: a half-expanded generator would plan its missing cells as
-    removals."""
+    removals. ``configs`` (when given) gets each cell's plain config by address."""
     parsed, text, issues = _read_toml(item, marked)
     if parsed is None:
         return [], None, issues
@@ -355,6 +383,8 @@ def load_generator_file(
         if any(p.severity == "error" for p in cell_problems):
             continue
         found = Found(cell.address, rel, item.fspath)
+        if configs is not None:
+            configs[cell.address] = cell.config
         runs.append(
             _desired_run(found, cell.config).model_copy(
                 update={"source": cell.source, "moved_from": cell.moved_from}

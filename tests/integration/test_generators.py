@@ -4,7 +4,12 @@ Platform over loopback HTTP, in real git repositories (issue 25, "Done when", ge
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+from reconciler.render import plan_from_dict, plan_to_dict
 
 from .helpers import (
     ManualClock,
@@ -132,6 +137,15 @@ def test_three_benchmarks_by_four_models_with_one_exclude_plans_eleven_submits(
     (product,) = plan.json()["generators"]
     assert product["runs"] == 11 and product["excluded"] == 1
     assert product["axes"] == {"benchmark": list(BENCHMARKS), "model": list(MODELS)}
+
+    schema = json.loads(
+        (Path(__file__).parents[2] / "reconciler/schema/output.schema.json").read_text()
+    )
+    errors = list(Draft202012Validator(schema).iter_errors(plan.json()))
+    assert not errors, [e.message for e in errors[:3]]
+    document = {k: v for k, v in plan.json().items() if k not in ("type", "command")}
+    saved = {k: v for k, v in document.items() if k not in ("diagnostics", "exit_code")}
+    assert plan_to_dict(plan_from_dict(saved))["generators"] == saved["generators"]
 
     text = osm.plan()
     assert f"{GENERATOR}  benchmark(3) × model(4) − 1 excluded = 11 runs" in text.out
