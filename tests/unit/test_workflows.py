@@ -226,8 +226,14 @@ def test_action_installs_its_own_version_by_default() -> None:
         s for s in action()["runs"]["steps"] if s.get("name") == "Install osmosis-reconciler"
     )
     assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
-    assert 'source="${ACTION_PATH}[ci]"' in install["run"]
-    assert 'source="osmosis-reconciler[ci]==${VERSION}"' in install["run"]
+    assert 'source="osmosis-reconciler[ci] @ file://${ACTION_PATH}"' in install["run"]
+    # `version:` is a tag or commit of the action's repository, installed from its git URL
+    # (the tool is not on the package index).
+    assert (
+        'source="osmosis-reconciler[ci] @ git+https://github.com/${ACTION_REPOSITORY}@${VERSION}"'
+        in install["run"]
+    )
+    assert "git URL" in action()["inputs"]["version"]["description"]
 
 
 def test_action_commands_use_flags_the_clis_have() -> None:
