@@ -504,7 +504,7 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from reconciler.engine.context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
-    result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
+    result = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
     output.result(
         "validation",
         {

@@ -25,10 +25,11 @@ from reconciler.config.generator import (
     is_generator,
     looks_like_generator,
 )
+from reconciler.config.policy import check_policy
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
-from reconciler.model import CellSource, DesiredRun, GeneratorProduct, glob_match
+from reconciler.model import CellSource, DesiredRun, GeneratorProduct, PolicyRule, glob_match
 from reconciler.redact import REDACTED, redact
 
 _BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -114,13 +115,19 @@ def format_path(path: tuple[str | int, ...]) -> str:
 
 
 def load_configs(
-    repo_root: Path, benchmarks_dir: str = "benchmarks", *, ignore: Sequence[str] = ()
+    repo_root: Path,
+    benchmarks_dir: str = "benchmarks",
+    *,
+    ignore: Sequence[str] = (),
+    policy: Sequence[PolicyRule] = (),
 ) -> LoadResult:
     """Discover, parse and validate every config under ``repo_root / benchmarks_dir``.
 
     Never raises for a bad config or a missing directory: everything wrong is an issue in
     the result, so that one run reports all problems of all files. Files whose address
     matches an ``ignore`` glob, or that carry ``IGNORE_MARKER``, are left out (``ignored``).
+    ``policy`` rules are checked against every valid config (``config.policy``): a ``deny``
+    violation is an error, so the run is not kept.
     """
     repo_root = Path(repo_root)
     try:
@@ -207,6 +214,11 @@ def load_configs(
         runs, collisions = _without_collisions(runs)
         issues.extend(collisions)
         runs.sort(key=lambda r: r.address)
+    if policy:
+        violations = check_policy(runs, policy, repo_root)
+        denied = {i.file for i in violations if i.severity == "error"}
+        runs = [r for r in runs if r.path not in denied]
+        issues.extend((issue.file, issue) for issue in violations)
     # Refused entries first (they explain why a config may be missing), then files by address.
     listed = _capped([issue for _, issue in issues], benchmarks_dir)
     return LoadResult(

@@ -111,7 +111,10 @@ class Session:
         the Platform.
         """
         result = load_configs(
-            self.ctx.repo_root, self.ctx.settings.benchmarks, ignore=self.ctx.settings.ignore
+            self.ctx.repo_root,
+            self.ctx.settings.benchmarks,
+            ignore=self.ctx.settings.ignore,
+            policy=self.ctx.settings.policy,
         )
         self.ignored = tuple((i.path, i.why) for i in result.ignored)
         self.generators = result.generators

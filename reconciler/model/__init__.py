@@ -28,6 +28,7 @@ from reconciler.model.generator import (  # noqa: F401 (re-exported)
     GeneratorProduct,
     GeneratorRemoval,
 )
+from reconciler.model.policy import POLICY_EFFECTS, PolicyRule  # noqa: F401 (re-exported)
 
 ACTIVE_STATUSES = frozenset({"pending", "queued", "running"})
 TERMINAL_STATUSES = frozenset({"finished", "failed", "stopped"})
@@ -526,6 +527,9 @@ class Settings(Frozen):
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    policy: tuple[PolicyRule, ...] = ()
+    """Policy rules (``[[policy]]`` in the settings): allowed models and harnesses, required
+    task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""
 
 
 # --------------------------------------------------------------------------- plan

@@ -13,6 +13,7 @@ the order matters only where an observed run could be claimed twice, and there i
                 every other recorded entry: changed, missing, finished, deleted;
    ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
                 and the per-generator removal guard;
+   ``policy``   budgets of ``[[policy]]`` rules per address glob;
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
 
@@ -40,6 +41,7 @@ from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
 from reconciler.plan.moves import pair_moves
+from reconciler.plan.policy import check_policy_budgets
 from reconciler.plan.results import result_rows
 
 __all__ = [
@@ -68,5 +70,6 @@ def compute_plan(
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
     shape_generator_items(draft)
+    check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)
