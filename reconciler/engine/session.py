@@ -553,7 +553,11 @@ class Session:
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
         self.state = store.state
-        report.summarise(_unsuccessful(store.state, result, waited), unsaved=result.unsaved)
+        report.summarise(
+            _unsuccessful(store.state, result, waited),
+            unsaved=result.unsaved,
+            lockfile=self.ctx.settings.state,
+        )
         return result
 
     def _wait_and_download(

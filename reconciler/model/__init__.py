@@ -527,6 +527,9 @@ class Settings(Frozen):
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    settings_where: str = "[tool.osmosis-reconciler]"
+    """Where a person changes a setting: ``osmosis.toml`` (or ``.osmosis.toml``) when the
+    settings live there, else ``[tool.osmosis-reconciler]`` (of ``pyproject.toml``)."""
     policy: tuple[PolicyRule, ...] = ()
     """Policy rules (``[[policy]]`` in the settings): allowed models and harnesses, required
     task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""

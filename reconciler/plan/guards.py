@@ -144,13 +144,13 @@ def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
             f"the plan would stop {plural(stops, 'run')} ({summary.stop} to stop, "
             f"{summary.replace} to replace), more than max_stops = {settings.max_stops}; "
             "re-run with --allow-mass-stop if that is intended, or raise max_stops in "
-            "[tool.osmosis-reconciler]"
+            f"{settings.settings_where}"
         )
     if summary.attempts > settings.max_attempts and not settings.allow_over_budget:
         errors.append(
             f"the plan would start {summary.attempts:,} new attempts, more than max_attempts = "
             f"{settings.max_attempts:,}; re-run with --allow-over-budget if that is "
-            "intended, or raise max_attempts in [tool.osmosis-reconciler]"
+            f"intended, or raise max_attempts in {settings.settings_where}"
         )
     cost = summary.cost_usd_high
     limit = settings.max_cost_usd
@@ -164,6 +164,6 @@ def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
             f"the plan's new attempts may cost up to ${cost:,.2f} (estimated from recorded "
             f"runs{unpriced}), more than max_cost_usd = ${limit:,.2f}; re-run with "
             "--allow-over-budget if that is intended, or raise max_cost_usd in "
-            "[tool.osmosis-reconciler]"
+            f"{settings.settings_where}"
         )
     return errors

@@ -56,7 +56,9 @@ def contains_in_order(output: str, shown: str) -> bool:
             continue
         if want.endswith("..."):
             prefix = want[:-3]
-            found = next((i for i in range(position, len(lines)) if lines[i].startswith(prefix)), None)
+            found = next(
+                (i for i in range(position, len(lines)) if lines[i].startswith(prefix)), None
+            )
         else:
             found = next((i for i in range(position, len(lines)) if lines[i] == want), None)
         if found is None:

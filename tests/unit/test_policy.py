@@ -217,3 +217,17 @@ def test_a_dollar_budget_per_glob_uses_the_estimates() -> None:
         )
         for e in plan.errors
     ), plan.errors
+
+
+def test_guard_hints_name_the_settings_file_in_use(tmp_path: Path) -> None:
+    from reconciler.engine.context import resolve_settings
+
+    (tmp_path / "osmosis.toml").write_text("max_stops = 0\n", encoding="utf-8")
+    chosen = resolve_settings(tmp_path, {})
+    entry = recorded_run(desired("hle/gone"), "r1")
+    plan = compute_plan([], lock(entry), observation(observed_run("r1", "running")), chosen)
+    assert plan.errors and plan.errors[0].endswith("or raise max_stops in osmosis.toml")
+    default = compute_plan(
+        [], lock(entry), observation(observed_run("r1", "running")), settings(max_stops=0)
+    )
+    assert default.errors[0].endswith("or raise max_stops in [tool.osmosis-reconciler]")
