@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 
 from reconciler import __version__
@@ -37,8 +38,12 @@ def _script(name: str) -> Callable[[Sequence[str]], int] | None:
     """The entry point of console script ``name`` when it is installed, else None."""
     for entry in metadata.entry_points(group="console_scripts", name=name):
         if entry.module.startswith("reconciler"):
-            return lambda argv, entry=entry: int(entry.load()(list(argv)) or 0)
+            return partial(_run_entry, entry)
     return None
+
+
+def _run_entry(entry: metadata.EntryPoint, argv: Sequence[str]) -> int:
+    return int(entry.load()(list(argv)) or 0)
 
 
 _DELEGATED = (

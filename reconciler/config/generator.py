@@ -127,12 +127,12 @@ def _leaves(value: Mapping[str, Any], prefix: TomlPath = ()) -> list[tuple[TomlP
 def _set(config: dict[str, Any], path: TomlPath, value: Any) -> None:
     node = config
     for part in path[:-1]:
-        child = node.get(part)  # type: ignore[call-overload]
+        child = node.get(str(part))
         if not isinstance(child, dict):
             child = {}
-            node[part] = child  # type: ignore[index]
+            node[str(part)] = child
         node = child
-    node[path[-1]] = copy.deepcopy(value)  # type: ignore[index]
+    node[str(path[-1])] = copy.deepcopy(value)
 
 
 class _Expander:
@@ -569,7 +569,7 @@ class _Expander:
             self.check_keys(table, ("axis", "key", "on_remove"), at)
             axis, key = table.get("axis"), table.get("key")
             on_remove = table.get("on_remove", "stop")
-            if axis not in keys:
+            if not isinstance(axis, str) or axis not in keys:
                 self.problem(
                     (*at, "axis"),
                     f'removed.axis "{axis}": unknown axis{_did_you_mean(str(axis), list(keys))}',
@@ -627,7 +627,7 @@ class _Expander:
                 continue
             if "axis" in table:
                 axis, old, new = table.get("axis"), table.get("from"), table.get("to")
-                if axis not in keys:
+                if not isinstance(axis, str) or axis not in keys:
                     self.problem(
                         (*at, "axis"),
                         f'moved.axis "{axis}": unknown axis{_did_you_mean(str(axis), list(keys))}',

@@ -353,16 +353,16 @@ def load_generator_file(
     rel = item.relpath
     expansion = expand_generator(parsed, text, rel, item.address)
     positions = locate.scan(text)
-    for problem in expansion.problems:
-        line, column = positions.find(problem.path, problem.anchor)
+    for found_problem in expansion.problems:
+        line, column = positions.find(found_problem.path, found_problem.anchor)
         issues.append(
             ConfigIssue(
                 rel,
                 line,
                 column,
-                format_path(problem.path),
-                _redact(problem.message) or "",
-                _redact(problem.hint),
+                format_path(found_problem.path),
+                _redact(found_problem.message) or "",
+                _redact(found_problem.hint),
             )
         )
     if issues or expansion.product is None:

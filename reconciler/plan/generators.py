@@ -105,15 +105,15 @@ def shape_generator_items(draft: Draft) -> None:
     if draft.settings.allow_mass_stop:
         return
     for product in products:
-        gone = uncovered[product.file]
-        if not gone:
+        removed_cells = uncovered[product.file]
+        if not removed_cells:
             continue
         recorded = [a for a in draft.recorded.runs if product.cell_of(a) is not None]
-        if len(gone) == len(recorded) or 2 * len(gone) > len(recorded):
+        if len(removed_cells) == len(recorded) or 2 * len(removed_cells) > len(recorded):
             draft.errors.append(
-                f"{product.file}: this plan would remove {plural(len(gone), 'cell')} of "
-                f"{len(recorded)} recorded ({', '.join(gone[:5])}"
-                f"{', ...' if len(gone) > 5 else ''}), more than half of the generator; "
+                f"{product.file}: this plan would remove {plural(len(removed_cells), 'cell')} "
+                f"of {len(recorded)} recorded ({', '.join(removed_cells[:5])}"
+                f"{', ...' if len(removed_cells) > 5 else ''}), more than half of the generator; "
                 "acknowledge it in the file with a [[removed]] block per retired element "
                 '(axis = "...", key = "...", on_remove = "stop" or "finish"), or re-run with '
                 "--allow-mass-stop"
