@@ -391,8 +391,12 @@ class Session:
             raise UsageError("--changed-since needs a git repository")
         changed = git.changed_since(rev)
         bench = self.ctx.settings.benchmarks.rstrip("/") + "/"
+        # A changed generator (X.matrix.toml) stands for every cell under X/, the vanished
+        # ones included: their removals are part of the change.
         targets = tuple(
-            p[len(bench) : -len(".toml")]
+            p[len(bench) : -len(".matrix.toml")] + "/**"
+            if p.endswith(".matrix.toml")
+            else p[len(bench) : -len(".toml")]
             for p in sorted(changed)
             if p.startswith(bench) and p.endswith(".toml")
         )

@@ -314,3 +314,21 @@ def test_a_cell_and_a_hand_written_file_at_one_address_is_an_error_naming_both(
         f"{GENERATOR} (cell tb-smoke × gpt-5-2) and also by "
         "benchmarks/compare/frontier/tb-smoke/gpt-5-2.toml"
     ) in result.text
+
+
+def test_changed_since_targets_every_cell_of_a_changed_generator(
+    tmp_path: Path, platform: Platform
+) -> None:
+    osm = generator_repo(tmp_path, platform)
+    applied(osm)
+    base = commit(osm.repo, "Record", allow_empty=True)
+    write_generator(osm.repo, generator(models=["gpt-5-2", "gpt-5-mini", "sonnet-4"]))
+    commit(osm.repo, "Drop gpt-5")
+
+    plan = osm.plan("--format", "json", "--changed-since", base)
+    assert plan.code == 0, plan
+    assert actions(plan) == {f"compare/frontier/{b}/gpt-5": "stop" for b in BENCHMARKS}
+    markdown = osm.plan("--format", "markdown", "--changed-since", base).out
+    # The grid shows the removed element as its own column, its cells as stops.
+    assert "| gpt-5 (removed) |" in markdown
+    assert "| tb-smoke | = | = | = | - stop |" in markdown
