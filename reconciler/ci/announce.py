@@ -25,7 +25,12 @@ from pathlib import Path
 from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 from reconciler.errors import GitHubError
-from reconciler.model import LockState, RecordedRun, ResultRow, is_terminal
+from reconciler.model import (
+    LockState,
+    RecordedRun,
+    ResultRow,
+    RunStatus,
+)
 from reconciler.plan import result_rows
 from reconciler.render import render_results_markdown
 from reconciler.state.lockfile import parse, write_lockfile
@@ -44,7 +49,7 @@ def due(entry: RecordedRun) -> bool:
     """Whether ``entry`` is an ended, downloaded run nobody was told about yet."""
     if entry.announced_at is not None or not entry.run_id:
         return False
-    if not is_terminal(entry.status or ""):
+    if not RunStatus.of(entry.status).is_terminal:
         return False
     downloaded = entry.downloads is not None and entry.downloads.complete
     return entry.results is not None or downloaded

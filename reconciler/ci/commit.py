@@ -28,7 +28,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from reconciler.errors import GitError, StateError, UsageError
-from reconciler.model import LockState, RecordedRun, is_terminal
+from reconciler.model import (
+    LockState,
+    RecordedRun,
+    RunStatus,
+)
 from reconciler.state.lockfile import parse
 
 SKIP_CI = "[skip ci]"
@@ -273,7 +277,11 @@ def copy_results(repo: Path, state: LockState, results_dir: str) -> list[str]:
     written: list[str] = []
     for address, entry in sorted(state.runs.items()):
         downloads = entry.downloads
-        if downloads is None or not downloads.complete or not is_terminal(entry.status or ""):
+        if (
+            downloads is None
+            or not downloads.complete
+            or not RunStatus.of(entry.status).is_terminal
+        ):
             continue
         run_dir = repo / downloads.directory
         for rel, recorded in sorted(downloads.sha256.items()):

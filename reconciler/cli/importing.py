@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from reconciler.cli.output import CommandResult
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
 from reconciler.engine.state_commands import hold_state_lock
@@ -24,8 +24,6 @@ from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
 from reconciler.state.lockfile import StateStore, read_lockfile
-
-FORMAT_VERSION = "1.0"
 
 DESCRIPTION = """\
 Bring existing Platform runs under management: write a config generated from the run's
@@ -124,7 +122,8 @@ class Outcome:
     plan: ImportPlan | None = None
 
 
-def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
+    """The import's result (``err`` gets the Platform banner and the lock's notes)."""
     _check_usage(args)
     flags = ImportFlags.parse(
         model_types=args.model_type,
@@ -168,23 +167,26 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 if args.format != "json":
                     raise
                 outcome = Outcome(detail.summary, "refused", exc.message, exc.hint)
-                _write_json(out, [outcome], args.dry_run, ctx.settings.state, state.serial)
-                return 1
+                body = import_json([outcome], args.dry_run, ctx.settings.state, state.serial)
+                return CommandResult(1, "import", body)
             outcomes = [Outcome(plan.run, "would_import", "", plan=plan)]
         serial = state.serial
         if not args.dry_run and any(o.plan for o in outcomes):
             outcomes, serial = _commit(ctx, importer, outcomes, args, err)
         if args.format == "json":
-            _write_json(out, outcomes, args.dry_run, ctx.settings.state, serial)
+            result = CommandResult(
+                0, "import", import_json(outcomes, args.dry_run, ctx.settings.state, serial)
+            )
         else:
-            out.write(render_text(outcomes, args.dry_run, ctx.settings.state, serial, args.all))
+            text = render_text(outcomes, args.dry_run, ctx.settings.state, serial, args.all)
+            result = CommandResult(0, "import", text=text)
     finally:
         ctx.close()
     imported = sum(o.outcome in ("imported", "would_import") for o in outcomes)
     refused = sum(o.outcome == "refused" for o in outcomes)
     if refused:
-        return 3 if imported else 1
-    return 0
+        return replace(result, exit_code=3 if imported else 1)
+    return result
 
 
 def _check_usage(args: argparse.Namespace) -> None:
@@ -213,12 +215,12 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 def _statuses(values: Sequence[str]) -> set[str]:
     wanted = {s.strip() for value in values for s in value.split(",") if s.strip()}
-    known = {s.value for s in RunStatus}
+    known = {str(s) for s in RunStatus.reported()}
     unknown = sorted(wanted - known)
     if unknown:
         raise UsageError(
             f"--status {', '.join(unknown)}: not a run status",
-            f"use one of {', '.join(s.value for s in RunStatus)}",
+            f"use one of {', '.join(RunStatus.reported())}",
         )
     return wanted
 
@@ -376,22 +378,11 @@ def import_json(
             item["hint"] = o.hint
         runs.append(item)
     return {
-        "format_version": FORMAT_VERSION,
-        "command": "import",
         "dry_run": dry_run,
         "lockfile": {"path": lockfile, "serial": serial},
         "runs": runs,
         "summary": _counts(outcomes),
     }
-
-
-def _write_json(
-    out: TextIO, outcomes: Sequence[Outcome], dry_run: bool, lockfile: str, serial: int
-) -> None:
-    out.write(
-        json.dumps(import_json(outcomes, dry_run, lockfile, serial), indent=2, ensure_ascii=False)
-        + "\n"
-    )
 
 
 def render_text(

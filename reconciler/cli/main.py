@@ -1,17 +1,19 @@
 """The commands: thin shells over the library.
 
 ``osmosis-plan`` and ``osmosis-apply`` live here; ``osmosis-import`` and ``osmosis-state``
-add their arguments and output in ``cli_import`` / ``cli_state`` and share the common flags
-and the one error handler below.
+add their arguments and results in ``cli.importing`` / ``cli.state`` and share the common
+flags, the one printer and the one error handler below.
 
 Only this module exits, and everything it prints goes through one ``output.Output`` (text,
 one JSON document, or JSON Lines). Exit codes are frozen (design.md §4): see ``EXIT_CODES``.
 
 A new command (``osmosis-state``, ``osmosis-import``, ...) is wired the same way: a parser
 with ``add_common_flags``, an entry point ``run_command(prog, make_parser, argv, command)``
-where ``command(args, output)`` returns the exit code and calls ``output.result(type, body)``
-with its document body; errors are raised from the error tree and the one handler here turns
-them into stderr text and an ``error`` document. Then add the document type to
+where ``command(args, output)`` hands its ``CommandResult`` (exit code, document type and
+body, text for people) to ``output.present``, the one printer, and returns the exit code
+(``osmosis-apply`` reports as it goes through its ``ApplyReport`` on the same ``Output``);
+errors are raised from the error tree and the one handler here turns them into stderr text
+and an ``error`` document. Then add the document type to
 ``reconciler/schema/output.schema.json`` and one row to
 ``tests/integration/test_machine_output.py``.
 """
@@ -20,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import io
-import json
 import os
 import re
 import signal
@@ -31,11 +31,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler import __version__, shutdown
 from reconciler.cli.output import (
     FORMATS,
+    CommandResult,
     Diagnostic,
     Output,
     color_enabled,
@@ -45,6 +46,10 @@ from reconciler.cli.output import (
 from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
 from reconciler.log import configure_logging
 from reconciler.redact import redact
+
+if TYPE_CHECKING:
+    from reconciler.engine.context import Invocation
+    from reconciler.engine.session import Session
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -357,7 +362,7 @@ def import_main(argv: Sequence[str] | None = None) -> int:
         "osmosis-import",
         lambda: _module_parser("osmosis-import", cli_import),
         argv,
-        _through_output(cli_import.run, "import"),
+        _printed(cli_import.run),
     )
 
 
@@ -368,32 +373,19 @@ def state_main(argv: Sequence[str] | None = None) -> int:
         "osmosis-state",
         lambda: _module_parser("osmosis-state", cli_state),
         argv,
-        _through_output(cli_state.run, "state"),
+        _printed(cli_state.run),
     )
 
 
-def _through_output(
-    run: Callable[[argparse.Namespace, TextIO, TextIO], int], kind: str
+def _printed(
+    run: Callable[[argparse.Namespace, TextIO], CommandResult],
 ) -> Callable[[argparse.Namespace, Output], int]:
-    """A command that writes its own text (or, with ``--format json``, its own document
-    body) to ``out``, wired to the one output layer: its document becomes the body of the
-    command's document, its text the result for people."""
+    """A command that returns a ``CommandResult``, wired to the one printer."""
 
     def command(args: argparse.Namespace, output: Output) -> int:
         if getattr(args, "dir", None) is None:
             args.dir = str(_root(args))
-        buffer = io.StringIO()
-        code = run(args, buffer, output.err)
-        text = buffer.getvalue()
-        if output.machine and text.strip():
-            body = json.loads(text)
-            # "state forget" -> type "state_forget"; the envelope names the command.
-            doc_type = str(body.pop("command", kind)).replace(" ", "_")
-            body.pop("format_version", None)
-            output.result(doc_type, body)
-        else:
-            output.show(text)
-        return code
+        return output.present(run(args, output.err))
 
     return command
 
@@ -500,6 +492,18 @@ def _root(args: argparse.Namespace) -> Path:
 # --------------------------------------------------------------------------- validate
 
 
+def _invocation(args: argparse.Namespace, root: Path) -> Invocation:
+    """What the flags ask of the engine, as a value (the engine never sees ``args``)."""
+    from reconciler.engine.context import Invocation
+
+    return Invocation(
+        repo_root=root,
+        platform=args.platform,
+        workspace=args.workspace,
+        overrides=_overrides(args),
+    )
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     from reconciler.config.project import parse_download_types
 
@@ -534,14 +538,11 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
 
     settings = resolve_settings(root, _overrides(args))
     result = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
-    output.result(
-        "validation",
-        {
-            "valid": result.ok,
-            "files": result.files,
-            "issues": [issue_to_dict(i) for i in result.issues],
-        },
-    )
+    body = {
+        "valid": result.ok,
+        "files": result.files,
+        "issues": [issue_to_dict(i) for i in result.issues],
+    }
     for issue in result.issues:
         output.issue(issue)
     if not result.ok:
@@ -557,9 +558,10 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
                 "fix the configs listed above, then run `osmosis-plan --validate-only` again",
             )
         )
-        return 1
-    output.show(f"All {result.files} config file(s) are valid.\n")
-    return 0
+        return output.present(CommandResult(1, "validation", body))
+    return output.present(
+        CommandResult(0, "validation", body, text=f"All {result.files} config file(s) are valid.\n")
+    )
 
 
 # --------------------------------------------------------------------------- plan
@@ -577,39 +579,42 @@ def _plan(args: argparse.Namespace, output: Output) -> int:
         return _validate_only(args, root, output)
     from reconciler.engine.session import Session
 
-    with Session.open(args, root, _overrides(args), output) as session:
+    with Session.open(_invocation(args, root), output) as session:
         if args.watch:
             from reconciler.cli.watch import watch_plans
 
             return watch_plans(session, args, output)
         if args.refresh_only:
             return _refresh(session, args, output, record=False)
-        plan = session.make_plan(changed_since=args.changed_since)
+        plan, _snapshots = session.make_plan(changed_since=args.changed_since)
         from reconciler.render import plan_to_dict
 
-        output.result("plan", plan_to_dict(plan))
-        output.show(session.render(plan, args.format, color=output.color))
+        if plan.errors:
+            code = 1
+        elif plan.summary.blocked:
+            code = EXIT_BLOCKED
+        else:
+            code = 2 if args.detailed_exitcode and plan.has_changes else 0
+        text = session.render(plan, args.format, color=output.color)
+        output.present(CommandResult(code, "plan", plan_to_dict(plan), text=text))
         if args.out:
             session.save_plan(plan, Path(args.out))
             output.info(f"Saved the plan to {args.out}. Apply it with: osmosis-apply {args.out}")
         if plan.errors:
             _policy_errors(plan.errors, output)
-            return 1
-        if plan.summary.blocked:
+        elif plan.summary.blocked:
             _blocked(plan, output)
-            return EXIT_BLOCKED
-        if args.detailed_exitcode and plan.has_changes:
-            return 2
-        return 0
+        return code
 
 
 def _blocked(plan: Any, output: Output) -> None:
     """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
     a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
     from reconciler.cli.output import Diagnostic
+    from reconciler.model import Action
 
     for item in plan.items:
-        if item.action.value != "blocked":
+        if item.action is not Action.BLOCKED:
             continue
         message = (
             f"{item.address} (blocked): {item.details[0] if item.details else item.reason.value}"
@@ -628,31 +633,25 @@ def _policy_errors(errors: Sequence[str], output: Output) -> None:
         )
 
 
-def _refresh(session: Any, args: argparse.Namespace, output: Output, *, record: bool) -> int:
+def _refresh(session: Session, args: argparse.Namespace, output: Output, *, record: bool) -> int:
     from reconciler.render import refresh_to_dict, render_refresh_markdown, render_refresh_text
 
     plan, changes = session.refresh(record=record)
     pending = len(plan.items)
-    output.result(
-        "refresh",
-        refresh_to_dict(plan, changes, recorded=record and bool(changes), pending=pending),
-    )
+    body = refresh_to_dict(plan, changes, recorded=record and bool(changes), pending=pending)
     if args.format == "markdown":
-        output.show(render_refresh_markdown(plan, changes, recorded=record, pending=pending))
+        text = render_refresh_markdown(plan, changes, recorded=record, pending=pending)
     else:
-        output.show(
-            render_refresh_text(
-                plan,
-                changes,
-                recorded=record,
-                pending=pending,
-                state_path=session.ctx.settings.state,
-                color=output.color,
-            )
+        text = render_refresh_text(
+            plan,
+            changes,
+            recorded=record,
+            pending=pending,
+            state_path=session.ctx.settings.state,
+            color=output.color,
         )
-    if getattr(args, "detailed_exitcode", False) and (changes or plan.drift):
-        return 2
-    return 0
+    code = 2 if getattr(args, "detailed_exitcode", False) and (changes or plan.drift) else 0
+    return output.present(CommandResult(code, "refresh", body, text=text))
 
 
 # --------------------------------------------------------------------------- apply
@@ -676,29 +675,28 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         where = force_unlock_any(
             root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
         )
-        output.result("unlock", {"lock_id": args.force_unlock, "released": True})
         output.info(f"Released the apply lock {args.force_unlock} ({where}).")
-        return 0
+        body = {"lock_id": args.force_unlock, "released": True}
+        return output.present(CommandResult(0, "unlock", body))
     from reconciler.plan.restrict import REFRESH, parse_only, restrict_plan
 
     only = parse_only(args.only) if args.only is not None else None
     if only is not None and args.wait and "download" not in only:
         raise UsageError("--wait downloads the runs it waited for: add download to --only")
     with ExitStack() as stack:
-        session = stack.enter_context(Session.open(args, root, _overrides(args), output))
+        session = stack.enter_context(Session.open(_invocation(args, root), output))
         stack.enter_context(session.hold_lock(timeout=args.lock_timeout, command=_command_line()))
         if args.refresh_only:
             return _refresh(session, args, output, record=True)
         report = ApplyReport(output)
         if args.planfile:
-            plan = session.load_saved_plan(Path(args.planfile))
-            # Re-observe (design.md §7.2): statuses that changed since the plan was made are
+            # Re-observed (design.md §7.2): statuses that changed since the plan was made are
             # recorded before acting (a run that ended meanwhile downloads as ended).
-            session.observe()
+            plan, snapshots = session.load_saved_plan(Path(args.planfile))
             if only is not None:
                 plan = restrict_plan(plan, only)
         else:
-            plan = session.make_plan()
+            plan, snapshots = session.make_plan()
             if only is not None:
                 plan = restrict_plan(plan, only)
             output.show(session.render(plan, args.format, color=output.color))
@@ -722,7 +720,9 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
             )
             if sys.stdin.readline().strip() != "yes":
                 raise UsageError("Apply cancelled: the answer was not 'yes'")
-        result = session.apply(plan, report=report, wait=args.wait, wait_timeout=args.wait_timeout)
+        result = session.apply(
+            plan, snapshots, report=report, wait=args.wait, wait_timeout=args.wait_timeout
+        )
         return session.exit_code(result, report)
 
 

@@ -15,9 +15,9 @@ Every document and event carries ``format_version`` and ``type``; every document
 ``command``, ``diagnostics`` (every error and warning, structured), ``errors`` (the error
 messages), ``errored`` and ``exit_code``.
 
-A command uses one ``Output`` for all of it: ``info``/``warning`` for notes, ``show`` for
-its human result, ``progress`` for lines while it works, ``event`` for machine events,
-``result`` for its document body. The CLI's one error handler calls ``error`` and then
+A command uses one ``Output`` for all of it: ``info``/``warning`` for notes, ``present``
+for its ``CommandResult`` (document body and human text), ``progress`` for lines while it
+works, ``event`` for machine events. The CLI's one error handler calls ``error`` and then
 ``finish``. A new command is wired the same way and needs nothing else from here.
 """
 
@@ -40,7 +40,6 @@ from reconciler.errors import (
     ReconcilerError,
 )
 from reconciler.escaping import escape_text
-from reconciler.hints import RERUN_HINT, UNSUCCESSFUL_STATUSES
 from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
@@ -193,6 +192,23 @@ def error_diagnostic(exc: ReconcilerError) -> Diagnostic:
 # --------------------------------------------------------------------------- output
 
 
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command hands to the one printer (``Output.present``): its exit code, its
+    document for scripts (type and body) and its text for people. No command writes its
+    result itself, and none writes JSON to be parsed back."""
+
+    exit_code: int
+    document_type: str
+    """The document's ``type`` (``plan``, ``state_list``, ``import``, ...)."""
+    body: Body | None = None
+    """The document's body, when the command made one (always in the JSON formats)."""
+    text: str = ""
+    """The result for people (text and markdown formats; not printed in the JSON ones)."""
+    warnings: tuple[str, ...] = ()
+    """Warnings for people, said on stderr in the text formats (a JSON body lists them)."""
+
+
 class Output:
     """Everything one command prints, in the format it was asked for (module docstring)."""
 
@@ -298,6 +314,17 @@ class Output:
         """Set the document's type and body (replacing an earlier one)."""
         self._type, self._body = type_, body
 
+    def present(self, result: CommandResult) -> int:
+        """Print a command's result: its document (printed last, by ``finish``) and its
+        text for people; returns its exit code."""
+        if result.body is not None:
+            self.result(result.document_type, result.body)
+        if not self.machine:
+            for warning in result.warnings:
+                self.warning(warning)
+            self.show(result.text)
+        return result.exit_code
+
     def diagnose(self, diagnostic: Diagnostic) -> None:
         """Record an error or warning already shown to people (e.g. in the plan text)."""
         self._diagnostics.append(diagnostic)
@@ -383,21 +410,20 @@ def _dumps(value: Any) -> str:
 # --------------------------------------------------------------------------- apply
 
 
-UNSUCCESSFUL = UNSUCCESSFUL_STATUSES
-
-
 def outcome_line(outcome: Outcome) -> str:
     """``+ tb/smoke: submit eager-hare: ok: submitted`` (a run that ended unsuccessfully
     shows its status: ``↓ tb/x: download eager-hare (run failed): ok: ...``)."""
+    from reconciler.model import Action, RunStatus  # after an apply: pydantic is loaded
+
     item = outcome.item
     message = escape_text(outcome.message, keep_newlines=True)
     head = f"{item.action.symbol} {escape_text(item.address)}: {item.action.value}"
-    if item.action.value == "blocked":
+    if item.action is Action.BLOCKED:
         return f"{head}: {message}"
     run = outcome.run_name or outcome.run_id
     if run:
         head += f" {escape_text(run)}"
-    if outcome.status in UNSUCCESSFUL and item.action.value != "stop":
+    if RunStatus.of(outcome.status).is_unsuccessful and item.action is not Action.STOP:
         head += f" (run {outcome.status})"
     mark = "ok" if outcome.ok else "FAILED"
     return f"{head}: {mark}: {message}"
@@ -533,6 +559,8 @@ class ApplyReport:
         ``unsaved``: why the lockfile could not be written at the end, when it could not.
         ``lockfile``: the lockfile's path, named in the reminder to commit it.
         """
+        from reconciler.model import RERUN_HINT, Action  # after an apply: pydantic is loaded
+
         self.unsuccessful = tuple(unsuccessful)
         ok = sum(1 for o in self.outcomes if o.ok)
         failed = [o for o in self.outcomes if not o.ok]
@@ -561,7 +589,7 @@ class ApplyReport:
             self.output.diagnose(
                 Diagnostic(
                     "error",
-                    "Blocked" if item.action.value == "blocked" else "ActionFailed",
+                    "Blocked" if item.action is Action.BLOCKED else "ActionFailed",
                     f"{item.address} ({item.action.value}): {redact(outcome.message)}",
                 )
             )
@@ -592,6 +620,8 @@ class ApplyReport:
             self.output.progress(line, essential=True)
 
     def body(self, exit_code: int) -> dict[str, Any]:
+        from reconciler.model import Action  # after an apply: pydantic is loaded
+
         with self._lock:
             outcomes = list(self.outcomes)
         ok = sum(1 for o in outcomes if o.ok)
@@ -611,7 +641,7 @@ class ApplyReport:
                 "outcome": outcome,
                 "succeeded": ok,
                 "failed": len(outcomes) - ok,
-                "blocked": sum(1 for o in outcomes if o.item.action.value == "blocked"),
+                "blocked": sum(1 for o in outcomes if o.item.action is Action.BLOCKED),
             },
         }
 

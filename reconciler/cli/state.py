@@ -1,8 +1,8 @@
 """``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW``: flags, run, output.
 
 ``cli`` builds the parser (common flags) and the error handling; this module adds the
-command's own arguments and writes to the streams it is given. Each subcommand builds its
-JSON document in one function (``*_json``) so it can move onto a shared output layer.
+command's own arguments and returns a ``CommandResult`` to the one printer. Each subcommand
+builds its document body in one function (``*_json``) and its text in another (``*_text``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from reconciler.cli.output import CommandResult
 from reconciler.engine.context import resolve_settings
 from reconciler.engine.state_commands import (
     check_address,
@@ -28,10 +29,14 @@ from reconciler.engine.state_commands import (
     write_state,
 )
 from reconciler.errors import UsageError
-from reconciler.model import HistoryEntry, LockState, RecordedRun, is_active
+from reconciler.model import (
+    HistoryEntry,
+    LockState,
+    RecordedRun,
+    RunStatus,
+)
 from reconciler.platform import normalize_platform_url
 
-FORMAT_VERSION = "1.0"
 COMMANDS = ("list", "show", "forget", "mv")
 
 DESCRIPTION = """\
@@ -66,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
+    """The subcommand's result (``err`` gets the lock's waiting notes)."""
     if args.format == "markdown":
         raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
     wanted = {"list": None, "show": 1, "forget": 1, "mv": 2}[args.command]
@@ -90,10 +96,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         patterns = list(args.addresses)
         chosen = entries(state, patterns) if state else []
         if json_out:
-            _dump(out, list_json(state, display, chosen))
-        else:
-            out.write(list_text(state, display, chosen, patterns))
-        return 0
+            return CommandResult(0, "state_list", list_json(state, display, chosen))
+        return CommandResult(0, "state_list", text=list_text(state, display, chosen, patterns))
 
     if args.command == "show":
         address = check_address(args.addresses[0], "ADDR")
@@ -102,10 +106,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         assert state is not None
         history = history_of(state, address)
         if json_out:
-            _dump(out, show_json(state, display, entry, history))
-        else:
-            out.write(show_text(entry, history))
-        return 0
+            return CommandResult(0, "state_show", show_json(state, display, entry, history))
+        return CommandResult(0, "state_show", text=show_text(entry, history))
 
     command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
     if args.command == "forget":
@@ -129,12 +131,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 "unmanaged"
             )
         if json_out:
-            _dump(out, forget_json(display, before, written, entry, warnings))
-        else:
-            out.write(forget_text(display, before, written, entry))
-            for warning in warnings:
-                err.write(f"warning: {warning}\n")
-        return 0
+            return CommandResult(
+                0, "state_forget", forget_json(display, before, written, entry, warnings)
+            )
+        return CommandResult(
+            0,
+            "state_forget",
+            text=forget_text(display, before, written, entry),
+            warnings=tuple(warnings),
+        )
 
     old = check_address(args.addresses[0], "OLD")
     new = check_address(args.addresses[1], "NEW")
@@ -151,7 +156,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     warnings = []
     if not config_path(repo_root, settings, new).exists():
         action = (
-            "stops" if settings.on_delete == "stop" and is_active(entry.status or "") else "forgets"
+            "stops"
+            if settings.on_delete == "stop" and RunStatus.of(entry.status).is_active
+            else "forgets"
         )
         warnings.append(
             f"{_rel(config_path(repo_root, settings, new), repo_root)} does not exist: the next "
@@ -163,12 +170,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "osmosis-plan treats it as a new config and plans a submit"
         )
     if json_out:
-        _dump(out, mv_json(display, before, written, old, new, entry, warnings))
-    else:
-        out.write(mv_text(display, before, written, old, new, entry))
-        for warning in warnings:
-            err.write(f"warning: {warning}\n")
-    return 0
+        return CommandResult(
+            0, "state_mv", mv_json(display, before, written, old, new, entry, warnings)
+        )
+    return CommandResult(
+        0,
+        "state_mv",
+        text=mv_text(display, before, written, old, new, entry),
+        warnings=tuple(warnings),
+    )
 
 
 def _platform_flag(raw: str | None) -> str | None:
@@ -195,15 +205,7 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _dump(out: TextIO, document: Mapping[str, Any]) -> None:
-    out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-
-
 # --------------------------------------------------------------------------- json
-
-
-def _envelope(command: str) -> dict[str, Any]:
-    return {"format_version": FORMAT_VERSION, "command": command}
 
 
 def _written_json(display: str, before: LockState, written: LockState) -> dict[str, Any]:
@@ -233,7 +235,6 @@ def _history_json(entry: HistoryEntry) -> dict[str, Any]:
 
 def list_json(state: LockState | None, display: str, chosen: list[RecordedRun]) -> dict[str, Any]:
     return {
-        **_envelope("state list"),
         "lockfile": _header_json(state, display),
         "runs": [
             {
@@ -256,7 +257,6 @@ def show_json(
     state: LockState, display: str, entry: RecordedRun, history: list[HistoryEntry]
 ) -> dict[str, Any]:
     return {
-        **_envelope("state show"),
         "lockfile": _header_json(state, display),
         "run": _entry_json(entry),
         "history": [_history_json(h) for h in history],
@@ -271,7 +271,6 @@ def forget_json(
     warnings: list[str],
 ) -> dict[str, Any]:
     return {
-        **_envelope("state forget"),
         "lockfile": _written_json(display, before, written),
         "forgotten": {
             "address": entry.address,
@@ -294,7 +293,6 @@ def mv_json(
     warnings: list[str],
 ) -> dict[str, Any]:
     return {
-        **_envelope("state mv"),
         "lockfile": _written_json(display, before, written),
         "moved": {"from": old, "to": new, "run_id": entry.run_id, "run_name": entry.run_name},
         "warnings": warnings,

@@ -10,6 +10,7 @@ stdout (JSON Lines), and errors and the "Watching" note go to stderr.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import watchfiles
@@ -20,7 +21,8 @@ from reconciler.render import plan_to_dict
 
 if TYPE_CHECKING:
     from reconciler.cli.output import Output
-    from reconciler.engine.session import Session
+    from reconciler.engine.session import Session, Snapshots
+    from reconciler.model import DesiredRun, Observation
 
 CLEAR = "\x1b[2J\x1b[H"
 
@@ -34,24 +36,32 @@ def watch_plans(
     tty = out.isatty() and not output.machine
     color = output.color
     plans = 0
+    # Observed once; later plans load only the configs and reuse the rest.
+    snapshots: Snapshots | None = None
 
     def show(first: bool) -> None:
-        nonlocal plans
+        nonlocal plans, snapshots
         if tty and not first:
             out.write(CLEAR)
         try:
-            if first:
-                plan = session.make_plan()
+            if snapshots is None:
+                plan, snapshots = session.make_plan()
             else:
-                session.load_desired()
-                _fill_missing_benchmarks(session)
-                assert session.state is not None and session.observation is not None
+                configs = session.load_desired()
+                desired = configs.runs
+                observation = _fill_missing_benchmarks(session, desired, snapshots.observation)
+                snapshots = replace(
+                    snapshots,
+                    desired=desired,
+                    observation=observation,
+                    generators=configs.generators,
+                )
                 plan = compute_plan(
-                    session.desired,
-                    session.state,
-                    session.observation,
+                    snapshots.desired,
+                    snapshots.state,
+                    snapshots.observation,
                     session.ctx.settings,
-                    session.generators,
+                    snapshots.generators,
                 )
             if output.machine:
                 output.document_line("plan", plan_to_dict(plan))
@@ -97,16 +107,17 @@ def _toml_filter(_change: watchfiles.Change, path: str) -> bool:
     return path.endswith(".toml") and not name.startswith(".")
 
 
-def _fill_missing_benchmarks(session: Session) -> None:
-    observation = session.observation
-    assert observation is not None
-    missing = sorted({d.benchmark for d in session.desired} - set(observation.benchmarks))
+def _fill_missing_benchmarks(
+    session: Session, desired: tuple[DesiredRun, ...], observation: Observation
+) -> Observation:
+    """``observation`` with catalog info for every benchmark ``desired`` names."""
+    missing = sorted({d.benchmark for d in desired} - set(observation.benchmarks))
     if not missing:
-        return
+        return observation
     benchmarks = dict(observation.benchmarks)
     for name in missing:
         try:
             benchmarks[name] = session.ctx.client.get_benchmark(name).to_info()
         except NotFoundError:
             benchmarks[name] = None
-    session.observation = observation.model_copy(update={"benchmarks": benchmarks})
+    return observation.model_copy(update={"benchmarks": benchmarks})

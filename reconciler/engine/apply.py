@@ -48,12 +48,12 @@ from reconciler.model import (
     LockState,
     Plan,
     PlanItem,
+    Reason,
     RecordedRun,
     Rejection,
     RunResults,
+    RunStatus,
     Settings,
-    is_active,
-    is_terminal,
 )
 from reconciler.outputs.downloads import (
     DownloadInterrupted,
@@ -314,7 +314,7 @@ class Applier:
             spec=spec,
             benchmark_id=item.benchmark_id,
         )
-        reason = "rerun" if item.reason.value == "replace_requested" else "replaced"
+        reason = "rerun" if item.reason is Reason.REPLACE_REQUESTED else "replaced"
 
         def write_intent(state: LockState) -> LockState:
             old = state.runs.get(item.address)
@@ -590,7 +590,7 @@ class Applier:
         # An ended run's scores no longer change: fetch them once, beside its outputs, for
         # the plan's results table, while the files transfer. They are informational, so a
         # failed fetch never fails the download.
-        terminal = is_terminal(entry.status or "")
+        terminal = RunStatus.of(entry.status).is_terminal
         scores: Future[RunResults] | None = None
         if terminal and self._files is not None:
             scores = self._files.submit(lambda: self.client.get_run(run_id).to_results())
@@ -604,7 +604,7 @@ class Applier:
                 types=types,
                 # A running run's files change without changing size: a snapshot is always
                 # fetched again (the page's --overwrite); changed files likewise.
-                overwrite=item.reason.value == "results_changed" or not terminal,
+                overwrite=item.reason is Reason.RESULTS_CHANGED or not terminal,
                 executor=self._files,
                 repo_root=self.repo_root,
             )
@@ -760,7 +760,7 @@ def wait_for_runs(
     while pending and not cancel.is_set():
         statuses.update(poll_statuses(client, sorted(pending), since=since))
         on_poll(dict(statuses))
-        pending = {r for r in pending if is_active(statuses.get(r, "pending"))}
+        pending = {r for r in pending if RunStatus.of(statuses.get(r)).is_active}
         if not pending or monotonic() >= deadline:
             break
         cancel.wait(min(delay, max(0.0, deadline - monotonic())))

@@ -1,7 +1,7 @@
 """Wiring for one CLI invocation: repository, settings, platform, workspace, git.
 
-``cli`` parses flags, finds the repository root (``project.find_root``) and calls
-``open_context``; everything else receives the pieces it drives as arguments.
+``cli`` parses flags, finds the repository root (``project.find_root``), builds an
+``Invocation`` and calls ``open_context``; everything else receives the pieces it drives as arguments.
 """
 
 from __future__ import annotations
@@ -26,6 +26,21 @@ from reconciler.redact import register_secret
 LOCAL_DATA_DIR = ".osmosis/local-platform"
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
 LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line asks of one command, as values: the CLI builds it from its
+    flags, and nothing below the CLI sees ``argparse``."""
+
+    repo_root: Path
+    """The repository root (``--dir``, or found from the current directory)."""
+    platform: str | None = None
+    """``--platform URL|local``; None: from the environment (``select_platform``)."""
+    workspace: str | None = None
+    """``--workspace NAME``; None: from the environment or the git origin."""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Settings given as flags (only the ones set); they win over the settings file."""
 
 
 @dataclass
@@ -95,6 +110,7 @@ def open_context(
     # embedded Platform's placeholder ("local") is not a secret and is never registered.
     register_secret(selection.token)
     local = None
+    token: str | None
     if selection.url == "local":
         from reconciler.platform.local import LocalPlatform, LocalTransport
 

@@ -39,8 +39,8 @@ from reconciler.model import (
     Observation,
     ObservedRun,
     RecordedRun,
+    RunStatus,
     canonical_digest,
-    is_terminal,
     spec_fingerprint,
 )
 from reconciler.outputs.downloads import scan_outputs
@@ -301,7 +301,7 @@ def _needs_read(entry: RecordedRun, complete: bool) -> bool:
         return True  # a full list that omits it proves nothing: ask for the run itself
     if entry.intent is not None and entry.intent.op == "stop":
         return True
-    return not is_terminal(entry.status or "")
+    return not RunStatus.of(entry.status).is_terminal
 
 
 def _read_recorded(

@@ -1,28 +1,31 @@
 """One command's work from start to end: load, observe, plan, apply, wait, download.
 
-The CLI builds a ``Session`` and calls its steps; the steps return values and tell people
-and scripts what happens only through the ``output`` layer they are given.
+The CLI builds an ``Invocation`` (what the command line asks, as values), opens a
+``Session`` with it and calls its steps. Data flows as values: ``load`` returns the
+``Snapshots`` (desired, recorded, observed), ``plan`` computes the ``Plan`` of them, and
+``apply`` carries out that plan against the same snapshots. The lockfile is read once per
+command (``Session.lockfile`` is the seam a test counts reads through). The steps tell
+people and scripts what happens only through the ``output`` layer they are given.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 
-from reconciler.cli.output import UNSUCCESSFUL, ApplyReport, Output, RunRef, WaitReport
+from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
-from reconciler.engine.apply import Applier, ApplyResult, utcnow, wait_for_runs
-from reconciler.engine.context import Context, open_context
+from reconciler.engine.apply import Applier, ApplyResult, Outcome, utcnow, wait_for_runs
+from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
-from reconciler.gitinfo import _DEEPEN_HINT
+from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
     Action,
@@ -33,18 +36,17 @@ from reconciler.model import (
     Observation,
     Plan,
     RecordedChange,
+    RunStatus,
     Settings,
     glob_match,
-    is_active,
-    is_terminal,
 )
 from reconciler.plan import compute_plan
 from reconciler.render import (
-    plan_from_dict,
-    plan_to_dict,
+    parse_saved_plan,
     render_json,
     render_markdown,
     render_text,
+    saved_plan_text,
 )
 from reconciler.state.gitlock import hold_git_lock
 from reconciler.state.lockfile import (
@@ -52,48 +54,127 @@ from reconciler.state.lockfile import (
     StateStore,
     check_provenance,
     check_state_path,
-    peek_watermark,
-    read_lockfile,
+    load_lockfile,
+    peek_watermark_in,
+    read_lockfile_bytes,
     remove_stale_temps,
     write_lockfile,
 )
 from reconciler.state.locking import hold_lock
 
-SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
+LockfileReader = Callable[[Path, str], bytes | None]
+"""Reads the lockfile at a path (named as the user wrote it): its bytes, None when there is
+none (``state.lockfile.read_lockfile_bytes``)."""
+
+
+@dataclass(frozen=True)
+class Configs:
+    """The desired runs as loaded from the config files, with what loading them noticed."""
+
+    runs: tuple[DesiredRun, ...]
+    """Every valid config, with git provenance (``requested_by``) where history has it."""
+    ignored: tuple[tuple[str, str], ...] = ()
+    """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
+    provenance_note: str | None = None
+    """In a shallow clone whose history misses some configs: which, and how to deepen."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to (``LoadResult.generators``)."""
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """The inputs of one plan, loaded once per command and handed on as a value:
+    ``Session.load`` -> ``Snapshots`` -> ``Session.plan`` -> ``Session.apply``."""
+
+    desired: tuple[DesiredRun, ...]
+    """The configs, with ``Osmosis-Rerun`` trailers' commits as their ``requested_by``."""
+    state: LockState
+    """The lockfile as read (one read per command), or as this command last wrote it."""
+    observation: Observation
+    """What the Platform and the local disk said when this command looked."""
+    settings: Settings
+    """The settings a plan of these snapshots uses: flags over the settings file, plus the
+    re-runs and skips the commit trailers ask for."""
+    ignored: tuple[tuple[str, str], ...] = ()
+    """Config files left out on purpose (``Configs.ignored``)."""
+    notes: tuple[str, ...] = ()
+    """Warnings loading found (trailers that match nothing, a shallow clone's gaps)."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator expanded to (``Configs.generators``)."""
+
+
+@dataclass(frozen=True)
+class TrailerRequests:
+    """What the ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers since the lockfile's last
+    commit ask for (``Session.trailer_requests``)."""
+
+    replace: tuple[str, ...] = ()
+    """Addresses to re-run, in the order first asked for."""
+    skip: tuple[str, ...] = ()
+    """Address globs to hold back."""
+    requested: Mapping[str, tuple[str, str]] | None = None
+    """Address -> (commit, subject) of the trailer that asked to re-run it."""
+    notes: tuple[str, ...] = ()
+    """Trailers that match no config."""
+
+    def settings(self, settings: Settings) -> Settings:
+        """``settings`` with these re-runs and skips added."""
+        if not self.replace and not self.skip:
+            return settings
+        added = tuple(a for a in self.replace if a not in settings.replace)
+        replace_ = (*settings.replace, *added)
+        return settings.model_copy(
+            update={"replace": replace_, "skip": (*settings.skip, *self.skip)}
+        )
+
+    def desired(self, runs: tuple[DesiredRun, ...]) -> tuple[DesiredRun, ...]:
+        """``runs`` with the requesting trailer's commit as ``requested_by`` where one asked
+        to re-run it."""
+        requested = self.requested or {}
+        return tuple(
+            r.model_copy(
+                update={
+                    "requested_by": requested[r.address][0],
+                    "requested_subject": requested[r.address][1],
+                }
+            )
+            if r.address in requested
+            else r
+            for r in runs
+        )
 
 
 class Session:
-    """Holds the context of one invocation and the last loaded snapshots."""
+    """One invocation's context (``ctx``), output and cancel event. It holds no snapshot:
+    every step takes and returns them as values."""
 
-    provenance_note: str | None = None
-    """Set by ``load_desired`` in a shallow clone whose history misses some configs."""
-
-    def __init__(self, ctx: Context, output: Output) -> None:
+    def __init__(
+        self, ctx: Context, output: Output, lockfile: LockfileReader = read_lockfile_bytes
+    ) -> None:
         self.ctx = ctx
         self.output = output
-        self.desired: tuple[DesiredRun, ...] = ()
-        self.state: LockState | None = None
-        self.observation: Observation | None = None
+        self.lockfile = lockfile
         self.cancel = threading.Event()
-        self.trailer_notes: list[str] = []
-        self.ignored: tuple[tuple[str, str], ...] = ()
-        self.generators: tuple[GeneratorProduct, ...] = ()
 
     @classmethod
     @contextmanager
     def open(
-        cls, args: argparse.Namespace, root: Path, overrides: dict[str, Any], output: Output
+        cls,
+        invocation: Invocation,
+        output: Output,
+        *,
+        lockfile: LockfileReader = read_lockfile_bytes,
     ) -> Iterator[Session]:
         ctx = open_context(
-            repo_root=root,
-            platform_flag=args.platform,
-            workspace_flag=args.workspace,
-            overrides=overrides,
+            repo_root=invocation.repo_root,
+            platform_flag=invocation.platform,
+            workspace_flag=invocation.workspace,
+            overrides=invocation.overrides,
         )
         if ctx.announcement:
             output.info(ctx.announcement)
         try:
-            yield cls(ctx, output)
+            yield cls(ctx, output, lockfile)
         finally:
             if ctx.client.version_warning:
                 output.warning(f"the Platform says: {ctx.client.version_warning}")
@@ -103,7 +184,7 @@ class Session:
 
     def load_desired(
         self, on_valid: Callable[[tuple[DesiredRun, ...]], None] | None = None
-    ) -> tuple[DesiredRun, ...]:
+    ) -> Configs:
         """Load and validate the configs, then add git provenance.
 
         ``on_valid`` runs once the configs are known to be valid, before the git calls:
@@ -116,8 +197,7 @@ class Session:
             ignore=self.ctx.settings.ignore,
             policy=self.ctx.settings.policy,
         )
-        self.ignored = tuple((i.path, i.why) for i in result.ignored)
-        self.generators = result.generators
+        ignored = tuple((i.path, i.why) for i in result.ignored)
         warnings = [i for i in result.issues if i.severity == "warning"]
         for issue in warnings:
             self.output.issue(issue)
@@ -126,6 +206,7 @@ class Session:
         if on_valid is not None:
             on_valid(result.runs)
         runs = result.runs
+        note = None
         git = self.ctx.git
         if git is not None and runs:
             commits = git.last_commits([r.path for r in runs])
@@ -147,32 +228,34 @@ class Session:
             )
             if git.is_shallow():
                 unknown = sorted(r.address for r in runs if r.requested_by is None)
-                self.provenance_note = (
-                    (
+                if unknown:
+                    note = (
                         f"shallow clone: the git history of {len(unknown)} config(s) is missing, "
                         f"so the commit that requested them is unknown ({', '.join(unknown[:5])}"
                         f"{', ...' if len(unknown) > 5 else ''}); " + _DEEPEN_HINT
                     )
-                    if unknown
-                    else None
-                )
-                if unknown:
                     get_logger().info("shallow clone: provenance missing", configs=len(unknown))
-        self.desired = runs
-        return runs
+        return Configs(
+            runs=runs, ignored=ignored, provenance_note=note, generators=result.generators
+        )
 
-    def load_state(self) -> LockState:
-        """Read the lockfile and check it is this repository's own (``check_provenance``)."""
+    def read_lockfile(self) -> bytes | None:
+        """The lockfile's bytes (None: there is none), through ``self.lockfile``."""
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
-        state = read_lockfile(
-            self.ctx.state_path,
+        return self.lockfile(self.ctx.state_path, self.ctx.settings.state)
+
+    def parse_state(self, data: bytes | None) -> LockState:
+        """The state in the lockfile's bytes, checked to be this repository's own
+        (``check_provenance``)."""
+        state = load_lockfile(
+            data,
+            name=self.ctx.settings.state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
-            display_path=self.ctx.settings.state,
         )
         git = self.ctx.git
         if git is not None:
-            identity = self.repository()
+            identity = self.repository
             # The header is all the check reads (lineage, serial, repository).
             committed = git.committed_file(self._state_in_repo(git), limit=HEADER_BYTES)
             check_provenance(
@@ -185,16 +268,18 @@ class Session:
             if identity is not None and state.repository != identity:
                 # Recorded with the next write (older lockfiles, or an accepted rename).
                 state = state.model_copy(update={"repository": identity})
-        self.state = state
-        return self.state
+        return state
 
+    def load_state(self) -> LockState:
+        """Read the lockfile and check it is this repository's own."""
+        return self.parse_state(self.read_lockfile())
+
+    @cached_property
     def repository(self) -> str | None:
-        """This repository's identity (``GitRepo.identity``), once per command."""
-        if not hasattr(self, "_repository"):
-            self._repository = self.ctx.git.identity() if self.ctx.git else None
-        return self._repository
+        """This repository's identity (``GitRepo.identity``), asked of git once."""
+        return self.ctx.git.identity() if self.ctx.git else None
 
-    def _state_in_repo(self, git: Any) -> str:
+    def _state_in_repo(self, git: GitRepo) -> str:
         try:
             return self.ctx.state_path.resolve().relative_to(git.root.resolve()).as_posix()
         except ValueError:
@@ -210,14 +295,15 @@ class Session:
 
     def observe(
         self,
+        desired: Sequence[DesiredRun],
+        state: LockState,
         walk: RunWalk | None = None,
         outputs: Mapping[str, LocalOutputs] | None = None,
     ) -> Observation:
-        assert self.state is not None
-        self.observation = observe(
+        return observe(
             self.ctx.client,
-            self.desired,
-            self.state,
+            tuple(desired),
+            state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
             repo_root=self.ctx.repo_root,
@@ -228,52 +314,83 @@ class Session:
             walk=walk,
             outputs=outputs,
         )
-        return self.observation
 
-    def _start_walk(self) -> RunWalk:
+    def _start_walk(self, lockfile: bytes | None) -> RunWalk:
         """The first pages of the run list, read while the lockfile is parsed: every page
         when the lockfile has no watermark (or a full listing is asked for), else the first.
         A run a concurrent apply records meanwhile is read directly later, never missed."""
         walk = RunWalk(self.ctx.client)
-        known, watermark = peek_watermark(self.ctx.state_path)
+        known, watermark = peek_watermark_in(lockfile)
         if self._full_listing or (known and watermark is None):
             walk.all()
         else:
             walk.read_page()
         return walk
 
-    def make_plan(self, *, changed_since: str | None = None) -> Plan:
-        # The run list (the bulk of a plan's wall time on a large workspace) is fetched
-        # while provenance and the lockfile are read; they do not depend on each other.
+    def load(self) -> Snapshots:
+        """The three snapshots of a plan, each read once.
+
+        The run list (the bulk of a plan's wall time on a large workspace) is fetched
+        while provenance and the lockfile are parsed; they do not depend on each other.
+        """
         prefetches: list[_Prefetch] = []
+        lockfile: list[bytes | None] = []
+        parsed: list[LockState] = []
+
+        def state() -> LockState:
+            if not parsed:
+                parsed.append(self.parse_state(lockfile[0]))
+            return parsed[0]
 
         def valid(runs: tuple[DesiredRun, ...]) -> None:
+            lockfile.append(self.read_lockfile())
             # Before the first Platform request: a misspelt address is a usage error.
-            self._check_addresses({r.address for r in runs})
-            prefetches.append(_Prefetch(self._start_walk))
+            self._check_addresses({r.address for r in runs}, state)
+            data = lockfile[0]
+            prefetches.append(_Prefetch(lambda: self._start_walk(data)))
 
-        self.load_desired(on_valid=valid)
-        state = self.load_state()
+        configs = self.load_desired(on_valid=valid)
+        recorded = state()
         # Local files are hashed while the list may still be arriving.
-        outputs = scan_recorded_outputs(state, self.ctx.repo_root)
+        outputs = scan_recorded_outputs(recorded, self.ctx.repo_root)
         walk = prefetches[0].result() if prefetches else None
-        self.observe(walk, outputs)
-        return self.replan(changed_since=changed_since)
+        observation = self.observe(configs.runs, recorded, walk, outputs)
+        trailers = self.trailer_requests(configs.runs, recorded)
+        notes = (*trailers.notes, *([configs.provenance_note] if configs.provenance_note else []))
+        return Snapshots(
+            desired=trailers.desired(configs.runs),
+            state=recorded,
+            observation=observation,
+            settings=trailers.settings(self.ctx.settings),
+            ignored=configs.ignored,
+            notes=notes,
+            generators=configs.generators,
+        )
 
-    def replan(self, *, changed_since: str | None = None) -> Plan:
-        """The plan of the snapshots already loaded (``make_plan`` loads them first)."""
-        settings = self._with_trailers(self.ctx.settings)
+    def make_plan(self, *, changed_since: str | None = None) -> tuple[Plan, Snapshots]:
+        """``load``, then ``plan``: the plan and the snapshots it was computed from."""
+        snapshots = self.load()
+        return self.plan(snapshots, changed_since=changed_since), snapshots
+
+    def plan(self, snapshots: Snapshots, *, changed_since: str | None = None) -> Plan:
+        """The plan of ``snapshots`` (a pure ``compute_plan``), with loading's notes."""
+        settings = snapshots.settings
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
-        assert self.state is not None and self.observation is not None
-        plan = compute_plan(self.desired, self.state, self.observation, settings, self.generators)
+        plan = compute_plan(
+            snapshots.desired,
+            snapshots.state,
+            snapshots.observation,
+            settings,
+            snapshots.generators,
+        )
         log = get_logger()
         log.info(
             "plan computed",
             actions=len(plan.items),
             drift=len(plan.drift),
-            observed_runs=len(self.observation.runs),
-            configs=len(self.desired),
+            observed_runs=len(snapshots.observation.runs),
+            configs=len(snapshots.desired),
         )
         for item in plan.items:
             log.debug(
@@ -283,24 +400,25 @@ class Session:
                 reason=item.reason.value,
                 run_id=item.run_id,
             )
-        notes = [*self.trailer_notes, *([self.provenance_note] if self.provenance_note else [])]
-        recorded = {d.address for d in self.desired}
-        for path, _why in self.ignored:
+        notes = list(snapshots.notes)
+        recorded = {d.address for d in snapshots.desired}
+        for path, _why in snapshots.ignored:
             address = _address_of(path, self.ctx.settings.benchmarks)
-            if address in self.state.runs and address not in recorded:
+            if address in snapshots.state.runs and address not in recorded:
                 notes.append(
                     f"{path} is ignored but has a recorded run: the plan treats its config "
                     "as deleted (remove the ignore, or let its run be stopped or forgotten)"
                 )
         if notes:
             plan = plan.model_copy(update={"warnings": (*plan.warnings, *notes)})
-        if self.ignored:
-            plan = plan.model_copy(update={"ignored": self.ignored})
+        if snapshots.ignored:
+            plan = plan.model_copy(update={"ignored": snapshots.ignored})
         return plan
 
-    def _check_addresses(self, desired: set[str]) -> None:
+    def _check_addresses(self, desired: set[str], state: Callable[[], LockState]) -> None:
         """``--target`` and ``--replace`` that match nothing are usage errors naming the
-        nearest address (a misspelt target would otherwise plan, and apply, nothing)."""
+        nearest address (a misspelt target would otherwise plan, and apply, nothing).
+        ``state`` gives the recorded state, parsed only when a flag matches no config."""
         settings = self.ctx.settings
         flags = [("--target", t) for t in settings.targets] + [
             ("--replace", r) for r in settings.replace
@@ -310,7 +428,7 @@ class Session:
         known = set(desired)
         unmatched = [(f, v) for f, v in flags if not any(glob_match(a, (v,)) for a in known)]
         if unmatched:
-            known |= set(self.load_state().runs)
+            known |= set(state().runs)
         for flag, value in unmatched:
             pool = known if flag == "--target" else set(desired)
             if any(glob_match(a, (value,)) for a in pool):
@@ -327,28 +445,30 @@ class Session:
             )
             raise UsageError(f"{flag} {value} matches no {what}", hint)
 
-    def _with_trailers(self, settings: Settings) -> Settings:
-        """Fold ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers into the settings.
+    def trailer_requests(self, desired: Sequence[DesiredRun], state: LockState) -> TrailerRequests:
+        """The ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers' requests.
 
         Only commits since the lockfile was last committed count, and a re-run request is
         spent once the address's recorded run was applied at (or after) that commit, so a
         lockfile that is not committed yet cannot make the same trailer pay twice.
         """
-        git, state = self.ctx.git, self.state
-        if git is None or state is None or git.head() is None:
-            return settings
+        git = self.ctx.git
+        if git is None or git.head() is None:
+            return TrailerRequests()
         since = git.last_commit_touching(self.ctx.settings.state)
         trailers = git.trailers_since(since)
         if not trailers:
-            return settings
-        addresses = [d.address for d in self.desired]
-        replace, skip = list(settings.replace), list(settings.skip)
+            return TrailerRequests()
+        addresses = [d.address for d in desired]
+        replace_: list[str] = []
+        skip: list[str] = []
+        notes: list[str] = []
         requested: dict[str, tuple[str, str]] = {}
         for trailer in trailers:
             matches = [a for a in addresses if glob_match(a, (trailer.value,))]
             if not matches:
                 close = difflib.get_close_matches(trailer.value, sorted(addresses), n=1)
-                self.trailer_notes.append(
+                notes.append(
                     f"{trailer.key}: {trailer.value} (commit {trailer.commit[:7]}) matches no "
                     "config, so it does nothing" + (f"; did you mean {close[0]}?" if close else "")
                 )
@@ -368,22 +488,12 @@ class Session:
                     and git.is_ancestor(trailer.commit, refused.at_commit)
                 ):
                     continue
-                if address not in replace:
-                    replace.append(address)
+                if address not in replace_:
+                    replace_.append(address)
                 requested[address] = (trailer.commit, trailer.subject)
-        if requested:
-            self.desired = tuple(
-                d.model_copy(
-                    update={
-                        "requested_by": requested[d.address][0],
-                        "requested_subject": requested[d.address][1],
-                    }
-                )
-                if d.address in requested
-                else d
-                for d in self.desired
-            )
-        return settings.model_copy(update={"replace": tuple(replace), "skip": tuple(skip)})
+        return TrailerRequests(
+            replace=tuple(replace_), skip=tuple(skip), requested=requested, notes=tuple(notes)
+        )
 
     def _changed_targets(self, rev: str) -> tuple[str, ...]:
         git = self.ctx.git
@@ -412,23 +522,22 @@ class Session:
         return render_text(plan, color=color)
 
     def save_plan(self, plan: Plan, path: Path) -> None:
-        payload = {"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.write_text(saved_plan_text(plan), encoding="utf-8")
         os.replace(tmp, path)
 
-    def load_saved_plan(self, path: Path) -> Plan:
+    def load_saved_plan(self, path: Path) -> tuple[Plan, Snapshots]:
+        """A saved plan, refused when stale, and the snapshots to apply it against: the
+        configs and the lockfile read now, the Platform observed again (design.md §7.2:
+        statuses that changed since the plan was made are recorded before acting)."""
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-            if payload.get("kind") != SAVED_PLAN_KIND:
-                raise ValueError("not a saved plan")
-            plan = plan_from_dict(payload["plan"])
+            plan = parse_saved_plan(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise UsageError(
                 f"{path}: cannot read the saved plan: {exc}",
                 "create one with `osmosis-plan --out PLANFILE`",
             ) from exc
-        self.load_desired()
+        configs = self.load_desired()
         state = self.load_state()
         stale = []
         # No lockfile when planned nor now: each read of a missing lockfile gets a fresh
@@ -440,7 +549,7 @@ class Session:
             stale.append(f"the lockfile changed (serial {plan.serial} -> {state.serial})")
         if plan.platform != self.ctx.platform_id or plan.workspace != self.ctx.workspace:
             stale.append("it was made for another platform or workspace")
-        digests = {d.address: d.spec_digest for d in self.desired}
+        digests = {d.address: d.spec_digest for d in configs.runs}
         if digests != plan.config_digests:
             changed = sorted(set(digests.items()) ^ set(plan.config_digests.items()))
             names = sorted({a for a, _ in changed})
@@ -453,7 +562,15 @@ class Session:
                 f"the saved plan {path} is stale: " + "; ".join(stale),
                 "run `osmosis-plan --out PLANFILE` again and apply the new plan",
             )
-        return plan
+        snapshots = Snapshots(
+            desired=configs.runs,
+            state=state,
+            observation=self.observe(configs.runs, state),
+            settings=self.ctx.settings,
+            ignored=configs.ignored,
+            generators=configs.generators,
+        )
+        return plan, snapshots
 
     # -- state-changing steps -------------------------------------------------
 
@@ -466,7 +583,9 @@ class Session:
             )
 
         def lost() -> None:
-            self.err.write("Lost the apply lock on the git remote: no new action is started.\n")
+            self.output.err.write(
+                "Lost the apply lock on the git remote: no new action is started.\n"
+            )
             self.cancel.set()
 
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
@@ -507,26 +626,28 @@ class Session:
         (``osmosis-plan --refresh-only``) nothing is written. The plan gives the drift that
         stays and the actions a refresh does not take.
         """
-        plan = self.make_plan()
-        assert self.state is not None and self.observation is not None
-        refreshed = refresh_statuses(self.state, self.observation)
-        changes = recorded_changes(self.state, refreshed)
+        snapshots = self.load()
+        plan = self.plan(snapshots)
+        refreshed = refresh_statuses(snapshots.state, snapshots.observation)
+        changes = recorded_changes(snapshots.state, refreshed)
         if record and changes:
-            self.state = write_lockfile(self.ctx.state_path, refreshed)
-            plan = self.replan()
+            written = write_lockfile(self.ctx.state_path, refreshed)
+            plan = self.plan(replace(snapshots, state=written))
         return plan, changes
 
     def apply(
-        self, plan: Plan, *, report: ApplyReport, wait: bool, wait_timeout: float
+        self,
+        plan: Plan,
+        snapshots: Snapshots,
+        *,
+        report: ApplyReport,
+        wait: bool,
+        wait_timeout: float,
     ) -> ApplyResult:
-        if self.state is None:
-            self.load_state()
-        assert self.state is not None
-        state = self.state
-        if self.observation is not None:
-            state = refresh_statuses(state, self.observation)
+        """Carry out ``plan``, computed from (or checked against) ``snapshots``."""
+        state = refresh_statuses(snapshots.state, snapshots.observation)
         store = StateStore(self.ctx.state_path, state)
-        if state != self.state:
+        if state != snapshots.state:
             store.update(lambda s: s)
 
         applier = Applier(
@@ -540,14 +661,16 @@ class Session:
             report=report.finished,
             started=report.started,
             cancel=self.cancel,
-            desired={d.address: d for d in self.desired},
+            desired={d.address: d for d in snapshots.desired},
         )
         waited: list[str] = []
         try:
             result = applier.apply(plan, parallelism=self.ctx.settings.parallelism)
             if wait and not self.cancel.is_set():
                 result.outcomes.extend(
-                    self._wait_and_download(applier, store, report, wait_timeout, waited)
+                    self._wait_and_download(
+                        applier, store, report, wait_timeout, waited, snapshots.desired
+                    )
                 )
         except KeyboardInterrupt:
             self.cancel.set()
@@ -556,7 +679,6 @@ class Session:
             unsaved = _flush(store)
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
-        self.state = store.state
         report.summarise(
             _unsuccessful(store.state, result, waited),
             unsaved=result.unsaved,
@@ -571,11 +693,12 @@ class Session:
         report: ApplyReport,
         timeout: float,
         waited: list[str],
-    ) -> list:
+        desired: tuple[DesiredRun, ...],
+    ) -> list[Outcome]:
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())
-            if e.run_id and is_active(e.status or "pending")
+            if e.run_id and RunStatus.of(e.status).is_active
         ]
         active = [RunRef(address, e.run_id, e.run_name, e.status) for address, e in entries]
         created = [e.submitted_at for _address, e in entries]
@@ -605,7 +728,7 @@ class Session:
             still = tuple(
                 RunRef(r.address, r.run_id, r.run_name, statuses.get(r.run_id or "", r.status))
                 for r in active
-                if is_active(statuses.get(r.run_id or "", r.status or "pending"))
+                if RunStatus.of(statuses.get(r.run_id or "", r.status)).is_active
             )
             report.waited(
                 WaitReport(
@@ -613,14 +736,11 @@ class Session:
                 )
             )
         # Re-plan with fresh observations: only downloads remain for finished runs.
-        self.state = store.state
-        observation = self.observe()
+        observation = self.observe(desired, store.state)
         refreshed = refresh_statuses(store.state, observation)
         if refreshed != store.state:
             store.update(lambda s: refresh_statuses(s, observation))
-        plan = compute_plan(
-            self.desired, store.state, observation, self.ctx.settings, self.generators
-        )
+        plan = compute_plan(desired, store.state, observation, self.ctx.settings)
         downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
         if not downloads:
             return []
@@ -721,10 +841,10 @@ def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) 
     runs = []
     for address in sorted(touched):
         entry = state.runs.get(address)
-        if entry is not None and entry.status in UNSUCCESSFUL:
+        if entry is not None and RunStatus.of(entry.status).is_unsuccessful:
             runs.append(RunRef(address, entry.run_id, entry.run_name, entry.status))
     return runs
 
 
 def terminal_runs(state: LockState) -> Sequence[str]:
-    return [a for a, e in state.runs.items() if e.status and is_terminal(e.status)]
+    return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]

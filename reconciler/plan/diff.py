@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.model import (
-    NOT_DOWNLOADABLE_STATUSES,
     Action,
     DesiredRun,
     DriftKind,
@@ -19,9 +18,8 @@ from reconciler.model import (
     PlanItem,
     Reason,
     RecordedRun,
+    RunStatus,
     glob_match,
-    is_active,
-    is_terminal,
     spec_fingerprint,
 )
 from reconciler.plan.changes import spec_changes
@@ -142,7 +140,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     run = draft.run_of(entry)
     if run is not None and _record_mismatch(draft, entry, run):
         return
-    active = run is not None and is_active(run.status)
+    active = run is not None and RunStatus.of(run.status).is_active
     changed = wanted.spec_digest != entry.spec_digest
     changes = spec_changes(entry.spec, wanted.spec) if changed else ()
     requested = glob_match(wanted.address, settings.replace)
@@ -205,8 +203,8 @@ def _adopt_or_submit(
 def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
     settings = draft.settings
     status = run.status
-    downloadable = is_terminal(status) or (
-        settings.download_running and status not in NOT_DOWNLOADABLE_STATUSES
+    downloadable = RunStatus.of(status).is_terminal or (
+        settings.download_running and RunStatus.of(status).may_have_outputs
     )
     if not downloadable:
         return
@@ -239,7 +237,7 @@ def _plan_download(draft: Draft, entry: RecordedRun, run: ObservedRun) -> None:
             )
         ):
             reason = Reason.RESULTS_MISSING
-    elif is_terminal(status) and (entry.status is None or not is_terminal(entry.status)):
+    elif RunStatus.of(status).is_terminal and not RunStatus.of(entry.status).is_terminal:
         reason = Reason.RUN_FINISHED
     else:
         reason = Reason.RESULTS_MISSING
@@ -267,7 +265,7 @@ def _plan_deleted(draft: Draft, entry: RecordedRun) -> None:
     run = draft.run_of(entry)
     if run is not None and _record_mismatch(draft, entry, run):
         return
-    if run is not None and is_active(run.status):
+    if run is not None and RunStatus.of(run.status).is_active:
         if entry.intent is not None and entry.intent.op == "stop":
             draft.items.append(_stop(entry, run, Reason.STOP_PENDING))
             return

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from reconciler.model import Action, DriftKind, RecordedRun, is_active, spec_fingerprint
+from reconciler.model import (
+    Action,
+    DriftKind,
+    RecordedRun,
+    RunStatus,
+    spec_fingerprint,
+)
 from reconciler.plan.draft import CLOCK_SKEW, Draft, drift_fingerprint, run_label, timestamp
 
 DRIFT_ORDER = {
@@ -87,16 +93,17 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
     run = draft.observed.runs.get(entry.run_id)
     if run is None:
         return  # not looked at: an ended run never changes
-    if entry.status is None or not is_active(entry.status):
+    if entry.status is None or not RunStatus.of(entry.status).is_active:
         return
-    if run.status == "stopped" and not (intent is not None and intent.op == "stop"):
+    now = RunStatus.of(run.status)
+    if now is RunStatus.STOPPED and not (intent is not None and intent.op == "stop"):
         draft.add_drift(
             DriftKind.STOPPED_OUTSIDE,
             entry.address,
             run.id,
             f"run {label} was stopped outside osmosis-reconciler (recorded {entry.status})",
         )
-    elif run.status == "failed":
+    elif now is RunStatus.FAILED:
         draft.add_drift(
             DriftKind.FAILED_OUTSIDE,
             entry.address,

@@ -117,10 +117,10 @@ def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
         counts[item.action] += 1
     paid = [it for it in kept if it.action in (Action.SUBMIT, Action.REPLACE)]
     attempts = sum(it.attempts for it in paid)
-    priced = [it for it in paid if it.cost_usd_high is not None]
+    priced = [it.cost for it in paid if it.cost is not None]
     return PlanSummary(
-        cost_usd_low=round(sum(it.cost_usd_low or 0.0 for it in priced), 4) if priced else None,
-        cost_usd_high=round(sum(it.cost_usd_high or 0.0 for it in priced), 4) if priced else None,
+        cost_usd_low=round(sum(c.usd_low or 0.0 for c in priced), 4) if priced else None,
+        cost_usd_high=round(sum(c.usd_high for c in priced), 4) if priced else None,
         unestimated=len(paid) - len(priced),
         submit=counts[Action.SUBMIT],
         replace=counts[Action.REPLACE],

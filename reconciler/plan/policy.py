@@ -38,7 +38,7 @@ def check_policy_budgets(draft: Draft) -> None:
                 f"{plural(len(chosen), 'submit')} under {scope} would start {attempts:,} "
                 f"attempts, more than max_attempts = {rule.max_attempts:,}"
             )
-        priced = [item.cost_usd_high for item in chosen if item.cost_usd_high is not None]
+        priced = [item.cost.usd_high for item in chosen if item.cost is not None]
         cost = sum(priced) if priced else None
         if rule.max_cost_usd is not None and cost is not None and cost > rule.max_cost_usd:
             problems.append(

@@ -22,8 +22,11 @@ from typing import Any
 from reconciler.loopback import is_loopback_url
 from reconciler.model import (
     Action,
+    BenchmarkFacts,
     BenchmarkInfo,
     BenchmarkRef,
+    Blocked,
+    Cost,
     DesiredRun,
     Fix,
     Observation,
@@ -124,14 +127,18 @@ def paid_item(
         "warnings": tuple(found.warnings),
         "requested_by": wanted.requested_by,
         "requested_subject": wanted.requested_subject,
-        "source_url": benchmark.source_url if benchmark else None,
-        "pass_threshold": benchmark.pass_threshold if benchmark else None,
     }
+    if benchmark is not None and (
+        benchmark.source_url is not None or benchmark.pass_threshold is not None
+    ):
+        fields["benchmark"] = BenchmarkFacts(
+            source_url=benchmark.source_url, pass_threshold=benchmark.pass_threshold
+        )
     context = rejection_context(benchmark, _present_secrets(wanted, benchmark, draft.observed))
     fields["context"] = context
     cost = estimate(wanted, benchmark.id if benchmark else None, tasks, draft.costs)
     if cost is not None:
-        fields.update(cost_usd_low=cost.low, cost_usd_high=cost.high, cost_basis=cost.basis)
+        fields["cost"] = Cost(usd_low=cost.low, usd_high=cost.high, basis=cost.basis)
     problems = found.problems
     if not problems:
         refused = _remembered_refusal(draft, wanted, context)
@@ -142,9 +149,11 @@ def paid_item(
             action=Action.BLOCKED,
             reason=problems[0].reason,
             details=tuple(problem.text for problem in problems),
-            fixes=tuple(fix for problem in problems for fix in problem.fixes),
-            intended_action=action,
-            intended_reason=reason,
+            blocked=Blocked(
+                intended_action=action,
+                intended_reason=reason,
+                fixes=tuple(fix for problem in problems for fix in problem.fixes),
+            ),
             **fields,
         )
     return PlanItem(action=action, reason=reason, **fields)

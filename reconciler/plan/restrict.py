@@ -43,7 +43,7 @@ def parse_only(value: str, where: str = "--only") -> frozenset[str]:
 def _allowed(item: PlanItem, kinds: frozenset[str]) -> bool:
     if item.action is Action.BLOCKED:
         # A blocked item is a submit or replace that cannot run: it belongs to that kind.
-        intended = item.intended_action or Action.SUBMIT
+        intended = (item.blocked and item.blocked.intended_action) or Action.SUBMIT
         return intended.value in kinds
     return item.action.value in kinds
 

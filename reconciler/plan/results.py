@@ -12,8 +12,8 @@ from reconciler.model import (
     LockState,
     RecordedRun,
     ResultRow,
+    RunStatus,
     glob_match,
-    is_terminal,
 )
 
 
@@ -43,7 +43,7 @@ def result_rows(
     rows: list[ResultRow] = []
     for address in sorted(recorded.runs):
         entry = recorded.runs[address]
-        if entry.results is None or not is_terminal(entry.status or ""):
+        if entry.results is None or not RunStatus.of(entry.status).is_terminal:
             continue
         if targets and not glob_match(address, targets):
             continue

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,31 +25,13 @@ from reconciler.model import (
     LeaderboardScore,
     ObservedRun,
     RunResults,
+    RunStatus,
     creator_digest,
     digest,
     fingerprint_fields,
 )
 
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
-
-
-class RunStatus(StrEnum):
-    """Run statuses the osmosis CLI knows (§5). Unknown strings are kept as plain ``str``."""
-
-    PENDING = "pending"
-    QUEUED = "queued"
-    RUNNING = "running"
-    FINISHED = "finished"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
-    @classmethod
-    def parse(cls, value: str) -> RunStatus | None:
-        """The enum member, or None for a status this client does not know."""
-        try:
-            return cls(value)
-        except ValueError:
-            return None
 
 
 class PlatformModel(BaseModel):

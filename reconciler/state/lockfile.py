@@ -595,11 +595,18 @@ def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
     when the header cannot be read this way (the full parse decides then)."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(_PEEK_BYTES).decode("utf-8", "replace")
+            return peek_watermark_in(handle.read(_PEEK_BYTES))
     except FileNotFoundError:
         return True, None
     except OSError:
         return False, None
+
+
+def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
+    """``peek_watermark`` of lockfile bytes already read (None: no lockfile)."""
+    if data is None:
+        return True, None
+    head = data[:_PEEK_BYTES].decode("utf-8", "replace")
     body, _, _ = head.partition("\n[")
     match = _PEEK_WATERMARK.search(body)
     if match:
@@ -1033,10 +1040,19 @@ def read_lockfile(
     file's own (``osmosis-state``, which never talks to the Platform).
     """
     name = display_path or str(path)
+    return load_lockfile(
+        read_lockfile_bytes(path, name), name=name, platform=platform, workspace=workspace
+    )
+
+
+def read_lockfile_bytes(path: Path, name: str) -> bytes | None:
+    """The lockfile's bytes, None when there is none; ``StateError`` when the path is not a
+    regular file, is over ``MAX_LOCKFILE_BYTES`` or cannot be read. The one read of the
+    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``)."""
     try:
         info = path.stat()
     except FileNotFoundError:
-        return new_state(platform or "", workspace or "")
+        return None
     except OSError as exc:
         raise StateError(
             f"{name}: cannot read the lockfile: {exc.strerror}",
@@ -1054,12 +1070,21 @@ def read_lockfile(
             "this is not a lockfile written by osmosis-apply; " + _RESTORE_HINT.format(file=name),
         )
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise StateError(
             f"{name}: cannot read the lockfile: {exc.strerror}",
             "check the path and its permissions",
         ) from None
+
+
+def load_lockfile(
+    data: bytes | None, *, name: str, platform: str | None, workspace: str | None
+) -> LockState:
+    """The state in a lockfile's bytes (None: no lockfile, an empty state); see
+    ``read_lockfile`` for what is refused."""
+    if data is None:
+        return new_state(platform or "", workspace or "")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

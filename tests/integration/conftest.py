@@ -16,6 +16,7 @@ import pytest
 
 from reconciler.platform.local import LocalPlatform, start_server
 from reconciler.platform.local.server import ServerHandle
+from tests.support.browser import browser_page  # noqa: F401  (the page tests' fixture)
 
 from .helpers import ManualClock, Platform, RequestLog, start_platform
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import UsageError
-from reconciler.model import Action, Plan, PlanItem, PlanSummary, Reason
+from reconciler.model import Action, Blocked, Plan, PlanItem, PlanSummary, Reason
 from reconciler.plan.restrict import parse_only, restrict_plan
 
 from .helpers import (
@@ -89,7 +89,7 @@ def test_restrict_plan_keeps_only_the_allowed_kinds_and_drops_guards_it_cannot_t
         items=(
             _item(Action.SUBMIT, "a", attempts=9000),
             _item(Action.DOWNLOAD, "b"),
-            _item(Action.BLOCKED, "c", intended_action=Action.SUBMIT),
+            _item(Action.BLOCKED, "c", blocked=Blocked(intended_action=Action.SUBMIT)),
             _item(Action.STOP, "d"),
         ),
         summary=PlanSummary(submit=1, download=1, blocked=1, stop=1, attempts=9000),

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.browser import PageVisit, browser_page  # noqa: F401  (fixture)
+from tests.support.browser import PageVisit
 
 PAGE = b"""<!doctype html><html><head><title>probe</title></head>
 <body><h1 id="h">rendered by script?</h1>

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from reconciler.errors import ConflictError
-from reconciler.model import NOT_DOWNLOADABLE_STATUSES, is_terminal
+from reconciler.model import RunStatus
 from reconciler.outputs.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults, LocalPlatform, start_server
@@ -77,9 +77,8 @@ def submit_and_wait(client: PlatformClient, *, terminal: bool = True, timeout_s:
     deadline = time.monotonic() + timeout_s
     while True:
         summary = client.get_run(submitted.id).summary
-        if is_terminal(summary.status) or (
-            not terminal and summary.status not in NOT_DOWNLOADABLE_STATUSES
-        ):
+        status = RunStatus.of(summary.status)
+        if status.is_terminal or (not terminal and status.may_have_outputs):
             return summary
         assert time.monotonic() < deadline, f"run still {summary.status!r} after {timeout_s}s"
         time.sleep(0.05)

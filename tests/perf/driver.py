@@ -33,7 +33,7 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
     import argparse
     import io
 
-    from reconciler.cli.main import _overrides, _plan_parser
+    from reconciler.cli.main import _invocation, _plan_parser
     from reconciler.cli.output import Output
     from reconciler.engine.session import Session
     from reconciler.log import configure_logging
@@ -45,9 +45,9 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
          "--refresh", refresh]
     )  # fmt: skip
     output = Output("osmosis-plan", out=io.StringIO(), err=io.StringIO())
-    with Session.open(args, repo, _overrides(args), output) as session:
+    with Session.open(_invocation(args, repo), output) as session:
         t0 = time.perf_counter()
-        plan = session.make_plan()
+        plan, _snapshots = session.make_plan()
         t1 = time.perf_counter()
         text = session.render(plan, "text", color=False)
         t2 = time.perf_counter()
@@ -124,20 +124,22 @@ def _session_args(repo: Path, url: str, workspace: str, extra: list[str]):
 def _apply(repo: Path, url: str, workspace: str, parallelism: str) -> dict:
     import io
 
-    from reconciler.cli.main import _overrides
+    from reconciler.cli.main import _invocation
     from reconciler.cli.output import ApplyReport, Output
     from reconciler.engine.session import Session
     from reconciler.model import Action
 
     args = _session_args(repo, url, workspace, ["--parallelism", parallelism])
     output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
-    with Session.open(args, repo, _overrides(args), output) as session:
-        plan = session.make_plan()
+    with Session.open(_invocation(args, repo), output) as session:
+        plan, snapshots = session.make_plan()
         items = tuple(i for i in plan.items if i.action is Action.SUBMIT)
         plan = plan.model_copy(update={"items": items})
         before = session.ctx.client.request_count
         t0 = time.perf_counter()
-        result = session.apply(plan, report=ApplyReport(output), wait=False, wait_timeout=0)
+        result = session.apply(
+            plan, snapshots, report=ApplyReport(output), wait=False, wait_timeout=0
+        )
         seconds = time.perf_counter() - t0
         requests = session.ctx.client.request_count - before
     return {
@@ -155,7 +157,7 @@ TYPES = ("summary", "results", "artifacts")
 def _download(repo: Path, url: str, parallelism: str) -> dict:
     import io
 
-    from reconciler.cli.main import _overrides
+    from reconciler.cli.main import _invocation
     from reconciler.cli.output import ApplyReport, Output
     from reconciler.engine.session import Session
     from reconciler.model import Action
@@ -165,15 +167,16 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
         repo, url, "perf", ["--parallelism", parallelism, "--download-types", ",".join(TYPES)]
     )
     output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
-    with Session.open(args, repo, _overrides(args), output) as session:
-        plan = session.make_plan()
+    with Session.open(_invocation(args, repo), output) as session:
+        plan, snapshots = session.make_plan()
         items = tuple(i for i in plan.items if i.action is Action.DOWNLOAD)
         plan = plan.model_copy(update={"items": items})
         t0, c0 = time.perf_counter(), time.process_time()
-        result = session.apply(plan, report=ApplyReport(output), wait=False, wait_timeout=0)
+        result = session.apply(
+            plan, snapshots, report=ApplyReport(output), wait=False, wait_timeout=0
+        )
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-        state = session.state
-        assert state is not None
+        state = session.load_state()
         downloaded = sum(e.downloads.bytes for e in state.runs.values() if e.downloads)
         files = sum(e.downloads.files for e in state.runs.values() if e.downloads)
         # Resume: every file is complete on disk, so nothing may be transferred again.
@@ -190,7 +193,7 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
             )
             again += res.bytes_downloaded
         resume_seconds = time.perf_counter() - t1
-        replan = session.make_plan()
+        replan, _snapshots = session.make_plan()
         left = sum(1 for i in replan.items if i.action is Action.DOWNLOAD)
     return {
         "seconds": seconds,

@@ -97,9 +97,11 @@ def browser_page() -> Iterator[PageVisit]:
                 page.on("request", lambda request: visit.requests.append(request.url))
                 page.on(
                     "console",
-                    lambda message: visit.console_errors.append(message.text)
-                    if message.type == "error"
-                    else None,
+                    lambda message: (
+                        visit.console_errors.append(message.text)
+                        if message.type == "error"
+                        else None
+                    ),
                 )
                 page.on("pageerror", lambda error: visit.page_errors.append(str(error)))
                 yield visit

@@ -828,7 +828,9 @@ REAL = "https://platform.osmosis.ai"
 def test_benchmark_not_found_is_blocked():
     item = only_item(desired("x/a", "no-such-bench"))
     assert (item.action, item.reason) == (Action.BLOCKED, Reason.BENCHMARK_NOT_FOUND)
-    assert item.intended_action is Action.SUBMIT and item.intended_reason is Reason.NEW_CONFIG
+    assert item.blocked is not None
+    assert item.blocked.intended_action is Action.SUBMIT
+    assert item.blocked.intended_reason is Reason.NEW_CONFIG
     assert "Benchmark 'no-such-bench' was not found in this workspace" in item.details[0]
     assert "correct [experiment].benchmark in benchmarks/x/a.toml" in item.details[0]
     assert item.fixes == ()
@@ -1053,7 +1055,11 @@ def test_every_problem_is_listed_in_the_platforms_order():
 def test_submit_shows_the_benchmarks_source_and_pass_threshold():
     bench = HLE.model_copy(update={"source_url": "https://lastexam.ai", "pass_threshold": 1.0})
     item = only_item(A, benchmarks={"HLE": bench})
-    assert (item.source_url, item.pass_threshold) == ("https://lastexam.ai", 1.0)
+    assert item.benchmark is not None
+    assert (item.benchmark.source_url, item.benchmark.pass_threshold) == (
+        "https://lastexam.ai",
+        1.0,
+    )
 
 
 def test_blocked_replace_keeps_the_intended_action():
@@ -1061,7 +1067,11 @@ def test_blocked_replace_keeps_the_intended_action():
     plan = plan_of([want], entries=[recorded_run(A, "r1")], runs=[observed_run("r1", "running")])
     (item,) = plan.items
     assert item.action is Action.BLOCKED
-    assert (item.intended_action, item.intended_reason) == (Action.REPLACE, Reason.SPEC_CHANGED)
+    assert item.blocked is not None
+    assert (item.blocked.intended_action, item.blocked.intended_reason) == (
+        Action.REPLACE,
+        Reason.SPEC_CHANGED,
+    )
     assert item.run_id == "r1" and item.changes  # the change stays visible
     assert plan.summary.replace == 0 and plan.summary.blocked == 1
 
@@ -1284,14 +1294,15 @@ def test_cost_is_estimated_from_recorded_runs_of_the_same_benchmark_and_model():
     runs = [observed_run("r1", "finished"), observed_run("r2", "finished")]
     plan = plan_of([want, desired("hle/x"), desired("hle/y")], entries=entries, runs=runs)
     (item,) = [i for i in plan.items if i.address == "hle/new"]
-    assert (item.cost_usd_low, item.cost_usd_high) == (199.2, 498.0)
+    assert item.cost is not None
+    assert (item.cost.usd_low, item.cost.usd_high) == (199.2, 498.0)
     assert (
-        item.cost_basis == "cost per attempt of 2 recorded runs of openai/gpt-5 on this benchmark"
+        item.cost.basis == "cost per attempt of 2 recorded runs of openai/gpt-5 on this benchmark"
     )
     assert plan.summary.cost_usd_high == 498.0
     other = desired("hle/other", models=("anthropic/claude-sonnet-4",))
     unpriced = plan_of([other], entries=entries)
-    assert unpriced.items[0].cost_usd_high is None and unpriced.summary.unestimated == 1
+    assert unpriced.items[0].cost is None and unpriced.summary.unestimated == 1
     guarded = plan_of([want], entries=entries, max_cost_usd=100.0)
     assert guarded.errors and "may cost up to $498.00" in guarded.errors[0]
     assert not plan_of([want], entries=entries, max_cost_usd=100.0, allow_over_budget=True).errors

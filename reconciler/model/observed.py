@@ -1,0 +1,136 @@
+"""The observed snapshot: ``Observation``, what the Platform and the local disk say now
+(``engine.observe`` builds it).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from reconciler.model.base import Frozen
+
+
+class ObservedRun(Frozen):
+    """A run as the Platform lists it."""
+
+    id: str
+    name: str = ""
+    status: str = ""
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    created_at: datetime | None = None
+    completed_at: datetime | None = None
+    platform_url: str | None = None
+    agent_count: int | None = None
+    best_pass_at_1: float | None = None
+    fingerprint: str | None = None
+    """Adoption fingerprint from the run's detail (E5), when it was fetched."""
+    creator: str | None = None
+    """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
+
+
+class LeaderboardScore(Frozen):
+    """One published score of a benchmark (E2 ``leaderboard[]``): who, on what, how well."""
+
+    model: str | None = None
+    harness: str | None = None
+    """None = the benchmark's official scaffold."""
+    task_set: str | None = None
+    """``parity``, ``full``, ...: the selection the score was measured on."""
+    rank: int | None = None
+    pass_at_1: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+
+
+class BenchmarkRef(Frozen):
+    """A catalog entry as E1 lists it, reduced to what names it (for did-you-mean hints)."""
+
+    id: str
+    name: str
+    key: str
+
+
+class BenchmarkInfo(Frozen):
+    """What preflight needs to know about one catalog benchmark (E2)."""
+
+    id: str
+    name: str
+    key: str
+    sync_status: str = "ready"
+    synced_task_count: int = 0
+    sync_error: str | None = None
+    platform_url: str | None = None
+    task_count: int = 0
+    categories: dict[str, int] = Field(default_factory=dict)
+    task_sets: dict[str, int] = Field(default_factory=dict)
+    task_names: frozenset[str] = frozenset()
+    supports_harness: bool = True
+    requires_harness: bool = False
+    default_harness: str | None = None
+    requires_judge_model: bool = False
+    requires_judge_api_key: bool = False
+    judge_model_default: str | None = None
+    required_secret_names: tuple[str, ...] = ()
+    source_type: str | None = None
+    """``osmosis_managed``, ``harbor_registry``, ...: some rules depend on it (``[verifier]``)."""
+    source_url: str | None = None
+    """The upstream project or adapter repository."""
+    pass_threshold: float | None = None
+    """Score at which a task counts as passed."""
+    tasks: tuple[tuple[str, str | None], ...] = ()
+    """(name, category) of every task in catalog order, when the catalog listed them."""
+    recommended_task_sets: tuple[str, ...] = ()
+    """Task sets the catalog marks ``recommended`` (comparable with published scores)."""
+    unavailable_tasks: tuple[str, ...] = ()
+    """Tasks the benchmark lists as unavailable (E2 ``unavailable_tasks.tasks``)."""
+    unavailable_reason: str | None = None
+    leaderboard: tuple[LeaderboardScore, ...] = ()
+
+
+class LocalOutputs(Frozen):
+    """What is on disk for one recorded run's download directory."""
+
+    present: frozenset[str] = frozenset()
+    """Relative paths that exist as regular files."""
+    changed: frozenset[str] = frozenset()
+    """Recorded files whose sha256 no longer matches."""
+
+
+class Observation(Frozen):
+    """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
+
+    platform: str
+    workspace: str
+    observed_at: datetime
+    runs: dict[str, ObservedRun] = Field(default_factory=dict)
+    """Run id -> run, for every run that was seen: with ``listing = "full"`` every run of the
+    workspace; with ``"incremental"`` the runs created since the lockfile's watermark plus
+    the recorded runs that were read one by one. A recorded ended run that is absent was not
+    looked at (ended runs never change); see ``missing`` for runs that are gone."""
+    listing: str = "full"
+    """``full`` or ``incremental`` (see ``runs``)."""
+    missing: frozenset[str] = frozenset()
+    """Recorded run ids that a direct read (E5) answered 404: only these count as gone."""
+    workspace_runs: int | None = None
+    """How many runs the workspace holds (the list's ``total_count``), when known."""
+    unmanaged: tuple[ObservedRun, ...] | None = None
+    """Every run of the workspace this repository never recorded, when listed in full and
+    asked for (``--show-unmanaged``); None otherwise."""
+    newest_created: datetime | None = None
+    """The newest ``created_at`` of a verified listing: the next watermark."""
+    notes: tuple[str, ...] = ()
+    """Things observation wants said once (e.g. the list order could not be relied on)."""
+    benchmarks: dict[str, BenchmarkInfo | None] = Field(default_factory=dict)
+    """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
+    secrets: frozenset[str] | None = None
+    """Stored secret record names (any scope); None when the lookup failed."""
+    outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
+    """Address -> local files of its recorded run."""
+    head: str | None = None
+    """git HEAD sha, when in a repository."""
+    catalog: tuple[BenchmarkRef, ...] | None = None
+    """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
+    None when not listed."""

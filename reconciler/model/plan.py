@@ -1,0 +1,391 @@
+"""The plan: ``compute_plan``'s value, read by the renderers and by apply."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from reconciler.model.base import Frozen
+from reconciler.model.generator import CellSource, GeneratorProduct
+from reconciler.model.observed import LeaderboardScore, ObservedRun
+from reconciler.model.recorded import AgentResult
+
+PLAN_FORMAT_VERSION = "1.0"
+
+
+class Action(str, Enum):
+    """The closed set of things apply can do. Apply switches on this alone."""
+
+    SUBMIT = "submit"
+    REPLACE = "replace"
+    STOP = "stop"
+    FORGET = "forget"
+    DOWNLOAD = "download"
+    ADOPT = "adopt"
+    MOVE = "move"
+    BLOCKED = "blocked"
+
+    @property
+    def symbol(self) -> str:
+        return ACTION_SYMBOLS[self]
+
+
+ACTION_SYMBOLS = {
+    Action.SUBMIT: "+",
+    Action.REPLACE: "-/+",
+    Action.STOP: "-",
+    Action.FORGET: ".",
+    Action.DOWNLOAD: "↓",
+    Action.ADOPT: "<=",
+    Action.MOVE: ">",
+    Action.BLOCKED: "!",
+}
+
+
+class Reason(str, Enum):
+    """Why an item is in the plan. For people; never drives apply."""
+
+    NEW_CONFIG = "new_config"
+    SPEC_CHANGED = "spec_changed"
+    CONFIG_DELETED = "config_deleted"
+    RUN_FINISHED = "run_finished"
+    RESULTS_MISSING = "results_missing"
+    RESULTS_CHANGED = "results_changed"
+    INTENT_PENDING = "intent_pending"
+    UNRECORDED_MATCH = "unrecorded_match"
+    RENAMED = "renamed"
+    REPLACE_REQUESTED = "replace_requested"
+    RUN_MISSING = "run_missing"
+    RESUBMIT_AFTER_LOST = "resubmit_after_lost"
+    SECRET_MISSING = "secret_missing"
+    BENCHMARK_NOT_FOUND = "benchmark_not_found"
+    BENCHMARK_NOT_READY = "benchmark_not_ready"
+    JUDGE_REQUIRED = "judge_required"
+    HARNESS_REQUIRED = "harness_required"
+    HARNESS_UNSUPPORTED = "harness_unsupported"
+    TASKS_NOT_FOUND = "tasks_not_found"
+    STOP_PENDING = "stop_pending"
+    EXECUTION_INVALID = "execution_invalid"
+    VERIFIER_REJECTED = "verifier_rejected"
+    TASKS_EMPTY = "tasks_empty"
+    RECORD_MISMATCH = "record_mismatch"
+    PLATFORM_REFUSED = "platform_refused"
+
+
+class Fix(Frozen):
+    """One step that makes a blocked item pass on the next plan, exactly as shown.
+
+    Either a shell ``command`` (run from the repository root) or an edit of a config file:
+    set ``key`` to ``value`` (or ``remove`` it). ``text`` is how a person reads it.
+    """
+
+    command: str | None = None
+    """A shell command that fixes it, run from the repository root."""
+    file: str | None = None
+    """For an edit: the config file, relative to the repository root."""
+    key: str | None = None
+    """For an edit: the TOML key, dotted, with ``[n]`` for an array-of-tables item
+    (``execution.max_concurrent_attempts``, ``agents[0].harness``)."""
+    value: Any = None
+    """For an edit: the new value (a string, integer or list of strings)."""
+    remove: bool = False
+    """For an edit: remove ``key`` instead of setting it."""
+
+    @property
+    def text(self) -> str:
+        if self.command is not None:
+            return f"`{self.command}`"
+        if self.remove:
+            return f"remove `{self.key}` from {self.file}"
+        return f"set `{self.key} = {json.dumps(self.value, ensure_ascii=False)}` in {self.file}"
+
+
+class Blocked(Frozen):
+    """Preflight's verdict on a ``blocked`` item: what the plan would have done, and the
+    steps that make it pass."""
+
+    intended_action: Action | None = None
+    """What the plan would have done had preflight passed (submit or replace); None for an
+    item blocked before preflight (an interrupted stop, a record that does not match)."""
+    intended_reason: Reason | None = None
+    """Why it would have done it (the item's ``reason`` then names the first problem)."""
+    fixes: tuple[Fix, ...] = ()
+    """The steps that make it pass, in order (each is also quoted in ``details``)."""
+
+
+class Cost(Frozen):
+    """The estimated dollars of a paid item's attempts (``plan.cost``)."""
+
+    usd_high: float
+    """Upper end of the range (the budget guard compares this)."""
+    usd_low: float | None = None
+    """Lower end; None when the estimate is a single figure."""
+    basis: str | None = None
+    """Where the estimate comes from (e.g. recorded runs of the same model)."""
+
+
+class BenchmarkFacts(Frozen):
+    """The catalog's seed data shown with a paid item (E2)."""
+
+    source_url: str | None = None
+    """The benchmark's upstream source (E2 ``source_url``)."""
+    pass_threshold: float | None = None
+    """Score at which a task counts as passed."""
+
+
+PAID_ACTIONS = frozenset({Action.SUBMIT, Action.REPLACE, Action.BLOCKED})
+"""Actions that start (or would start) a paid run: the only ones with a cost, benchmark
+facts and a rejection context."""
+
+
+class PlanItem(Frozen):
+    """One thing the plan would do, with why.
+
+    Facts that belong to some actions only are optional groups, and an item that carries
+    one for another action cannot be built (``ValueError``): ``blocked`` only on a blocked
+    item, ``cost``/``benchmark``/``context`` only on a paid one (submit, replace, blocked),
+    ``from_address`` only on a move.
+    """
+
+    action: Action
+    """What apply does (apply switches on this alone)."""
+    address: str
+    """The config's address (for a move, the new one)."""
+    reason: Reason
+    """Why, for people; never drives apply."""
+    run_id: str | None = None
+    """The existing run acted on (stop, download, adopt, replace's old run)."""
+    run_name: str | None = None
+    """That run's name, as the Platform lists it."""
+    before_digest: str | None = None
+    """Spec digest recorded in the lockfile (None for a new config)."""
+    after_digest: str | None = None
+    """Spec digest of the config now (None for a deleted config)."""
+    from_address: str | None = None
+    """For ``move`` only: the old address."""
+    spec: dict[str, Any] | None = None
+    """The submit body: for submit/replace the body to POST; for adopt, the config's."""
+    benchmark_id: str | None = None
+    """The benchmark the body targets, resolved to its id (None when it did not resolve)."""
+    task_count: int | None = None
+    """Selected tasks (None when the selection is unknown)."""
+    attempts: int = 0
+    """Selected tasks x agents x attempts_per_task (new paid attempts)."""
+    changes: tuple[str, ...] = ()
+    """Field-level diff lines, e.g. ``agents[0].model.model: "a" -> "b"``."""
+    details: tuple[str, ...] = ()
+    """For ``blocked``: what is wrong and the exact fix; otherwise further notes."""
+    warnings: tuple[str, ...] = ()
+    """Preflight warnings that do not block (scores not comparable, ...)."""
+    requested_by: str | None = None
+    """Commit sha that requested this (the config's last commit, or a re-run trailer's)."""
+    requested_subject: str | None = None
+    """That commit's subject line."""
+    download_types: tuple[str, ...] = ()
+    """For ``download``: the output types to fetch."""
+    blocked: Blocked | None = None
+    """For ``blocked`` only: what it would have done and how to make it pass."""
+    benchmark: BenchmarkFacts | None = None
+    """For paid items: the benchmark's source and pass threshold, when the catalog has them."""
+    context: str | None = None
+    """For paid items: ``rejection_context`` of the plan, recorded with a refusal."""
+    cost: Cost | None = None
+    """For paid items: the estimated dollars, when recorded runs allow an estimate."""
+    source: CellSource | None = None
+    """For an address of a run generator: the file, the cell, and for a vanished cell which
+    element went (``note``)."""
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """The steps that make a blocked item pass (none for other items)."""
+        return self.blocked.fixes if self.blocked is not None else ()
+
+    @model_validator(mode="after")
+    def _groups_match_the_action(self) -> PlanItem:
+        wrong = []
+        if self.blocked is not None and self.action is not Action.BLOCKED:
+            wrong.append("blocked")
+        if self.action not in PAID_ACTIONS:
+            wrong += [
+                name
+                for name, value in (
+                    ("cost", self.cost),
+                    ("benchmark", self.benchmark),
+                    ("context", self.context),
+                )
+                if value is not None
+            ]
+        if self.from_address is not None and self.action is not Action.MOVE:
+            wrong.append("from_address")
+        if wrong:
+            raise ValueError(
+                f"a {self.action.value} item cannot carry {', '.join(wrong)} ({self.address})"
+            )
+        return self
+
+
+class DriftKind(str, Enum):
+    RUN_MISSING = "run_missing"
+    STOPPED_OUTSIDE = "stopped_outside"
+    FAILED_OUTSIDE = "failed_outside"
+    FILES_CHANGED = "files_changed"
+    POSSIBLE_DUPLICATE = "possible_duplicate"
+
+
+class DriftItem(Frozen):
+    """A difference between the recorded state and reality that no action explains."""
+
+    kind: DriftKind
+    """What kind of difference (closed set)."""
+    address: str | None
+    """The address it concerns; None for the workspace as a whole."""
+    run_id: str | None
+    """The run it concerns, when one."""
+    message: str
+    """What differs, in words, with what to do."""
+    fingerprint: str
+    """Stable across plans for the same drift, so scheduled checks alert only on new items."""
+
+
+class PlanSummary(Frozen):
+    """The plan counted: items per action, new attempts, drift and estimated cost."""
+
+    submit: int = 0
+    """Items that submit a new run."""
+    replace: int = 0
+    """Items that stop a run, then submit its replacement."""
+    stop: int = 0
+    """Items that stop a run."""
+    download: int = 0
+    """Items that download a run's outputs."""
+    forget: int = 0
+    """Items that move an entry to history."""
+    adopt: int = 0
+    """Items that record a run already on the Platform."""
+    move: int = 0
+    """Items that re-key an entry to a renamed config."""
+    blocked: int = 0
+    """Items that cannot succeed as configured."""
+    attempts: int = 0
+    """New paid attempts of the submits and replaces."""
+    drift: int = 0
+    """Drift items."""
+    cost_usd_low: float | None = None
+    """Estimated dollars of the new attempts (submits and replaces that have an estimate)."""
+    cost_usd_high: float | None = None
+    """... and its upper end (the budget guard compares this)."""
+    unestimated: int = 0
+    """Submits and replaces without a cost estimate (no recorded run of their model)."""
+
+
+class ResultRow(Frozen):
+    """One agent of an ended run in the plan's results table, with the previous run's
+    scores for the same agent index when the address's history has them."""
+
+    address: str
+    """The address whose run this is."""
+    run_id: str | None = None
+    """The ended run."""
+    run_name: str | None = None
+    """Its name."""
+    status: str | None = None
+    """Its final status (``finished``, ``failed``, ``stopped``)."""
+    agent: AgentResult
+    """This agent's scores in the run."""
+    previous: AgentResult | None = None
+    """The same agent index's scores in the address's previous run."""
+    previous_run_id: str | None = None
+    """That previous run."""
+    previous_run_name: str | None = None
+    """Its name."""
+    leaderboard: LeaderboardScore | None = None
+    """The benchmark's published score for the same model and harness, when it has one."""
+    unavailable_tasks: int = 0
+    """How many tasks the benchmark lists as unavailable (not run, not scored)."""
+    unavailable_reason: str | None = None
+    """Why they are unavailable, as the catalog says."""
+
+
+class Plan(Frozen):
+    """The value ``compute_plan`` returns; renderers and apply read it, never recompute it."""
+
+    items: tuple[PlanItem, ...] = ()
+    """What apply would do, in the order apply does it."""
+    drift: tuple[DriftItem, ...] = ()
+    """Differences no action explains (reported, never acted on by themselves)."""
+    warnings: tuple[str, ...] = ()
+    """Things people should know that do not stop the plan."""
+    errors: tuple[str, ...] = ()
+    """Guard violations; a plan with errors must not be applied."""
+    summary: PlanSummary = PlanSummary()
+    """Counts per action, attempts and cost."""
+    lineage: str | None = None
+    """The lockfile's lineage when planned (staleness check of a saved plan)."""
+    serial: int | None = None
+    """The lockfile's serial when planned (staleness check of a saved plan)."""
+    platform: str = ""
+    """The Platform planned against (normalised URL or ``local``)."""
+    workspace: str = ""
+    """The workspace planned against."""
+    head: str | None = None
+    """git HEAD when planned (staleness check of a saved plan)."""
+    config_digests: dict[str, str] = Field(default_factory=dict)
+    """Address -> spec digest of every desired run the plan saw (staleness check)."""
+    other_pending: int = 0
+    """Actions outside ``--target``/``--changed-since`` that were left out."""
+    results: tuple[ResultRow, ...] = ()
+    """Scores of the recorded ended runs (informational; apply never reads them)."""
+    unmanaged_count: int | None = None
+    """Runs of the workspace this repository does not manage (not plan items, not drift)."""
+    unmanaged: tuple[ObservedRun, ...] = ()
+    """Those runs, when listed (``unmanaged = "list"`` or ``--show-unmanaged``)."""
+    observed_until: datetime | None = None
+    """The watermark apply may record with this plan (never past a run the plan could still
+    have to adopt)."""
+    ignored: tuple[tuple[str, str], ...] = ()
+    """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to, by file."""
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.items
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.items) or bool(self.drift)
+
+
+class RecordedChange(Frozen):
+    """One value a refresh records in the lockfile: what the Platform says now about a
+    recorded run (``osmosis-plan --refresh-only`` shows these; ``osmosis-apply
+    --refresh-only`` writes them)."""
+
+    address: str
+    """The address whose entry changes."""
+    run_id: str | None = None
+    """Its run."""
+    run_name: str | None = None
+    """Its run's name."""
+    field: str = "status"
+    """The lockfile field that changes."""
+    before: str | None = None
+    """The value the lockfile records now."""
+    after: str | None = None
+    """The value it will record."""
+
+
+def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``address`` matches any of the address globs (``*`` stays within a segment)."""
+    from fnmatch import fnmatchcase
+
+    for pattern in patterns:
+        if pattern == address or fnmatchcase(address, pattern):
+            return True
+        if pattern.endswith("/**") and address.startswith(pattern[:-2]):
+            return True
+    return False

@@ -1,0 +1,278 @@
+"""The recorded snapshot: ``LockState``, the lockfile ``state/osmosis.lock`` as values
+(``state.lockfile`` reads and writes it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from reconciler.model.base import Frozen, canonical_json
+from reconciler.model.observed import BenchmarkInfo
+
+HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
+"""Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
+LOCKFILE_VERSION = 1
+
+
+def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
+    """What a refusal of a submit may have depended on besides the body: the catalog entry
+    of its benchmark and which of the secret records it needs exist (names only).
+
+    ``digest({"benchmark": info, "secrets": [...]})``, with the canonical JSON of ``info``
+    built once per catalog entry: a plan computes this for every paid item, and an entry
+    lists every task (HLE: 2,500).
+    """
+    info = "null" if benchmark is None else _benchmark_json(benchmark)
+    names = canonical_json(None if secrets is None else sorted(secrets))
+    # canonical_json of the two-key dict, spelled out ("benchmark" sorts before "secrets").
+    text = '{"benchmark":' + info + ',"secrets":' + names + "}"
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_BENCHMARK_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _benchmark_json(benchmark: BenchmarkInfo) -> str:
+    """Canonical JSON of a (frozen) catalog entry, memoised per object (the memo holds the
+    object, so its ``id`` is not reused while cached)."""
+    cached = _BENCHMARK_JSON.get(id(benchmark))
+    if cached is not None and cached[0] is benchmark:
+        return cached[1]
+    info = {
+        key: sorted(value) if isinstance(value, frozenset | set) else value
+        for key, value in benchmark.model_dump().items()
+    }
+    text = canonical_json(info)
+    if len(_BENCHMARK_JSON) >= 64:
+        _BENCHMARK_JSON.clear()
+    _BENCHMARK_JSON[id(benchmark)] = (benchmark, text)
+    return text
+
+
+class Intent(Frozen):
+    """Written to the lockfile *before* a paid call; cleared once the response is recorded."""
+
+    op: str
+    """``submit`` or ``stop``."""
+    started_at: datetime
+    """When the paid call started (adoption looks for runs created after it)."""
+    body_digest: str
+    """Spec digest of the body being submitted (or of the run being stopped)."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """For ``submit``: the body being POSTed, so adoption can fingerprint it after a crash."""
+    benchmark_id: str | None = None
+    """The benchmark the submit targets, to narrow adoption candidates."""
+    run_id: str | None = None
+    """For ``stop``: the run being stopped."""
+
+
+class Downloads(Frozen):
+    """What was downloaded for a run, to detect missing or changed files."""
+
+    types: tuple[str, ...]
+    """Output types downloaded (``summary``, ``results``, ...)."""
+    files: int
+    """Files downloaded."""
+    bytes: int
+    """Their total size."""
+    sha256: dict[str, str] = Field(default_factory=dict)
+    """Relative path -> hex sha256 of the summary and results files (older lockfiles: of
+    every downloaded file). The lockfile stays small and reviewable."""
+    others: int | None = None
+    """Downloaded files beyond the summary and results (artifacts, logs): counted..."""
+    others_sha256: str | None = None
+    """... and summed up in one sha256 over their sorted ``path sha256`` lines."""
+    directory: str
+    """Run directory relative to the repository root."""
+    complete: bool = True
+    """False after a partial download or a snapshot of a running run."""
+
+
+class AgentResult(Frozen):
+    """One agent's scores in a run, as the run page shows them (platform-api.md §11.2).
+
+    E5 ``agents[]`` joined to ``agent_metrics[]`` by agent id; a missing part is None.
+    """
+
+    agent_index: int
+    """The agent's position in the config (0-based)."""
+    harness: str | None = None
+    """None = the benchmark's official scaffold."""
+    model: str | None = None
+    """``model_display_name``, else ``model``, else ``model_ref``."""
+    model_id: str | None = None
+    """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
+    rank: int | None = None
+    """The agent's rank in the run, as the run page shows it."""
+    pass_at_1: float | None = None
+    """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
+    ci_low: float | None = None
+    """Lower end of pass@1's 95% confidence interval."""
+    ci_high: float | None = None
+    """Upper end of that interval."""
+    n: int | None = None
+    """Tasks the pass@1 was computed over."""
+    k: int | None = None
+    """The deepest k the Platform reported a pass@k for (its last point)."""
+    pass_at_k: float | None = None
+    """pass@``k`` (a fraction)."""
+    cost_per_task: float | None = None
+    """``aggregates.reported_cost_usd`` / ``agent_metrics.n_tasks`` (only when n_tasks > 0)."""
+    seconds_per_task: float | None = None
+    """Mean wall time per task."""
+    tokens_per_task: float | None = None
+    """Mean tokens per task."""
+
+
+class RunResults(Frozen):
+    """A run's scores, recorded once its outputs were downloaded after it ended."""
+
+    agents: tuple[AgentResult, ...] = ()
+    """In ``agent_index`` order."""
+    passed: int | None = None
+    """Tasks passed (all agents)."""
+    failed: int | None = None
+    """Tasks failed."""
+    errored: int | None = None
+    """Tasks that errored (not scored)."""
+    total_cost_usd: float | None = None
+    """What the run cost, as the Platform reports it."""
+
+
+class RecordedRun(Frozen):
+    """One address's entry in ``state/osmosis.lock``."""
+
+    address: str
+    """The config's address (the key of its table)."""
+    spec_digest: str
+    """Canonical digest of the submitted body (``canonical_digest``)."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """The body that was submitted, kept so a later plan can show a field-level diff."""
+    run_id: str | None = None
+    """None only while a first submit's intent is pending."""
+    run_name: str | None = None
+    """The run's name, as the Platform lists it."""
+    status: str | None = None
+    """Last observed status."""
+    observed_at: datetime | None = None
+    """When ``status`` was observed."""
+    submitted_at: datetime | None = None
+    """When this repository submitted (or adopted) the run."""
+    requested_by: str | None = None
+    """Commit sha that last changed the config when it was applied."""
+    applied_at_commit: str | None = None
+    """HEAD when applied."""
+    benchmark_id: str | None = None
+    """The benchmark the run targets, resolved to its id."""
+    task_count: int | None = None
+    """Tasks the Platform selected (its submit reply)."""
+    attempts: int | None = None
+    """Attempts the Platform schedules: ``task_count`` x agents x attempts_per_task."""
+    planned_attempts: int | None = None
+    """What the plan counted, recorded only when it differs from ``attempts``."""
+    platform_url: str | None = None
+    """The run's page on the Platform."""
+    imported_at: datetime | None = None
+    """When ``osmosis-import`` brought this run under management; None for runs this
+    repository submitted or adopted."""
+    imported_with: str | None = None
+    """How it was imported: the ``osmosis-import`` command with the flags that supplied what
+    the run's details (E5) do not say (model types, secret names, endpoint URLs), so a reader
+    can tell which config values came from a person rather than from the Platform."""
+    downloads: Downloads | None = None
+    """What was downloaded for the run, once it was."""
+    intent: Intent | None = None
+    """Present while a paid call is in flight (written before it, cleared after)."""
+    results: RunResults | None = None
+    """Scores fetched (E5) when the outputs of the ended run were downloaded."""
+    creator: str | None = None
+    """``creator_digest`` of the account that created the run, as the Platform lists it:
+    evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
+    announced_at: datetime | None = None
+    """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
+    kept here so a fresh checkout never announces the same run twice."""
+
+
+class Rejection(Frozen):
+    """A submit the Platform refused (400 with issues, 404, 409, missing secrets), kept so the
+    plan shows the config as blocked in the Platform's own words and apply never POSTs the
+    same body again, until the config, the catalog entry or a re-run request changes.
+    Holds messages only, never a value."""
+
+    spec_digest: str
+    """The canonical digest of the refused body."""
+    context: str
+    """``rejection_context`` when refused: the catalog entry and the referenced secret
+    records as the plan saw them. A different context (a benchmark that finished syncing,
+    a secret created since) may be accepted, so the plan tries again."""
+    message: str
+    """The Platform's message, first line."""
+    issues: tuple[str, ...] = ()
+    """The Platform's issue lines (``key: message``), when it gave any."""
+    status: int | None = None
+    """The HTTP status of the refusal."""
+    code: str | None = None
+    """The Platform's error code, when it gave one."""
+    rejected_at: datetime
+    """When it refused."""
+    at_commit: str | None = None
+    """HEAD when refused: an ``Osmosis-Rerun`` trailer in an older commit is spent."""
+
+
+class HistoryEntry(Frozen):
+    """A run that no longer backs its address (replaced, re-run or forgotten)."""
+
+    address: str
+    """The address it backed."""
+    run_id: str | None
+    """The run (None for a submit that never created one)."""
+    run_name: str | None
+    """Its name."""
+    spec_digest: str
+    """Digest of the body it was submitted with."""
+    status: str | None
+    """Its last recorded status."""
+    submitted_at: datetime | None = None
+    """When it was submitted."""
+    ended_at: datetime | None = None
+    """When it left (replaced, forgotten, ...)."""
+    reason: str
+    """Why it left: ``replaced``, ``rerun``, ``forgotten``, ``moved``, ``lost``."""
+    requested_by: str | None = None
+    """Commit sha that requested it."""
+    results: RunResults | None = None
+    """The run's scores, kept so the next run of the address can be compared with them."""
+
+
+class LockState(Frozen):
+    """The whole recorded state."""
+
+    version: int = LOCKFILE_VERSION
+    """The lockfile format's version (``LOCKFILE_VERSION``)."""
+    lineage: str
+    """uuid of this state's history: a saved plan of another lineage is stale."""
+    serial: int = 0
+    """+1 on every write."""
+    platform: str
+    """Normalised Platform URL, or ``local``: state of another Platform is refused."""
+    workspace: str
+    """The workspace: state of another workspace is refused."""
+    repository: str | None = None
+    """The repository this state belongs to (``reconciler.gitinfo.GitRepo.identity``): a
+    lockfile copied from another repository must never drive stops. None in lockfiles
+    written before it was recorded, and outside git."""
+    observed_until: datetime | None = None
+    """Watermark of the run list: every run the Platform created before this time (minus
+    ``plan.CLOCK_SKEW``) was seen by an observation whose plan this state records, so a
+    later plan lists only newer runs (platform-api.md: no other filter exists)."""
+    runs: dict[str, RecordedRun] = Field(default_factory=dict)
+    """Address -> entry."""
+    rejections: dict[str, Rejection] = Field(default_factory=dict)
+    """Address -> the Platform's refusal of its config (see ``Rejection``)."""
+    history: tuple[HistoryEntry, ...] = ()
+    """Newest first, capped per address."""

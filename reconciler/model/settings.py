@@ -1,0 +1,61 @@
+"""``Settings``: the policy knobs, ``[tool.osmosis-reconciler]`` overlaid by flags."""
+
+from __future__ import annotations
+
+from reconciler.model.base import Frozen
+from reconciler.model.policy import PolicyRule
+
+DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
+
+
+class Settings(Frozen):
+    """Policy knobs: ``[tool.osmosis-reconciler]`` overlaid by command-line flags."""
+
+    benchmarks: str = "benchmarks"
+    state: str = "state/osmosis.lock"
+    download_types: tuple[str, ...] = ("summary", "results")
+    on_delete: str = "stop"
+    """``stop`` or ``forget`` for an active run whose config was deleted."""
+    on_change: str = "replace"
+    """``replace`` or ``keep`` for an active run whose config changed."""
+    max_stops: int = 5
+    max_attempts: int = 5000
+    max_cost_usd: float | None = None
+    """Budget guard in dollars: the estimated cost (upper end) of new submits; None: off."""
+    parallelism: int = 8
+    targets: tuple[str, ...] = ()
+    """Address globs; empty = everything."""
+    replace: tuple[str, ...] = ()
+    """Addresses to re-run even though their config is unchanged."""
+    skip: tuple[str, ...] = ()
+    """Address globs held back (``Osmosis-Skip`` trailers)."""
+    allow_mass_stop: bool = False
+    allow_over_budget: bool = False
+    refresh_only: bool = False
+    download_running: bool = False
+    ignore: tuple[str, ...] = ()
+    """Address globs of config files kept in the tree but never submitted (templates,
+    drafts); a file can also say so itself (``# osmosis-reconciler: ignore``)."""
+    allow_foreign_state: bool = False
+    """Accept a lockfile of another repository or lineage (``--allow-foreign-state``)."""
+    refresh: str = "incremental"
+    """``incremental``: list only runs newer than the lockfile's watermark (cost does not
+    grow with the workspace's history); ``full``: list every run (scheduled drift checks)."""
+    unmanaged: str = "summary"
+    """Runs of the workspace this repository did not request: ``ignore``, ``summary`` (one
+    line with their count) or ``list`` (every one; needs a full listing)."""
+    outputs: str = "recorded"
+    """``recorded``: a complete download recorded in the lockfile is done even when its files
+    are not on this disk (a fresh clone, a CI runner); ``disk``: missing files are fetched
+    again. Files that are on disk are checked against their recorded sha256 either way."""
+    lock: str | None = None
+    """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
+    None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
+    lock_ttl: int = 120
+    """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    settings_where: str = "[tool.osmosis-reconciler]"
+    """Where a person changes a setting: ``osmosis.toml`` (or ``.osmosis.toml``) when the
+    settings live there, else ``[tool.osmosis-reconciler]`` (of ``pyproject.toml``)."""
+    policy: tuple[PolicyRule, ...] = ()
+    """Policy rules (``[[policy]]`` in the settings): allowed models and harnesses, required
+    task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""

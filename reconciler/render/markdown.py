@@ -1,0 +1,200 @@
+"""The markdown render: a sticky pull-request comment, capped below ``max_chars``."""
+
+from __future__ import annotations
+
+from reconciler.model import (
+    Action,
+    Plan,
+    PlanItem,
+)
+from reconciler.render import _md_results
+from reconciler.render.generators import generator_grids
+from reconciler.render.pieces import (
+    DRIFT_TEXT,
+    MARKDOWN_MARKER,
+    NO_CHANGES,
+    _cap,
+    _count,
+    _e,
+    _fence,
+    _group_of,
+    _html,
+    _marker_workspace,
+    _md_cell,
+    _md_code,
+    _md_plain,
+    _md_text,
+    _other_pending_note,
+    _short_fingerprint,
+    _truncation_note,
+    _unmanaged_rows,
+    ignored_line,
+    reason_text,
+    unmanaged_line,
+)
+from reconciler.render.text import _item_body, summary_line
+
+
+def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
+    """A PR comment: hidden marker, summary table first, details folded, under ``max_chars``.
+
+    Sections are added whole (an item, a drift row) while they fit; whatever does not fit is
+    counted in a closing note, so the comment never breaks its markup.
+    """
+    marker = f"{MARKDOWN_MARKER} workspace={_marker_workspace(plan.workspace)} -->"
+    text = f"{marker}\n### Osmosis plan for {_md_code(plan.workspace)}\n\n"
+    if not plan.items and not plan.drift and not plan.errors:
+        text += NO_CHANGES + "\n"
+        if plan.warnings:
+            text += "\n**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings)
+        if plan.other_pending:
+            text += "\n" + _other_pending_note(plan) + "\n"
+        text += _md_unmanaged(plan, max_chars - 400 - len(text))
+        if ignored_line(plan):
+            text += "\n" + _md_cell(ignored_line(plan) or "") + "\n"
+        if plan.results:
+            section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
+            text += "\n" + section
+            if left:
+                text += _truncation_note([_count(left, "result row")], max_chars)
+        return _cap(text, max_chars)
+
+    s = plan.summary
+    columns = [
+        ("submit", s.submit),
+        ("replace", s.replace),
+        ("stop", s.stop),
+        ("download", s.download),
+        ("forget", s.forget),
+    ]
+    columns += [
+        (name, n) for name, n in (("adopt", s.adopt), ("move", s.move), ("blocked", s.blocked)) if n
+    ]
+    columns += [("attempts", s.attempts), ("drift", s.drift)]
+    text += "| " + " | ".join(name for name, _ in columns) + " |\n"
+    text += "|" + "---:|" * len(columns) + "\n"
+    text += "| " + " | ".join(f"{n:,}" for _, n in columns) + " |\n\n"
+    if plan.items:
+        text += f"**{summary_line(plan)}**\n\n"
+    else:
+        text += "No changes to benchmark runs; the drift found is listed below.\n\n"
+    if plan.errors:
+        text += "**The plan cannot be applied:**\n"
+        text += "".join(f"- :x: {_md_text(error)}\n" for error in plan.errors) + "\n"
+
+    budget = max_chars - 400  # room for the truncation note
+    grids = generator_grids(plan)
+    if grids and len(text) + len(grids) <= budget // 2:
+        text += grids
+    left_items = 0
+    left_drift = 0
+
+    def fits(*parts: str) -> bool:
+        return len(text) + sum(len(p) for p in parts) <= budget
+
+    blocked = [item for item in plan.items if item.action is Action.BLOCKED]
+    if blocked:
+        heading = "**Blocked** (fix these, then plan again):\n\n"
+        body = ""
+        for item in blocked:
+            entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
+            entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
+            if fits(heading, body, entry, "\n"):
+                body += entry
+        if body:
+            text += heading + body + "\n"
+    if plan.warnings:
+        section = "**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings) + "\n"
+        if fits(section):
+            text += section
+    if plan.other_pending:
+        note = _other_pending_note(plan) + "\n\n"
+        if fits(note):
+            text += note
+    ignored = ignored_line(plan)
+    if ignored and fits(ignored, "\n\n"):
+        text += _md_cell(ignored) + "\n\n"
+    unmanaged = _md_unmanaged(plan, budget - len(text))
+    if unmanaged:
+        text += unmanaged + "\n"
+    left_results = 0
+    if plan.results:
+        # Actions matter more than scores: with details or drift to show, the results table
+        # may take at most half of the room that is left.
+        room = budget - len(text)
+        if plan.items or plan.drift:
+            room //= 2
+        section, left_results = _md_results(plan.results, room)
+        text += section
+
+    groups: dict[str, list[PlanItem]] = {}
+    for item in plan.items:
+        groups.setdefault(_group_of(item.address), []).append(item)
+    for group in sorted(groups):
+        items = groups[group]
+        counts = {a: sum(1 for it in items if it.action is a) for a in Action}
+        label = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
+        rendered = [
+            "\n".join(
+                [f"{it.action.symbol} {_e(it.address)}"] + [f"    {x}" for x in _item_body(it)]
+            )
+            for it in items
+        ]
+        start, end = _fence("\n".join(rendered))
+        opening = f"<details><summary><b>{_html(group)}</b>: {label}</summary>\n\n{start}\n"
+        closing = f"{end}\n\n</details>\n\n"
+        shown: list[str] = []
+        for piece in rendered:
+            if not fits(opening, "\n\n".join(shown + [piece]), closing, " " * 80):
+                break
+            shown.append(piece)
+        left_items += len(items) - len(shown)
+        if shown:
+            more = len(items) - len(shown)
+            tail = f"\n\n... {more:,} more not shown" if more else ""
+            text += opening + "\n\n".join(shown) + tail + "\n" + closing
+
+    if plan.drift:
+        opening = (
+            f"<details><summary><b>Drift</b>: {_count(len(plan.drift), 'difference')} "
+            "between the lockfile and reality</summary>\n\n"
+            "| kind | address | run | message | fingerprint |\n|---|---|---|---|---|\n"
+        )
+        closing = "\n</details>\n"
+        rows = ""
+        for drift in plan.drift:
+            row = (
+                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
+                f"{_md_cell(_md_text(drift.run_id or ''))} | {_md_cell(_md_text(drift.message))} | "
+                f"`{_short_fingerprint(drift.fingerprint)}` |\n"
+            )
+            if not fits(opening, rows, row, closing):
+                left_drift = len(plan.drift) - rows.count("\n")
+                break
+            rows += row
+        if rows:
+            text += opening + rows + closing
+
+    if left_items or left_drift or left_results:
+        untold: list[str] = []
+        if left_items:
+            untold.append(_count(left_items, "action"))
+        if left_drift:
+            untold.append(_count(left_drift, "drift item"))
+        if left_results:
+            untold.append(_count(left_results, "result row"))
+        text += _truncation_note(untold, max_chars)
+    return _cap(text, max_chars)
+
+
+def _md_unmanaged(plan: Plan, room: int) -> str:
+    line = unmanaged_line(plan)
+    if not line or len(line) + 2 > room:
+        return ""
+    text = "\n" + line + "\n"
+    if plan.unmanaged:
+        body = "".join(f"- {_md_cell(_md_plain(row))}\n" for row in _unmanaged_rows(plan))
+        folded = f"\n<details><summary>Unmanaged runs</summary>\n\n{body}\n</details>\n"
+        if len(text) + len(folded) <= room:
+            text += folded
+    return text

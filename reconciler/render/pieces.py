@@ -1,0 +1,251 @@
+"""What the text, markdown and refresh renders share: the words for actions, reasons and
+drift, the ANSI colours, the escaping of names from outside, and the lines about runs and
+files outside the plan.
+"""
+
+from __future__ import annotations
+
+from reconciler.escaping import escape_text
+from reconciler.model import (
+    Action,
+    DriftKind,
+    Plan,
+    PlanItem,
+    Reason,
+)
+
+MARKDOWN_MARKER = "<!-- osmosis-reconciler:plan"
+"""Start of the hidden first line of a PR comment; the workspace follows, so one comment per
+workspace can be found and updated."""
+
+NO_CHANGES = "No changes. Benchmark runs match the configuration."
+
+ACTION_VERBS = {
+    Action.SUBMIT: "submit a new run",
+    Action.REPLACE: "replace: stop the active run, then submit",
+    Action.STOP: "stop the run",
+    Action.FORGET: "forget: the entry moves to history, results stay on disk",
+    Action.DOWNLOAD: "download outputs",
+    Action.ADOPT: "adopt a run already on the Platform (no new run)",
+    Action.MOVE: "move the entry to a renamed config (no Platform call)",
+    Action.BLOCKED: "blocked: cannot succeed as configured",
+}
+
+REASON_TEXT = {
+    Reason.NEW_CONFIG: "new config",
+    Reason.SPEC_CHANGED: "config changed",
+    Reason.CONFIG_DELETED: "config deleted",
+    Reason.RUN_FINISHED: "run ended; outputs not downloaded yet",
+    Reason.RESULTS_MISSING: "outputs not fully on disk",
+    Reason.RESULTS_CHANGED: "downloaded files changed on disk",
+    Reason.INTENT_PENDING: "an interrupted submit is pending",
+    Reason.UNRECORDED_MATCH: "an unrecorded run on the Platform matches this config",
+    Reason.RENAMED: "config renamed",
+    Reason.REPLACE_REQUESTED: "re-run requested (--replace or an Osmosis-Rerun trailer)",
+    Reason.RUN_MISSING: "recorded run no longer exists on the Platform",
+    Reason.RESUBMIT_AFTER_LOST: "an interrupted submit left no run on the Platform",
+    Reason.SECRET_MISSING: "secret missing",
+    Reason.BENCHMARK_NOT_FOUND: "benchmark not found",
+    Reason.BENCHMARK_NOT_READY: "benchmark not ready",
+    Reason.JUDGE_REQUIRED: "judge credential required",
+    Reason.HARNESS_REQUIRED: "harness required",
+    Reason.HARNESS_UNSUPPORTED: "harness not supported",
+    Reason.TASKS_NOT_FOUND: "tasks not found",
+    Reason.STOP_PENDING: "an interrupted stop is pending",
+    Reason.EXECUTION_INVALID: "[execution] value out of range",
+    Reason.VERIFIER_REJECTED: "[verifier] not accepted",
+    Reason.TASKS_EMPTY: "task selection is empty",
+    Reason.RECORD_MISMATCH: "the lockfile's record does not match the run",
+    Reason.PLATFORM_REFUSED: "the Platform refused this config",
+}
+
+DRIFT_TEXT = {
+    DriftKind.RUN_MISSING: "run missing",
+    DriftKind.STOPPED_OUTSIDE: "stopped outside the tool",
+    DriftKind.FAILED_OUTSIDE: "failed outside the tool",
+    DriftKind.FILES_CHANGED: "files changed on disk",
+    DriftKind.POSSIBLE_DUPLICATE: "possible duplicate payment",
+}
+
+_ANSI = {
+    Action.SUBMIT: "\x1b[32m",
+    Action.REPLACE: "\x1b[33m",
+    Action.STOP: "\x1b[31m",
+    Action.FORGET: "\x1b[2m",
+    Action.DOWNLOAD: "\x1b[36m",
+    Action.ADOPT: "\x1b[36m",
+    Action.MOVE: "\x1b[35m",
+    Action.BLOCKED: "\x1b[1;31m",
+}
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_YELLOW = "\x1b[33m"
+_RED = "\x1b[1;31m"
+
+
+_e = escape_text
+
+
+def reason_text(item: PlanItem) -> str:
+    """The ``# ...`` comment of an item, in words (names escaped)."""
+    text = REASON_TEXT[item.reason]
+    if item.action is Action.MOVE and item.from_address:
+        return f"{text}: {_e(item.from_address)} -> {_e(item.address)}"
+    blocked = item.blocked
+    if blocked is not None and blocked.intended_action is not None:
+        intended = blocked.intended_action.value
+        why = REASON_TEXT[blocked.intended_reason] if blocked.intended_reason else ""
+        return f"blocked: would {intended} ({why}); {text}" if why else f"blocked: {text}"
+    if item.action is Action.BLOCKED:
+        return f"blocked: {text}"
+    return text
+
+
+def _run_label(name: str | None, run_id: str | None) -> str:
+    if name and run_id and name != run_id:
+        return f"{_e(name)} ({_e(run_id)})"
+    return _e(name or run_id or "")
+
+
+def _header(plan: Plan) -> str:
+    serial = f" · lockfile serial {plan.serial}" if plan.serial is not None else ""
+    head = f" · HEAD {plan.head[:7]}" if plan.head else ""
+    return (
+        f"Osmosis plan · workspace {_e(plan.workspace)} · platform {_e(plan.platform)}"
+        f"{serial}{head}"
+    )
+
+
+def _present_actions(plan: Plan) -> list[Action]:
+    present = {item.action for item in plan.items}
+    return [action for action in Action if action in present]
+
+
+UNMANAGED_LIST_MAX = 200
+"""The text and markdown renders list at most this many unmanaged runs (json lists all)."""
+
+
+def unmanaged_line(plan: Plan) -> str | None:
+    """One line about the workspace's runs this repository does not manage (not drift)."""
+    n = plan.unmanaged_count
+    if not n:
+        return None
+    runs = "run" if n == 1 else "runs"
+    verb = "is" if n == 1 else "are"
+    see = "listed below" if plan.unmanaged else "list them with `osmosis-plan --show-unmanaged`"
+    return (
+        f"{n:,} other {runs} in workspace {_e(plan.workspace)} {verb} not managed by this "
+        f"repository (not drift): {see}; bring one under management with "
+        "`osmosis-import RUN`."
+    )
+
+
+def _unmanaged_rows(plan: Plan) -> list[str]:
+    rows = []
+    for run in plan.unmanaged[:UNMANAGED_LIST_MAX]:
+        created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else "–"
+        rows.append(
+            f"{_run_label(run.name, run.id) or _e(run.id)} · {_e(run.benchmark_name or '–')} · "
+            f"{_e(run.status or 'unknown status')} · created {created}"
+        )
+    if len(plan.unmanaged) > UNMANAGED_LIST_MAX:
+        rows.append(f"... {len(plan.unmanaged) - UNMANAGED_LIST_MAX:,} more (see --format json)")
+    return rows
+
+
+IGNORED_SHOWN = 10
+
+
+def ignored_line(plan: Plan) -> str | None:
+    """One line naming the config files kept in the tree but never submitted."""
+    if not plan.ignored:
+        return None
+    why = {"marker": "its # osmosis-reconciler: ignore line", "setting": "the ignore setting"}
+    shown = [f"{path} ({why.get(reason, reason)})" for path, reason in plan.ignored]
+    more = len(shown) - IGNORED_SHOWN
+    listed = "; ".join(shown[:IGNORED_SHOWN]) + (f"; and {more:,} more" if more > 0 else "")
+    n = len(plan.ignored)
+    return f"Ignored, never submitted: {n:,} config file{'s' if n != 1 else ''}: {listed}."
+
+
+def _other_pending_note(plan: Plan) -> str:
+    n = plan.other_pending
+    what = "action is" if n == 1 else "actions are"
+    return f"{n:,} other pending {what} outside --target and left out of this plan."
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_plain(escaped: str) -> str:
+    """Markdown text already escaped by ``escape_text``: a ``<`` cannot open HTML."""
+    return escaped.replace("<", "&lt;")
+
+
+def _md_text(text: str) -> str:
+    """Plain markdown text from outside (escaped here)."""
+    return _md_plain(_e(text))
+
+
+def _md_code(text: str) -> str:
+    """A name from outside as an inline code span (see ``_code_span``)."""
+    return _code_span(_e(text))
+
+
+def _code_span(text: str) -> str:
+    """Escaped text as an inline code span that no backtick in it can close early."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _html(text: str) -> str:
+    return _e(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _fence(body: str) -> tuple[str, str]:
+    longest = 0
+    run = 0
+    for ch in body:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return ticks + "text", ticks
+
+
+def _marker_workspace(workspace: str) -> str:
+    # Inside the hidden HTML comment: a "-->" in the name must not close it.
+    return _e(workspace).replace("-->", "-- >")
+
+
+def _group_of(address: str) -> str:
+    return address.split("/", 1)[0] if "/" in address else "(top level)"
+
+
+def _short_fingerprint(fingerprint: str) -> str:
+    return fingerprint[: len("sha256:") + 12]
+
+
+def _truncation_note(left: list[str], max_chars: int) -> str:
+    return (
+        f"\n_Truncated: {' and '.join(left)} did not fit in this comment (capped below "
+        f"{max_chars:,} characters). Run `osmosis-plan` locally or see the CI log for the "
+        "full plan._\n"
+    )
+
+
+def _cap(text: str, max_chars: int) -> str:
+    # Last resort for absurd inputs (a single enormous line): never exceed the cap.
+    if len(text) < max_chars:
+        return text
+    note = "\n\n_Truncated._\n"
+    return text[: max(0, max_chars - len(note) - 1)] + note

@@ -1,0 +1,177 @@
+"""The saved plan (``osmosis-plan --out PLANFILE``): its own format, read back by
+``osmosis-apply PLANFILE``.
+
+A saved plan is ``{"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}``: the JSON
+document ``render_json`` prints, wrapped so that another JSON file is not taken for a plan.
+``plan_from_dict`` reads the document back to an equal ``Plan``. Pure: the caller reads
+and writes the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.errors import StalePlanError
+from reconciler.model import (
+    PLAN_FORMAT_VERSION,
+    Action,
+    AgentResult,
+    BenchmarkFacts,
+    Blocked,
+    Cost,
+    DriftItem,
+    DriftKind,
+    Fix,
+    LeaderboardScore,
+    Plan,
+    PlanItem,
+    PlanSummary,
+    Reason,
+    ResultRow,
+)
+from reconciler.render.generators import generators_from_dicts, source_from_dict
+from reconciler.render.jsondoc import plan_to_dict
+
+SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
+
+
+def saved_plan_text(plan: Plan) -> str:
+    """The text of a saved plan file (sorted keys, final newline)."""
+    payload = {"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}
+    return json.dumps(payload, indent=2, sort_keys=True) + "\n"
+
+
+def parse_saved_plan(text: str) -> Plan:
+    """Read ``saved_plan_text``'s output back.
+
+    Raises ``ValueError`` (or ``KeyError``/``TypeError``) when the text is not a saved plan,
+    ``StalePlanError`` when it is one this version cannot read."""
+    payload = json.loads(text)
+    if payload.get("kind") != SAVED_PLAN_KIND:
+        raise ValueError("not a saved plan")
+    return plan_from_dict(payload["plan"])
+
+
+def _datetime_or_none(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _enum_or_none(enum: Callable[[str], Any], value: Any) -> Any:
+    return None if value is None else enum(value)
+
+
+def _blocked(action: Mapping[str, Any]) -> Blocked | None:
+    """The ``blocked`` group of a saved item (its flat keys), None when it has none."""
+    intended_action = _enum_or_none(Action, action.get("intended_action"))
+    intended_reason = _enum_or_none(Reason, action.get("intended_reason"))
+    fixes = tuple(Fix.model_validate(f) for f in action.get("fixes", ()))
+    if intended_action is None and intended_reason is None and not fixes:
+        return None
+    return Blocked(intended_action=intended_action, intended_reason=intended_reason, fixes=fixes)
+
+
+def plan_from_dict(data: Mapping[str, Any]) -> Plan:
+    """Read back ``plan_to_dict``'s document; raises ``StalePlanError`` when it is not one."""
+    hint = "make a new one with `osmosis-plan --out PLANFILE`"
+    if not isinstance(data, Mapping) or "format_version" not in data:
+        raise StalePlanError("the file is not a saved osmosis-reconciler plan", hint)
+    version = data["format_version"]
+    if version != PLAN_FORMAT_VERSION:
+        raise StalePlanError(
+            f"the saved plan has format_version {version!r}; this version reads "
+            f"{PLAN_FORMAT_VERSION!r}",
+            hint,
+        )
+    try:
+        items = tuple(
+            PlanItem(
+                action=Action(a["action"]),
+                address=a["address"],
+                from_address=a.get("from_address"),
+                reason=Reason(a["reason"]),
+                blocked=_blocked(a),
+                run_id=a.get("run_id"),
+                run_name=a.get("run_name"),
+                before_digest=a.get("before"),
+                after_digest=a.get("after"),
+                benchmark_id=a.get("benchmark_id"),
+                task_count=a.get("task_count"),
+                attempts=a.get("attempts", 0),
+                changes=tuple(a.get("changes", ())),
+                details=tuple(a.get("details", ())),
+                warnings=tuple(a.get("warnings", ())),
+                requested_by=a.get("requested_by"),
+                requested_subject=a.get("requested_subject"),
+                download_types=tuple(a.get("download_types", ())),
+                context=a.get("context"),
+                cost=Cost(
+                    usd_low=a["cost_usd"].get("low"),
+                    usd_high=a["cost_usd"]["high"],
+                    basis=a["cost_usd"].get("basis"),
+                )
+                if a.get("cost_usd")
+                else None,
+                spec=a.get("spec"),
+                benchmark=BenchmarkFacts(
+                    source_url=a.get("source_url"), pass_threshold=a.get("pass_threshold")
+                )
+                if a.get("source_url") is not None or a.get("pass_threshold") is not None
+                else None,
+                source=source_from_dict(a.get("source")),
+            )
+            for a in data["actions"]
+        )
+        drift = tuple(
+            DriftItem(
+                kind=DriftKind(d["kind"]),
+                address=d.get("address"),
+                run_id=d.get("run_id"),
+                message=d["message"],
+                fingerprint=d["fingerprint"],
+            )
+            for d in data["drift"]
+        )
+        results = tuple(
+            ResultRow(
+                address=r["address"],
+                run_id=r.get("run_id"),
+                run_name=r.get("run_name"),
+                status=r.get("status"),
+                agent=AgentResult.model_validate(r["agent"]),
+                previous=AgentResult.model_validate(r["previous"]) if r.get("previous") else None,
+                previous_run_id=r.get("previous_run_id"),
+                previous_run_name=r.get("previous_run_name"),
+                leaderboard=LeaderboardScore.model_validate(r["leaderboard"])
+                if r.get("leaderboard")
+                else None,
+                unavailable_tasks=r.get("unavailable_tasks", 0),
+                unavailable_reason=r.get("unavailable_reason"),
+            )
+            for r in data.get("results", ())
+        )
+        return Plan(
+            items=items,
+            drift=drift,
+            warnings=tuple(data.get("warnings", ())),
+            errors=tuple(data.get("errors", ())),
+            summary=PlanSummary(**data["summary"]),
+            lineage=data.get("lineage"),
+            serial=data.get("serial"),
+            platform=data.get("platform", ""),
+            workspace=data.get("workspace", ""),
+            head=data.get("head"),
+            config_digests=dict(data.get("config_digests", {})),
+            other_pending=data.get("other_pending", 0),
+            results=results,
+            unmanaged_count=data.get("unmanaged_count"),
+            observed_until=_datetime_or_none(data.get("observed_until")),
+            ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
+            generators=generators_from_dicts(data.get("generators", ())),
+        )
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

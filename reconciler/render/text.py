@@ -1,0 +1,186 @@
+"""The text render: Terraform-like terminal output, ANSI colours only when asked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reconciler.model import (
+    Action,
+    Plan,
+    PlanItem,
+)
+from reconciler.render import _money, _text_results
+from reconciler.render.generators import generator_lines, source_line
+from reconciler.render.pieces import (
+    _ANSI,
+    _BOLD,
+    _RED,
+    _RESET,
+    _YELLOW,
+    ACTION_VERBS,
+    DRIFT_TEXT,
+    NO_CHANGES,
+    _count,
+    _e,
+    _header,
+    _other_pending_note,
+    _present_actions,
+    _run_label,
+    _short_fingerprint,
+    _unmanaged_rows,
+    ignored_line,
+    reason_text,
+    unmanaged_line,
+)
+
+
+def summary_line(plan: Plan) -> str:
+    """``Plan: 2 to submit, 1 to replace, 1 to stop, 3 to download, 0 to forget; 1,246 attempts.``"""
+    s = plan.summary
+    parts = [
+        f"{s.submit:,} to submit",
+        f"{s.replace:,} to replace",
+        f"{s.stop:,} to stop",
+        f"{s.download:,} to download",
+        f"{s.forget:,} to forget",
+    ]
+    if s.adopt:
+        parts.append(f"{s.adopt:,} to adopt")
+    if s.move:
+        parts.append(f"{s.move:,} to move")
+    if s.blocked:
+        parts.append(f"{s.blocked:,} blocked")
+    word = "attempt" if s.attempts == 1 else "attempts"
+    cost = ""
+    if s.cost_usd_high is not None:
+        cost = f", est. {_usd_range(s.cost_usd_low, s.cost_usd_high)}"
+        if s.unestimated:
+            cost += f" (+{s.unestimated:,} without an estimate)"
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
+
+
+def _usd_range(low: float | None, high: float) -> str:
+    low = high if low is None else low
+    if round(low, 2) == round(high, 2):
+        return _money(high)
+    return f"{_money(low)}–{_money(high)}"
+
+
+def _item_body(item: PlanItem) -> list[str]:
+    """The indented lines under an item's symbol line (without indentation)."""
+    lines = [f"# {reason_text(item)}"]
+    source = source_line(item)
+    if source:
+        lines.append(source)
+    run = _run_label(item.run_name, item.run_id)
+    if run:
+        label = "old run" if item.action is Action.REPLACE else "run"
+        lines.append(f"{label}: {run}")
+    if item.action in (Action.SUBMIT, Action.REPLACE, Action.BLOCKED) and (
+        item.task_count is not None or item.attempts
+    ):
+        tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
+        estimate = ""
+        if item.cost is not None:
+            estimate = f", est. {_usd_range(item.cost.usd_low, item.cost.usd_high)}"
+        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")
+        if item.cost is not None and item.cost.basis:
+            lines.append(f"  (estimate: {item.cost.basis})")
+    benchmark = _benchmark_line(item)
+    if benchmark:
+        lines.append(benchmark)
+    if item.download_types:
+        lines.append(f"types: {', '.join(item.download_types)}")
+    if item.requested_by:
+        subject = f' "{_e(item.requested_subject)}"' if item.requested_subject else ""
+        lines.append(f"requested by {item.requested_by[:7]}{subject}")
+    if item.changes:
+        lines.append("changes:")
+        lines.extend(f"  {_e(change)}" for change in item.changes)
+    lines.extend(f"* {_e(detail)}" for detail in item.details)
+    lines.extend(f"warning: {_e(warning)}" for warning in item.warnings)
+    return lines
+
+
+def _benchmark_line(item: PlanItem) -> str | None:
+    """``benchmark: source https://... · pass threshold 0.5`` (the catalog's seed data)."""
+    facts = item.benchmark
+    if facts is None:
+        return None
+    parts = []
+    if facts.source_url:
+        parts.append(f"source {facts.source_url}")
+    if facts.pass_threshold is not None:
+        parts.append(f"pass threshold {facts.pass_threshold:g}")
+    return "benchmark: " + " · ".join(parts) if parts else None
+
+
+# --------------------------------------------------------------------------- text
+
+
+def render_text(plan: Plan, *, color: bool = False) -> str:
+    """Terraform-like text: header, legend of the symbols present, items, drift, summary."""
+
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    out: list[str] = []
+    if plan.items or plan.drift:
+        out += [_header(plan), ""]
+    out += generator_lines(plan)
+    if plan.items:
+        out.append("Actions are shown with these symbols:")
+        for action in _present_actions(plan):
+            out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
+        out += ["", "Osmosis would:", ""]
+        for item in plan.items:
+            out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}")
+            out.extend(f"      {line}" for line in _item_body(item))
+            out.append("")
+    out += _text_drift(plan, paint)
+    if plan.results:
+        out += _text_results(plan.results)
+    if plan.warnings:
+        out.append(paint(_YELLOW, "Warnings:"))
+        out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
+        out.append("")
+    if plan.other_pending:
+        out += [_other_pending_note(plan), ""]
+    unmanaged = unmanaged_line(plan)
+    if unmanaged:
+        out += [unmanaged, ""]
+        if plan.unmanaged:
+            out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
+    ignored = ignored_line(plan)
+    if ignored:
+        out += [ignored, ""]
+    for error in plan.errors:
+        out.append(f"{paint(_RED, 'Error:')} {_e(error)}")
+    if plan.errors:
+        out.append("")
+    if plan.items:
+        out.append(paint(_BOLD, summary_line(plan)))
+    elif plan.drift:
+        out.append(
+            f"No changes to benchmark runs. {_count(len(plan.drift), 'drift item')} listed above."
+        )
+    else:
+        out.append(NO_CHANGES)
+    return "\n".join(out) + "\n"
+
+
+def _text_drift(plan: Plan, paint: Callable[[str, str], str]) -> list[str]:
+    if not plan.drift:
+        return []
+    out = [
+        f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
+        "(reported, not acted on by itself):",
+        "",
+    ]
+    for drift in plan.drift:
+        where = _e(drift.address) if drift.address else "(workspace)"
+        out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
+        out.append(f"      {_e(drift.message)}")
+        out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
+        out.append("")
+    return out
