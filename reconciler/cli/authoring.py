@@ -7,14 +7,13 @@ Each is wired like every command (``run_command``: the common flags, one error h
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
-from reconciler.cli.output import Output, issue_to_dict
+from reconciler.cli.output import CommandResult, Output, issue_to_dict
 from reconciler.errors import ConfigError, UsageError
 
 # --------------------------------------------------------------------------- fmt
@@ -96,16 +95,16 @@ def _fmt(args: argparse.Namespace, output: Output) -> int:
         tmp.write_text(after, encoding="utf-8")
         os.replace(tmp, path)
         output.progress(f"reformatted {shown}")
-    output.result(
-        "fmt",
-        {"check": args.check, "files": len(files), "changed": changed, "unformattable": errors},
-    )
     verb = "would reformat" if args.check else "reformatted"
-    output.show(
-        f"{len(changed)} file(s) {verb}, {len(files) - len(changed) - len(errors)} already "
-        "formatted.\n"
+    return output.present(
+        CommandResult(
+            1 if errors or (args.check and changed) else 0,
+            "fmt",
+            {"check": args.check, "files": len(files), "changed": changed, "unformattable": errors},
+            text=f"{len(changed)} file(s) {verb}, "
+            f"{len(files) - len(changed) - len(errors)} already formatted.\n",
+        )
     )
-    return 1 if errors or (args.check and changed) else 0
 
 
 def fmt_main(argv: Sequence[str] | None = None) -> int:
@@ -127,9 +126,8 @@ def show_parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace, output: Output) -> int:
-    from reconciler.engine.session import SAVED_PLAN_KIND
     from reconciler.render import (
-        plan_from_dict,
+        parse_saved_plan,
         plan_to_dict,
         render_json,
         render_markdown,
@@ -138,23 +136,19 @@ def _show(args: argparse.Namespace, output: Output) -> int:
 
     path = Path(args.planfile)
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(payload, dict) or payload.get("kind") != SAVED_PLAN_KIND:
-            raise ValueError("not a saved plan")
-        plan = plan_from_dict(payload["plan"])
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        plan = parse_saved_plan(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UsageError(
             f"{path}: cannot read the saved plan: {exc}",
             "create one with `osmosis-plan --out PLANFILE`",
         ) from exc
-    output.result("plan", plan_to_dict(plan))
     if args.format == "markdown":
-        output.show(render_markdown(plan))
+        text = render_markdown(plan)
     elif args.format == "text":
-        output.show(render_text(plan, color=output.color))
-    elif not output.machine:
-        output.show(render_json(plan))
-    return 0
+        text = render_text(plan, color=output.color)
+    else:
+        text = render_json(plan)
+    return output.present(CommandResult(0, "plan", plan_to_dict(plan), text=text))
 
 
 def show_main(argv: Sequence[str] | None = None) -> int:
@@ -261,21 +255,19 @@ def _expand(args: argparse.Namespace, output: Output) -> int:
             out_path.parent.mkdir(parents=True, exist_ok=True)
             out_path.write_text(text, encoding="utf-8")
             written.append(str(out_path))
-    output.result(
-        "expand",
-        {
-            "generator": relpath,
-            "product": product.product_line(),
-            "cells": documents,
-            "written": written,
-            "issues": [issue_to_dict(i) for i in issues],
-        },
+    body = {
+        "generator": relpath,
+        "product": product.product_line(),
+        "cells": documents,
+        "written": written,
+        "issues": [issue_to_dict(i) for i in issues],
+    }
+    shown = (
+        f"Wrote {len(written)} config(s) under {args.write}.\n"
+        if args.write
+        else "\n".join(text for _a, text in texts)
     )
-    if args.write:
-        output.show(f"Wrote {len(written)} config(s) under {args.write}.\n")
-    else:
-        output.show("\n".join(text for _a, text in texts))
-    return 0
+    return output.present(CommandResult(0, "expand", body, text=shown))
 
 
 def expand_main(argv: Sequence[str] | None = None) -> int:
