@@ -424,7 +424,7 @@ class GitRepo:
         untracked = self._git(
             "ls-files", "--others", "--exclude-standard", "-z", "--full-name", "--", ":(top)"
         )
-        names = set()
+        names: set[str] = set()
         for blob in (diff, untracked):
             names.update(n.decode("utf-8", "surrogateescape") for n in blob.split(b"\x00") if n)
         return names

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from reconciler.redact import register_secret
 LOCAL_DATA_DIR = ".osmosis/local-platform"
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
 LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
+LOCAL_SEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SEED"
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,20 @@ class Context:
     workspace: str
     """Workspace label recorded in the lockfile: a name, or ``git:owner/repo``."""
     client: PlatformClient
-    http: httpx.Client
-    """Plain client for presigned download URLs: no Osmosis headers, no token."""
+    make_http: Callable[[], httpx.Client]
+    """Builds the plain client for presigned download URLs (no Osmosis headers, no token)
+    when a command first downloads: its TLS set-up is 20 ms that a plan never needs."""
     git: GitRepo | None
     announcement: str | None = None
     local: Any = None
     env: Mapping[str, str] = field(default_factory=dict)
+    _http: httpx.Client | None = field(default=None, init=False, repr=False)
+
+    @property
+    def http(self) -> httpx.Client:
+        if self._http is None:
+            self._http = self.make_http()
+        return self._http
 
     @property
     def benchmarks_dir(self) -> str:
@@ -79,7 +88,8 @@ class Context:
 
     def close(self) -> None:
         self.client.close()
-        self.http.close()
+        if self._http is not None:
+            self._http.close()
 
 
 def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
@@ -122,15 +132,21 @@ def open_context(
                 "inside the repository",
                 f"replace {problem.path} with a real directory, or pass --platform URL",
             )
-        speed = _local_speed(env, data_dir)
-        local = LocalPlatform(data_dir, speed=speed, auto_workspaces=True)
+        local = LocalPlatform(
+            data_dir, speed=_local_speed(env), seed=_local_seed(env), auto_workspaces=True
+        )
         transport: httpx.BaseTransport | None = LocalTransport(local)
         base_url, token = "http://localhost", "local"
-        http = httpx.Client(transport=LocalTransport(local), timeout=600.0)
+
+        def make_http() -> httpx.Client:
+            return httpx.Client(transport=LocalTransport(local), timeout=600.0)
+
     else:
         transport = None
         base_url, token = selection.url, selection.token
-        http = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
+
+        def make_http() -> httpx.Client:
+            return httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
 
     workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
     git_identity = None
@@ -170,7 +186,7 @@ def open_context(
         platform_id=selection.url if local is None else "local",
         workspace=label,
         client=client,
-        http=http,
+        make_http=make_http,
         git=git,
         announcement=selection.announcement,
         local=local,
@@ -178,23 +194,26 @@ def open_context(
     )
 
 
-def _local_speed(env: Mapping[str, str], data_dir: Path) -> float:
-    """The embedded Platform's clock factor.
-
-    Run statuses are computed from elapsed time x speed, so a later command with another
-    speed would move runs backwards or forwards in time. The last speed asked for through
-    the environment is kept beside the data and used until another one is asked for.
-    """
-    remembered = data_dir / "speed"
+def _local_speed(env: Mapping[str, str]) -> float | None:
+    """The speed the environment asks the embedded Platform for (None: the one stored in
+    its data directory, which every process opening it shares; see
+    docs/local-platform.md "Time"). Asking for another re-bases the stored run times."""
     if env.get(LOCAL_SPEED_ENV):
-        speed = _float_env(env, LOCAL_SPEED_ENV, 1.0)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        remembered.write_text(f"{speed}\n", encoding="utf-8")
-        return speed
+        return _float_env(env, LOCAL_SPEED_ENV, 1.0)
+    return None
+
+
+def _local_seed(env: Mapping[str, str]) -> int | None:
+    """``OSMOSIS_LOCAL_PLATFORM_SEED``: fixed run names and ids (None: the data dir's own)."""
+    raw = env.get(LOCAL_SEED_ENV, "").strip()
+    if not raw:
+        return None
     try:
-        return max(float(remembered.read_text(encoding="utf-8").strip()), 1e-9)
-    except (OSError, ValueError):
-        return 1.0
+        return int(raw)
+    except ValueError:
+        raise UsageError(
+            f"{LOCAL_SEED_ENV}={raw!r} is not an integer", f"unset {LOCAL_SEED_ENV} or fix it"
+        ) from None
 
 
 def _float_env(env: Mapping[str, str], name: str, default: float) -> float:

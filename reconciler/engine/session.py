@@ -16,12 +16,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
-from reconciler.engine.apply import Applier, ApplyResult, Outcome, utcnow, wait_for_runs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
@@ -40,6 +41,7 @@ from reconciler.model import (
     Settings,
     glob_match,
 )
+from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.plan import compute_plan
 from reconciler.render import (
     parse_saved_plan,
@@ -61,6 +63,10 @@ from reconciler.state.lockfile import (
     write_lockfile,
 )
 from reconciler.state.locking import hold_lock
+
+if TYPE_CHECKING:
+    # apply (the paid path) is imported by the steps that act, not by every plan.
+    from reconciler.engine.apply import Applier, ApplyResult, Outcome
 
 LockfileReader = Callable[[Path, str], bytes | None]
 """Reads the lockfile at a path (named as the user wrote it): its bytes, None when there is
@@ -308,7 +314,7 @@ class Session:
             workspace=self.ctx.workspace,
             repo_root=self.ctx.repo_root,
             head=self.head(),
-            now=utcnow(),
+            now=datetime.now(UTC).replace(microsecond=0),
             full=self.ctx.settings.refresh == "full",
             want_unmanaged=self.ctx.settings.unmanaged == "list",
             walk=walk,
@@ -530,13 +536,7 @@ class Session:
         """A saved plan, refused when stale, and the snapshots to apply it against: the
         configs and the lockfile read now, the Platform observed again (design.md §7.2:
         statuses that changed since the plan was made are recorded before acting)."""
-        try:
-            plan = parse_saved_plan(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise UsageError(
-                f"{path}: cannot read the saved plan: {exc}",
-                "create one with `osmosis-plan --out PLANFILE`",
-            ) from exc
+        plan = read_saved_plan(path)
         configs = self.load_desired()
         state = self.load_state()
         stale = []
@@ -576,7 +576,7 @@ class Session:
 
     @contextmanager
     def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
-        def waiting(holder: dict) -> None:
+        def waiting(holder: Mapping[str, object]) -> None:
             self.output.info(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "
                 f"{holder.get('host')} since {holder.get('started_at')} ..."
@@ -645,6 +645,8 @@ class Session:
         wait_timeout: float,
     ) -> ApplyResult:
         """Carry out ``plan``, computed from (or checked against) ``snapshots``."""
+        from reconciler.engine.apply import Applier
+
         state = refresh_statuses(snapshots.state, snapshots.observation)
         store = StateStore(self.ctx.state_path, state)
         if state != snapshots.state:
@@ -695,6 +697,8 @@ class Session:
         waited: list[str],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
+        from reconciler.engine.apply import wait_for_runs
+
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())
@@ -848,3 +852,19 @@ def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) 
 
 def terminal_runs(state: LockState) -> Sequence[str]:
     return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]
+
+
+def read_saved_plan(path: Path) -> Plan:
+    """The plan saved at ``path`` by ``osmosis-plan --out``; a ``UsageError`` for anything
+    else (the fuzz suite's saved-plan target: a clear error, never an internal one)."""
+    try:
+        # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
+        # memory ran out, a FIFO blocked forever.
+        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
+    except UnsafeInputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UsageError(
+            f"{path}: cannot read the saved plan: {exc}",
+            "create one with `osmosis-plan --out PLANFILE`",
+        ) from exc

@@ -7,7 +7,7 @@ otherwise only its outputs are looked at; a deleted config's run is stopped or f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from reconciler.model import (
     Action,
@@ -135,6 +135,15 @@ def _adopt(wanted: DesiredRun, run: ObservedRun, *, before: str | None) -> PlanI
 # --------------------------------------------------------------------------- recorded configs
 
 
+class _Previous(TypedDict):
+    """What a submit or replace of a recorded address says about the run it follows."""
+
+    run_id: str | None
+    run_name: str | None
+    before: str | None
+    changes: tuple[str, ...]
+
+
 def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None:
     settings = draft.settings
     run = draft.run_of(entry)
@@ -144,7 +153,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     changed = wanted.spec_digest != entry.spec_digest
     changes = spec_changes(entry.spec, wanted.spec) if changed else ()
     requested = glob_match(wanted.address, settings.replace)
-    common = {
+    common: _Previous = {
         "run_id": entry.run_id,
         "run_name": (run.name if run and run.name else entry.run_name),
         "before": entry.spec_digest,
@@ -188,7 +197,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
 
 
 def _adopt_or_submit(
-    draft: Draft, wanted: DesiredRun, entry: RecordedRun, reason: Reason, common: dict[str, Any]
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun, reason: Reason, common: _Previous
 ) -> None:
     match, others = claim_unrecorded(draft, wanted, entry)
     if match is not None:

@@ -313,7 +313,8 @@ class GitLock:
         expires = _parse_stamp(holder.get("expires_at"))
         if expires is not None and self.now() > expires + CLOCK_SKEW:
             return f"it expired at {holder.get('expires_at')}"
-        ttl = holder.get("ttl") if isinstance(holder.get("ttl"), int | float) else self.ttl
+        held_ttl = holder.get("ttl")
+        ttl = held_ttl if isinstance(held_ttl, int | float) else self.ttl
         if self.monotonic() - seen.since > float(ttl) + 1.0:
             return f"it was not renewed for {float(ttl) + 1.0:g}s"
         return None

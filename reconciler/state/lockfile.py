@@ -60,12 +60,13 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
+from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
     Downloads,
@@ -76,7 +77,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, relative_path_problem
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -432,10 +433,10 @@ class _Locator:
             return self._key_line(numbers[path[1]], path[2] if len(path) > 2 else None)
         # The deepest table header that exists, then the first remaining key inside it.
         for cut in range(len(path), 0, -1):
-            numbers = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
-            if numbers:
+            found = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
+            if found:
                 rest = path[cut:]
-                return self._key_line(numbers[0], rest[0] if rest else None)
+                return self._key_line(found[0], rest[0] if rest else None)
         if path and isinstance(path[0], str):
             return self._key_line(0, path[0]) or None
         return None
@@ -469,12 +470,19 @@ def _shape_error(
 
 
 def _describe_input(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
+        return f"an integer of {value.bit_length():,} bits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _validate(
-    model: type, data: dict[str, Any], filename: str, locator: _Locator, base: list[str | int]
+    model: type[BaseModel],
+    data: dict[str, Any],
+    filename: str,
+    locator: _Locator,
+    base: list[str | int],
 ) -> Any:
     try:
         return model.model_validate(data, strict=True)
@@ -491,7 +499,7 @@ def _validate(
         raise _shape_error(filename, locator, base + loc, problem) from None
 
 
-def _nullable_required(model: type) -> list[str]:
+def _nullable_required(model: type[BaseModel]) -> list[str]:
     """Required fields that accept None: TOML has no null, so absence means None."""
     names = []
     for name, field in model.model_fields.items():
@@ -514,8 +522,28 @@ def _build_results(table: Any, filename: str, locator: _Locator, base: list[str 
     return _validate(RunResults, data, filename, locator, base)
 
 
+def _check_path_value(
+    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
+) -> None:
+    """Lockfile values that become paths (addresses, download directories, file names) are
+    validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
+    if not isinstance(value, str):
+        return  # the model names the wrong type
+    problem = relative_path_problem(value)
+    if problem is not None:
+        raise _shape_error(
+            filename,
+            locator,
+            path,
+            f"{what} {escape_text(value)!r} {problem}",
+            "a hand-edited or hostile lockfile: restore it from git "
+            f"(`git checkout -- {filename}`) or correct the value",
+        )
+
+
 def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
     base: list[str | int] = ["runs", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     if "address" in table:
@@ -528,6 +556,13 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
         downloads = dict(downloads)
         if isinstance(downloads.get("types"), list):
             downloads["types"] = tuple(downloads["types"])
+        where = base + ["downloads"]
+        _check_path_value(
+            downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
+        )
+        if isinstance(downloads.get("sha256"), dict):
+            for rel in downloads["sha256"]:
+                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
     intent = table.get("intent")
     if isinstance(intent, dict):
@@ -539,6 +574,7 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
 
 def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
     base: list[str | int] = ["rejections", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     data = dict(table)
@@ -555,6 +591,7 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
     data.update(table)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
+    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
     entry = _validate(HistoryEntry, data, filename, locator, base)
     if entry.reason not in HISTORY_REASONS:
         raise _shape_error(
@@ -611,7 +648,7 @@ def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
     match = _PEEK_WATERMARK.search(body)
     if match:
         try:
-            return True, datetime(*map(int, match.groups()), tzinfo=UTC)
+            return True, _utc(match.groups())
         except ValueError:
             return False, None
     return ("\n[" in head or len(head) < _PEEK_BYTES), None
@@ -621,8 +658,20 @@ class _NotCanonical(Exception):
     """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
 
 
-_F_WS = re.compile(r"[ \t]*")
-_F_ARRAY_WS = re.compile(r"(?:[ \t]|\r?\n)*")
+class _AlwaysMatches(Protocol):
+    """A compiled pattern that matches the empty string, so ``match`` never returns None."""
+
+    def match(self, string: str, pos: int = ..., /) -> re.Match[str]: ...
+
+
+def _utc(parts: Iterable[str]) -> datetime:
+    """The UTC datetime of year, month, day, hour, minute, second (as matched digits)."""
+    year, month, day, hour, minute, second = map(int, parts)
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+
+
+_F_WS = cast(_AlwaysMatches, re.compile(r"[ \t]*"))
+_F_ARRAY_WS = cast(_AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
 _F_BARE = re.compile(r"[A-Za-z0-9_-]+")
 # Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
 # surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
@@ -723,7 +772,7 @@ def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
     match = _F_DATETIME.match(text, pos)
     if match:
         try:
-            value = datetime(*map(int, match.groups()), tzinfo=UTC)
+            value = _utc(match.groups())
         except ValueError:
             raise _NotCanonical from None
         return value, match.end()
@@ -773,9 +822,7 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                     frozen.add(id(value))
                 else:
                     try:
-                        current[key] = datetime(
-                            *map(int, match.group(6, 7, 8, 9, 10, 11)), tzinfo=UTC
-                        )
+                        current[key] = _utc(match.group(6, 7, 8, 9, 10, 11))
                     except ValueError:
                         raise _NotCanonical from None
                 pos = match.end()
@@ -880,8 +927,8 @@ def parse(text: str, filename: str) -> LockState:
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
-    raw = _fast_load(text)
     try:
+        raw = _fast_load(text)
         if raw is None:
             raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -897,6 +944,17 @@ def parse(text: str, filename: str) -> LockState:
     except RecursionError:
         raise StateError(
             f"{filename}: not valid TOML: nested too deeply",
+            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+        ) from None
+    except ValueError:
+        # Python refuses to convert an integer literal of more than 4,300 digits.
+        line = next(
+            (n for n, row in enumerate(text.splitlines(), 1) if re.search(r"[0-9_]{4300}", row)),
+            None,
+        )
+        where = f"{filename}:{line}" if line else filename
+        raise StateError(
+            f"{where}: an integer with more than 4,300 digits",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
@@ -916,7 +974,8 @@ def parse(text: str, filename: str) -> LockState:
             filename,
             locator,
             ["version"],
-            f"lockfile format {version} was written by a newer osmosis-reconciler "
+            f"lockfile format {version if version < 10**6 else _describe_input(version)} was "
+            "written by a newer osmosis-reconciler "
             f"(this one reads format {LOCKFILE_VERSION})",
             "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again",
         )

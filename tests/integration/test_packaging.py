@@ -18,7 +18,7 @@ import pytest
 
 from .helpers import PROJECT_ROOT, git, smoke_config
 
-pytestmark = [pytest.mark.package_index, pytest.mark.slow]
+pytestmark = [pytest.mark.needs_index, pytest.mark.slow]
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:

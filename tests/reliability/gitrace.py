@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.platform.local import Faults
+from tests.support.git import git
 
 from .harness import (
     APPLY_ARGS,
@@ -57,18 +58,6 @@ class GitTally:
     notes: list[str] = field(default_factory=list)
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.email=rel@example.invalid", "-c", "user.name=reliability", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
-
-
 def two_clones(root: Path, configs: int, *, ttl: int = 3) -> tuple[Path, Path, Path]:
     """A bare remote holding ``configs`` configs, and two clones of it (``a``, ``b``)."""
     seed = root / "seed"
@@ -78,15 +67,15 @@ def two_clones(root: Path, configs: int, *, ttl: int = 3) -> tuple[Path, Path, P
         (bench / f"c{index:02d}.toml").write_text(CONFIG.format(index=index, secret=SECRET_NAME))
     (seed / "pyproject.toml").write_text(PYPROJECT.format(ttl=ttl))
     (seed / ".gitignore").write_text(".osmosis/\n")
-    _git(seed, "init", "-q", "-b", "main")
-    _git(seed, "add", "-A")
-    _git(seed, "commit", "-q", "-m", f"{configs} benchmark configs")
+    git(seed, "init", "-q", "-b", "main")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", f"{configs} benchmark configs")
     remote = root / "remote.git"
-    _git(root, "clone", "-q", "--bare", str(seed), str(remote))
+    git(root, "clone", "-q", "--bare", str(seed), str(remote))
     shutil.rmtree(seed)
     clones = []
     for name in ("a", "b"):
-        _git(root, "clone", "-q", str(remote), name)
+        git(root, "clone", "-q", str(remote), name)
         clones.append(root / name)
     return remote, clones[0], clones[1]
 
@@ -158,7 +147,7 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
             tally.not_taken_over += 1
             return
         tally.holders_killed += 1
-        held = _git(b, "ls-remote", "origin", "refs/osmosis/lock")
+        held = git(b, "ls-remote", "origin", "refs/osmosis/lock")
         if not held:
             tally.notes.append("the killed holder left no git lock behind")
         taker = run(
@@ -170,7 +159,7 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
         else:
             tally.taken_over += 1
         count_runs(server, configs, tally)
-        if _git(b, "ls-remote", "origin", "refs/osmosis/lock"):
+        if git(b, "ls-remote", "origin", "refs/osmosis/lock"):
             tally.notes.append("the taker left the git lock behind")
             tally.not_taken_over += 1
 

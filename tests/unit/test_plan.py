@@ -860,7 +860,12 @@ def test_benchmark_not_found_without_a_near_key_lists_the_catalog():
         "Benchmarks in workspace acme/evals: hle, terminal-bench-2-1, toolathlon-verified"
         in (item.details[0])
     )
-    assert "`osmosis-platform-emulator benchmark list`" in item.details[0]
+    assert "`osmosis-platform-emulator benchmark list --workspace acme/evals`" in item.details[0]
+    # The local Platform's catalog page is a command: add it to this workspace.
+    assert item.details[0].endswith(
+        "or add it to the workspace: "
+        "`osmosis-platform-emulator benchmark add zzzz --workspace acme/evals`"
+    )
     item = only_item(desired("x/a", "zzzz"), catalog=CATALOG, platform=REAL)
     assert "`osmosis benchmark list`" in item.details[0]
 
