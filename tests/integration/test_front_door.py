@@ -18,8 +18,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from reconciler.config import load_configs
+from tests.support.git import commit
 
-from .helpers import BIN_DIR, Osmosis, Platform, commit, init_repo, smoke_config
+from .helpers import BIN_DIR, Osmosis, Platform, init_repo, smoke_config
 from .test_generators import GENERATOR, generator, write_generator
 
 FRONT = str(BIN_DIR / "osmosis-reconciler")

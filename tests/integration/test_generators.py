@@ -10,13 +10,13 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 
 from reconciler.render import plan_from_dict, plan_to_dict
+from tests.support.clock import FakeClock
+from tests.support.git import commit
 
 from .helpers import (
-    ManualClock,
     Osmosis,
     Platform,
     actions,
-    commit,
     init_repo,
     plan_items,
     read_lock,
@@ -174,7 +174,7 @@ def test_reordering_elements_and_axes_plans_no_changes(tmp_path: Path, platform:
 
 
 def test_removing_a_model_shows_exactly_its_cells_as_stop_then_forget(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = generator_repo(tmp_path, platform)
     applied(osm)

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import PROJECT_ROOT, git, smoke_config
+from tests.support.git import git
+
+from .helpers import PROJECT_ROOT, smoke_config
 
 pytestmark = [pytest.mark.needs_index, pytest.mark.slow]
 
