@@ -503,13 +503,13 @@ def _read_toml(
     except ValueError:
         # Python refuses to convert an integer literal of more than 4,300 digits.
         found = re.search(r"[0-9_]{4300}", text)
-        line = text.count("\n", 0, found.start()) + 1 if found else None
-        column = found.start() - text.rfind("\n", 0, found.start()) if found else None
+        at_line = text.count("\n", 0, found.start()) + 1 if found else None
+        at_column = found.start() - text.rfind("\n", 0, found.start()) if found else None
         return file_issue(
             "Invalid TOML for a benchmark config: an integer with more than 4,300 digits",
             "no config value needs a number that long: check the value",
-            line,
-            column,
+            at_line,
+            at_column,
         )
     except RecursionError:
         line, column = locate.nesting_position(text, rules.MAX_NESTING_DEPTH)
@@ -526,11 +526,11 @@ def _read_toml(
         # A hex, octal or binary literal has no digit limit in tomllib, but the spec digest
         # (JSON) cannot write it: refused here with its key (found by the fuzz suite).
         found = _HUGE_LITERAL.search(text)
-        line = text.count("\n", 0, found.start()) + 1 if found else None
+        huge_line = text.count("\n", 0, found.start()) + 1 if found else None
         return file_issue(
             f"Invalid value for a benchmark config: an integer out of range at {huge}",
             "no config value needs a number beyond 64 bits: check the value",
-            line,
+            huge_line,
             None,
             key=huge,
         )

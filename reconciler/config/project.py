@@ -285,7 +285,9 @@ def parse_policy(value: list[Any], text: str, source: SettingsSource) -> tuple[P
                 kinds = " or ".join(t.__name__ for t in _RULE_TYPES[key])
                 raise UsageError(f"{where}.{key}: must be {kinds}, got {item!r}")
             if key in ("match", "models", "harnesses"):
-                items = [item] if isinstance(item, str) else item
+                items: list[Any] = (
+                    [item] if isinstance(item, str) else item if isinstance(item, list) else []
+                )
                 if not items or not all(isinstance(v, str) and v.strip() for v in items):
                     raise UsageError(f"{where}.{key}: must be a non-empty list of strings")
         if "name" not in table:
