@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test lint demo perf reliability fuzz clean
+.PHONY: install test lint demo perf reliability fuzz lifecycle clean
 
 install: $(STAMP)
 
@@ -53,6 +53,11 @@ fuzz: install
 	rm -rf .fuzz-tallies && mkdir -p .fuzz-tallies
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_TALLY_DIR=$(CURDIR)/.fuzz-tallies FUZZ_REPORT=$(CURDIR)/.fuzz-report.txt \
 	$(BIN)/python -m pytest -n 2 -q tests/fuzz
+
+# A team's life as a state machine (issue 22): LIFECYCLE_EXAMPLES, LIFECYCLE_STEPS,
+# LIFECYCLE_SEED, LIFECYCLE_PLANT=lost-record (see tests/lifecycle/machine.py).
+lifecycle: install
+	$(BIN)/python -m tests.lifecycle.run
 
 clean:
 	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt

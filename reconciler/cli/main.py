@@ -199,6 +199,12 @@ def _selection(parser: argparse.ArgumentParser) -> None:
         help="allow a plan that starts more new attempts than max_attempts",
     )
     parser.add_argument(
+        "--allow-unestimated",
+        action="store_true",
+        help="allow a plan with max_cost_usd set to submit configs that have no cost "
+        "estimate (no recorded run of their model)",
+    )
+    parser.add_argument(
         "--allow-foreign-state",
         action="store_true",
         help="use a lockfile that names another repository or replaced the one committed at "
@@ -539,6 +545,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "replace": tuple(args.replace) or None,
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,
+        "allow_unestimated": getattr(args, "allow_unestimated", False) or None,
     }
     if getattr(args, "refresh", None):
         values["refresh"] = args.refresh
@@ -697,9 +704,11 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         from reconciler.state.gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
-        where = force_unlock_any(
-            root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
-        )
+        from reconciler.state.locking import machine_lock_dir
+
+        clone_lock = (root / settings.state).parent / ".osmosis.lock.held"
+        machine_locks = sorted(machine_lock_dir().glob("*.held"))
+        where = force_unlock_any(root, [clone_lock, *machine_locks], args.force_unlock)
         output.info(f"Released the apply lock {args.force_unlock} ({where}).")
         body = {"lock_id": args.force_unlock, "released": True}
         return output.present(CommandResult(0, "unlock", body))
@@ -716,8 +725,12 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         report = ApplyReport(output)
         if args.planfile:
             # Re-observed (design.md §7.2): statuses that changed since the plan was made are
-            # recorded before acting (a run that ended meanwhile downloads as ended).
-            plan, snapshots = session.load_saved_plan(Path(args.planfile))
+            # recorded before acting (a run that ended meanwhile downloads as ended), and
+            # only the saved items the plan recomputed now still holds are carried out.
+            saved, snapshots = session.load_saved_plan(Path(args.planfile))
+            from reconciler.plan.recheck import still_planned
+
+            plan = still_planned(saved, session.plan(snapshots))
             if only is not None:
                 plan = restrict_plan(plan, only)
         else:

@@ -503,13 +503,13 @@ def _read_toml(
     except ValueError:
         # Python refuses to convert an integer literal of more than 4,300 digits.
         found = re.search(r"[0-9_]{4300}", text)
-        at_line = text.count("\n", 0, found.start()) + 1 if found else None
-        at_column = found.start() - text.rfind("\n", 0, found.start()) if found else None
+        digits_line = text.count("\n", 0, found.start()) + 1 if found else None
+        digits_column = found.start() - text.rfind("\n", 0, found.start()) if found else None
         return file_issue(
             "Invalid TOML for a benchmark config: an integer with more than 4,300 digits",
             "no config value needs a number that long: check the value",
-            at_line,
-            at_column,
+            digits_line,
+            digits_column,
         )
     except RecursionError:
         line, column = locate.nesting_position(text, rules.MAX_NESTING_DEPTH)

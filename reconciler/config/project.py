@@ -64,6 +64,8 @@ _TYPES: dict[str, type[Any]] = {
     "lock": str,
     "lock_ttl": int,
     "policy": list,
+    "unknown_outcome_listings": int,
+    "unknown_outcome_quiet_minutes": float,
 }
 _RULE_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,),
@@ -235,6 +237,10 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
                 if key != "parallelism"
                 else f"{where}: must be at least 1"
             )
+        if key == "unknown_outcome_listings" and value < 1:
+            raise UsageError(f"{where}: must be at least 1 (run listings)")
+        if key == "unknown_outcome_quiet_minutes" and value < 0:
+            raise UsageError(f"{where}: must not be negative (minutes)")
         if key == "lock_ttl" and value < 2:
             raise UsageError(f"{where}: must be at least 2 (seconds)")
         if key == "download_types":

@@ -22,8 +22,12 @@ from reconciler.paths import check_inside
 from reconciler.platform import PlatformClient, select_platform
 from reconciler.platform.settings import git_identity_from_remote
 from reconciler.redact import register_secret
+from reconciler.state.lockfile import peek_platform
 
 LOCAL_DATA_DIR = ".osmosis/local-platform"
+TRYOUT_STATE = ".osmosis/try-out/osmosis.lock"
+"""A try-out's lockfile (``Context.tryout``): beside the embedded Platform's data, never
+committed."""
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
 LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
 LOCAL_SEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SEED"
@@ -62,6 +66,9 @@ class Context:
     announcement: str | None = None
     local: Any = None
     env: Mapping[str, str] = field(default_factory=dict)
+    tryout: bool = False
+    """A try-out against the embedded Platform in a repository whose lockfile belongs to a
+    real Platform: its state lives in ``TRYOUT_STATE`` and the team's lockfile is untouched."""
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
 
     @property
@@ -76,7 +83,7 @@ class Context:
 
     @property
     def state_path(self) -> Path:
-        return self.repo_root / self.settings.state
+        return self.repo_root / (TRYOUT_STATE if self.tryout else self.settings.state)
 
     @property
     def lock_path(self) -> Path:
@@ -180,6 +187,14 @@ def open_context(
         git_identity=git_identity,
         transport=transport,
     )
+    tryout = local is not None and _belongs_elsewhere(repo_root / settings.state)
+    announcement = selection.announcement
+    if tryout:
+        _keep_out_of_git(repo_root / TRYOUT_STATE)
+        announcement = (
+            f"{announcement}\nTry-out: {settings.state} belongs to another Platform, so this "
+            f"try-out keeps its state in {TRYOUT_STATE} (never committed, never pushed)"
+        )
     return Context(
         repo_root=repo_root,
         settings=settings,
@@ -188,10 +203,25 @@ def open_context(
         client=client,
         make_http=make_http,
         git=git,
-        announcement=selection.announcement,
+        announcement=announcement,
         local=local,
         env=env,
+        tryout=tryout,
     )
+
+
+def _belongs_elsewhere(state_path: Path) -> bool:
+    """Whether the lockfile there records a Platform other than the embedded one."""
+    recorded = peek_platform(state_path)
+    return recorded is not None and recorded != "local"
+
+
+def _keep_out_of_git(path: Path) -> None:
+    """A try-out's directory ignores itself, whatever the repository's .gitignore says."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ignore = path.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
 
 
 def _local_speed(env: Mapping[str, str]) -> float | None:

@@ -14,7 +14,7 @@ import difflib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -25,7 +25,7 @@ from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
-from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
+from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
@@ -43,6 +43,7 @@ from reconciler.model import (
 )
 from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.plan import compute_plan
+from reconciler.plan.ownership import recorded_ids
 from reconciler.render import (
     parse_saved_plan,
     render_json,
@@ -50,19 +51,20 @@ from reconciler.render import (
     render_text,
     saved_plan_text,
 )
-from reconciler.state.gitlock import hold_git_lock
+from reconciler.state.gitlock import GitLock, GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     StateStore,
     check_provenance,
     check_state_path,
     load_lockfile,
+    parse,
     peek_watermark_in,
     read_lockfile_bytes,
     remove_stale_temps,
     write_lockfile,
 )
-from reconciler.state.locking import hold_lock
+from reconciler.state.locking import LockKind, choose_lock, hold_lock, machine_lock_path
 
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
@@ -161,6 +163,8 @@ class Session:
         self.output = output
         self.lockfile = lockfile
         self.cancel = threading.Event()
+        self.git_lock: GitLock | None = None
+        """The git lock while ``hold_lock`` holds one (its ``publish`` records each write)."""
 
     @classmethod
     @contextmanager
@@ -264,16 +268,19 @@ class Session:
             identity = self.repository
             # The header is all the check reads (lineage, serial, repository).
             committed = git.committed_file(self._state_in_repo(git), limit=HEADER_BYTES)
+            root = git.root_commit()
             check_provenance(
                 state,
                 name=self.ctx.settings.state,
                 repository=identity,
                 committed=committed,
                 allow_foreign=self.ctx.settings.allow_foreign_state,
+                root_commit=root,
             )
-            if identity is not None and state.repository != identity:
-                # Recorded with the next write (older lockfiles, or an accepted rename).
-                state = state.model_copy(update={"repository": identity})
+            if identity is not None and (state.repository != identity or state.root_commit != root):
+                # Recorded with the next write (older lockfiles, a remote added since, or
+                # an accepted rename).
+                state = state.model_copy(update={"repository": identity, "root_commit": root})
         return state
 
     def load_state(self) -> LockState:
@@ -306,7 +313,7 @@ class Session:
         walk: RunWalk | None = None,
         outputs: Mapping[str, LocalOutputs] | None = None,
     ) -> Observation:
-        return observe(
+        observation = observe(
             self.ctx.client,
             tuple(desired),
             state,
@@ -320,6 +327,38 @@ class Session:
             walk=walk,
             outputs=outputs,
         )
+        known = recorded_ids(state)
+        if any(run_id not in known for run_id in observation.runs):
+            vouched = self._vouched_by_state_record()
+            if vouched:
+                observation = observation.model_copy(update={"vouched": vouched})
+        return observation
+
+    def _vouched_by_state_record(self) -> frozenset[str]:
+        """Run ids the remote state record of this Platform and workspace names: evidence
+        (``plan.ownership``) for a run whose lockfile commit never reached the branch. Read
+        only where the git lock guards the Platform (it is what writes the record)."""
+        git = self.ctx.git
+        if git is None or self.lock_kind() is not LockKind.GIT:
+            return frozenset()
+        try:
+            data = read_state_record(git.root, self.guarded_refs())
+        except GitError as exc:
+            self.output.warning(
+                f"the remote state record could not be read ({exc.message}); runs only it "
+                "names are not adopted by this plan"
+            )
+            return frozenset()
+        if data is None:
+            return frozenset()
+        try:
+            record = parse(data.decode("utf-8", "replace"), self.guarded_refs().state)
+        except StateError as exc:
+            self.output.warning(f"the remote state record is unreadable: {exc.message}")
+            return frozenset()
+        if record.platform.rstrip("/") != self.ctx.platform_id.rstrip("/"):
+            return frozenset()
+        return recorded_ids(record)
 
     def _start_walk(self, lockfile: bytes | None) -> RunWalk:
         """The first pages of the run list, read while the lockfile is parsed: every page
@@ -591,32 +630,64 @@ class Session:
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
         git, settings = self.ctx.git, self.ctx.settings
-        with (
-            hold_lock(
-                self.ctx.lock_path,
-                timeout=timeout,
-                command=command,
-                on_wait=waiting,
-                ci_url=_ci_url(),
-            ) as info,
-            # Across machines too (laptop and CI): see gitlock.py.
-            hold_git_lock(
-                git.root if git else self.ctx.repo_root,
-                mode=settings.lock,
-                has_origin=bool(git and git.origin_url()),
-                lock_id=info.lock_id,
-                command=command,
-                ci_url=info.ci_url,
-                ttl=settings.lock_ttl,
-                state_path=self.ctx.state_path,
-                timeout=timeout,
-                on_wait=waiting,
-                on_lost=lost,
-            ),
-        ):
+        kind = self.lock_kind()
+        with ExitStack() as stack:
+            # The clone's lock always (osmosis-state and announce take it too), then the
+            # one that guards the Platform and workspace beyond this clone, if any.
+            info = stack.enter_context(
+                hold_lock(
+                    self.ctx.lock_path,
+                    timeout=timeout,
+                    command=command,
+                    on_wait=waiting,
+                    ci_url=_ci_url(),
+                )
+            )
+            if kind is LockKind.MACHINE:
+                # A loopback Platform lives on this machine: two clones exclude each other.
+                stack.enter_context(
+                    hold_lock(
+                        machine_lock_path(self.ctx.platform_id, self.ctx.workspace, self.ctx.env),
+                        timeout=timeout,
+                        command=command,
+                        on_wait=waiting,
+                        ci_url=info.ci_url,
+                    )
+                )
+            if kind is LockKind.GIT:
+                assert git is not None
+                # Across machines too (laptop and CI): see gitlock.py.
+                self.git_lock = stack.enter_context(
+                    hold_git_lock(
+                        git.root,
+                        refs=self.guarded_refs(),
+                        lock_id=info.lock_id,
+                        command=command,
+                        ci_url=info.ci_url,
+                        ttl=settings.lock_ttl,
+                        state_path=self.ctx.state_path,
+                        timeout=timeout,
+                        on_wait=waiting,
+                        on_lost=lost,
+                    )
+                )
+            stack.callback(setattr, self, "git_lock", None)
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)
             yield
+
+    def lock_kind(self) -> LockKind:
+        """Which lock guards this Platform and workspace (``locking.choose_lock``)."""
+        git = self.ctx.git
+        return choose_lock(
+            self.ctx.settings.lock,
+            self.ctx.platform_id,
+            has_origin=bool(git and git.origin_url()),
+        )
+
+    def guarded_refs(self) -> GuardedRefs:
+        """The git lock and state refs of this Platform and workspace."""
+        return GuardedRefs(self.ctx.platform_id, self.ctx.workspace)
 
     def refresh(self, *, record: bool) -> tuple[Plan, tuple[RecordedChange, ...]]:
         """What a refresh records: observed statuses that the lockfile does not hold yet.
@@ -648,7 +719,10 @@ class Session:
         from reconciler.engine.apply import Applier
 
         state = refresh_statuses(snapshots.state, snapshots.observation)
-        store = StateStore(self.ctx.state_path, state)
+        # Under the git lock every write reaches the remote state record too (before the
+        # POST that follows an intent): evidence a killed apply leaves for the next one.
+        publish = self.git_lock.publish if self.git_lock is not None else None
+        store = StateStore(self.ctx.state_path, state, on_write=publish)
         if state != snapshots.state:
             store.update(lambda s: s)
 

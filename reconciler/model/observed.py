@@ -127,6 +127,9 @@ class Observation(Frozen):
     """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
     secrets: frozenset[str] | None = None
     """Stored secret record names (any scope); None when the lookup failed."""
+    personal_secrets: frozenset[str] = frozenset()
+    """Those of them found only at personal scope (the token's own user): runs submitted
+    with another identity, such as CI's, do not see them."""
     outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
     """Address -> local files of its recorded run."""
     head: str | None = None
@@ -134,3 +137,7 @@ class Observation(Frozen):
     catalog: tuple[BenchmarkRef, ...] | None = None
     """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
     None when not listed."""
+    vouched: frozenset[str] = frozenset()
+    """Run ids the remote state record of this Platform and workspace names (the lockfile
+    the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses
+    is this repository's (``plan.ownership``). Empty without a git lock or record."""

@@ -28,6 +28,9 @@ class Action(str, Enum):
     ADOPT = "adopt"
     MOVE = "move"
     BLOCKED = "blocked"
+    UNKNOWN = "unknown"
+    """A submit whose outcome is unknown: no run found yet, not sent again yet. Apply only
+    records the observation as evidence (no Platform call)."""
 
     @property
     def symbol(self) -> str:
@@ -43,6 +46,7 @@ ACTION_SYMBOLS = {
     Action.ADOPT: "<=",
     Action.MOVE: ">",
     Action.BLOCKED: "!",
+    Action.UNKNOWN: "?",
 }
 
 
@@ -74,6 +78,7 @@ class Reason(str, Enum):
     TASKS_EMPTY = "tasks_empty"
     RECORD_MISMATCH = "record_mismatch"
     PLATFORM_REFUSED = "platform_refused"
+    OUTCOME_UNKNOWN = "outcome_unknown"
 
 
 class Fix(Frozen):
@@ -198,6 +203,10 @@ class PlanItem(Frozen):
     source: CellSource | None = None
     """For an address of a run generator: the file, the cell, and for a vanished cell which
     element went (``note``)."""
+    listed_at: datetime | None = None
+    """For ``unknown`` only: when this plan's run list, complete back to the submit, showed
+    no run that could be it. Apply records it in the intent as evidence for the quiet
+    period."""
 
     @property
     def fixes(self) -> tuple[Fix, ...]:
@@ -221,6 +230,8 @@ class PlanItem(Frozen):
             ]
         if self.from_address is not None and self.action is not Action.MOVE:
             wrong.append("from_address")
+        if self.listed_at is not None and self.action is not Action.UNKNOWN:
+            wrong.append("listed_at")
         if wrong:
             raise ValueError(
                 f"a {self.action.value} item cannot carry {', '.join(wrong)} ({self.address})"

@@ -16,7 +16,11 @@ from reconciler.model.observed import BenchmarkInfo
 
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-LOCKFILE_VERSION = 1
+LOCKFILE_VERSION = 2
+"""The lockfile format this version writes; older ones are read and migrated on write
+(``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
+(``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
+and what a history entry keeps (pending downloads, the cost inputs)."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -69,6 +73,10 @@ class Intent(Frozen):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
+    listings: tuple[datetime, ...] | None = None
+    """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
+    after the submit, showed no run that could be it (the quiet-period evidence,
+    ``Settings.unknown_outcome_listings``)."""
 
 
 class Downloads(Frozen):
@@ -247,6 +255,15 @@ class HistoryEntry(Frozen):
     """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
+    outputs_pending: bool | None = None
+    """True when the run had ended but its outputs were not (fully) downloaded when it left
+    its address: the plan keeps offering the download until they are. None: nothing due."""
+    benchmark_id: str | None = None
+    """The run's benchmark, and ..."""
+    models: tuple[str, ...] | None = None
+    """... each agent's model (``model_identity``), in agent order, with ..."""
+    attempts_per_task: int | None = None
+    """... its attempts per task (None: 1): what the cost estimate reads from history."""
 
 
 class LockState(Frozen):
@@ -266,6 +283,10 @@ class LockState(Frozen):
     """The repository this state belongs to (``reconciler.gitinfo.GitRepo.identity``): a
     lockfile copied from another repository must never drive stops. None in lockfiles
     written before it was recorded, and outside git."""
+    root_commit: str | None = None
+    """The root commit of the repository's history (format 2). A lockfile written before
+    the repository had a remote (``repository = "root:..."``) is accepted by a clone with
+    the same root commit, which records its remote; a different remote is a fork."""
     observed_until: datetime | None = None
     """Watermark of the run list: every run the Platform created before this time (minus
     ``plan.CLOCK_SKEW``) was seen by an observation whose plan this state records, so a

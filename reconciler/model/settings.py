@@ -59,3 +59,10 @@ class Settings(Frozen):
     policy: tuple[PolicyRule, ...] = ()
     """Policy rules (``[[policy]]`` in the settings): allowed models and harnesses, required
     task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""
+    allow_unestimated: bool = False
+    """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    unknown_outcome_listings: int = 3
+    """Complete run listings without a matching run, after a submit whose outcome is
+    unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
+    unknown_outcome_quiet_minutes: float = 30.0
+    """Minutes since such a submit that those listings must span."""

@@ -8,7 +8,7 @@ the order matters only where an observed run could be claimed twice, and there i
 1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
                 run first;
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
-                (no Platform call);
+                (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
                 every other recorded entry: changed, missing, finished, deleted;
    ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
@@ -40,7 +40,7 @@ from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
 from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
-from reconciler.plan.moves import pair_moves
+from reconciler.plan.moves import hint_renames, pair_moves
 from reconciler.plan.policy import check_policy_budgets
 from reconciler.plan.results import result_rows
 
@@ -69,6 +69,7 @@ def compute_plan(
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
+    hint_renames(draft, new_addresses)
     shape_generator_items(draft)
     check_policy_budgets(draft)
     find_drift(draft)

@@ -24,11 +24,13 @@ from reconciler.model import (
 )
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
+from reconciler.plan.ownership import evidence_of
 from reconciler.plan.preflight import paid_item
 
 
 def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
-    """New configs first (they may claim unrecorded runs), then every undecided entry."""
+    """New configs first (they may claim unrecorded runs), then every undecided entry, then
+    the ended runs in the history whose outputs are still owed."""
     for address in new_addresses:
         _plan_new(draft, draft.desired[address])
     for address in sorted(draft.recorded.runs):
@@ -39,6 +41,41 @@ def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
             _plan_recorded(draft, draft.desired[address], entry)
         else:
             _plan_deleted(draft, entry)
+    _plan_history_downloads(draft)
+
+
+def _plan_history_downloads(draft: Draft) -> None:
+    """A run that ended and left its address before its outputs were fetched (a config
+    changed or deleted before a download) is still downloaded: no ended managed run leaves
+    the repository without its results (design.md §7.11)."""
+    for old in draft.recorded.history:
+        if not old.outputs_pending or not old.run_id or old.run_id in draft.observed.missing:
+            continue
+        draft.items.append(
+            PlanItem(
+                action=Action.DOWNLOAD,
+                address=old.address,
+                reason=Reason.RESULTS_MISSING,
+                run_id=old.run_id,
+                run_name=old.run_name,
+                before_digest=old.spec_digest,
+                after_digest=old.spec_digest,
+                benchmark_id=old.benchmark_id,
+                download_types=tuple(draft.settings.download_types),
+                details=(f"an earlier run of {old.address} ({old.reason}); kept in the history",),
+            )
+        )
+
+
+OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
+"""A run that ran to its end on its own: its outputs are results to keep (a run stopped
+because its config went has nothing worth a download)."""
+
+
+def _outputs_before_leaving(draft: Draft, entry: RecordedRun, run: ObservedRun | None) -> None:
+    """Download an ended run's outputs in the same apply that moves its entry to history."""
+    if run is not None and run.status in OUTPUTS_DUE_STATUSES:
+        _plan_download(draft, entry, run)
 
 
 # --------------------------------------------------------------------------- new configs
@@ -58,15 +95,10 @@ def _plan_new(draft: Draft, wanted: DesiredRun) -> None:
 def claim_unrecorded(
     draft: Draft, wanted: DesiredRun, entry: RecordedRun | None = None
 ) -> tuple[ObservedRun | None, list[ObservedRun]]:
-    """The newest unclaimed unrecorded run doing exactly what ``wanted`` asks that can only
-    be this repository's (claimed), and the other such runs (not claimed).
-
-    A run is this repository's when the lockfile vouches for it (``entry``'s recorded run is
-    gone and this run was created when that one was submitted) or when it was created after
-    the config's content reached the branch (an apply whose lockfile was lost) and no
-    recorded evidence says otherwise: its creator is one the lockfile's runs never had.
-    Anything else that matches (another repository's or a person's identical run) is never
-    adopted silently.
+    """The newest unclaimed unrecorded run doing exactly what ``wanted`` asks that is this
+    repository's by evidence (``plan.ownership``: the remote state record names it), and
+    the other such runs (named, never claimed). Timing and creator are no evidence:
+    repositories share workspaces and service tokens.
     """
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     if benchmark is None:
@@ -76,30 +108,11 @@ def claim_unrecorded(
     for run in draft.unrecorded:
         if run.id in draft.claimed or run.fingerprint != fingerprint:
             continue
-        if _can_only_be_ours(draft, wanted, entry, run):
+        if evidence_of(run, draft.recorded, draft.observed) is not None:
             draft.claimed.add(run.id)
             return run, others
         others.append(run)
     return None, others
-
-
-def _can_only_be_ours(
-    draft: Draft, wanted: DesiredRun, entry: RecordedRun | None, run: ObservedRun
-) -> bool:
-    created = run.created_at
-    if created is None:
-        return False
-    skew = CLOCK_SKEW.total_seconds()
-    if (
-        entry is not None
-        and entry.spec_digest == wanted.spec_digest
-        and entry.submitted_at is not None
-        and abs(timestamp(created) - timestamp(entry.submitted_at)) <= skew
-    ):
-        return True
-    if wanted.arrived_at is None or timestamp(created) < timestamp(wanted.arrived_at) - skew:
-        return False
-    return not (draft.creators and run.creator and run.creator not in draft.creators)
 
 
 def _not_adopted(wanted: DesiredRun, runs: list[ObservedRun]) -> tuple[str, ...]:
@@ -108,7 +121,8 @@ def _not_adopted(wanted: DesiredRun, runs: list[ObservedRun]) -> tuple[str, ...]
         created = run.created_at.strftime("%Y-%m-%d %H:%M UTC") if run.created_at else "unknown"
         lines.append(
             f"run {run_label(run.name, run.id)} (created {created}) does exactly what this "
-            "config asks but may not be this repository's, so it is not adopted; to use it "
+            "config asks but nothing this repository wrote names it, so it is not adopted; "
+            "to use it "
             f"instead of a new run: `osmosis-import {run.name or run.id} --to {wanted.path}`"
         )
     if len(runs) > 3:
@@ -170,6 +184,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     if requested:
         action = Action.REPLACE if active else Action.SUBMIT
         draft.items.append(paid_item(draft, action, Reason.REPLACE_REQUESTED, wanted, **common))
+        _outputs_before_leaving(draft, entry, run)
         return
     if changed:
         if active:
@@ -189,6 +204,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
         # The old run is over (or gone): a run matching the new config that the lockfile
         # missed (an apply whose lockfile commit was lost) is adopted rather than paid twice.
         _adopt_or_submit(draft, wanted, entry, Reason.SPEC_CHANGED, common)
+        _outputs_before_leaving(draft, entry, run)
         return
     if run is None:
         _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common)
@@ -293,6 +309,7 @@ def _plan_deleted(draft: Draft, entry: RecordedRun) -> None:
         )
         return
     draft.items.append(_forget(entry, run))
+    _outputs_before_leaving(draft, entry, run)
 
 
 def _record_mismatch(draft: Draft, entry: RecordedRun, run: ObservedRun) -> bool:

@@ -22,7 +22,7 @@ from reconciler.model import (
     digest,
     recorded_benchmark,
 )
-from reconciler.plan.cost import cost_table
+from reconciler.plan.cost import CostSample, cost_table
 
 CLOCK_SKEW = timedelta(minutes=10)
 """How far before an intent's ``started_at`` a run may have been created and still be its run:
@@ -50,7 +50,7 @@ class Draft:
     raw_digests: dict[str, str] = field(default_factory=dict)
     """Address -> the config's plain spec digest (what a saved plan's staleness check uses);
     ``desired`` carries the canonical one (``model.canonical_digest``)."""
-    costs: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
+    costs: dict[str, tuple[CostSample, ...]] = field(default_factory=dict)
     """``plan.cost.cost_table`` of the recorded runs."""
     creators: frozenset[str] = frozenset()
     """Creators (``creator_digest``) of the runs this lockfile records: an unrecorded run by

@@ -506,6 +506,13 @@ def _secret_problems(
         return []
     problems = []
     for name in needed:
+        if name in observed.personal_secrets:
+            warnings.append(
+                f"secret {name} exists only at personal scope (yours): this plan sees it, but "
+                "an apply in CI, with the workspace's token, will not and the submit will "
+                f"fail there; fix: `{secret_command(name, observed)}` (store it at workspace "
+                "scope)"
+            )
         if name in observed.secrets:
             continue
         owner = benchmark.name if benchmark is not None else wanted.benchmark

@@ -19,6 +19,13 @@ from reconciler.render.generators import generator_to_dict, source_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
+    document = _item_fields(item)
+    if item.listed_at is not None:  # only an unknown outcome has one
+        document["listed_at"] = item.listed_at.isoformat()
+    return document
+
+
+def _item_fields(item: PlanItem) -> dict[str, Any]:
     # The saved plan's format is flat (format_version 1.0); the model groups these.
     blocked = item.blocked
     return {

@@ -108,6 +108,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_by=a.get("requested_by"),
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
+                listed_at=_datetime_or_none(a.get("listed_at")),
                 context=a.get("context"),
                 cost=Cost(
                     usd_low=a["cost_usd"].get("low"),

@@ -50,6 +50,9 @@ def summary_line(plan: Plan) -> str:
         parts.append(f"{s.move:,} to move")
     if s.blocked:
         parts.append(f"{s.blocked:,} blocked")
+    unknown = sum(1 for item in plan.items if item.action is Action.UNKNOWN)
+    if unknown:
+        parts.append(f"{unknown:,} unknown outcome{'' if unknown == 1 else 's'}")
     word = "attempt" if s.attempts == 1 else "attempts"
     cost = ""
     if s.cost_usd_high is not None:

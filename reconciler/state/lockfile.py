@@ -3,11 +3,13 @@
 Layout (design.md §5)::
 
     # header comment
-    version = 1
+    version = 2
     lineage = "<uuid4>"
     serial = 7
     platform = "local"
     workspace = "acme"
+    repository = "github.com/acme/bench"   # the origin remote, else "root:<sha>"
+    root_commit = "<sha>"                  # format 2: the root commit of the history
 
     [runs."terminal-bench/smoke"]          # one table per address, sorted
     spec_digest = "sha256:..."             # scalars in RecordedRun field order, None omitted
@@ -76,6 +78,7 @@ from reconciler.model import (
     RecordedRun,
     Rejection,
     RunResults,
+    model_identity,
 )
 from reconciler.paths import check_inside, relative_path_problem
 
@@ -329,7 +332,8 @@ def serialize(state: LockState) -> str:
     state = _sanitize(state)
     out = [
         HEADER_COMMENT,
-        f"version = {state.version}",
+        # Always today's format: a lockfile read in an older one is migrated on write.
+        f"version = {LOCKFILE_VERSION}",
         f"lineage = {_toml_str(state.lineage)}",
         f"serial = {state.serial}",
         f"platform = {_toml_str(state.platform)}",
@@ -337,6 +341,8 @@ def serialize(state: LockState) -> str:
     ]
     if state.repository is not None:
         out.append(f"repository = {_toml_str(state.repository)}")
+    if state.root_commit is not None:
+        out.append(f"root_commit = {_toml_str(state.root_commit)}")
     if state.observed_until is not None:
         out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
@@ -564,8 +570,11 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
             for rel in downloads["sha256"]:
                 _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
-    intent = table.get("intent")
+    intent: Any = table.get("intent")
     if isinstance(intent, dict):
+        listings: Any = intent.get("listings")
+        if isinstance(listings, list):
+            intent = {**intent, "listings": tuple(listings)}
         data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
@@ -587,8 +596,11 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
-    data = {name: None for name in _HISTORY_NULLABLE}
+    data: dict[str, Any] = {name: None for name in _HISTORY_NULLABLE}
     data.update(table)
+    models: Any = table.get("models")
+    if isinstance(models, list):
+        data["models"] = tuple(models)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
@@ -611,6 +623,7 @@ _HEADER_KEYS = frozenset(
         "platform",
         "workspace",
         "repository",
+        "root_commit",
         "observed_until",
         "runs",
         "rejections",
@@ -1000,6 +1013,10 @@ def parse(text: str, filename: str) -> LockState:
     unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
+    if version == 1:
+        if "root_commit" in raw:
+            raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+        raw = migrate_v1(raw)
 
     repository = raw.get("repository")
     if repository is not None and (not isinstance(repository, str) or not repository.strip()):
@@ -1008,6 +1025,16 @@ def parse(text: str, filename: str) -> LockState:
             locator,
             ["repository"],
             f"must be a non-empty string (found {_describe_input(repository)})",
+        )
+    root_commit = raw.get("root_commit")
+    if root_commit is not None and (
+        not isinstance(root_commit, str) or not re.fullmatch(r"[0-9a-f]{40,64}", root_commit)
+    ):
+        raise _shape_error(
+            filename,
+            locator,
+            ["root_commit"],
+            f"must be a commit sha (found {_describe_input(root_commit)})",
         )
     observed_until = raw.get("observed_until")
     if observed_until is not None and not isinstance(observed_until, datetime):
@@ -1041,18 +1068,46 @@ def parse(text: str, filename: str) -> LockState:
     history = tuple(
         _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
     )
-    return LockState(
-        version=version,
-        lineage=raw["lineage"],
-        serial=serial,
-        platform=raw["platform"],
-        workspace=raw["workspace"],
-        repository=repository,
-        observed_until=observed_until,
-        runs=runs,
-        rejections=rejections,
-        history=history,
+    return _as_current_version(
+        LockState(
+            version=version,
+            lineage=raw["lineage"],
+            serial=serial,
+            platform=raw["platform"],
+            workspace=raw["workspace"],
+            repository=repository,
+            root_commit=root_commit,
+            observed_until=observed_until,
+            runs=runs,
+            rejections=rejections,
+            history=history,
+        )
     )
+
+
+def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 lockfile's table as format 2 reads it (written back as format 2).
+
+    Format 2 records the root commit beside the repository (``LockState.root_commit``);
+    format 1 knew it only when the repository had no remote (``repository = "root:SHA"``).
+    Format 2's other additions are optional fields, each of which means "nothing known" when
+    absent: an intent without ``listings`` has no quiet-period evidence yet, and a history
+    entry without ``outputs_pending`` or its cost inputs (``benchmark_id``, ``models``,
+    ``attempts_per_task``) owes no download and gives no cost sample. Whether a format-1
+    history entry's outputs were downloaded is not recorded, so none is assumed owed.
+    """
+    migrated = dict(raw)
+    repository = raw.get("repository")
+    if isinstance(repository, str) and repository.startswith("root:"):
+        migrated["root_commit"] = repository.removeprefix("root:")
+    return migrated
+
+
+def _as_current_version(state: LockState) -> LockState:
+    """An older format's state as this one (the next write records the new version)."""
+    if state.version >= LOCKFILE_VERSION:
+        return state
+    return state.model_copy(update={"version": LOCKFILE_VERSION})
 
 
 # --------------------------------------------------------------------------- files
@@ -1193,6 +1248,21 @@ def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
     )
 
 
+_PEEK_PLATFORM = re.compile(r'^platform = "([^"\\]*)"$', re.M)
+
+
+def peek_platform(path: Path) -> str | None:
+    """The ``platform`` a lockfile on disk records (its header only), None when there is
+    no readable lockfile there."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+    except OSError:
+        return None
+    found = _PEEK_PLATFORM.search(head.decode("utf-8", "replace").partition("\n[")[0])
+    return found.group(1) if found else None
+
+
 def check_provenance(
     state: LockState,
     *,
@@ -1200,11 +1270,15 @@ def check_provenance(
     repository: str | None,
     committed: bytes | None,
     allow_foreign: bool = False,
+    root_commit: str | None = None,
 ) -> None:
     """Refuse a lockfile that is not this repository's own history.
 
     * It names another repository (copied from another repository in the same
-      workspace, its entries would stop that repository's runs).
+      workspace, its entries would stop that repository's runs). Identity is the remote
+      and the root commit (``same_repository``): a lockfile written before the repository
+      had a remote is this repository's in a clone with the same root commit; a clone
+      whose remote differs from the recorded one is a fork.
     * Its lineage differs from the lockfile committed at HEAD (replaced or deleted).
     * Its serial is lower than HEAD's with the same lineage (an older copy, edited back).
 
@@ -1237,9 +1311,8 @@ def check_provenance(
             )
     if (
         repository is not None
-        and state.repository is not None
-        and state.repository != repository
         and not allow_foreign
+        and not same_repository(state, repository, root_commit)
     ):
         raise StateError(
             f"{name} belongs to repository {state.repository}, not to this one "
@@ -1248,6 +1321,28 @@ def check_provenance(
             f"use this repository's own lockfile; if the repository was renamed or moved, "
             f"pass {FOREIGN_STATE_FLAG} once (the next apply records the new name)",
         )
+
+
+def same_repository(state: LockState, repository: str, root_commit: str | None) -> bool:
+    """Whether ``state`` is the lockfile of the repository ``repository`` (its identity:
+    the remote, else ``root:SHA``) whose history starts at ``root_commit``.
+
+    The recorded remote decides when both sides have one (another remote is a fork, even
+    with the same root commit). When either side has none (written before ``origin`` was
+    added, or read in a copy without a remote) the root commit decides.
+    """
+    recorded = state.repository
+    if recorded is None or recorded == repository:
+        return True
+    recorded_remote = None if recorded.startswith("root:") else recorded
+    remote = None if repository.startswith("root:") else repository
+    if recorded_remote is not None and remote is not None:
+        return False
+    recorded_root = state.root_commit or (
+        recorded.removeprefix("root:") if recorded.startswith("root:") else None
+    )
+    ours = root_commit or (repository.removeprefix("root:") if remote is None else None)
+    return recorded_root is not None and recorded_root == ours
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -1316,7 +1411,9 @@ def remove_stale_temps(path: Path) -> int:
 
 def write_lockfile(path: Path, state: LockState) -> LockState:
     """Write ``state`` atomically with ``serial + 1``; returns the state as written."""
-    written = _sanitize(state).model_copy(update={"serial": state.serial + 1})
+    written = _sanitize(state).model_copy(
+        update={"serial": state.serial + 1, "version": LOCKFILE_VERSION}
+    )
     try:
         _atomic_write(path, serialize(written).encode("utf-8"))
     except OSError as exc:
@@ -1344,7 +1441,17 @@ class StateStore:
     costs one lockfile write per interval instead of one per run.
     """
 
-    def __init__(self, path: Path, state: LockState, *, lazy_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        state: LockState,
+        *,
+        lazy_interval: float = 1.0,
+        on_write: Callable[[LockState], None] | None = None,
+    ) -> None:
+        self._on_write = on_write
+        """Called after each write, inside it (``gitlock.GitLock.publish``: the remote
+        state record gets every intent before its POST); an error fails the update."""
         self._path = path
         self._state = state
         self._latest = state
@@ -1408,6 +1515,8 @@ class StateStore:
                 self._state = write_lockfile(self._path, unwritten)
                 self._durable = covered
                 self._written_at = time.monotonic()
+                if self._on_write is not None:
+                    self._on_write(self._state)
             return self._state
 
 
@@ -1435,10 +1544,35 @@ def add_history(state: LockState, entry: HistoryEntry) -> LockState:
     return state.model_copy(update={"history": cap_history((entry, *state.history))})
 
 
+OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
+"""History reasons after which an ended run's outputs are still fetched (``moved`` carries
+the run on under its new address; ``lost`` has no run to fetch from)."""
+OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
+"""Statuses of a run that ran to its end on its own: its outputs are results to keep."""
+
+
 def _history_entry(
     run: RecordedRun, reason: str, ended_at: datetime | None, address: str | None = None
 ) -> HistoryEntry:
+    downloaded = run.downloads is not None and run.downloads.complete
+    pending = (
+        reason in OUTPUTS_DUE_REASONS
+        and run.run_id is not None
+        and run.status in OUTPUTS_DUE_STATUSES
+        and not downloaded
+    )
+    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
     return HistoryEntry(
+        outputs_pending=True if pending else None,
+        benchmark_id=run.benchmark_id,
+        models=tuple(
+            model_identity((agent or {}).get("model") or {})
+            for agent in run.spec.get("agents") or []
+        )
+        or None,
+        attempts_per_task=per_task
+        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
+        else None,
         address=address or run.address,
         run_id=run.run_id,
         run_name=run.run_name,

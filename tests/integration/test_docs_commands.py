@@ -32,6 +32,12 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "generators.md", "# Generators: many runs from one file"): "test_docs_authoring.py",
     (DOCS / "authoring.md", "# Authoring: the front door, fmt, show, policy rules, "
      "installing"): "test_docs_authoring.py",
+    (DOCS / "limits.md", "## Deadlines"): "test_limits_doc.py",
+    (DOCS / "limits.md", "## Size caps"): "test_limits_doc.py",
+    (DOCS / "limits.md", "## Numbers"): "test_limits_doc.py",
+    (DOCS / "limits.md", "## Files and paths"): "test_limits_doc.py",
+    (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
+    (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

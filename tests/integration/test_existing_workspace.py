@@ -196,7 +196,15 @@ def test_a_duplicate_made_by_hand_after_the_commit_is_drift_naming_both(
 def test_a_lost_lockfile_adopts_the_run_instead_of_paying_again(
     tmp_path: Path, platform: Platform
 ) -> None:
-    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    # Issue 22: the evidence is the remote state record (git lock), never timing.
+    seed = init_repo(
+        tmp_path / "seed",
+        configs={"tb/a": smoke_config()},
+        pyproject='[tool.osmosis-reconciler]\nlock = "git"\n',
+    )
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(tmp_path / "remote.git"))
+    git(tmp_path, "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "repo"))
+    osm = Osmosis(tmp_path / "repo", platform)
     assert osm.apply("--auto-approve").code == 0
     run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
     # The apply's lockfile never reached the remote (a CI job killed before its push).
@@ -205,9 +213,26 @@ def test_a_lost_lockfile_adopts_the_run_instead_of_paying_again(
     plan = osm.plan("--format", "json")
     (item,) = plan.json()["actions"]
     assert (item["action"], item["run_id"]) == ("adopt", run_id)
-    assert osm.apply("--auto-approve").code == 0
+    # The apply is refused until the lockfile is restored from the record, then adopts.
+    behind = osm.apply("--auto-approve")
+    assert behind.code == 1 and "behind the one the last apply wrote" in behind.err
     assert platform.submits() == 1
-    assert read_lock(osm.repo)["runs"]["tb/a"]["run_id"] == run_id
+
+
+def test_a_lost_lockfile_without_evidence_names_the_run_and_pays_only_when_applied(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """No remote, no state record: nothing this repository wrote names the run, so it is
+    named with the import command, not adopted (issue 22: timing is no evidence)."""
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
+    shutil.rmtree(osm.repo / "state")
+    plan = osm.plan("--format", "json")
+    (item,) = plan.json()["actions"]
+    assert item["action"] == "submit"
+    assert any(run_id in w and "osmosis-import" in w for w in item["warnings"]), item
+    assert platform.submits() == 1
 
 
 # --------------------------------------------------------------------------- issue 17
@@ -265,9 +290,12 @@ def test_a_hand_edited_run_id_adopts_the_real_run(tmp_path: Path, platform: Plat
 
     plan = osm.plan("--format", "json")
     doc = plan.json()
-    assert [(a["action"], a["run_id"]) for a in doc["actions"]] == [("adopt", real)]
+    # Issue 22: a run id this repository never wrote is no evidence: the real run is named
+    # (with the import command that takes it back), not adopted.
+    (action,) = doc["actions"]
+    assert action["action"] == "submit"
+    assert any(real in w and "osmosis-import" in w for w in action["warnings"]), action
     assert [d["kind"] for d in doc["drift"]] == ["run_missing"]
-    assert osm.apply("--auto-approve").code == 0
     assert platform.submits() == 1
 
 

@@ -16,12 +16,22 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import LockHeldError, StateError, UsageError
-from reconciler.state.gitlock import LOCK_REF, STATE_REF, GitLock, read_git_holder, use_git_lock
+from reconciler.state.gitlock import GitLock, GuardedRefs
+from reconciler.state.gitlock import read_git_holder as read_holder_of
+from reconciler.state.locking import LockKind, choose_lock
 from tests.reliability.gitrace import GitTally, killed_holder_elsewhere, race, two_clones
 from tests.support.clock import FakeClock
 from tests.support.git import git
 
 from .helpers import Osmosis, init_repo, smoke_config, start_platform
+
+REFS = GuardedRefs("https://platform.example.test", "acme")
+LOCK_REF = REFS.lock
+STATE_REF = REFS.state
+
+
+def read_git_holder(repo: Path) -> tuple[str, dict[str, object]] | None:
+    return read_holder_of(repo, LOCK_REF)
 
 
 def ls_remote(repo: Path, ref: str) -> str:
@@ -36,6 +46,7 @@ def lock_for(repo: Path, clock: FakeClock | None = None, **kw: object) -> GitLoc
     kw.setdefault("host", "host-" + repo.name)
     return GitLock(
         repo,
+        refs=REFS,
         lock_id=f"id-{repo.name}-{kw.pop('tag', 0)}",
         command="osmosis-apply --auto-approve",
         ci_url=kw.pop("ci_url", None),  # type: ignore[arg-type]
@@ -91,7 +102,7 @@ def test_release_records_the_lockfile_and_a_clone_behind_it_is_refused(
     with pytest.raises(StateError) as info:
         lock_for(b).acquire(0)
     assert "left serial 4, this checkout has no lockfile" in info.value.message
-    assert "git fetch origin refs/osmosis/state" in (info.value.hint or "")
+    assert f"git fetch origin {STATE_REF}" in (info.value.hint or "")
     assert not ls_remote(b, LOCK_REF), "a refused acquirer must not keep the lock"
     # Restored as the hint says, the same lineage and serial pass.
     (b / "state").mkdir()
@@ -135,6 +146,7 @@ def test_the_holder_renews_and_notices_when_its_lock_is_taken(clones: tuple[Path
     a, b = clones
     held = GitLock(
         a,
+        refs=REFS,
         lock_id="renewer",
         command="osmosis-apply",
         ci_url=None,
@@ -178,11 +190,12 @@ def test_force_unlock_releases_the_git_lock_of_a_dead_holder(
 
 
 def test_lock_setting_and_a_repository_without_a_remote(tmp_path: Path) -> None:
-    assert use_git_lock(None, has_origin=True) is True
-    assert use_git_lock(None, has_origin=False) is False
-    assert use_git_lock("local", has_origin=True) is False
+    real = "https://platform.osmosis.ai"
+    assert choose_lock(None, real, has_origin=True) is LockKind.GIT
+    assert choose_lock(None, real, has_origin=False) is LockKind.CLONE
+    assert choose_lock("local", real, has_origin=True) is LockKind.CLONE
     with pytest.raises(UsageError, match='lock = "git".*no origin remote'):
-        use_git_lock("git", has_origin=False)
+        choose_lock("git", real, has_origin=False)
     platform = start_platform(tmp_path / "platform")
     try:
         repo = init_repo(

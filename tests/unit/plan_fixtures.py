@@ -240,8 +240,10 @@ def observation(
     workspace: str = WORKSPACE,
     catalog: tuple[BenchmarkRef, ...] | None = None,
     missing: tuple[str, ...] | frozenset[str] = (),
+    vouched: tuple[str, ...] = (),
 ) -> Observation:
     return Observation(
+        vouched=frozenset(vouched),
         platform=platform,
         workspace=workspace,
         catalog=catalog,

@@ -71,6 +71,8 @@ class Case:
     history: tuple = ()
     missing: tuple[str, ...] | None = None
     """Run ids a direct read said are gone; None: every recorded run not in ``runs``."""
+    vouched: tuple[str, ...] = ()
+    """Run ids the remote state record names (``Observation.vouched``)."""
 
 
 def gone(entries, runs, missing=None) -> tuple[str, ...]:
@@ -82,7 +84,10 @@ def gone(entries, runs, missing=None) -> tuple[str, ...]:
 
 
 def submit_intent(
-    spec: dict, started_minutes_ago: float = 1.0, benchmark_id: str = "bench-hle"
+    spec: dict,
+    started_minutes_ago: float = 1.0,
+    benchmark_id: str = "bench-hle",
+    listed_minutes_ago: tuple[float, ...] = (),
 ) -> Intent:
     return Intent(
         op="submit",
@@ -90,7 +95,14 @@ def submit_intent(
         body_digest=digest(spec),
         spec=spec,
         benchmark_id=benchmark_id,
+        listings=tuple(NOW - timedelta(minutes=m) for m in listed_minutes_ago) or None,
     )
+
+
+def quiet_intent(spec: dict, benchmark_id: str = "bench-hle") -> Intent:
+    """A submit of unknown outcome 45 minutes ago, with two run listings since that showed no
+    match: with this plan's own listing, the quiet period (3 listings, 30 minutes) is over."""
+    return submit_intent(spec, 45, benchmark_id, listed_minutes_ago=(40, 20))
 
 
 def stop_intent(run_id: str) -> Intent:
@@ -165,10 +177,20 @@ CASES = [
         items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
     ),
     Case(
-        "deleted config with a terminal run forgets it",
+        "deleted config with a downloaded terminal run forgets it",
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "deleted config with an undownloaded ended run downloads it as it forgets it",
         entries=[recorded_run(A, "r1", status="finished")],
         runs=[observed_run("r1", "finished")],
-        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+        items=[
+            (Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING),
+            (Action.FORGET, "hle/a", Reason.CONFIG_DELETED),
+        ],
     ),
     Case(
         "deleted config with a missing run forgets it and reports drift",
@@ -308,9 +330,17 @@ CASES = [
     ),
     # ---- adopt (<=)
     Case(
-        "an unrecorded run made after the new config arrived is adopted (lost lockfile)",
+        # Issue 22: timing is no evidence (another repository's run looks the same).
+        "an unrecorded run made after the new config arrived is not adopted without evidence",
         want=[A_IN],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "an unrecorded run the remote state record names is adopted (lost lockfile commit)",
+        want=[A_IN],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        vouched=("x1",),
         items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
     ),
     Case(
@@ -336,21 +366,22 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "an identical run by the lockfile's creator is adopted",
+        # Issue 22: one service token for the whole organisation: creator is no evidence.
+        "an identical run by the lockfile's creator is not adopted without evidence",
         want=[A_IN, B],
         entries=[recorded_run(B, "r2", creator="sha256:ci-bot")],
         runs=[
             observed_run("r2", "running"),
             observed_run("x1", "running", fingerprint=fingerprint_of(A), creator="sha256:ci-bot"),
         ],
-        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "a recorded run that is gone adopts its twin created when it was submitted",
+        "a recorded run that is gone does not adopt a twin created when it was submitted",
         want=[A],
         entries=[recorded_run(A, "r-edited", status="running")],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
-        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        items=[(Action.SUBMIT, "hle/a", Reason.RUN_MISSING)],
         drift=[(DriftKind.RUN_MISSING, "hle/a", "r-edited")],
     ),
     Case(
@@ -389,14 +420,18 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "a finished run with a changed config adopts an unrecorded run of the new config",
+        "a finished run with a changed config adopts a vouched run of the new config",
         want=[A2_IN],
         entries=[recorded_run(A, "r1", status="finished")],
         runs=[
             observed_run("r1", "finished"),
             observed_run("x1", "running", fingerprint=fingerprint_of(A2)),
         ],
-        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        vouched=("x1",),
+        items=[
+            (Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH),
+            (Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING),
+        ],
     ),
     Case(
         "a pending submit intent adopts its run",
@@ -424,15 +459,13 @@ CASES = [
     Case(
         "a matching run created long before the intent is not its run: resubmit",
         want=[A],
-        entries=[
-            recorded_run(A, None, status=None, intent=submit_intent(A.spec, started_minutes_ago=1))
-        ],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
         runs=[
             observed_run(
                 "x1",
                 "finished",
                 fingerprint=fingerprint_of(A),
-                created_at=NOW - timedelta(minutes=30),
+                created_at=NOW - timedelta(minutes=90),
             )
         ],
         # The old run is still a perfect match for the *config*, but it cannot be this
@@ -440,9 +473,38 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
     ),
     Case(
-        "no run for the intent: resubmit",
+        "no run for the intent after the quiet period: resubmit",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
+        items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
+    ),
+    Case(
+        "no run for a recent intent yet: unknown outcome, not sent again",
         want=[A],
         entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "three listings, but not 30 minutes since the submit: still unknown",
+        want=[A],
+        entries=[
+            recorded_run(
+                A, None, status=None, intent=submit_intent(A.spec, 20, listed_minutes_ago=(15, 5))
+            )
+        ],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "45 minutes, but only this plan's listing: still unknown",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec, 45))],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "the quiet period is a setting",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec, 6))],
+        settings={"unknown_outcome_listings": 1, "unknown_outcome_quiet_minutes": 5.0},
         items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
     ),
     Case(
@@ -455,7 +517,7 @@ CASES = [
     Case(
         "an unknown-fingerprint run of another benchmark does not block",
         want=[A],
-        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
         runs=[
             observed_run("x1", "pending", benchmark_id="bench-tb", fingerprint=None, created_at=NOW)
         ],
@@ -496,8 +558,9 @@ CASES = [
     Case(
         "a renamed and changed config is a delete plus a new config",
         want=[desired("hle/renamed", models=("x/y",))],
-        entries=[recorded_run(A, "r1", status="finished")],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
         runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
         items=[
             (Action.FORGET, "hle/a", Reason.CONFIG_DELETED),
             (Action.SUBMIT, "hle/renamed", Reason.NEW_CONFIG),
@@ -575,7 +638,10 @@ def test_plan_rows(case: Case) -> None:
         case.want,
         lock(*case.entries, history=case.history),
         observation(
-            *case.runs, outputs=case.outputs, missing=gone(case.entries, case.runs, case.missing)
+            *case.runs,
+            outputs=case.outputs,
+            missing=gone(case.entries, case.runs, case.missing),
+            vouched=case.vouched,
         ),
         settings(**case.settings),
     )
@@ -585,7 +651,7 @@ def test_plan_rows(case: Case) -> None:
 
 
 def plan_of(want=(), entries=(), runs=(), **kwargs):
-    obs_keys = ("secrets", "outputs", "benchmarks", "platform", "workspace", "catalog")
+    obs_keys = ("secrets", "outputs", "benchmarks", "platform", "workspace", "catalog", "vouched")
     obs_kwargs = {k: kwargs.pop(k) for k in obs_keys if k in kwargs}
     obs_kwargs["missing"] = gone(entries, runs, kwargs.pop("missing", None))
     return compute_plan(
@@ -708,13 +774,15 @@ def test_unrecorded_adoption_prefers_newest_and_adopts_each_run_once():
         observed_run("old", "finished", fingerprint=fp, created_at=NOW - timedelta(days=2)),
         observed_run("new", "running", fingerprint=fp, created_at=NOW - timedelta(hours=1)),
     ]
-    plan = plan_of([twin, a], runs=runs)
+    plan = plan_of([twin, a], runs=runs, vouched=("old", "new"))
     assert [(i.address, i.action, i.run_id) for i in plan.items] == [
         ("hle/a", Action.ADOPT, "new"),
         ("hle/twin", Action.ADOPT, "old"),
     ]
     assert plan.drift == ()
-    third = plan_of([a, twin, desired("hle/zz", arrived_at=arrived)], runs=runs)
+    third = plan_of(
+        [a, twin, desired("hle/zz", arrived_at=arrived)], runs=runs, vouched=("old", "new")
+    )
     assert third.items[-1].action is Action.SUBMIT
 
 
@@ -758,7 +826,7 @@ def test_watermark_never_passes_an_adoption_left_out_by_a_target():
     run = observed_run(
         "x1", "running", fingerprint=fingerprint_of(A), created_at=NOW - timedelta(hours=1)
     )
-    obs = observation(run).model_copy(update={"newest_created": NOW})
+    obs = observation(run, vouched=("x1",)).model_copy(update={"newest_created": NOW})
     kept = compute_plan([want], lock(), obs, settings())
     assert kept.observed_until == NOW
     left_out = compute_plan([want], lock(), obs, settings(targets=("other/*",)))
@@ -804,7 +872,7 @@ def test_blocked_intent_tells_the_user_to_plan_again():
 
 
 def test_resubmit_after_lost_sends_the_desired_spec():
-    plan = plan_of([A2], entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))])
+    plan = plan_of([A2], entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))])
     (item,) = plan.items
     assert item.action is Action.SUBMIT and item.spec == A2.spec
 
