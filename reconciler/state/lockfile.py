@@ -1068,20 +1068,18 @@ def parse(text: str, filename: str) -> LockState:
     history = tuple(
         _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
     )
-    return _as_current_version(
-        LockState(
-            version=version,
-            lineage=raw["lineage"],
-            serial=serial,
-            platform=raw["platform"],
-            workspace=raw["workspace"],
-            repository=repository,
-            root_commit=root_commit,
-            observed_until=observed_until,
-            runs=runs,
-            rejections=rejections,
-            history=history,
-        )
+    return LockState(
+        version=version,
+        lineage=raw["lineage"],
+        serial=serial,
+        platform=raw["platform"],
+        workspace=raw["workspace"],
+        repository=repository,
+        root_commit=root_commit,
+        observed_until=observed_until,
+        runs=runs,
+        rejections=rejections,
+        history=history,
     )
 
 
@@ -1101,13 +1099,6 @@ def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(repository, str) and repository.startswith("root:"):
         migrated["root_commit"] = repository.removeprefix("root:")
     return migrated
-
-
-def _as_current_version(state: LockState) -> LockState:
-    """An older format's state as this one (the next write records the new version)."""
-    if state.version >= LOCKFILE_VERSION:
-        return state
-    return state.model_copy(update={"version": LOCKFILE_VERSION})
 
 
 # --------------------------------------------------------------------------- files

@@ -38,6 +38,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "limits.md", "## Files and paths"): "test_limits_doc.py",
     (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
+    (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from reconciler.platform.local import Faults
 from reconciler.platform.local.faults import FaultInjector
+from tests.support.clock import FakeClock
 
 from .helpers import (
-    ManualClock,
     Osmosis,
     cli_env,
     init_repo,
@@ -38,7 +38,7 @@ def matches(expected: str, actual: str) -> bool:
     return True
 
 
-def test_the_paying_once_page_runs_as_written(tmp_path: Path, clock: ManualClock) -> None:
+def test_the_paying_once_page_runs_as_written(tmp_path: Path, clock: FakeClock) -> None:
     faults = Faults(drop_after_submit_rate=1.0, list_omit_rate=1.0)
     platform = start_platform(tmp_path / "p", clock=clock, faults=faults)
     try:

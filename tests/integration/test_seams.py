@@ -23,12 +23,14 @@ import pytest
 
 from reconciler.platform.local import Faults
 from reconciler.platform.local.faults import FaultInjector
+from tests.support.clock import FakeClock
+from tests.support.git import commit
 
 from .helpers import (
-    ManualClock,
+    TEAM,
+    TOKEN,
     Osmosis,
     Platform,
-    commit,
     init_repo,
     read_lock,
     smoke_config,
@@ -52,7 +54,7 @@ def history(repo: Path) -> list[dict]:
 
 
 def test_an_ended_run_is_downloaded_when_its_config_changes_before_the_download(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
     assert osm.apply("--auto-approve").code == 0  # no --wait: nothing downloaded yet
@@ -72,7 +74,7 @@ def test_an_ended_run_is_downloaded_when_its_config_changes_before_the_download(
 
 
 def test_a_history_entry_keeps_a_held_back_download_until_it_is_done(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
     assert osm.apply("--auto-approve").code == 0
@@ -107,7 +109,7 @@ UNKNOWN_ANSWERS = {
 
 @pytest.mark.parametrize("answer", sorted(UNKNOWN_ANSWERS))
 def test_an_unknown_outcome_whose_run_is_not_listed_is_never_paid_twice(
-    tmp_path: Path, clock: ManualClock, answer: str
+    tmp_path: Path, clock: FakeClock, answer: str
 ) -> None:
     platform = start_platform(tmp_path / "p", clock=clock, faults=UNKNOWN_ANSWERS[answer])
     try:
@@ -145,9 +147,7 @@ def platform_run(platform: Platform) -> str:
     return str(run_id)
 
 
-def test_resolve_not_submitted_lets_the_next_apply_submit(
-    tmp_path: Path, clock: ManualClock
-) -> None:
+def test_resolve_not_submitted_lets_the_next_apply_submit(tmp_path: Path, clock: FakeClock) -> None:
     faults = Faults(drop_after_submit_rate=1.0, list_omit_rate=1.0)
     platform = start_platform(tmp_path / "p", clock=clock, faults=faults)
     try:
@@ -238,7 +238,7 @@ def test_a_budget_with_an_unestimated_submit_fails_the_plan_naming_it(
 
 
 def test_a_replace_is_estimated_from_the_address_history(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
     assert osm.apply("--auto-approve").code == 0
@@ -267,11 +267,14 @@ def test_a_replace_is_estimated_from_the_address_history(
 
 
 def test_a_secret_only_at_personal_scope_is_a_warning_with_the_fix(
-    tmp_path: Path, clock: ManualClock
+    tmp_path: Path, clock: FakeClock
 ) -> None:
     platform = start_platform(tmp_path / "p", clock=clock, secrets=False)
     try:
-        platform.platform.set_secret(platform.workspace, "OPENAI_API_KEY", "sk-mine", "user")
+        # The personal record of the token's own user (the repository's CI identity here).
+        platform.platform.set_secret(
+            platform.workspace, "OPENAI_API_KEY", "sk-mine", "user", user=TEAM[TOKEN]
+        )
         osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
         plan = osm.plan("--format", "json")
         assert plan.code == 0, plan
