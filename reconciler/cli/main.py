@@ -21,7 +21,9 @@ and an ``error`` document. Then add the document type to
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import signal
 import sys
 import threading
@@ -85,7 +87,34 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as exit 1 (design.md: never 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
+        raise UsageError(f"{self.prog}: {_plain_usage(self, message)}", f"see `{self.prog} --help`")
+
+
+_EXPLICIT = re.compile(r"^argument (-\w)/[^:]*: ignored explicit argument '(.*)'$")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$")
+
+
+def _plain_usage(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's riddles in plain words: ``-var x=1`` is not "-v with an explicit argument
+    'ar'" but an unknown option; an unknown ``--flag`` gets a did-you-mean."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    explicit = _EXPLICIT.match(message)
+    if explicit:
+        word = explicit.group(1) + explicit.group(2)
+        close = difflib.get_close_matches("-" + word, options, n=1, cutoff=0.75)
+        guess = f" (did you mean {close[0]}?)" if close else ""
+        return (
+            f"unknown option {word}{guess}; long options take two dashes, and the "
+            f"single-dash ones are -q and -v"
+        )
+    unrecognized = _UNRECOGNIZED.match(message)
+    if unrecognized:
+        first = unrecognized.group(1).split()[0]
+        if first.startswith("-"):
+            close = difflib.get_close_matches(first.split("=")[0], options, n=1)
+            if close:
+                return f"{message} (did you mean {close[0]}?)"
+    return message
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -542,7 +571,7 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from reconciler.engine.context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
-    result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
+    result = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
     body = {
         "valid": result.ok,
         "files": result.files,

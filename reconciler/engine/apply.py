@@ -488,8 +488,15 @@ class Applier:
         )
 
     def _replace(self, item: PlanItem) -> Outcome:
-        self._stop(item)
-        return self._submit(item)
+        stopped = self._stop(item)
+        outcome = self._submit(item)
+        if item.run_id is None:
+            return outcome
+        # The line must name the run it stopped, not only the one it started.
+        old = item.run_name or item.run_id
+        if item.run_name and item.run_name != item.run_id:
+            old = f"{item.run_name} ({item.run_id})"
+        return replace(outcome, message=f"{stopped.message} {old}; {outcome.message}")
 
     def _stop(self, item: PlanItem) -> Outcome:
         run_id = item.run_id

@@ -11,7 +11,8 @@ Three snapshots feed ``compute_plan``:
 
 and ``Settings`` (``settings``) says how; ``compute_plan`` returns a ``Plan`` (``plan``).
 ``status`` holds ``RunStatus``, ``adoption`` the fingerprints that recognise a run,
-``base`` the ``Frozen`` base and the canonical digest. Every name is re-exported here:
+``base`` the ``Frozen`` base and the canonical digest, ``generator`` what a run generator
+(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings. Every name is re-exported here:
 ``from reconciler.model import X`` is the way to import them.
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
@@ -36,6 +37,12 @@ from reconciler.model.base import (
 )
 from reconciler.model.desired import (
     DesiredRun,
+)
+from reconciler.model.generator import (
+    CellSource,
+    GeneratorMove,
+    GeneratorProduct,
+    GeneratorRemoval,
 )
 from reconciler.model.observed import (
     BenchmarkInfo,
@@ -63,6 +70,10 @@ from reconciler.model.plan import (
     RecordedChange,
     ResultRow,
     glob_match,
+)
+from reconciler.model.policy import (
+    POLICY_EFFECTS,
+    PolicyRule,
 )
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
@@ -98,6 +109,7 @@ __all__ = [
     "Cost",
     "BenchmarkInfo",
     "BenchmarkRef",
+    "CellSource",
     "DOWNLOAD_TYPES",
     "DesiredRun",
     "Downloads",
@@ -105,6 +117,9 @@ __all__ = [
     "DriftKind",
     "Fix",
     "Frozen",
+    "GeneratorMove",
+    "GeneratorProduct",
+    "GeneratorRemoval",
     "HASHED_OUTPUTS",
     "HistoryEntry",
     "Intent",
@@ -116,6 +131,8 @@ __all__ = [
     "PAID_ACTIONS",
     "ObservedRun",
     "PLAN_FORMAT_VERSION",
+    "POLICY_EFFECTS",
+    "PolicyRule",
     "Plan",
     "PlanItem",
     "PlanSummary",

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from reconciler.model.base import Frozen
+from reconciler.model.generator import CellSource, GeneratorProduct
 from reconciler.model.observed import LeaderboardScore, ObservedRun
 from reconciler.model.recorded import AgentResult
 
@@ -199,6 +200,9 @@ class PlanItem(Frozen):
     """For paid items: ``rejection_context`` of the plan, recorded with a refusal."""
     cost: Cost | None = None
     """For paid items: the estimated dollars, when recorded runs allow an estimate."""
+    source: CellSource | None = None
+    """For an address of a run generator: the file, the cell, and for a vanished cell which
+    element went (``note``)."""
     listed_at: datetime | None = None
     """For ``unknown`` only: when this plan's run list, complete back to the submit, showed
     no run that could be it. Apply records it in the intent as evidence for the quiet
@@ -359,6 +363,8 @@ class Plan(Frozen):
     have to adopt)."""
     ignored: tuple[tuple[str, str], ...] = ()
     """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to, by file."""
 
     @property
     def is_empty(self) -> bool:

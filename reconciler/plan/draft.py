@@ -11,6 +11,7 @@ from reconciler.model import (
     DesiredRun,
     DriftItem,
     DriftKind,
+    GeneratorProduct,
     LockState,
     Observation,
     ObservedRun,
@@ -54,6 +55,10 @@ class Draft:
     creators: frozenset[str] = frozenset()
     """Creators (``creator_digest``) of the runs this lockfile records: an unrecorded run by
     anyone else cannot be one this repository's apply lost track of."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator expanded to (``plan.generators``)."""
+    errors: list[str] = field(default_factory=list)
+    """Guard violations found by a phase before ``guards`` (the generator guard, policy)."""
 
     @classmethod
     def start(
@@ -62,6 +67,7 @@ class Draft:
         recorded: LockState,
         observed: Observation,
         settings: Settings,
+        generators: Sequence[GeneratorProduct] = (),
     ) -> Draft:
         known = {entry.run_id for entry in recorded.runs.values() if entry.run_id}
         known |= {
@@ -83,6 +89,7 @@ class Draft:
             raw_digests={run.address: run.spec_digest for run in desired},
             creators=frozenset(e.creator for e in recorded.runs.values() if e.creator),
             costs=cost_table(recorded),
+            generators=tuple(generators),
         )
 
     def run_of(self, entry: RecordedRun) -> ObservedRun | None:

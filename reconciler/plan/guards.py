@@ -28,7 +28,7 @@ def finish(draft: Draft) -> Plan:
     settings = draft.settings
     kept, other_pending = _select(draft)
     summary = summarise(kept, drift=len(draft.drift))
-    errors = _guard_errors(draft, summary, kept)
+    errors = [*draft.errors, *_guard_errors(draft, summary, kept)]
     drift = sorted(
         draft.drift,
         key=lambda d: (d.address is None, d.address or "", DRIFT_ORDER[d.kind], d.run_id or ""),
@@ -51,6 +51,7 @@ def finish(draft: Draft) -> Plan:
         unmanaged_count=unmanaged_count,
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),
+        generators=tuple(sorted(draft.generators, key=lambda g: g.file)),
     )
 
 
@@ -147,13 +148,13 @@ def _guard_errors(draft: Draft, summary: PlanSummary, kept: list[PlanItem]) -> l
             f"the plan would stop {plural(stops, 'run')} ({summary.stop} to stop, "
             f"{summary.replace} to replace), more than max_stops = {settings.max_stops}; "
             "re-run with --allow-mass-stop if that is intended, or raise max_stops in "
-            "[tool.osmosis-reconciler]"
+            f"{settings.settings_where}"
         )
     if summary.attempts > settings.max_attempts and not settings.allow_over_budget:
         errors.append(
             f"the plan would start {summary.attempts:,} new attempts, more than max_attempts = "
             f"{settings.max_attempts:,}; re-run with --allow-over-budget if that is "
-            "intended, or raise max_attempts in [tool.osmosis-reconciler]"
+            f"intended, or raise max_attempts in {settings.settings_where}"
         )
     cost = summary.cost_usd_high
     limit = settings.max_cost_usd
@@ -167,7 +168,7 @@ def _guard_errors(draft: Draft, summary: PlanSummary, kept: list[PlanItem]) -> l
             f"the plan's new attempts may cost up to ${cost:,.2f} (estimated from recorded "
             f"runs{unpriced}), more than max_cost_usd = ${limit:,.2f}; re-run with "
             "--allow-over-budget if that is intended, or raise max_cost_usd in "
-            "[tool.osmosis-reconciler]"
+            f"{settings.settings_where}"
         )
     if limit is not None and not (settings.allow_unestimated or settings.allow_over_budget):
         # A budget that cannot be checked is not passed silently: each submit without an

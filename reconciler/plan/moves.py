@@ -32,7 +32,22 @@ def pair_moves(draft: Draft) -> list[str]:
         if address in draft.recorded.runs:
             continue
         wanted = draft.desired[address]
-        candidates = vanished.get(wanted.spec_digest)
+        # A generator's [[moved]] names the old address: it wins over the digest pairing
+        # (the content may have changed too; that change shows once the move is applied).
+        named = [
+            old
+            for old in wanted.moved_from
+            if old in draft.recorded.runs
+            and old not in draft.desired
+            and old not in draft.handled
+            and draft.recorded.runs[old].intent is None
+        ]
+        if named:
+            old_entry = draft.recorded.runs[named[0]]
+            same = vanished.get(old_entry.spec_digest, [])
+            if named[0] in same:
+                same.remove(named[0])
+        candidates = named or vanished.get(wanted.spec_digest)
         if not candidates:
             unpaired.append(address)
             continue

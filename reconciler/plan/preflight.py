@@ -517,6 +517,13 @@ def _secret_problems(
             continue
         owner = benchmark.name if benchmark is not None else wanted.benchmark
         why = f"referenced by {wanted.path}" if name in referenced else f"required by {owner}"
+        # A misspelt name must not get only the fix that creates the misspelt record.
+        close = difflib.get_close_matches(name, sorted(observed.secrets), n=1, cutoff=0.75)
+        if close and name in referenced:
+            why += (
+                f'; did you mean "{close[0]}", which exists? Then fix the name in '
+                f"{wanted.path} instead of creating {name}"
+            )
         problems.append(
             Problem(
                 Reason.SECRET_MISSING,

@@ -15,6 +15,7 @@ from reconciler.model import (
     RecordedChange,
 )
 from reconciler.render import _result_to_dict
+from reconciler.render.generators import generator_to_dict, source_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
@@ -64,6 +65,8 @@ def _item_fields(item: PlanItem) -> dict[str, Any]:
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
+        # Only on a generator's addresses, so plans without generators keep their shape.
+        **({"source": source_to_dict(item.source)} if item.source is not None else {}),
     }
 
 
@@ -99,6 +102,11 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "unmanaged": [_unmanaged_to_dict(run) for run in plan.unmanaged],
         "observed_until": plan.observed_until.isoformat() if plan.observed_until else None,
         "ignored": [{"path": path, "why": why} for path, why in plan.ignored],
+        **(
+            {"generators": [generator_to_dict(g) for g in plan.generators]}
+            if plan.generators
+            else {}
+        ),
     }
 
 

@@ -34,6 +34,7 @@ from reconciler.model import (
     Reason,
     ResultRow,
 )
+from reconciler.render.generators import generators_from_dicts, source_from_dict
 from reconciler.render.jsondoc import plan_to_dict
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -122,6 +123,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 )
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
+                source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
         )
@@ -170,6 +172,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             unmanaged_count=data.get("unmanaged_count"),
             observed_until=_datetime_or_none(data.get("observed_until")),
             ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
+            generators=generators_from_dicts(data.get("generators", ())),
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

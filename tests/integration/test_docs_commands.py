@@ -29,6 +29,9 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (README, "## Quick start"): "this file: quick start",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
+    (DOCS / "generators.md", "# Generators: many runs from one file"): "test_docs_authoring.py",
+    (DOCS / "authoring.md", "# Authoring: the front door, fmt, show, policy rules, "
+     "installing"): "test_docs_authoring.py",
     (DOCS / "limits.md", "## Deadlines"): "test_limits_doc.py",
     (DOCS / "limits.md", "## Size caps"): "test_limits_doc.py",
     (DOCS / "limits.md", "## Numbers"): "test_limits_doc.py",
