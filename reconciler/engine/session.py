@@ -758,7 +758,8 @@ class Session:
         report.summarise(
             _unsuccessful(store.state, result, waited),
             unsaved=result.unsaved,
-            lockfile=self.ctx.settings.state,
+            # A try-out's state stays beside the embedded Platform's data: nothing to commit.
+            lockfile=None if self.ctx.tryout else self.ctx.settings.state,
         )
         return result
 

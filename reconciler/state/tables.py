@@ -167,7 +167,14 @@ def _check_path_value(
     validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
     if not isinstance(value, str):
         return  # the model names the wrong type
-    problem = relative_path_problem(value)
+    checked = value
+    if what == "the address":
+        # An address is a config file's path, and a file name may hold control characters
+        # (the plan accepts such a config and escapes its name wherever it prints it): the
+        # lockfile must read back what apply wrote. NUL, "..", absolute paths and
+        # backslashes are still refused.
+        checked = "".join("_" if 0 < ord(c) < 32 or ord(c) == 127 else c for c in value)
+    problem = relative_path_problem(checked)
     if problem is not None:
         raise _shape_error(
             filename,
