@@ -111,15 +111,21 @@ class TrailerRequests:
     """Address -> (commit, subject) of the trailer that asked to re-run it."""
     notes: tuple[str, ...] = ()
     """Trailers that match no config."""
+    skip_smoke: tuple[str, ...] = ()
+    """Address globs whose smoke stage is skipped (``Osmosis-Skip-Smoke``)."""
 
     def settings(self, settings: Settings) -> Settings:
         """``settings`` with these re-runs and skips added."""
-        if not self.replace and not self.skip:
+        if not self.replace and not self.skip and not self.skip_smoke:
             return settings
         added = tuple(a for a in self.replace if a not in settings.replace)
         replace_ = (*settings.replace, *added)
         return settings.model_copy(
-            update={"replace": replace_, "skip": (*settings.skip, *self.skip)}
+            update={
+                "replace": replace_,
+                "skip": (*settings.skip, *self.skip),
+                "skip_smoke": (*settings.skip_smoke, *self.skip_smoke),
+            }
         )
 
     def desired(self, runs: tuple[DesiredRun, ...]) -> tuple[DesiredRun, ...]:
@@ -439,12 +445,15 @@ class Session:
         if git is None or git.head() is None:
             return TrailerRequests()
         since = git.last_commit_touching(self.ctx.settings.state)
-        trailers = git.trailers_since(since)
+        trailers = git.trailers_since(
+            since, ("Osmosis-Rerun", "Osmosis-Skip", "Osmosis-Skip-Smoke")
+        )
         if not trailers:
             return TrailerRequests()
         addresses = [d.address for d in desired]
         replace_: list[str] = []
         skip: list[str] = []
+        skip_smoke: list[str] = []
         notes: list[str] = []
         requested: dict[str, tuple[str, str]] = {}
         for trailer in trailers:
@@ -457,6 +466,9 @@ class Session:
                 )
             if trailer.key == "Osmosis-Skip":
                 skip.append(trailer.value)
+                continue
+            if trailer.key == "Osmosis-Skip-Smoke":
+                skip_smoke.append(trailer.value)
                 continue
             for address in matches:
                 entry = state.runs.get(address)
@@ -475,7 +487,11 @@ class Session:
                     replace_.append(address)
                 requested[address] = (trailer.commit, trailer.subject)
         return TrailerRequests(
-            replace=tuple(replace_), skip=tuple(skip), requested=requested, notes=tuple(notes)
+            replace=tuple(replace_),
+            skip=tuple(skip),
+            requested=requested,
+            notes=tuple(notes),
+            skip_smoke=tuple(skip_smoke),
         )
 
     def _changed_targets(self, rev: str) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ from reconciler.model.plan import (
     Reason,
     RecordedChange,
     ResultRow,
+    Smoke,
     glob_match,
 )
 from reconciler.model.recorded import (
@@ -80,6 +81,7 @@ from reconciler.model.recorded import (
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
     Settings,
+    SmokeRule,
 )
 from reconciler.model.status import (
     RERUN_HINT,
@@ -125,6 +127,8 @@ __all__ = [
     "RunResults",
     "RunStatus",
     "Settings",
+    "Smoke",
+    "SmokeRule",
     "adoption_fingerprint",
     "canonical_digest",
     "canonical_json",

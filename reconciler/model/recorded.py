@@ -16,7 +16,8 @@ from reconciler.model.observed import BenchmarkInfo
 
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-LOCKFILE_VERSION = 1
+LOCKFILE_VERSION = 2
+"""2: ``stage`` on entries, intents and history (smoke runs); 1 is read and migrated."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -69,6 +70,9 @@ class Intent(Frozen):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
+    stage: str | None = None
+    """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
+    digest); None for a full run."""
 
 
 class Downloads(Frozen):
@@ -193,6 +197,9 @@ class RecordedRun(Frozen):
     creator: str | None = None
     """``creator_digest`` of the account that created the run, as the Platform lists it:
     evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
+    stage: str | None = None
+    """``smoke``: this is a smoke run (a narrowed body of the config whose digest is
+    ``spec_digest``); never the address's result, never downloaded. None: the full run."""
     announced_at: datetime | None = None
     """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
     kept here so a fresh checkout never announces the same run twice."""
@@ -247,6 +254,8 @@ class HistoryEntry(Frozen):
     """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
+    stage: str | None = None
+    """``smoke`` for a smoke run (never a baseline to compare with); None for a full run."""
 
 
 class LockState(Frozen):

@@ -25,6 +25,7 @@ from reconciler.model import (
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
 from reconciler.plan.preflight import paid_item
+from reconciler.plan.smoke import SMOKE, ended_badly, rule_for, skipped, smoke_failed_item
 
 
 def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
@@ -144,6 +145,9 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     changed = wanted.spec_digest != entry.spec_digest
     changes = spec_changes(entry.spec, wanted.spec) if changed else ()
     requested = glob_match(wanted.address, settings.replace)
+    if entry.stage == SMOKE and not changed and not requested and run is not None:
+        _plan_after_smoke(draft, wanted, entry, run, active)
+        return
     common = {
         "run_id": entry.run_id,
         "run_name": (run.name if run and run.name else entry.run_name),
@@ -185,6 +189,39 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
         _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common)
         return
     _plan_download(draft, entry, run)
+
+
+def _plan_after_smoke(
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun, run: ObservedRun, active: bool
+) -> None:
+    """The address's smoke run, for the config it was run for: wait while it runs, then
+    submit the full run when it ended well, else block the full run (docs/smoke.md)."""
+    if active:
+        return
+    common: dict[str, Any] = {
+        "run_id": entry.run_id,
+        "run_name": run.name or entry.run_name,
+        "before": entry.spec_digest,
+    }
+    why = ended_badly(entry, run, rule_for(draft.settings, wanted.address))
+    if why is None:
+        draft.items.append(
+            paid_item(
+                draft,
+                Action.SUBMIT,
+                Reason.SMOKE_PASSED,
+                wanted,
+                after_smoke=entry.run_id,
+                **common,
+            )
+        )
+        return
+    full = paid_item(draft, Action.SUBMIT, Reason.SMOKE_FAILED, wanted, **common)
+    if skipped(draft.settings, wanted.address) or full.action is Action.BLOCKED:
+        draft.items.append(full)
+        return
+    full_attempts = full.smoke.full_attempts if full.smoke is not None else full.attempts
+    draft.items.append(smoke_failed_item(wanted, entry, run, why, full_attempts))
 
 
 def _adopt_or_submit(

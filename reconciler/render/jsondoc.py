@@ -18,6 +18,15 @@ from reconciler.render import _result_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
+    data = _flat_item(item)
+    if item.smoke is not None:
+        # Only on items with a smoke stage, so plans without one are unchanged.
+        data["smoke"] = item.smoke.model_dump()
+        data["smoke"]["tasks"] = list(item.smoke.tasks)
+    return data
+
+
+def _flat_item(item: PlanItem) -> dict[str, Any]:
     # The saved plan's format is flat (format_version 1.0); the model groups these.
     blocked = item.blocked
     return {

@@ -33,6 +33,7 @@ from reconciler.model import (
     PlanSummary,
     Reason,
     ResultRow,
+    Smoke,
 )
 from reconciler.render.jsondoc import plan_to_dict
 
@@ -121,6 +122,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 )
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
+                smoke=_smoke(a.get("smoke")),
             )
             for a in data["actions"]
         )
@@ -172,3 +174,16 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc
+
+
+def _smoke(data: Any) -> Smoke | None:
+    """A saved item's smoke stage (``jsondoc``'s ``smoke`` key; absent: none)."""
+    if not isinstance(data, dict):
+        return None
+    return Smoke(
+        stage=data["stage"],
+        smoke_attempts=data.get("smoke_attempts", 0),
+        full_attempts=data.get("full_attempts", 0),
+        tasks=tuple(data.get("tasks", ())),
+        smoke_run_id=data.get("smoke_run_id"),
+    )

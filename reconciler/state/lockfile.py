@@ -103,7 +103,8 @@ __all__ = [
 HISTORY_LIMIT_PER_ADDRESS = 20
 """At most this many ``[[history]]`` entries are kept per address (the newest)."""
 
-HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost"})
+HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"})
+"""``smoke``: a smoke run that left its address to the full run (or to a new smoke run)."""
 
 MAX_LOCKFILE_BYTES = 64 * 1024 * 1024
 """A lockfile larger than this is refused before it is read (5,000 full entries: ~6 MB)."""
@@ -323,9 +324,20 @@ def _run_lines(address: str, run: RecordedRun) -> list[str]:
     return out
 
 
+def migrate_lockfile_format(state: LockState) -> LockState:
+    """The state in this version's lockfile format (``LOCKFILE_VERSION``), for writing.
+
+    1 -> 2: format 2 adds ``stage`` (smoke runs) to entries, intents and history; a format 1
+    lockfile has no smoke runs, so its values carry over as they are.
+    """
+    if state.version == LOCKFILE_VERSION:
+        return state
+    return state.model_copy(update={"version": LOCKFILE_VERSION})
+
+
 def serialize(state: LockState) -> str:
     """The lockfile text for ``state``: deterministic, LF line endings, final newline."""
-    state = _sanitize(state)
+    state = _sanitize(migrate_lockfile_format(state))
     out = [
         HEADER_COMMENT,
         f"version = {state.version}",
@@ -1389,7 +1401,8 @@ def _history_entry(
         ended_at=ended_at,
         reason=reason,
         requested_by=run.requested_by,
-        results=run.results,
+        results=None if run.stage == "smoke" else run.results,
+        stage=run.stage,
     )
 
 

@@ -418,7 +418,7 @@ def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
         (
             HEADER.replace("version = 1", "version = 7"),
             "state/osmosis.lock:1: version: lockfile format 7 was written by a newer "
-            "osmosis-reconciler (this one reads format 1)",
+            "osmosis-reconciler (this one reads format 2)",
         ),
         (
             HEADER.replace("version = 1", 'version = "1"'),
@@ -467,7 +467,7 @@ def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
             HEADER + '\n[[history]]\naddress = "a"\nspec_digest = "d"\nreason = "replaced"\n'
             '\n[[history]]\naddress = "b"\nspec_digest = "d"\nreason = "whim"\n',
             "state/osmosis.lock:15: history[1].reason: unknown reason 'whim' (expected one of "
-            "forgotten, lost, moved, replaced, rerun, stopped)",
+            "forgotten, lost, moved, replaced, rerun, smoke, stopped)",
         ),
         (
             HEADER + '\n[[history]]\naddress = "a"\nreason = "replaced"\n',
@@ -499,7 +499,7 @@ def test_hand_edited_shape_errors_name_the_key_path(
 
 
 def test_newer_version_hint_says_upgrade(tmp_path: Path) -> None:
-    error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 2")))
+    error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 3")))
     assert error.hint == (
         "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again"
     )
