@@ -196,13 +196,18 @@ def _plan_after_smoke(
 ) -> None:
     """The address's smoke run, for the config it was run for: wait while it runs, then
     submit the full run when it ended well, else block the full run (docs/smoke.md)."""
-    if active:
-        return
     common: dict[str, Any] = {
         "run_id": entry.run_id,
         "run_name": run.name or entry.run_name,
         "before": entry.spec_digest,
     }
+    if active:
+        if skipped(draft.settings, wanted.address):
+            # Straight to the full run: the running smoke run is stopped and replaced.
+            draft.items.append(
+                paid_item(draft, Action.REPLACE, Reason.REPLACE_REQUESTED, wanted, **common)
+            )
+        return
     why = ended_badly(entry, run, rule_for(draft.settings, wanted.address))
     if why is None:
         draft.items.append(

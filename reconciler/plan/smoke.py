@@ -128,8 +128,8 @@ def smoke_failed_item(
     details = (
         f"{why}: smoke run {label} of {wanted.address} did not end well, so the full run "
         f"({full_attempts:,} attempts) is not submitted",
-        f"see why: `osmosis-logs {shlex.quote(wanted.address)}` or the run page"
-        + (f" ({entry.platform_url})" if entry.platform_url else ""),
+        f"see why: `osmosis benchmark runs logs {shlex.quote(label)}`"
+        + (f" or the run page {entry.platform_url}" if entry.platform_url else ""),
         f"fix: correct the config ({wanted.path}); the changed config starts a new smoke run. "
         f"To submit the full run anyway: `{skip}` (or an `Osmosis-Skip-Smoke: "
         f"{wanted.address}` commit trailer)",
