@@ -732,10 +732,25 @@ class Session:
             store.update(lambda s: refresh_statuses(s, observation))
         plan = compute_plan(desired, store.state, observation, self.ctx.settings)
         downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
-        if not downloads:
+        # The full runs whose smoke run ended well while waiting: the plan this apply carried
+        # out showed them ("smoke first: ..., then N"), so the same command submits them and
+        # waits for them too (docs/smoke.md). Not when a guard stops the plan.
+        full_runs = [
+            i
+            for i in plan.items
+            if i.action is Action.SUBMIT
+            and i.smoke is not None
+            and i.smoke.stage == "full"
+            and not plan.errors
+            and not self.cancel.is_set()
+        ]
+        if not downloads and not full_runs:
             return []
-        sub = plan.model_copy(update={"items": tuple(downloads)})
-        return applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
+        sub = plan.model_copy(update={"items": (*downloads, *full_runs)})
+        outcomes = applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
+        if any(o.ok and o.item.smoke is not None for o in outcomes):
+            outcomes += self._wait_and_download(applier, store, report, timeout, waited, desired)
+        return outcomes
 
     def exit_code(self, result: ApplyResult, report: ApplyReport) -> int:
         """0 all done; 1 nothing applied; 3 partial; 4 the ``--wait`` ran out (cli.EXIT_CODES).

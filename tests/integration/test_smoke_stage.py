@@ -164,3 +164,24 @@ def test_skip_smoke_flag_and_trailer(tmp_path: Path, platform: Platform) -> None
     entry = read_lock(repo)["runs"]["tb/full"]
     assert "stage" not in entry
     assert entry["attempts"] == item["attempts"]
+
+
+def test_apply_wait_carries_both_stages(tmp_path: Path) -> None:
+    from .helpers import start_platform
+
+    # A Platform on the real clock, sped up, so `--wait` sees both runs end.
+    platform = start_platform(tmp_path / "fast-platform", speed=400.0)
+    try:
+        repo = repo_with(tmp_path, full_config())
+        osm = Osmosis(repo, platform)
+        applied = osm.apply("--auto-approve", "--wait", "--wait-timeout", "120")
+        assert applied.code == 0, applied
+        lock = read_lock(repo)
+        entry = lock["runs"]["tb/full"]
+        assert "stage" not in entry
+        assert entry["status"] in ("finished", "failed")
+        assert entry["attempts"] > 10
+        history = [h for h in lock["history"] if h["address"] == "tb/full"]
+        assert [(h["reason"], h["stage"]) for h in history] == [("smoke", "smoke")]
+    finally:
+        platform.close()
