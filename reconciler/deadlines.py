@@ -49,6 +49,7 @@ __all__ = [
     "budget",
     "current",
     "guard",
+    "guard_transport",
     "is_guarded",
     "seconds_from_env",
 ]
@@ -278,6 +279,17 @@ def guard(client: httpx.Client) -> httpx.Client:
         if backend is not None and not isinstance(backend, _GuardedBackend):
             pool._network_backend = _GuardedBackend(backend)
     return client
+
+
+def guard_transport(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
+    """``guard`` for a transport handed to a client we do not build (githubkit's)."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is None:
+        raise RuntimeError("httpx.HTTPTransport has no connection pool to guard")
+    if not isinstance(backend, _GuardedBackend):
+        pool._network_backend = _GuardedBackend(backend)  # type: ignore[union-attr]
+    return transport
 
 
 def is_guarded(client: httpx.Client) -> bool:

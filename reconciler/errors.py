@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from reconciler.escaping import escape_text
 
@@ -117,7 +118,9 @@ class StateError(ReconcilerError):
 class LockHeldError(ReconcilerError):
     """Another process holds the apply lock."""
 
-    def __init__(self, message: str, hint: str | None = None, holder: dict | None = None):
+    def __init__(
+        self, message: str, hint: str | None = None, holder: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message, hint)
         self.holder = holder or {}
 

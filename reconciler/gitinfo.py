@@ -374,10 +374,18 @@ class GitRepo:
             normalised = normalize_remote(origin)
             if normalised:
                 return normalised
+        root = self.root_commit()
+        return f"root:{root}" if root else None
+
+    def root_commit(self) -> str | None:
+        """The root commit of HEAD's history (the first of several, sorted); None before
+        the first commit. A remote can be added or renamed; this never changes."""
         if self.head() is None:
             return None
-        roots = self._text("rev-list", "--max-parents=0", "HEAD").split()
-        return f"root:{sorted(roots)[0]}" if roots else None
+        if not hasattr(self, "_root_commit"):
+            roots = self._text("rev-list", "--max-parents=0", "HEAD").split()
+            self._root_commit = sorted(roots)[0] if roots else None
+        return self._root_commit
 
     def committed_file(
         self, path: str, rev: str = "HEAD", *, limit: int | None = None
@@ -424,7 +432,7 @@ class GitRepo:
         untracked = self._git(
             "ls-files", "--others", "--exclude-standard", "-z", "--full-name", "--", ":(top)"
         )
-        names = set()
+        names: set[str] = set()
         for blob in (diff, untracked):
             names.update(n.decode("utf-8", "surrogateescape") for n in blob.split(b"\x00") if n)
         return names

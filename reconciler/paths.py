@@ -11,17 +11,51 @@ points to, and so is a path that leaves the repository (absolute, or through ``.
 
 Writers that keep writing after the check (downloads) go further and open each directory
 relative to its parent's descriptor with ``O_NOFOLLOW`` (see ``reconciler.outputs.downloads``).
+
+The rest of the layer:
+
+* ``relative_path_problem`` says why a string read from a file (a lockfile address, a
+  download directory, a manifest path) cannot be a relative path below a root: absolute,
+  ``..`` or ``.`` or empty components, backslashes, NUL and control characters. Readers
+  refuse such values when they read them, before anything joins them to a path.
+* ``read_regular`` is how a command reads a file it was given (a saved plan, settings, a
+  commit message, a lockfile): a regular file, never a FIFO or a device (``/dev/zero``
+  read until memory ran out, a FIFO blocked forever), of at most ``max_bytes``, opened
+  without following a final symlink when asked to stay in the repository.
+* ``write_inside`` writes a file below the repository root: every existing component
+  checked from the root down, directories created as real directories, the file itself
+  never written through a symlink.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PathProblem", "check_inside", "describe_link"]
+from reconciler.errors import ReconcilerError, UsageError
+
+
+class UnsafeInputError(UsageError):
+    """A file a command was given cannot be read safely (not regular, too large, outside)."""
+
+
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "PathProblem",
+    "UnsafeInputError",
+    "check_inside",
+    "describe_link",
+    "read_regular",
+    "relative_path_problem",
+    "write_inside",
+]
+
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""Default cap on a file a command reads whole (a saved plan, a message, a lockfile)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +116,151 @@ def check_inside(
         if stat.S_ISDIR(st.st_mode) or (last and last_is_file and stat.S_ISREG(st.st_mode)):
             continue
         return PathProblem(
-            shown, "is not a directory" if not last or not last_is_file else "is not a regular file"
+            shown,
+            "is not a directory"
+            if not last or not last_is_file
+            else f"is {_kind(st.st_mode)}, not a regular file",
         )
     return None
+
+
+def relative_path_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a ``/``-separated relative path below a root, or None.
+
+    Reads after the value, as in ``f"{value!r} {problem}"``.
+    """
+    if not value:
+        return "is empty"
+    if "\0" in value:
+        return "contains a NUL character"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "contains a control character"
+    if "\\" in value:
+        return "contains a backslash (paths are /-separated)"
+    if value.startswith("/") or (len(value) > 1 and value[1] == ":"):
+        return "is an absolute path (it must be relative)"
+    if any(part in ("", ".", "..") for part in value.split("/")):
+        return "has an empty, '.' or '..' component"
+    if len(value) > 4096 or any(
+        len(part.encode("utf-8", "surrogatepass")) > 255 for part in value.split("/")
+    ):
+        return "is too long"
+    return None
+
+
+def _kind(mode: int) -> str:
+    """``a FIFO``, ``a device``, ...: what a path that should be a regular file is."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def read_regular(
+    path: str | Path,
+    *,
+    what: str,
+    max_bytes: int = MAX_INPUT_BYTES,
+    repo_root: str | Path | None = None,
+    error: type[ReconcilerError] = UnsafeInputError,
+) -> bytes:
+    """The bytes of the regular file ``path`` (``what`` names it in errors).
+
+    Refused, with ``error``: a FIFO, device, socket or directory (opened without blocking,
+    so a FIFO with no writer cannot hang the command), a file over ``max_bytes``, and with
+    ``repo_root`` a path that leaves the repository or has a symlink on the way (checked
+    from the root down, the file opened with ``O_NOFOLLOW``). A missing file raises
+    ``FileNotFoundError`` as ``open`` would.
+    """
+    shown = os.fspath(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if repo_root is not None:
+        root = os.fspath(repo_root)
+        full = os.path.abspath(shown)
+        rel = os.path.relpath(full, root)
+        problem = check_inside(root, rel, last_is_file=True)
+        if problem is not None:
+            raise error(
+                f"{what} {shown}: {problem.path} {problem.message}",
+                "use a regular file inside the repository (no symlinks on the way)",
+            )
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    if "\0" in shown:
+        raise error(f"{what} {shown!r}: the path contains a NUL character", "fix the path")
+    try:
+        fd = os.open(shown, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error(f"{what} {shown}: is a symlink", "use the file itself") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(
+                f"{what} {shown}: is {_kind(st.st_mode)}, not a regular file",
+                "pass a regular file",
+            )
+        if st.st_size > max_bytes:
+            raise error(
+                f"{what} {shown}: is {st.st_size:,} bytes, more than the {max_bytes:,} allowed",
+                "pass the right file; it cannot be this large",
+            )
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise error(
+                    f"{what} {shown}: more than the {max_bytes:,} bytes allowed",
+                    "pass the right file; it cannot be this large",
+                )
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_inside(repo_root: str | Path, rel: str, data: bytes) -> Path:
+    """Write ``data`` to ``repo_root / rel`` (``/``-separated, relative) safely; the path.
+
+    ``rel`` must pass ``relative_path_problem``; every existing component on the way must
+    be a real directory (the file itself a regular file or absent), checked from the root
+    down before and after the missing directories are created; the file is opened with
+    ``O_NOFOLLOW`` and written whole through a temporary file and a rename.
+    """
+    problem = relative_path_problem(rel)
+    if problem is not None:
+        raise UnsafeInputError(f"{rel!r} {problem}", "write inside the repository only")
+    root = os.fspath(repo_root)
+    for attempt in ("before", "after"):
+        found = check_inside(root, rel, last_is_file=True)
+        if found is not None:
+            raise UnsafeInputError(
+                f"{found.path} {found.message}: refusing to write {rel} through it",
+                f"replace {found.path} with a real directory (or remove it) in the repository",
+            )
+        if attempt == "before":
+            os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
+    target = os.path.join(root, rel)
+    directory = os.path.dirname(target)
+    temp = os.path.join(directory, f".{os.path.basename(rel)}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    return Path(target)

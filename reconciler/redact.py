@@ -6,8 +6,10 @@ a longer base64 string such as the ``Basic`` credentials of ``user:token``). Not
 ever replaced: URLs, workspace names, addresses and ordinary words stay, so a message keeps
 the facts it is about.
 
-Secret values are the Platform token, every secret value this process sends to the
-Platform (both registered for the whole process with ``register_secret``), and values a
+Secret values are the Platform token, the GitHub token and every other token the process
+holds in its environment (``register_environment_secrets``, called first by every command),
+every secret value this process sends to the Platform (all registered for the whole process
+with ``register_secret``), and values a
 caller knows to be secret for one message only (``also=``: the signature of a presigned
 URL, a credential found inlined in a config file).
 
@@ -24,9 +26,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -74,6 +77,22 @@ def register_secret(value: str | None) -> None:
         _registered.add(value)
         _forms = frozenset(_forms | secret_forms(value))
         _pattern = _compile(_forms)
+
+
+SECRET_ENVIRONMENT = ("OSMOSIS_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN")
+"""Environment variables whose values are secret wherever they show up."""
+
+
+def register_environment_secrets(env: Mapping[str, str] | None = None) -> None:
+    """Register every secret the process holds in its environment (``SECRET_ENVIRONMENT``).
+
+    Called first thing by every command, so that a token quoted back by a server (GitHub
+    echoing an ``Authorization`` header in an error) is redacted like the Platform token.
+    """
+    env = os.environ if env is None else env
+    for name in SECRET_ENVIRONMENT:
+        value = (env.get(name) or "").strip()
+        register_secret(value)
 
 
 def _compile(forms: Iterable[str]) -> re.Pattern[str] | None:

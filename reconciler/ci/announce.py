@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
+from reconciler.ci.commit import state_text
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 from reconciler.errors import GitHubError
 from reconciler.model import (
@@ -192,7 +193,7 @@ def announce(
         return AnnounceReport()
     lock_path = state_path.parent / ".osmosis.lock.held"
     with hold_lock(lock_path, timeout=60.0, command="osmosis-ci announce"):
-        state = parse(state_path.read_text(encoding="utf-8"), str(state_path))
+        state = parse(state_text(state_path), str(state_path))
         updated, report = announce_state(api, state, now=now(), run_url=run_url, max_age=max_age)
         if updated is not state:
             write_lockfile(state_path, updated)

@@ -19,20 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from reconciler.errors import GitError, StateError, UsageError
-from reconciler.model import (
-    LockState,
-    RecordedRun,
-    RunStatus,
-)
+from reconciler.escaping import escape_text
+from reconciler.model import LockState, RecordedRun, RunStatus
+from reconciler.paths import check_inside, read_regular, relative_path_problem, write_inside
 from reconciler.state.lockfile import parse
 
 SKIP_CI = "[skip ci]"
@@ -83,11 +80,11 @@ class Change:
 
 def read_plan_json(path: Path | None) -> dict[str, Any]:
     """The plan of ``osmosis-plan --format json`` or of a saved plan; ``{}`` when absent."""
-    if path is None or not path.is_file():
+    if path is None or not path.exists():
         return {}
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        payload = json.loads(read_regular(path, what="plan JSON"))
+    except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read the plan JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise UsageError(f"{path}: the plan JSON is not an object")
@@ -255,24 +252,34 @@ def commit_message(
 # --------------------------------------------------------------------------- results dir
 
 
-def _sha_matches(path: Path, recorded: str) -> bool:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest() == recorded.removeprefix("sha256:")
-
-
 def copy_results(repo: Path, state: LockState, results_dir: str) -> list[str]:
     """Copy the summary and results files of every ended run with a complete download
     into ``<results_dir>/<address>/`` (the newest run of each address; git keeps the
     older ones). Only files whose sha256 matches the lockfile are copied. Returns the
-    repository-relative paths written."""
-    root = (repo / results_dir).resolve()
-    if not root.is_relative_to(repo.resolve()) or root == repo.resolve():
+    repository-relative paths written.
+
+    Everything goes through the path-safety layer (``reconciler.paths``): the results
+    directory, each address, each download directory and file name must be relative paths
+    without ``..``; sources are read and targets written with every component checked from
+    the repository root down, so a symlink under ``results/`` or in a download directory is
+    refused instead of followed (a victim file outside was overwritten, then pushed), and
+    a lockfile pointing at a directory outside the repository is refused, not copied.
+    """
+    root = repo.resolve()
+    cleaned = results_dir.rstrip("/") or results_dir
+    problem = relative_path_problem(cleaned)
+    if problem is not None:
         raise UsageError(
-            f"--results-dir {results_dir}: must be a directory inside the repository",
+            f"--results-dir {escape_text(results_dir)}: must be a directory inside the "
+            f"repository (it {problem})",
             "pass a relative path such as results",
+        )
+    results_dir = cleaned
+    found = check_inside(root, results_dir)
+    if found is not None:
+        raise UsageError(
+            f"--results-dir {results_dir}: {found.path} {found.message}",
+            f"replace {found.path} with a real directory in the repository",
         )
     written: list[str] = []
     for address, entry in sorted(state.runs.items()):
@@ -283,21 +290,44 @@ def copy_results(repo: Path, state: LockState, results_dir: str) -> list[str]:
             or not RunStatus.of(entry.status).is_terminal
         ):
             continue
-        run_dir = repo / downloads.directory
+        for value, what in ((address, "address"), (downloads.directory, "download directory")):
+            bad = relative_path_problem(value)
+            if bad is not None:
+                raise StateError(
+                    f"lockfile {what} {escape_text(value)!r} {bad}",
+                    "restore the lockfile from git; it must only name paths in the repository",
+                )
         for rel, recorded in sorted(downloads.sha256.items()):
-            if "/" in rel or rel == "logs.txt":
+            if "/" in rel or rel == "logs.txt" or relative_path_problem(rel) is not None:
                 continue  # artifacts and logs are too big to commit; summary and results only
-            source = run_dir / rel
-            if not source.is_file() or source.stat().st_size > RESULT_FILE_LIMIT:
+            source = f"{downloads.directory}/{rel}"
+            try:
+                data = read_regular(
+                    root / source,
+                    what="downloaded file",
+                    max_bytes=RESULT_FILE_LIMIT,
+                    repo_root=root,
+                    error=StateError,
+                )
+            except FileNotFoundError:
                 continue
-            if not _sha_matches(source, recorded):
+            except StateError as exc:
+                if "more than the" in exc.message:
+                    continue  # too large to commit: left out, as before
+                raise
+            if hashlib.sha256(data).hexdigest() != recorded.removeprefix("sha256:"):
                 continue
-            target = root.joinpath(*PurePosixPath(address).parts, rel)
-            if target.is_file() and target.read_bytes() == source.read_bytes():
+            target = f"{results_dir}/{address}/{rel}"
+            try:
+                current = read_regular(
+                    root / target, what="results file", max_bytes=RESULT_FILE_LIMIT, repo_root=root
+                )
+            except FileNotFoundError:
+                current = None
+            if current == data:
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            written.append(target.relative_to(repo.resolve()).as_posix())
+            write_inside(root, target, data)
+            written.append(target)
     return written
 
 
@@ -373,8 +403,13 @@ def commit_lockfile(
     )
 
 
-def state_text(path: Path) -> str:
+def state_text(path: Path, repo: Path | None = None) -> str:
+    """The lockfile's text: a regular file of bounded size, inside ``repo`` when given."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_regular(path, what="lockfile", repo_root=repo, error=StateError)
     except FileNotFoundError as exc:
         raise StateError(f"{path}: no lockfile", "run osmosis-apply first") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StateError(f"{path}: not UTF-8 text ({exc.reason})", "restore it from git") from None

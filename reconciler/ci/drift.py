@@ -86,7 +86,8 @@ def read_drift(payload: Mapping[str, Any]) -> tuple[DriftEntry, ...]:
 
     Accepts the ``--format json`` document and the saved-plan wrapper ``{"plan": {...}}``.
     """
-    plan = payload.get("plan") if isinstance(payload.get("plan"), Mapping) else payload
+    wrapped = payload.get("plan")
+    plan = wrapped if isinstance(wrapped, Mapping) else payload
     raw = plan.get("drift")
     if raw is None:
         raw = []

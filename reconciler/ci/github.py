@@ -11,7 +11,13 @@ request bodies, GitHub Enterprise base URLs, rate-limit aware retries. Two choic
 * it is used as a context manager (one connection pool per command).
 
 Every githubkit exception is translated into ``GitHubError`` where it enters; the token is
-never part of a message (errors name the route and the status).
+never part of a message (errors name the route and the status; GitHub's own message is
+redacted, since GitHub may quote the request's ``Authorization`` header).
+
+Limits: a command's GitHub calls share one overall deadline (``DEFAULT_DEADLINE_S``,
+``OSMOSIS_CI_DEADLINE``), enforced at the socket (``reconciler.deadlines``: a server that
+trickles a byte every few seconds ends there, not never); no answer is read past
+``OSMOSIS_MAX_RESPONSE_BYTES`` (``reconciler.limits``); redirects are not followed.
 """
 
 from __future__ import annotations
@@ -20,9 +26,20 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import httpx
+
+from reconciler import deadlines, limits
 from reconciler.errors import GitHubError, UsageError
+from reconciler.escaping import escape_text
+from reconciler.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_DEADLINE_S = 120.0
+"""Overall deadline of one osmosis-ci command's GitHub calls, retries included (seconds)."""
+DEADLINE_ENV = "OSMOSIS_CI_DEADLINE"
+"""Environment variable that overrides ``DEFAULT_DEADLINE_S``."""
+READ_TIMEOUT_S = 30.0
+"""Longest silence on a connection to GitHub before one try gives up."""
 PAGE_SIZE = 100
 MAX_PAGES = 50
 """Stop paging after this many pages: a pull request with 5,000 comments is not worth scanning."""
@@ -62,17 +79,31 @@ class GitHubAPI:
                 "GITHUB_TOKEN is not set",
                 "pass it to the step: `env: GITHUB_TOKEN: ${{ github.token }}`",
             )
+        if not token.isascii() or not token.isprintable():
+            # httpx would fail inside header encoding with the token in its message.
+            raise UsageError(
+                "GITHUB_TOKEN contains whitespace, control or non-ASCII characters",
+                "pass the token exactly as GitHub issued it",
+            )
         kit = _load_githubkit()
         self.owner, self.name = repo.split("/")
         self.repo = repo
+        self.api_url = api_url
+        self.max_response_bytes = limits.max_response_bytes()
         self._exceptions = kit.exception
+        if transport is None:
+            # Our own socket transport: every read obeys the command's deadline budget
+            # (``reconciler.deadlines``), and no answer is read past the size cap.
+            transport = deadlines.guard_transport(httpx.HTTPTransport())
         self._kit = kit.GitHub(
             kit.TokenAuthStrategy(token),
             base_url=api_url.rstrip("/") + "/",
             http_cache=False,
-            timeout=30.0,
+            timeout=READ_TIMEOUT_S,
             user_agent="osmosis-reconciler-ci",
-            transport=transport,
+            transport=limits.CappedTransport(transport, self.max_response_bytes),
+            follow_redirects=False,
+            auto_retry=_retry_within_deadline(kit),
         )
 
     def __enter__(self) -> GitHubAPI:
@@ -97,24 +128,30 @@ class GitHubAPI:
 
     def _call(self, route: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         exc_mod = self._exceptions
+        budget = deadlines.current()
         try:
             return fn(self.owner, self.name, *args, **kwargs).json()
         except exc_mod.RequestFailed as exc:
-            status = exc.response.status_code
-            detail = ""
-            try:
-                detail = str(exc.response.json().get("message", ""))
-            except (ValueError, AttributeError):
-                pass
+            raise _refused(route, exc.response) from None
+        except (exc_mod.RequestError, limits.AnswerTooLargeError) as exc:
+            cause = getattr(exc, "exc", exc)
+            if isinstance(cause, limits.AnswerTooLargeError):
+                raise _too_large(route, cause) from None
+            if budget is not None and budget.remaining() <= 0:
+                raise _out_of_time(route, budget) from None
             raise GitHubError(
-                f"GitHub {route}: HTTP {status}" + (f" ({detail})" if detail else ""),
-                _hint(status),
-                status=status,
+                f"GitHub {route}: {type(cause).__name__}",
+                "check GITHUB_API_URL and the network, then re-run the job",
             ) from None
         except exc_mod.GitHubException as exc:
             raise GitHubError(
                 f"GitHub {route}: {type(exc).__name__}",
                 "check GITHUB_API_URL and the network, then re-run the job",
+            ) from None
+        except ValueError as exc:  # a 2xx that is not JSON
+            raise GitHubError(
+                f"GitHub {route}: the answer is not JSON ({type(exc).__name__})",
+                "check GITHUB_API_URL: it must point at the GitHub REST API",
             ) from None
 
     def _pages(
@@ -190,6 +227,59 @@ class GitHubAPI:
         if target_url:
             fields["target_url"] = target_url
         return self._call("create status", self._kit.rest.repos.create_commit_status, sha, **fields)
+
+
+def _refused(route: str, response: Any) -> GitHubError:
+    """A GitHub error answer: its status, and GitHub's own message (redacted: it may quote
+    the request's headers) or where a redirect pointed."""
+    status = response.status_code
+    detail = ""
+    try:
+        detail = str(response.json().get("message", ""))
+    except (ValueError, AttributeError):
+        pass
+    if 300 <= status < 400:
+        where = response.headers.get("Location")
+        detail = f"a redirect to {where[:300]}, not followed" if where else "a redirect"
+    shown = f" ({escape_text(redact(detail[:500]))})" if detail else ""
+    return GitHubError(f"GitHub {route}: HTTP {status}{shown}", _hint(status), status=status)
+
+
+def _too_large(route: str, exc: limits.AnswerTooLargeError) -> GitHubError:
+    return GitHubError(
+        f"GitHub {route}: {exc}",
+        "check GITHUB_API_URL: it must point at the GitHub REST API; if its answers are "
+        f"really this large, raise the cap with {limits.MAX_RESPONSE_ENV}=SIZE (e.g. 256M)",
+    )
+
+
+def _out_of_time(route: str, budget: deadlines.Budget) -> GitHubError:
+    if budget.interrupted:
+        return GitHubError(f"GitHub {route}: interrupted (the command is shutting down)")
+    return GitHubError(
+        f"GitHub {route}: the GitHub API did not answer within osmosis-ci's "
+        f"{budget.seconds:g} s deadline (it answers too slowly, or not at all)",
+        "check https://www.githubstatus.com and GITHUB_API_URL; if it is only slow, raise "
+        f"the deadline with {DEADLINE_ENV}=SECONDS",
+    )
+
+
+def _retry_within_deadline(kit: Any) -> Callable[[Any, int], Any]:
+    """githubkit's retry rules (rate limits, 5xx), but only while the deadline leaves time
+    for the wait and another try: its own wait for a rate limit without ``Retry-After``
+    is 60 s, longer than a whole command may take."""
+    default = kit.retry.RETRY_DEFAULT
+
+    def decide(exc: Any, count: int) -> Any:
+        option = default(exc, count)
+        budget = deadlines.current()
+        if option.do_retry and budget is not None:
+            wait = option.retry_after.total_seconds() if option.retry_after else 60.0
+            if wait + 1.0 >= budget.remaining():
+                return kit.typing.RetryOption(False)
+        return option
+
+    return decide
 
 
 def _hint(status: int) -> str:

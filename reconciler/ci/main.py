@@ -12,7 +12,9 @@
 Every subcommand reads JSON (the plan JSON of ``osmosis-plan --format json``, the
 lockfile), never another command's human output. GitHub settings come from the workflow's
 environment: ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` (or ``--repo``), ``GITHUB_API_URL``;
-``--run-url`` defaults to the current workflow run. Exit codes: 0 done, 1 error (a message
+``--run-url`` defaults to the current workflow run. Limits (docs/limits.md): every GitHub
+call of one command shares an overall deadline of 120 s (``OSMOSIS_CI_DEADLINE``) and no
+answer is read past ``OSMOSIS_MAX_RESPONSE_BYTES`` (32 MiB). Exit codes: 0 done, 1 error (a message
 and a hint on stderr, as ``::error::`` on GitHub Actions).
 
 ``--format json`` (before or after the subcommand) prints one JSON document on stdout instead
@@ -33,10 +35,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from reconciler import __version__
+from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
+from reconciler.paths import read_regular
 from reconciler.redact import redact as redact_text
+from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
 
 CI_FORMATS = ("text", "json")
@@ -62,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     # ``--format`` is also accepted after the subcommand (SUPPRESS: without it there, the
     # top-level value stays).
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--format", choices=CI_FORMATS, default=argparse.SUPPRESS, help="text, or one JSON document"
     )
@@ -71,9 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     comment = sub.add_parser(
         "comment", parents=[common], help="post or update the sticky plan comment"
     )
-    comment.add_argument("--pr", required=True, type=int)
+    comment.add_argument("--pr", required=True, type=numbers.bounded_int(1, 2**31 - 1))
     comment.add_argument("--body-file", required=True, type=Path)
-    comment.add_argument("--exit-code", type=int)
+    comment.add_argument("--exit-code", type=numbers.bounded_int(0, 255))
     comment.add_argument("--validation-failed", action="store_true")
 
     drift = sub.add_parser(
@@ -91,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     before = message.add_mutually_exclusive_group()
     before.add_argument("--before", type=Path, help="the lockfile before the job")
     before.add_argument("--before-rev", default="HEAD", help="or the commit holding it")
-    message.add_argument("--exit-code", type=int, default=0)
+    message.add_argument("--exit-code", type=numbers.bounded_int(0, 255), default=0)
     message.add_argument("--sha", help="the commit that was applied")
 
     push = sub.add_parser(
@@ -108,12 +112,14 @@ def _parser() -> argparse.ArgumentParser:
         "announce", parents=[common], help="post results of ended runs on their pull requests"
     )
     ann.add_argument("--state", default="state/osmosis.lock")
-    ann.add_argument("--max-age-days", type=float, default=14.0)
+    ann.add_argument("--max-age-days", type=numbers.days, default=14.0)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # First: a token GitHub quotes back in an error is redacted like any other secret.
+    register_environment_secrets()
     output = Output("osmosis-ci", requested_format(argv), out=sys.stdout, err=sys.stderr)
     try:
         args = _parser().parse_args(argv)
@@ -143,6 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return output.finish(code)
 
 
+def _read_text(path: Path, what: str) -> str:
+    """A text file a subcommand was given: regular, bounded (``reconciler.paths``), UTF-8."""
+    data = read_regular(path, what=what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path}: not UTF-8 text ({exc.reason})") from None
+
+
 def _dispatch(args: argparse.Namespace, output: Output) -> int:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
@@ -155,10 +170,10 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
             state_text,
         )
 
-        after_text = state_text(root / args.state)
+        after_text = state_text(root / args.state, root)
         before_text = (
-            args.before.read_text(encoding="utf-8")
-            if args.before and args.before.is_file()
+            state_text(args.before)
+            if args.before and args.before.exists()
             else (None if args.before else lockfile_at(root, args.before_rev, args.state))
         )
         message = commit_message(
@@ -179,12 +194,12 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         paths = [args.state]
         written: list[str] = []
         if args.results_dir:
-            state = read_state(state_text(root / args.state), args.state)
+            state = read_state(state_text(root / args.state, root), args.state)
             assert state is not None
             written = copy_results(root, state, args.results_dir)
             output.err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
             paths.append(args.results_dir)
-        message = args.message_file.read_text(encoding="utf-8")
+        message = _read_text(args.message_file, "--message-file")
         pushed = commit_lockfile(root, paths, message, branch=args.branch)
         if pushed.sha is None:
             output.progress("The lockfile did not change; nothing to commit.", essential=True)
@@ -204,9 +219,11 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         )
         return 0
 
-    from reconciler.ci.github import GitHubAPI
+    from reconciler import deadlines
+    from reconciler.ci.github import DEADLINE_ENV, DEFAULT_DEADLINE_S, GitHubAPI
 
-    with GitHubAPI.from_env(args.repo) as api:
+    seconds = deadlines.seconds_from_env(DEADLINE_ENV, DEFAULT_DEADLINE_S)
+    with deadlines.budget(seconds), GitHubAPI.from_env(args.repo) as api:
         return _github_command(api, args, run_url, root, output)
 
 
@@ -218,7 +235,7 @@ def _github_command(
         from reconciler.ci.comment import prepare_comment_body, sync_comment
 
         try:
-            markdown = args.body_file.read_text(encoding="utf-8")
+            markdown = _read_text(args.body_file, "--body-file")
         except FileNotFoundError:
             markdown = ""
         body = prepare_comment_body(
@@ -254,8 +271,8 @@ def _github_command(
         from reconciler.ci.drift import PlanJsonError, read_drift, sync_drift_issue
 
         try:
-            payload = json.loads(args.plan_json.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            payload = json.loads(read_regular(args.plan_json, what="--plan-json"))
+        except (OSError, ValueError, RecursionError) as exc:
             raise UsageError(f"{args.plan_json}: cannot read the plan JSON: {exc}") from exc
         if not isinstance(payload, dict):
             raise PlanJsonError(f"{args.plan_json}: the plan JSON is not an object")

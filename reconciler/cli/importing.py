@@ -16,11 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from reconciler import numbers
 from reconciler.cli.output import CommandResult
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
 from reconciler.engine.state_commands import hold_state_lock
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
+from reconciler.escaping import escape_text
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
 from reconciler.state.lockfile import StateStore, read_lockfile
@@ -99,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="take over an address recorded for another run that has ended (it moves to "
         "the lockfile's history)",
     )
-    parser.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--lock-timeout", type=numbers.seconds, default=0.0, metavar="SECONDS")
     parser.add_argument("--model-type", action="append", default=[], metavar="[AGENT=]TYPE")
     parser.add_argument("--secret", action="append", default=[], metavar="[AGENT=]NAME")
     parser.add_argument("--base-url", action="append", default=[], metavar="[AGENT=]URL")
@@ -179,7 +181,7 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             )
         else:
             text = render_text(outcomes, args.dry_run, ctx.settings.state, serial, args.all)
-            result = CommandResult(0, "import", text=text)
+            result = CommandResult(0, "import", text=escape_text(text, keep_newlines=True))
     finally:
         ctx.close()
     imported = sum(o.outcome in ("imported", "would_import") for o in outcomes)

@@ -26,12 +26,12 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler import __version__, shutdown
+from reconciler import __version__, numbers, shutdown
 from reconciler.cli.output import (
     FORMATS,
     CommandResult,
@@ -42,8 +42,9 @@ from reconciler.cli.output import (
     requested_format,
 )
 from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
+from reconciler.escaping import escape_text
 from reconciler.log import configure_logging
-from reconciler.redact import redact
+from reconciler.redact import redact, register_environment_secrets
 
 if TYPE_CHECKING:
     from reconciler.engine.context import Invocation
@@ -260,7 +261,7 @@ def _apply_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--lock-timeout",
-        type=float,
+        type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
         help="wait this long for another apply's lock before giving up (default: 0)",
@@ -279,7 +280,7 @@ def _apply_parser() -> argparse.ArgumentParser:
     parser.add_argument("--wait", action="store_true", help="wait for active runs, then download")
     parser.add_argument(
         "--wait-timeout",
-        type=float,
+        type=numbers.seconds,
         default=3600.0,
         metavar="SECONDS",
         help=f"give up waiting after this long and exit {EXIT_WAIT_TIMEOUT} (default: 3600)",
@@ -363,9 +364,32 @@ def _printed(
     def command(args: argparse.Namespace, output: Output) -> int:
         if getattr(args, "dir", None) is None:
             args.dir = str(_root(args))
-        return output.present(run(args, output.err))
+        result = run(args, output.err)
+        _diagnose_refusals(result, output)
+        return output.present(result)
 
     return command
+
+
+def _diagnose_refusals(result: CommandResult, output: Output) -> None:
+    """A refused import is an error of the command: in the document's diagnostics and on
+    stderr (issue 23: ``--format json`` said errored with empty diagnostics and nothing on
+    stderr). The text formats say it already, in the result's text."""
+    if not output.machine:
+        return
+    runs = result.body.get("runs") if isinstance(result.body, Mapping) else None
+    for item in runs if isinstance(runs, list) else ():
+        if isinstance(item, Mapping) and item.get("outcome") == "refused":
+            hint = item.get("hint")
+            refusal = Diagnostic(
+                "error",
+                "ImportRefusedError",
+                str(item.get("message")),
+                hint if isinstance(hint, str) else None,
+            )
+            output.diagnose(refusal)
+            shown = f"Error: {refusal.message}\n" + (f"  {refusal.hint}\n" if refusal.hint else "")
+            output.err.write(escape_text(redact(shown), keep_newlines=True))
 
 
 def run_command(
@@ -380,6 +404,7 @@ def run_command(
     bug 1 with a crash log. Whatever happens, the ``Output`` prints its document last.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    register_environment_secrets()
     output = Output(prog, requested_format(argv), out=sys.stdout, err=sys.stderr)
     previous = signal.getsignal(signal.SIGTERM)
     previous_int = signal.getsignal(signal.SIGINT)
@@ -651,9 +676,11 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         from reconciler.state.gitlock import force_unlock_any
 
         settings = resolve_settings(root, _overrides(args))
-        where = force_unlock_any(
-            root, (root / settings.state).parent / ".osmosis.lock.held", args.force_unlock, settings
-        )
+        from reconciler.state.locking import machine_lock_dir
+
+        clone_lock = (root / settings.state).parent / ".osmosis.lock.held"
+        machine_locks = sorted(machine_lock_dir().glob("*.held"))
+        where = force_unlock_any(root, [clone_lock, *machine_locks], args.force_unlock)
         output.info(f"Released the apply lock {args.force_unlock} ({where}).")
         body = {"lock_id": args.force_unlock, "released": True}
         return output.present(CommandResult(0, "unlock", body))

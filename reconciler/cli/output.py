@@ -1,6 +1,6 @@
 """The output layer of every command: text for people, one JSON document, or JSON Lines.
 
-The contract (README, "Machine-readable output"; schema ``reconciler/schema/output.schema.json``):
+The contract (docs/machine-output.md; schema ``reconciler/schema/output.schema.json``):
 
 * ``--format text`` / ``markdown``: the result for people on stdout; notes, warnings and
   errors on stderr.

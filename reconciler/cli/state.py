@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from reconciler import numbers
 from reconciler.cli.output import CommandResult
 from reconciler.engine.context import resolve_settings
 from reconciler.engine.state_commands import (
@@ -29,6 +30,7 @@ from reconciler.engine.state_commands import (
     write_state,
 )
 from reconciler.errors import UsageError
+from reconciler.escaping import escape_text
 from reconciler.model import (
     HistoryEntry,
     LockState,
@@ -64,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("addresses", nargs="*", metavar="ADDR", help="address(es) for COMMAND")
     parser.add_argument(
         "--lock-timeout",
-        type=float,
+        type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
         help="forget/mv: wait this long for the apply lock (default 0: do not wait)",
@@ -97,7 +99,11 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         chosen = entries(state, patterns) if state else []
         if json_out:
             return CommandResult(0, "state_list", list_json(state, display, chosen))
-        return CommandResult(0, "state_list", text=list_text(state, display, chosen, patterns))
+        return CommandResult(
+            0,
+            "state_list",
+            text=escape_text(list_text(state, display, chosen, patterns), keep_newlines=True),
+        )
 
     if args.command == "show":
         address = check_address(args.addresses[0], "ADDR")
@@ -107,7 +113,9 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         history = history_of(state, address)
         if json_out:
             return CommandResult(0, "state_show", show_json(state, display, entry, history))
-        return CommandResult(0, "state_show", text=show_text(entry, history))
+        return CommandResult(
+            0, "state_show", text=escape_text(show_text(entry, history), keep_newlines=True)
+        )
 
     command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
     if args.command == "forget":
@@ -137,8 +145,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         return CommandResult(
             0,
             "state_forget",
-            text=forget_text(display, before, written, entry),
-            warnings=tuple(warnings),
+            text=escape_text(forget_text(display, before, written, entry), keep_newlines=True),
+            warnings=tuple(escape_text(w) for w in warnings),
         )
 
     old = check_address(args.addresses[0], "OLD")
@@ -176,8 +184,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     return CommandResult(
         0,
         "state_mv",
-        text=mv_text(display, before, written, old, new, entry),
-        warnings=tuple(warnings),
+        text=escape_text(mv_text(display, before, written, old, new, entry), keep_newlines=True),
+        warnings=tuple(escape_text(w) for w in warnings),
     )
 
 

@@ -221,14 +221,14 @@ def discover(repo_root: Path, benchmarks_dir: str) -> tuple[list[Found], list[Re
                 )
             else:
                 try:
-                    kind = special_kind(entry.stat().st_mode)
+                    special = special_kind(entry.stat().st_mode)
                 except OSError:
-                    kind = None
-                if kind is not None:
+                    special = None
+                if special is not None:
                     refused.append(
                         Refused(
                             _relpath(shown, repo),
-                            f"is {kind}, not a regular file",
+                            f"is {special}, not a regular file",
                             "remove it from the benchmarks directory: configs are regular files",
                         )
                     )

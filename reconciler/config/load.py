@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from reconciler.config import locate, rules
 from reconciler.config.discover import Found, RootError, discover, special_kind
@@ -287,6 +287,17 @@ def load_file(
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return None, [_syntax_issue(rel, text, str(exc))]
+    except ValueError:
+        # Python refuses to convert an integer literal of more than 4,300 digits.
+        found = re.search(r"[0-9_]{4300}", text)
+        digits_line = text.count("\n", 0, found.start()) + 1 if found else None
+        digits_column = found.start() - text.rfind("\n", 0, found.start()) if found else None
+        return file_issue(
+            "Invalid TOML for a benchmark config: an integer with more than 4,300 digits",
+            "no config value needs a number that long: check the value",
+            digits_line,
+            digits_column,
+        )
     except RecursionError:
         line, column = locate.nesting_position(text, rules.MAX_NESTING_DEPTH)
         return file_issue(
@@ -297,11 +308,46 @@ def load_file(
             column,
         )
 
+    huge = _huge_integer(doc)
+    if huge is not None:
+        # A hex, octal or binary literal has no digit limit in tomllib, but the spec digest
+        # (JSON) cannot write it: refused here with its key (found by the fuzz suite).
+        found = _HUGE_LITERAL.search(text)
+        huge_line = text.count("\n", 0, found.start()) + 1 if found else None
+        return file_issue(
+            f"Invalid value for a benchmark config: an integer out of range at {huge}",
+            "no config value needs a number beyond 64 bits: check the value",
+            huge_line,
+            None,
+            key=huge,
+        )
     problems = check(doc)
     issues = _locate(rel, text, problems) if problems else []
     if any(p.severity == "error" for p in problems):
         return None, issues
     return _desired_run(item, doc), issues
+
+
+_HUGE_LITERAL = re.compile(r"0[xob][0-9a-fA-F_]{17,}|[0-9_]{20,}")
+
+
+def _huge_integer(value: Any, path: str = "") -> str | None:
+    """The dotted key of the first integer beyond 64 bits in ``value``, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return (path or "(top level)") if value.bit_length() > 63 else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _huge_integer(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _huge_integer(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _syntax_issue(rel: str, text: str, error: str) -> ConfigIssue:
@@ -348,6 +394,10 @@ def _locate(rel: str, text: str, problems: list[Problem]) -> list[ConfigIssue]:
     return issues
 
 
+@overload
+def _redact(text: str) -> str: ...
+@overload
+def _redact(text: str | None) -> str | None: ...
 def _redact(text: str | None) -> str | None:
     """Last line of defence: a credential-looking value in a message is a secret to the
     tool's one redaction rule (``reconciler.redact``), so it never leaves this module."""

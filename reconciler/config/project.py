@@ -20,6 +20,8 @@ Flags win over the settings; the settings win over the defaults in ``model.Setti
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -27,10 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import UsageError
+from reconciler.escaping import escape_text
 from reconciler.model import DOWNLOAD_TYPES, SmokeRule
+from reconciler.paths import read_regular
 
 TABLE = "osmosis-reconciler"
 SETTINGS_FILES = ("osmosis.toml", ".osmosis.toml")
+MAX_INT_SETTING = 10**12
+"""Largest integer any setting accepts (a bigger one is a typo, or a hostile file)."""
+SETTINGS_MAX_BYTES = 1024 * 1024
+"""A settings file (or pyproject.toml) larger than this is refused, not read."""
 """Settings files of their own, in order of precedence; ``pyproject.toml`` comes after."""
 
 _CHOICES = {
@@ -40,7 +48,7 @@ _CHOICES = {
     "outputs": ("recorded", "disk"),
     "lock": ("local", "git"),
 }
-_TYPES: dict[str, type] = {
+_TYPES: dict[str, type[Any]] = {
     "benchmarks": str,
     "state": str,
     "download_types": list,
@@ -121,11 +129,13 @@ def settings_source(repo_root: Path) -> SettingsSource | None:
     sources: list[SettingsSource] = []
     for name in SETTINGS_FILES:
         path = repo_root / name
-        if path.is_file():
-            sources.append(SettingsSource(path, _read_toml(path), ""))
+        # Not ``is_file()``: a FIFO, a device or a symlink named osmosis.toml is refused
+        # with a clear error (``_read_toml``), never silently ignored or followed.
+        if os.path.lexists(path):
+            sources.append(SettingsSource(path, _read_toml(path, repo_root), ""))
     pyproject = repo_root / "pyproject.toml"
-    if pyproject.is_file():
-        data = _read_toml(pyproject)
+    if os.path.lexists(pyproject):
+        data = _read_toml(pyproject, repo_root)
         tool = data.get("tool", {})
         if isinstance(tool, dict) and TABLE in tool:
             table = tool[TABLE]
@@ -142,14 +152,25 @@ def settings_source(repo_root: Path) -> SettingsSource | None:
     return sources[0] if sources else None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, repo_root: Path | None = None) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_regular(
+            path, what="settings file", max_bytes=SETTINGS_MAX_BYTES, repo_root=repo_root
+        )
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         what = f"[tool.{TABLE}]" if path.name == "pyproject.toml" else "the settings"
         raise UsageError(
             f"{path.name}: cannot read {what}: {exc}", f"fix the TOML syntax of {path.name}"
         ) from exc
+    except ValueError as exc:
+        # An integer literal of more than 4,300 digits (Python's int conversion limit).
+        raise UsageError(
+            f"{path.name}: cannot read the settings: {exc}",
+            f"fix the value in {path.name}: no setting needs a number that long",
+        ) from None
+    except RecursionError:
+        raise UsageError(f"{path.name}: cannot read the settings: nested too deeply") from None
     except OSError as exc:
         raise UsageError(f"{path.name}: cannot read: {exc.strerror or exc}") from exc
 
@@ -159,7 +180,9 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
     source = settings_source(repo_root)
     if source is None:
         return {}
-    text = source.path.read_text(encoding="utf-8")
+    text = read_regular(
+        source.path, what="settings file", max_bytes=SETTINGS_MAX_BYTES, repo_root=repo_root
+    ).decode("utf-8", "replace")
     settings: dict[str, Any] = {}
     for key, value in source.table.items():
         where = f"{source.name}{_line_of(text, key, source)}: {source.prefix}{key}"
@@ -171,14 +194,30 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(_TYPES)}"
             raise UsageError(f"{where}: unknown setting", hint)
         expected = _TYPES[key]
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT_SETTING:
+            raise UsageError(
+                f"{where}: {_shown(value)} is out of range (at most {MAX_INT_SETTING:,})",
+                f"set {key} to a sensible number",
+            )
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)  # max_cost_usd = 100 means 100.0
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise UsageError(f"{where}: must be {expected.__name__}, got {value!r}")
+            raise UsageError(f"{where}: must be {expected.__name__}, got {_shown(value)}")
         if key in _CHOICES and value not in _CHOICES[key]:
-            raise UsageError(f"{where}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
-        if key == "max_cost_usd" and value < 0:
-            raise UsageError(f"{where}: must not be negative")
+            raise UsageError(
+                f"{where}: must be one of {', '.join(_CHOICES[key])}, got {_shown(value)}"
+            )
+        if key == "max_cost_usd" and not (math.isfinite(value) and value >= 0):
+            raise UsageError(
+                f"{where}: must be a finite number of dollars, 0 or more, got {value!r}",
+                f"set {key} = 500.0 (for example), or remove it to have no cost guard",
+            )
+        if key in ("benchmarks", "state") and any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise UsageError(
+                f"{where}: contains a NUL or control character ({escape_text(value)})",
+                f"set {key} to a plain relative path, e.g. "
+                + ('"benchmarks"' if key == "benchmarks" else '"state/osmosis.lock"'),
+            )
         if key in ("max_stops", "max_attempts", "parallelism") and value < (
             1 if key == "parallelism" else 0
         ):
@@ -258,6 +297,14 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
             )
         )
     return tuple(rules)
+
+
+def _shown(value: Any) -> str:
+    """A value as an error quotes it: escaped, and cut at 60 characters."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length():,} bits"  # repr() refuses > 4,300 digits
+    text = escape_text(repr(value))
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _line_of(text: str, key: str, source: SettingsSource) -> str:

@@ -421,8 +421,8 @@ class _Checker:
             if section in doc:
                 table = self.table(doc[section], (section,), f"[{section}]")
                 if table is not None:
-                    allowed = rules.VERIFIER_KEYS if section == "verifier" else rules.SECRETS_KEYS
-                    self.unknown_keys(table, (section,), allowed, f"[{section}]")
+                    keys = rules.VERIFIER_KEYS if section == "verifier" else rules.SECRETS_KEYS
+                    self.unknown_keys(table, (section,), keys, f"[{section}]")
                     names = self.string_list(table, "required", (section,), max_items=limit)
                     setattr(self, section, names or [])
 
@@ -585,8 +585,9 @@ class _Checker:
         """Every referenced secret name with its path, in §9.5 order."""
         refs: list[tuple[Path, str]] = []
         for index, _agent, model, _env in self.agents:
-            if _model_secret(model) is not None:
-                refs.append((("agents", index, "model", "api_key_secret"), model["api_key_secret"]))
+            secret = _model_secret(model)
+            if secret is not None:
+                refs.append((("agents", index, "model", "api_key_secret"), secret))
         for index, agent, _model, _env in self.agents:
             if isinstance(agent.get("harness_api_key_secret"), str):
                 refs.append(
@@ -624,7 +625,7 @@ class _Checker:
         verifier = [name for path, name in self.verifier if path not in self.credential_paths]
         for index, agent, model, env in self.agents:
             i = index + 1
-            effective = dict(env_paths)
+            effective: dict[str, tuple[str | int, ...]] = dict(env_paths)
             effective.update({name: ("agents", index, "env", name) for name in env})
 
             def src(name: str, _index: int = index, _env: dict = env) -> str:

@@ -67,6 +67,9 @@ from reconciler.state.lockfile import StateStore, put_run, rekey_run, retire_run
 
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8
+"""File transfers in flight per run being downloaded at once (``parallelism``): a run's
+files are fetched side by side, and so are the runs, up to ``MAX_DOWNLOAD_WORKERS``."""
+MAX_DOWNLOAD_WORKERS = 32
 """Concurrent file transfers of one apply, across all the runs it downloads."""
 REFUSAL_STATUSES = frozenset({400, 404, 409, 422})
 """Answers to a submit that mean "not this body" (remembered as a ``Rejection``); scope,
@@ -187,8 +190,13 @@ class Applier:
         # State-only actions first: a move or adoption must be recorded before any submit
         # of the same spec could be considered.
         if downloads:
+            # One pool of file transfers for the whole apply, sized by how many runs download
+            # at once: with 8 files in flight in all, 8 runs in parallel waited on each
+            # other's files and gained 1.7x over one at a time at 50 ms latency.
+            runs_at_once = max(1, min(parallelism, len(downloads)))
             self._files = ThreadPoolExecutor(
-                max_workers=DOWNLOAD_WORKERS, thread_name_prefix="osmosis-dl"
+                max_workers=min(DOWNLOAD_WORKERS * runs_at_once, MAX_DOWNLOAD_WORKERS),
+                thread_name_prefix="osmosis-dl",
             )
         try:
             for item in local:

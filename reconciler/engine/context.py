@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,15 @@ from reconciler.paths import check_inside
 from reconciler.platform import PlatformClient, select_platform
 from reconciler.platform.settings import git_identity_from_remote
 from reconciler.redact import register_secret
+from reconciler.state.lockfile import peek_platform
 
 LOCAL_DATA_DIR = ".osmosis/local-platform"
+TRYOUT_STATE = ".osmosis/try-out/osmosis.lock"
+"""A try-out's lockfile (``Context.tryout``): beside the embedded Platform's data, never
+committed."""
 DOWNLOAD_ROOT = ".osmosis/benchmarks"
 LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
+LOCAL_SEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SEED"
 
 
 @dataclass(frozen=True)
@@ -54,12 +59,23 @@ class Context:
     workspace: str
     """Workspace label recorded in the lockfile: a name, or ``git:owner/repo``."""
     client: PlatformClient
-    http: httpx.Client
-    """Plain client for presigned download URLs: no Osmosis headers, no token."""
+    make_http: Callable[[], httpx.Client]
+    """Builds the plain client for presigned download URLs (no Osmosis headers, no token)
+    when a command first downloads: its TLS set-up is 20 ms that a plan never needs."""
     git: GitRepo | None
     announcement: str | None = None
     local: Any = None
     env: Mapping[str, str] = field(default_factory=dict)
+    tryout: bool = False
+    """A try-out against the embedded Platform in a repository whose lockfile belongs to a
+    real Platform: its state lives in ``TRYOUT_STATE`` and the team's lockfile is untouched."""
+    _http: httpx.Client | None = field(default=None, init=False, repr=False)
+
+    @property
+    def http(self) -> httpx.Client:
+        if self._http is None:
+            self._http = self.make_http()
+        return self._http
 
     @property
     def benchmarks_dir(self) -> str:
@@ -67,7 +83,7 @@ class Context:
 
     @property
     def state_path(self) -> Path:
-        return self.repo_root / self.settings.state
+        return self.repo_root / (TRYOUT_STATE if self.tryout else self.settings.state)
 
     @property
     def lock_path(self) -> Path:
@@ -79,7 +95,8 @@ class Context:
 
     def close(self) -> None:
         self.client.close()
-        self.http.close()
+        if self._http is not None:
+            self._http.close()
 
 
 def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
@@ -118,15 +135,21 @@ def open_context(
                 "inside the repository",
                 f"replace {problem.path} with a real directory, or pass --platform URL",
             )
-        speed = _local_speed(env, data_dir)
-        local = LocalPlatform(data_dir, speed=speed, auto_workspaces=True)
+        local = LocalPlatform(
+            data_dir, speed=_local_speed(env), seed=_local_seed(env), auto_workspaces=True
+        )
         transport: httpx.BaseTransport | None = LocalTransport(local)
         base_url, token = "http://localhost", "local"
-        http = httpx.Client(transport=LocalTransport(local), timeout=600.0)
+
+        def make_http() -> httpx.Client:
+            return httpx.Client(transport=LocalTransport(local), timeout=600.0)
+
     else:
         transport = None
         base_url, token = selection.url, selection.token
-        http = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
+
+        def make_http() -> httpx.Client:
+            return httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
 
     workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
     git_identity = None
@@ -160,37 +183,63 @@ def open_context(
         git_identity=git_identity,
         transport=transport,
     )
+    tryout = local is not None and _belongs_elsewhere(repo_root / settings.state)
+    announcement = selection.announcement
+    if tryout:
+        _keep_out_of_git(repo_root / TRYOUT_STATE)
+        announcement = (
+            f"{announcement}\nTry-out: {settings.state} belongs to another Platform, so this "
+            f"try-out keeps its state in {TRYOUT_STATE} (never committed, never pushed)"
+        )
     return Context(
         repo_root=repo_root,
         settings=settings,
         platform_id=selection.url if local is None else "local",
         workspace=label,
         client=client,
-        http=http,
+        make_http=make_http,
         git=git,
-        announcement=selection.announcement,
+        announcement=announcement,
         local=local,
         env=env,
+        tryout=tryout,
     )
 
 
-def _local_speed(env: Mapping[str, str], data_dir: Path) -> float:
-    """The embedded Platform's clock factor.
+def _belongs_elsewhere(state_path: Path) -> bool:
+    """Whether the lockfile there records a Platform other than the embedded one."""
+    recorded = peek_platform(state_path)
+    return recorded is not None and recorded != "local"
 
-    Run statuses are computed from elapsed time x speed, so a later command with another
-    speed would move runs backwards or forwards in time. The last speed asked for through
-    the environment is kept beside the data and used until another one is asked for.
-    """
-    remembered = data_dir / "speed"
+
+def _keep_out_of_git(path: Path) -> None:
+    """A try-out's directory ignores itself, whatever the repository's .gitignore says."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ignore = path.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+
+
+def _local_speed(env: Mapping[str, str]) -> float | None:
+    """The speed the environment asks the embedded Platform for (None: the one stored in
+    its data directory, which every process opening it shares; see
+    docs/local-platform.md "Time"). Asking for another re-bases the stored run times."""
     if env.get(LOCAL_SPEED_ENV):
-        speed = _float_env(env, LOCAL_SPEED_ENV, 1.0)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        remembered.write_text(f"{speed}\n", encoding="utf-8")
-        return speed
+        return _float_env(env, LOCAL_SPEED_ENV, 1.0)
+    return None
+
+
+def _local_seed(env: Mapping[str, str]) -> int | None:
+    """``OSMOSIS_LOCAL_PLATFORM_SEED``: fixed run names and ids (None: the data dir's own)."""
+    raw = env.get(LOCAL_SEED_ENV, "").strip()
+    if not raw:
+        return None
     try:
-        return max(float(remembered.read_text(encoding="utf-8").strip()), 1e-9)
-    except (OSError, ValueError):
-        return 1.0
+        return int(raw)
+    except ValueError:
+        raise UsageError(
+            f"{LOCAL_SEED_ENV}={raw!r} is not an integer", f"unset {LOCAL_SEED_ENV} or fix it"
+        ) from None
 
 
 def _float_env(env: Mapping[str, str], name: str, default: float) -> float:

@@ -449,12 +449,12 @@ def _fingerprint_candidates(
         )
         # A listed run without a benchmark id could belong to any intent's benchmark: the
         # plan cannot rule it out, so its details are fetched too.
-        since = (
+        window = (
             windows.get(run.benchmark_id)
             if run.benchmark_id is not None
             else min(windows.values(), default=None)
         )
-        by_window = since is not None and (run.created_at is None or run.created_at >= since)
+        by_window = window is not None and (run.created_at is None or run.created_at >= window)
         if by_shape or by_window:
             wanted.append(run_id)
             continue

@@ -14,17 +14,18 @@ import difflib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
-from reconciler.engine.apply import Applier, ApplyResult, Outcome, utcnow, wait_for_runs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
-from reconciler.errors import ConfigError, StalePlanError, StateError, UsageError
+from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
@@ -39,7 +40,9 @@ from reconciler.model import (
     Settings,
     glob_match,
 )
+from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.plan import compute_plan
+from reconciler.plan.ownership import recorded_ids
 from reconciler.render import (
     parse_saved_plan,
     render_json,
@@ -47,19 +50,24 @@ from reconciler.render import (
     render_text,
     saved_plan_text,
 )
-from reconciler.state.gitlock import hold_git_lock
+from reconciler.state.gitlock import GitLock, GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     StateStore,
     check_provenance,
     check_state_path,
     load_lockfile,
+    parse,
     peek_watermark_in,
     read_lockfile_bytes,
     remove_stale_temps,
     write_lockfile,
 )
-from reconciler.state.locking import hold_lock
+from reconciler.state.locking import LockKind, choose_lock, hold_lock, machine_lock_path
+
+if TYPE_CHECKING:
+    # apply (the paid path) is imported by the steps that act, not by every plan.
+    from reconciler.engine.apply import Applier, ApplyResult, Outcome
 
 LockfileReader = Callable[[Path, str], bytes | None]
 """Reads the lockfile at a path (named as the user wrote it): its bytes, None when there is
@@ -156,6 +164,8 @@ class Session:
         self.output = output
         self.lockfile = lockfile
         self.cancel = threading.Event()
+        self.git_lock: GitLock | None = None
+        """The git lock while ``hold_lock`` holds one (its ``publish`` records each write)."""
 
     @classmethod
     @contextmanager
@@ -254,16 +264,19 @@ class Session:
             identity = self.repository
             # The header is all the check reads (lineage, serial, repository).
             committed = git.committed_file(self._state_in_repo(git), limit=HEADER_BYTES)
+            root = git.root_commit()
             check_provenance(
                 state,
                 name=self.ctx.settings.state,
                 repository=identity,
                 committed=committed,
                 allow_foreign=self.ctx.settings.allow_foreign_state,
+                root_commit=root,
             )
-            if identity is not None and state.repository != identity:
-                # Recorded with the next write (older lockfiles, or an accepted rename).
-                state = state.model_copy(update={"repository": identity})
+            if identity is not None and (state.repository != identity or state.root_commit != root):
+                # Recorded with the next write (older lockfiles, a remote added since, or
+                # an accepted rename).
+                state = state.model_copy(update={"repository": identity, "root_commit": root})
         return state
 
     def load_state(self) -> LockState:
@@ -296,7 +309,7 @@ class Session:
         walk: RunWalk | None = None,
         outputs: Mapping[str, LocalOutputs] | None = None,
     ) -> Observation:
-        return observe(
+        observation = observe(
             self.ctx.client,
             tuple(desired),
             state,
@@ -304,12 +317,44 @@ class Session:
             workspace=self.ctx.workspace,
             repo_root=self.ctx.repo_root,
             head=self.head(),
-            now=utcnow(),
+            now=datetime.now(UTC).replace(microsecond=0),
             full=self.ctx.settings.refresh == "full",
             want_unmanaged=self.ctx.settings.unmanaged == "list",
             walk=walk,
             outputs=outputs,
         )
+        known = recorded_ids(state)
+        if any(run_id not in known for run_id in observation.runs):
+            vouched = self._vouched_by_state_record()
+            if vouched:
+                observation = observation.model_copy(update={"vouched": vouched})
+        return observation
+
+    def _vouched_by_state_record(self) -> frozenset[str]:
+        """Run ids the remote state record of this Platform and workspace names: evidence
+        (``plan.ownership``) for a run whose lockfile commit never reached the branch. Read
+        only where the git lock guards the Platform (it is what writes the record)."""
+        git = self.ctx.git
+        if git is None or self.lock_kind() is not LockKind.GIT:
+            return frozenset()
+        try:
+            data = read_state_record(git.root, self.guarded_refs())
+        except GitError as exc:
+            self.output.warning(
+                f"the remote state record could not be read ({exc.message}); runs only it "
+                "names are not adopted by this plan"
+            )
+            return frozenset()
+        if data is None:
+            return frozenset()
+        try:
+            record = parse(data.decode("utf-8", "replace"), self.guarded_refs().state)
+        except StateError as exc:
+            self.output.warning(f"the remote state record is unreadable: {exc.message}")
+            return frozenset()
+        if record.platform.rstrip("/") != self.ctx.platform_id.rstrip("/"):
+            return frozenset()
+        return recorded_ids(record)
 
     def _start_walk(self, lockfile: bytes | None) -> RunWalk:
         """The first pages of the run list, read while the lockfile is parsed: every page
@@ -525,13 +570,7 @@ class Session:
         """A saved plan, refused when stale, and the snapshots to apply it against: the
         configs and the lockfile read now, the Platform observed again (design.md §7.2:
         statuses that changed since the plan was made are recorded before acting)."""
-        try:
-            plan = parse_saved_plan(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise UsageError(
-                f"{path}: cannot read the saved plan: {exc}",
-                "create one with `osmosis-plan --out PLANFILE`",
-            ) from exc
+        plan = read_saved_plan(path)
         configs = self.load_desired()
         state = self.load_state()
         stale = []
@@ -570,7 +609,7 @@ class Session:
 
     @contextmanager
     def hold_lock(self, *, timeout: float, command: str) -> Iterator[None]:
-        def waiting(holder: dict) -> None:
+        def waiting(holder: Mapping[str, object]) -> None:
             self.output.info(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "
                 f"{holder.get('host')} since {holder.get('started_at')} ..."
@@ -585,32 +624,64 @@ class Session:
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         self.ctx.state_path.parent.mkdir(parents=True, exist_ok=True)
         git, settings = self.ctx.git, self.ctx.settings
-        with (
-            hold_lock(
-                self.ctx.lock_path,
-                timeout=timeout,
-                command=command,
-                on_wait=waiting,
-                ci_url=_ci_url(),
-            ) as info,
-            # Across machines too (laptop and CI): see gitlock.py.
-            hold_git_lock(
-                git.root if git else self.ctx.repo_root,
-                mode=settings.lock,
-                has_origin=bool(git and git.origin_url()),
-                lock_id=info.lock_id,
-                command=command,
-                ci_url=info.ci_url,
-                ttl=settings.lock_ttl,
-                state_path=self.ctx.state_path,
-                timeout=timeout,
-                on_wait=waiting,
-                on_lost=lost,
-            ),
-        ):
+        kind = self.lock_kind()
+        with ExitStack() as stack:
+            # The clone's lock always (osmosis-state and announce take it too), then the
+            # one that guards the Platform and workspace beyond this clone, if any.
+            info = stack.enter_context(
+                hold_lock(
+                    self.ctx.lock_path,
+                    timeout=timeout,
+                    command=command,
+                    on_wait=waiting,
+                    ci_url=_ci_url(),
+                )
+            )
+            if kind is LockKind.MACHINE:
+                # A loopback Platform lives on this machine: two clones exclude each other.
+                stack.enter_context(
+                    hold_lock(
+                        machine_lock_path(self.ctx.platform_id, self.ctx.workspace, self.ctx.env),
+                        timeout=timeout,
+                        command=command,
+                        on_wait=waiting,
+                        ci_url=info.ci_url,
+                    )
+                )
+            if kind is LockKind.GIT:
+                assert git is not None
+                # Across machines too (laptop and CI): see gitlock.py.
+                self.git_lock = stack.enter_context(
+                    hold_git_lock(
+                        git.root,
+                        refs=self.guarded_refs(),
+                        lock_id=info.lock_id,
+                        command=command,
+                        ci_url=info.ci_url,
+                        ttl=settings.lock_ttl,
+                        state_path=self.ctx.state_path,
+                        timeout=timeout,
+                        on_wait=waiting,
+                        on_lost=lost,
+                    )
+                )
+            stack.callback(setattr, self, "git_lock", None)
             # Under the lock, temp files of the lockfile can only be a killed writer's.
             remove_stale_temps(self.ctx.state_path)
             yield
+
+    def lock_kind(self) -> LockKind:
+        """Which lock guards this Platform and workspace (``locking.choose_lock``)."""
+        git = self.ctx.git
+        return choose_lock(
+            self.ctx.settings.lock,
+            self.ctx.platform_id,
+            has_origin=bool(git and git.origin_url()),
+        )
+
+    def guarded_refs(self) -> GuardedRefs:
+        """The git lock and state refs of this Platform and workspace."""
+        return GuardedRefs(self.ctx.platform_id, self.ctx.workspace)
 
     def refresh(self, *, record: bool) -> tuple[Plan, tuple[RecordedChange, ...]]:
         """What a refresh records: observed statuses that the lockfile does not hold yet.
@@ -639,8 +710,13 @@ class Session:
         wait_timeout: float,
     ) -> ApplyResult:
         """Carry out ``plan``, computed from (or checked against) ``snapshots``."""
+        from reconciler.engine.apply import Applier
+
         state = refresh_statuses(snapshots.state, snapshots.observation)
-        store = StateStore(self.ctx.state_path, state)
+        # Under the git lock every write reaches the remote state record too (before the
+        # POST that follows an intent): evidence a killed apply leaves for the next one.
+        publish = self.git_lock.publish if self.git_lock is not None else None
+        store = StateStore(self.ctx.state_path, state, on_write=publish)
         if state != snapshots.state:
             store.update(lambda s: s)
 
@@ -685,6 +761,8 @@ class Session:
         waited: list[str],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
+        from reconciler.engine.apply import wait_for_runs
+
         entries = [
             (address, e)
             for address, e in sorted(store.state.runs.items())
@@ -853,3 +931,19 @@ def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) 
 
 def terminal_runs(state: LockState) -> Sequence[str]:
     return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]
+
+
+def read_saved_plan(path: Path) -> Plan:
+    """The plan saved at ``path`` by ``osmosis-plan --out``; a ``UsageError`` for anything
+    else (the fuzz suite's saved-plan target: a clear error, never an internal one)."""
+    try:
+        # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
+        # memory ran out, a FIFO blocked forever.
+        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
+    except UnsafeInputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UsageError(
+            f"{path}: cannot read the saved plan: {exc}",
+            "create one with `osmosis-plan --out PLANFILE`",
+        ) from exc

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from reconciler.errors import UsageError
 from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
@@ -84,7 +84,7 @@ def hold_state_lock(
 ) -> Iterator[None]:
     """The apply lock for a command that writes the lockfile, as ``osmosis-apply`` takes it."""
 
-    def waiting(holder: dict) -> None:
+    def waiting(holder: dict[str, Any]) -> None:
         if err is not None:
             err.write(
                 f"Waiting for the apply lock held by pid {holder.get('pid')} on "

@@ -134,3 +134,7 @@ class Observation(Frozen):
     catalog: tuple[BenchmarkRef, ...] | None = None
     """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
     None when not listed."""
+    vouched: frozenset[str] = frozenset()
+    """Run ids the remote state record of this Platform and workspace names (the lockfile
+    the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses
+    is this repository's (``plan.ownership``). Empty without a git lock or record."""

@@ -17,7 +17,9 @@ from reconciler.model.observed import BenchmarkInfo
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
 LOCKFILE_VERSION = 2
-"""2: ``stage`` on entries, intents and history (smoke runs); 1 is read and migrated."""
+"""The lockfile format this version writes; older ones are read and migrated on write
+(``state.lockfile.migrate_v1``), newer ones refused.
+Format 2 also holds ``stage`` (smoke runs) on entries, intents and history."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -275,6 +277,10 @@ class LockState(Frozen):
     """The repository this state belongs to (``reconciler.gitinfo.GitRepo.identity``): a
     lockfile copied from another repository must never drive stops. None in lockfiles
     written before it was recorded, and outside git."""
+    root_commit: str | None = None
+    """The root commit of the repository's history (format 2). A lockfile written before
+    the repository had a remote (``repository = "root:..."``) is accepted by a clone with
+    the same root commit, which records its remote; a different remote is a fork."""
     observed_until: datetime | None = None
     """Watermark of the run list: every run the Platform created before this time (minus
     ``plan.CLOCK_SKEW``) was seen by an observation whose plan this state records, so a

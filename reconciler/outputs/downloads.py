@@ -138,10 +138,13 @@ class ManifestEntry(Protocol):
 
 
 class ManifestLike(Protocol):
-    """The E8 response as the platform client returns it (``Manifest``)."""
+    """The E8 response as the platform client returns it (``Manifest``); read only."""
 
-    files: Sequence[Any]
-    totals: Any
+    @property
+    def files(self) -> Sequence[Any]: ...
+
+    @property
+    def totals(self) -> Any: ...
 
 
 class DownloadUrlLike(Protocol):
@@ -544,7 +547,7 @@ def _partial_base(name: str) -> str:
     return "." + name
 
 
-def _hash_file(path: Path) -> str:
+def _hash_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb", buffering=0) as f:
         buf = bytearray(CHUNK_SIZE)
@@ -1004,7 +1007,7 @@ def download_run(
         path = getattr(entry, "path", None)
         shown = path if isinstance(path, str) else repr(path)
         size = getattr(entry, "size", None)
-        if classify_path(path, selected) is None:  # type: ignore[arg-type]
+        if not isinstance(path, str) or classify_path(path, selected) is None:
             failures.append((shown, MSG_LAYOUT))
             continue
         if path in seen:
@@ -1060,11 +1063,11 @@ def download_run(
     pool = executor or ThreadPoolExecutor(
         max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
     )
-    seen: set[Future] = set()
+    taken: set[Future[Any]] = set()
 
-    def take(fut: Future) -> None:
+    def take(fut: Future[Any]) -> None:
         nonlocal skipped, downloaded, bytes_downloaded
-        seen.add(fut)
+        taken.add(fut)
         kind, it = futures[fut]
         try:
             value = fut.result()
@@ -1127,7 +1130,7 @@ def download_run(
             # The files that did arrive are complete on disk: hand them to the caller, which
             # records them before the interruption goes on.
             for fut in futures:
-                if fut not in seen and not fut.cancelled():
+                if fut not in taken and not fut.cancelled():
                     take(fut)
             raise DownloadInterrupted(result()) from None
         raise

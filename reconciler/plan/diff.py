@@ -7,7 +7,7 @@ otherwise only its outputs are looked at; a deleted config's run is stopped or f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from reconciler.model import (
     Action,
@@ -24,6 +24,7 @@ from reconciler.model import (
 )
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
+from reconciler.plan.ownership import evidence_of
 from reconciler.plan.preflight import paid_item
 from reconciler.plan.smoke import SMOKE, ended_badly, rule_for, skipped, smoke_failed_item
 
@@ -59,15 +60,10 @@ def _plan_new(draft: Draft, wanted: DesiredRun) -> None:
 def claim_unrecorded(
     draft: Draft, wanted: DesiredRun, entry: RecordedRun | None = None
 ) -> tuple[ObservedRun | None, list[ObservedRun]]:
-    """The newest unclaimed unrecorded run doing exactly what ``wanted`` asks that can only
-    be this repository's (claimed), and the other such runs (not claimed).
-
-    A run is this repository's when the lockfile vouches for it (``entry``'s recorded run is
-    gone and this run was created when that one was submitted) or when it was created after
-    the config's content reached the branch (an apply whose lockfile was lost) and no
-    recorded evidence says otherwise: its creator is one the lockfile's runs never had.
-    Anything else that matches (another repository's or a person's identical run) is never
-    adopted silently.
+    """The newest unclaimed unrecorded run doing exactly what ``wanted`` asks that is this
+    repository's by evidence (``plan.ownership``: the remote state record names it), and
+    the other such runs (named, never claimed). Timing and creator are no evidence:
+    repositories share workspaces and service tokens.
     """
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     if benchmark is None:
@@ -77,30 +73,11 @@ def claim_unrecorded(
     for run in draft.unrecorded:
         if run.id in draft.claimed or run.fingerprint != fingerprint:
             continue
-        if _can_only_be_ours(draft, wanted, entry, run):
+        if evidence_of(run, draft.recorded, draft.observed) is not None:
             draft.claimed.add(run.id)
             return run, others
         others.append(run)
     return None, others
-
-
-def _can_only_be_ours(
-    draft: Draft, wanted: DesiredRun, entry: RecordedRun | None, run: ObservedRun
-) -> bool:
-    created = run.created_at
-    if created is None:
-        return False
-    skew = CLOCK_SKEW.total_seconds()
-    if (
-        entry is not None
-        and entry.spec_digest == wanted.spec_digest
-        and entry.submitted_at is not None
-        and abs(timestamp(created) - timestamp(entry.submitted_at)) <= skew
-    ):
-        return True
-    if wanted.arrived_at is None or timestamp(created) < timestamp(wanted.arrived_at) - skew:
-        return False
-    return not (draft.creators and run.creator and run.creator not in draft.creators)
 
 
 def _not_adopted(wanted: DesiredRun, runs: list[ObservedRun]) -> tuple[str, ...]:
@@ -109,7 +86,8 @@ def _not_adopted(wanted: DesiredRun, runs: list[ObservedRun]) -> tuple[str, ...]
         created = run.created_at.strftime("%Y-%m-%d %H:%M UTC") if run.created_at else "unknown"
         lines.append(
             f"run {run_label(run.name, run.id)} (created {created}) does exactly what this "
-            "config asks but may not be this repository's, so it is not adopted; to use it "
+            "config asks but nothing this repository wrote names it, so it is not adopted; "
+            "to use it "
             f"instead of a new run: `osmosis-import {run.name or run.id} --to {wanted.path}`"
         )
     if len(runs) > 3:
@@ -136,6 +114,15 @@ def _adopt(wanted: DesiredRun, run: ObservedRun, *, before: str | None) -> PlanI
 # --------------------------------------------------------------------------- recorded configs
 
 
+class _Previous(TypedDict):
+    """What a submit or replace of a recorded address says about the run it follows."""
+
+    run_id: str | None
+    run_name: str | None
+    before: str | None
+    changes: tuple[str, ...]
+
+
 def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None:
     settings = draft.settings
     run = draft.run_of(entry)
@@ -148,7 +135,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     if entry.stage == SMOKE and not changed and not requested and run is not None:
         _plan_after_smoke(draft, wanted, entry, run, active)
         return
-    common = {
+    common: _Previous = {
         "run_id": entry.run_id,
         "run_name": (run.name if run and run.name else entry.run_name),
         "before": entry.spec_digest,
@@ -230,7 +217,7 @@ def _plan_after_smoke(
 
 
 def _adopt_or_submit(
-    draft: Draft, wanted: DesiredRun, entry: RecordedRun, reason: Reason, common: dict[str, Any]
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun, reason: Reason, common: _Previous
 ) -> None:
     match, others = claim_unrecorded(draft, wanted, entry)
     if match is not None:

@@ -295,7 +295,11 @@ def _not_found(wanted: DesiredRun, observed: Observation) -> Problem:
             f"{message} Did you mean {label}?",
             (Fix(file=wanted.path, key="experiment.benchmark", value=nearest.key),),
         )
-    listing = f"{EMULATOR} benchmark list" if _is_local(observed) else "osmosis benchmark list"
+    listing = (
+        _emulator(observed, "benchmark", "list")
+        if _is_local(observed)
+        else "osmosis benchmark list"
+    )
     known = ""
     if observed.catalog:
         keys = ", ".join(ref.key for ref in observed.catalog[:12])
@@ -303,11 +307,14 @@ def _not_found(wanted: DesiredRun, observed: Observation) -> Problem:
         known = f" Benchmarks in workspace {observed.workspace}: {keys}" + (
             f" and {more} more." if more > 0 else "."
         )
+    add = "add the benchmark to the workspace on the Platform"
+    if _is_local(observed):  # the local Platform's catalog page is this command
+        add = f"add it to the workspace: `{_emulator(observed, 'benchmark', 'add', wanted.benchmark)}`"
     return Problem(
         Reason.BENCHMARK_NOT_FOUND,
         message + known,
         advice=f"correct [experiment].benchmark in {wanted.path} (list them with "
-        f"`{listing}`), or add the benchmark to the workspace on the Platform",
+        f"`{listing}`), or {add}",
     )
 
 

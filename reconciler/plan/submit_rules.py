@@ -218,7 +218,11 @@ def select_tasks(facts: CatalogFacts, tasks_config: Mapping[str, Any] | None) ->
 
 
 def _everything(
-    facts: CatalogFacts, all_names: tuple[str, ...], *, expanded: bool = False, ignored=()
+    facts: CatalogFacts,
+    all_names: tuple[str, ...],
+    *,
+    expanded: bool = False,
+    ignored: tuple[str, ...] = (),
 ) -> Selection:
     if all_names:
         return Selection(len(all_names), all_names, task_set_expanded=expanded, ignored=ignored)

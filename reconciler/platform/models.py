@@ -800,6 +800,7 @@ class SubmittedRun(PlatformModel):
             problems.append(f"'task_count' must be an integer, got {_shape(task_count)}")
         if problems:
             raise ValueError("; ".join(problems))
+        assert isinstance(run_id, str) and isinstance(name, str) and isinstance(status, str)
         return cls(
             id=run_id,
             name=name,

@@ -241,9 +241,9 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         shown += 1
     if not shown:
         return "", len(rows)
-    notes = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
-    if notes and len(opening) + len(body) + len(notes) + 1 + len(closing) <= room:
-        closing = "\n" + notes + closing
+    failures = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
+    if failures and len(opening) + len(body) + len(failures) + 1 + len(closing) <= room:
+        closing = "\n" + failures + closing
     return opening + body + closing, len(rows) - shown
 
 

@@ -6,15 +6,19 @@ laptop and a CI runner applying the same repository at once, and both would pay 
 same config. The lockfile already lives on the git remote, so the remote is the natural
 place for a lock that all of them see: no server of our own, only ``git push``.
 
-Two refs on ``origin``, never branches (nothing checks them out, no workflow runs on them):
+Two refs on ``origin`` per (Platform, workspace), never branches (nothing checks them out,
+no workflow runs on them), named ``refs/osmosis/<key>/lock`` and ``refs/osmosis/<key>/state``
+where ``key`` is a digest of the Platform URL and the workspace (``GuardedRefs``). They guard
+that Platform's runs, not the remote: a try-out against another Platform never touches them,
+and two workspaces applied from one repository do not wait for each other.
 
-* ``refs/osmosis/lock``: exists while an apply holds the lock. It points at a commit
+* ``lock``: exists while an apply holds the lock. It points at a commit
   whose tree holds ``holder.json`` (lock id, pid, host, command, CI run URL, started,
   expires). It is created with ``git push --force-with-lease=refs/osmosis/lock:`` (the
   empty lease: "only if it does not exist"), renewed and deleted with the lease set to the
   commit we pushed last. The receiving git checks the old value under its ref lock, so of
   two pushes racing for the same ref exactly one wins; that is the compare-and-swap.
-* ``refs/osmosis/state``: the lockfile as the last holder left it (``osmosis.lock``, and
+* ``state``: the lockfile as the last holder left it (``osmosis.lock``, and
   ``applied.json`` with its lineage and serial), updated in the same atomic push that
   deletes the lock. The next holder checks its own lockfile against it: a checkout that is
   behind (the last apply's lockfile commit not pulled yet, or never pushed) would plan to
@@ -27,13 +31,20 @@ between machines), or when a waiter has watched it unchanged for longer than ``t
 own clock: no skew at all). A holder whose renewal is refused has lost the lock and says
 so through ``on_lost`` (the session stops starting new actions).
 
-``lock = "local"`` skips all of this; ``lock = "git"`` requires an ``origin`` remote. Unset,
-the git lock is used whenever ``origin`` exists; without a remote no second machine shares
-the lockfile through git, so the OS lock is all there is to hold.
+Which lock applies is ``locking.choose_lock``'s decision: never for the embedded Platform
+(it lives in its clone) nor, unless ``lock = "git"`` is set, for a loopback Platform (it lives
+on one machine); for a real Platform whenever ``origin`` exists.
+
+Refs written by older versions (``refs/osmosis/lock`` and ``refs/osmosis/state``, keyed by
+the remote alone) are read once: a legacy state record whose lockfile names this Platform and
+workspace is checked like the new one and moved to the new name by the release's atomic push
+(``LEGACY_STATE_REF`` deleted under a lease); one of another Platform (a try-out's, pushed by
+an older version) is ignored, never allowed to refuse this Platform's apply.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -55,22 +66,24 @@ from reconciler.state.locking import pid_alive as _pid_alive
 
 __all__ = [
     "CLOCK_SKEW",
-    "LOCK_REF",
+    "LEGACY_LOCK_REF",
+    "LEGACY_STATE_REF",
     "REMOTE",
-    "STATE_REF",
     "GitLock",
+    "GuardedRefs",
+    "read_state_record",
     "force_unlock_any",
     "force_unlock_git",
     "hold_git_lock",
     "read_git_holder",
-    "use_git_lock",
 ]
 
 REMOTE = "origin"
-LOCK_REF = "refs/osmosis/lock"
-STATE_REF = "refs/osmosis/state"
-_SEEN_LOCK = "refs/osmosis-seen/lock"
-_SEEN_STATE = "refs/osmosis-seen/state"
+LEGACY_LOCK_REF = "refs/osmosis/lock"
+"""The lock ref of versions that keyed the lock by the remote alone (read, never written)."""
+LEGACY_STATE_REF = "refs/osmosis/state"
+"""Their state record: read once and migrated to ``GuardedRefs.state``."""
+_SEEN_LEGACY_STATE = "refs/osmosis-seen/legacy-state"
 CLOCK_SKEW = timedelta(seconds=10)
 """How far another machine's clock may be ahead of ours before its expiry counts."""
 _TIMEOUT = 60.0
@@ -85,6 +98,54 @@ _IDENTITY = {
 _HEADER_RE = re.compile(r'^lineage = "([^"]*)"\s*$.*?^serial = (\d+)\s*$', re.MULTILINE | re.DOTALL)
 
 
+@dataclass(frozen=True)
+class GuardedRefs:
+    """The lock and state refs of one (Platform, workspace) on ``origin``."""
+
+    platform: str
+    """The normalised Platform URL (``Context.platform_id``)."""
+    workspace: str
+    """The workspace label recorded in the lockfile."""
+
+    @property
+    def key(self) -> str:
+        """A digest of both: ref names cannot hold a URL, and both must name the refs."""
+        text = f"{self.platform.rstrip('/')}\n{self.workspace.strip()}"
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def lock(self) -> str:
+        return f"refs/osmosis/{self.key}/lock"
+
+    @property
+    def state(self) -> str:
+        return f"refs/osmosis/{self.key}/state"
+
+    @property
+    def seen_lock(self) -> str:
+        return f"refs/osmosis-seen/{self.key}/lock"
+
+    @property
+    def seen_state(self) -> str:
+        return f"refs/osmosis-seen/{self.key}/state"
+
+    def describe(self) -> str:
+        return f"{self.platform} workspace {self.workspace}"
+
+
+_HEADER_FIELD = re.compile(r'^(platform|workspace) = "([^"\\]*)"\s*$', re.MULTILINE)
+
+
+def _guards(lockfile: bytes, refs: GuardedRefs) -> bool:
+    """Whether a recorded lockfile names the (Platform, workspace) ``refs`` guard."""
+    head = lockfile[:4096].decode("utf-8", "replace").partition("\n[")[0]
+    fields = dict(_HEADER_FIELD.findall(head))
+    return (
+        fields.get("platform", "").rstrip("/") == refs.platform.rstrip("/")
+        and fields.get("workspace", "").strip() == refs.workspace.strip()
+    )
+
+
 def _stamp(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -96,19 +157,6 @@ def _parse_stamp(value: Any) -> datetime | None:
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return None
-
-
-def use_git_lock(mode: str | None, has_origin: bool) -> bool:
-    """Whether the git lock applies: ``git`` needs ``origin``; unset means "when it exists"."""
-    if mode == "local":
-        return False
-    if mode == "git" and not has_origin:
-        raise UsageError(
-            'lock = "git" in [tool.osmosis-reconciler], but the repository has no origin remote',
-            "add the remote that everyone pushes to (`git remote add origin URL`), "
-            'or set lock = "local"',
-        )
-    return has_origin
 
 
 # --------------------------------------------------------------------------- git plumbing
@@ -222,10 +270,10 @@ def _local_header(state_path: Path) -> tuple[str, int] | None:
     return (match.group(1), int(match.group(2))) if match else None
 
 
-def describe_git_holder(holder: Mapping[str, Any]) -> str:
-    """One sentence naming the holder of the git lock."""
+def describe_git_holder(holder: Mapping[str, Any], ref: str = LEGACY_LOCK_REF) -> str:
+    """One sentence naming the holder of the git lock ``ref``."""
     text = (
-        f"the apply lock {LOCK_REF} on {REMOTE} is held by pid {holder.get('pid', '?')} on "
+        f"the apply lock {ref} on {REMOTE} is held by pid {holder.get('pid', '?')} on "
         f"{holder.get('host', '?')} running `{holder.get('command', '?')}` since "
         f"{holder.get('started_at', '?')} (lock id {holder.get('lock_id', '?')}; "
         f"expires {holder.get('expires_at', '?')} unless renewed)"
@@ -236,13 +284,14 @@ def describe_git_holder(holder: Mapping[str, Any]) -> str:
 
 
 class GitLock:
-    """One holder's use of ``refs/osmosis/lock``: ``acquire``, background renewal,
-    ``release`` (which also records the lockfile in ``refs/osmosis/state``)."""
+    """One holder's use of the lock ref of ``refs``: ``acquire``, background renewal,
+    ``release`` (which also records the lockfile in the state ref)."""
 
     def __init__(
         self,
         root: Path,
         *,
+        refs: GuardedRefs,
         lock_id: str,
         command: str,
         ci_url: str | None,
@@ -255,6 +304,7 @@ class GitLock:
         pid: int | None = None,
     ) -> None:
         self.git = _Git(root)
+        self.refs = refs
         self.lock_id = lock_id
         self.command = command
         self.ci_url = ci_url
@@ -272,6 +322,8 @@ class GitLock:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._state_seen: str | None = None
+        self._legacy_seen: str | None = None
+        """The legacy state record this holder read in place of its own (migrated on release)."""
 
     # -- holder record --------------------------------------------------------
 
@@ -285,6 +337,8 @@ class GitLock:
             "started_at": self.started_at,
             "expires_at": _stamp(self.now() + timedelta(seconds=self.ttl)),
             "ttl": self.ttl,
+            "platform": self.refs.platform,
+            "workspace": self.refs.workspace,
         }
 
     def _new_commit(self) -> str:
@@ -292,7 +346,7 @@ class GitLock:
         return self.git.commit({"holder.json": data}, f"osmosis apply lock {self.lock_id}")
 
     def _fetch_lock(self, previous: _Seen | None) -> _Seen | None:
-        commit = self.git.fetch(LOCK_REF, _SEEN_LOCK)
+        commit = self.git.fetch(self.refs.lock, self.refs.seen_lock)
         if commit is None:
             return None
         if previous is not None and previous.commit == commit:
@@ -313,7 +367,8 @@ class GitLock:
         expires = _parse_stamp(holder.get("expires_at"))
         if expires is not None and self.now() > expires + CLOCK_SKEW:
             return f"it expired at {holder.get('expires_at')}"
-        ttl = holder.get("ttl") if isinstance(holder.get("ttl"), int | float) else self.ttl
+        held_ttl = holder.get("ttl")
+        ttl = held_ttl if isinstance(held_ttl, int | float) else self.ttl
         if self.monotonic() - seen.since > float(ttl) + 1.0:
             return f"it was not renewed for {float(ttl) + 1.0:g}s"
         return None
@@ -328,7 +383,7 @@ class GitLock:
         told = False
         while True:
             mine = self._new_commit()
-            if self.git.push([(mine, LOCK_REF, None)]):
+            if self.git.push([(mine, self.refs.lock, None)]):
                 self.commit = mine
                 break
             seen = self._fetch_lock(seen)
@@ -336,7 +391,7 @@ class GitLock:
                 continue  # released between our push and our fetch: try again at once
             reason = self._takeover_reason(seen)
             if reason is not None:
-                if self.git.push([(mine, LOCK_REF, seen.commit)]):
+                if self.git.push([(mine, self.refs.lock, seen.commit)]):
                     log.warning("took over the git apply lock", reason=reason, **seen.holder)
                     self.commit = mine
                     break
@@ -345,7 +400,7 @@ class GitLock:
                 waited = f" after waiting {timeout:g}s" if timeout > 0 else ""
                 lock_id = seen.holder.get("lock_id") or "<LOCK_ID>"
                 raise LockHeldError(
-                    describe_git_holder(seen.holder) + waited,
+                    describe_git_holder(seen.holder, self.refs.lock) + waited,
                     "wait for that apply to finish, retry with --lock-timeout SECONDS to wait "
                     "for it (an abandoned lock is taken over once it expires), or, if you are "
                     f"sure no apply is running: osmosis-apply --force-unlock {lock_id}",
@@ -367,10 +422,16 @@ class GitLock:
 
     def _check_lockfile_is_current(self) -> None:
         """Refuse a checkout whose lockfile is behind the one the last holder recorded."""
-        self._state_seen = self.git.fetch(STATE_REF, _SEEN_STATE)
-        if self._state_seen is None:
-            return
-        raw = self.git.read(self._state_seen, "applied.json") or b"{}"
+        self._state_seen = self.git.fetch(self.refs.state, self.refs.seen_state)
+        record = self._state_seen
+        if record is None:
+            legacy = self.git.fetch(LEGACY_STATE_REF, _SEEN_LEGACY_STATE)
+            if legacy is None or not _guards(
+                self.git.read(legacy, "osmosis.lock") or b"", self.refs
+            ):
+                return  # none, or another Platform's (an older version's try-out): not ours
+            record = self._legacy_seen = legacy
+        raw = self.git.read(record, "applied.json") or b"{}"
         try:
             applied = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -390,14 +451,15 @@ class GitLock:
         if applied.get("ci_url"):
             by += f" (CI run {applied['ci_url']})"
         name = self.state_path.name
+        ref = LEGACY_STATE_REF if record == self._legacy_seen else self.refs.state
         raise StateError(
             f"the lockfile here is behind the one the last apply wrote: that apply{by} left "
             f"serial {serial}, this checkout {mine}; applying now could pay again for runs "
             "it recorded",
             "pull the commit that has it (`git pull`), or, if it was never pushed, restore it "
-            f"from the remote: `git fetch {REMOTE} {STATE_REF} && git show FETCH_HEAD:"
+            f"from the remote: `git fetch {REMOTE} {ref} && git show FETCH_HEAD:"
             f"osmosis.lock > {self.state_path.parent.name}/{name}` and commit it. To start a "
-            f"new lineage on purpose, delete the record: `git push {REMOTE} :{STATE_REF}`",
+            f"new lineage on purpose, delete the record: `git push {REMOTE} :{ref}`",
         )
 
     def _renew_loop(self) -> None:
@@ -407,7 +469,7 @@ class GitLock:
         while not self._stop.wait(interval):
             try:
                 mine = self._new_commit()
-                if self.git.push([(mine, LOCK_REF, self.commit)]):
+                if self.git.push([(mine, self.refs.lock, self.commit)]):
                     self.commit = mine
                     deadline = self.monotonic() + self.ttl
                     continue
@@ -426,37 +488,86 @@ class GitLock:
     def _delete(self) -> None:
         if self.commit is not None and not self.lost.is_set():
             try:
-                self.git.push([(None, LOCK_REF, self.commit)])
+                self.git.push([(None, self.refs.lock, self.commit)])
             except GitError as exc:
                 get_logger().warning("git apply lock not released", error=exc.message)
         self.commit = None
 
     def release(self) -> None:
-        """Stop renewing; record the lockfile in ``refs/osmosis/state`` and delete the lock
-        in one atomic push. A lost lock is left alone (it is someone else's now)."""
+        """Stop renewing; record the lockfile in the state ref and delete the lock in one
+        atomic push (which also deletes a legacy record read in its place: migrated). A lost
+        lock is left alone (it is someone else's now)."""
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join(timeout=_TIMEOUT)
         if self.commit is None or self.lost.is_set():
             return
-        updates: list[tuple[str | None, str, str | None]] = [(None, LOCK_REF, self.commit)]
+        updates: list[tuple[str | None, str, str | None]] = [(None, self.refs.lock, self.commit)]
         state = self._state_commit()
+        if state is None and self._legacy_seen is not None:
+            state = self._copy_legacy()
         if state is not None:
-            updates.append((state, STATE_REF, self._state_seen))
+            updates.append((state, self.refs.state, self._state_seen))
+            if self._legacy_seen is not None:
+                updates.append((None, LEGACY_STATE_REF, self._legacy_seen))
         try:
             if not self.git.push(updates) and state is not None:
-                self.git.push([(None, LOCK_REF, self.commit)])
+                self.git.push([(None, self.refs.lock, self.commit)])
         except GitError as exc:
             # The lock expires by itself; the state record is only a guard for the next one.
             get_logger().warning("git apply lock not released", error=exc.message)
         self.commit = None
 
+    def publish(self, _state: object = None) -> None:
+        """Record the lockfile on disk in the state ref now, while the lock is held.
+
+        Called after every lockfile write of an apply (``StateStore(on_write=...)``), so a
+        submit's intent is on the remote before its POST: a holder killed mid-apply (a CI
+        job cancelled) leaves evidence of the runs it paid for where the next holder looks,
+        and the next holder's checkout, behind it, is refused with the command that
+        restores it, instead of paying again. A failed push fails the write: no POST
+        follows an intent the remote does not hold.
+        """
+        if self.commit is None or self.lost.is_set():
+            raise LockHeldError(
+                f"the apply lock {self.refs.lock} on {REMOTE} is no longer held by this apply",
+                "run osmosis-apply again",
+            )
+        state = self._state_commit()
+        if state is None:
+            return
+        updates: list[tuple[str | None, str, str | None]] = [
+            (state, self.refs.state, self._state_seen)
+        ]
+        if self._legacy_seen is not None:
+            updates.append((None, LEGACY_STATE_REF, self._legacy_seen))
+        if not self.git.push(updates):
+            raise StateError(
+                f"the state record {self.refs.state} on {REMOTE} changed while this apply "
+                "held the lock",
+                "run osmosis-apply again; if it repeats, another tool writes that ref",
+            )
+        self._state_seen = state
+        self._legacy_seen = None
+
+    def _copy_legacy(self) -> str | None:
+        """The legacy record's files as a commit for the new ref (nothing changed here)."""
+        assert self._legacy_seen is not None
+        files = {}
+        for name in ("applied.json", "osmosis.lock"):
+            data = self.git.read(self._legacy_seen, name)
+            if data is None:
+                return None
+            files[name] = data
+        return self.git.commit(files, "osmosis state (migrated from refs/osmosis/state)")
+
     def _state_commit(self) -> str | None:
         header = _local_header(self.state_path)
         if header is None:
             return None
-        if self._state_seen is not None:
-            raw = self.git.read(self._state_seen, "applied.json") or b"{}"
+        seen = self._state_seen or self._legacy_seen
+        if seen is not None:
+            raw = self.git.read(seen, "applied.json") or b"{}"
             try:
                 applied = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
@@ -482,8 +593,7 @@ class GitLock:
 def hold_git_lock(
     root: Path,
     *,
-    mode: str | None,
-    has_origin: bool,
+    refs: GuardedRefs,
     lock_id: str,
     command: str,
     ci_url: str | None,
@@ -492,15 +602,18 @@ def hold_git_lock(
     timeout: float,
     on_wait: Callable[[dict], None] | None = None,
     on_lost: Callable[[], None] | None = None,
-) -> Iterator[GitLock | None]:
-    """Hold the git lock for the ``with`` block when the settings ask for it (else yield
-    None and do nothing). ``on_lost`` is called, from the renewal thread, if the lock is
-    taken away while held."""
-    if not use_git_lock(mode, has_origin):
-        yield None
-        return
+) -> Iterator[GitLock]:
+    """Hold the git lock of ``refs`` for the ``with`` block (``locking.choose_lock`` says
+    when). ``on_lost`` is called, from the renewal thread, if the lock is taken away while
+    held."""
     lock = GitLock(
-        root, lock_id=lock_id, command=command, ci_url=ci_url, ttl=ttl, state_path=state_path
+        root,
+        refs=refs,
+        lock_id=lock_id,
+        command=command,
+        ci_url=ci_url,
+        ttl=ttl,
+        state_path=state_path,
     )
     lock.acquire(timeout, on_wait)
     watcher: threading.Thread | None = None
@@ -522,10 +635,38 @@ def hold_git_lock(
             watcher.join(timeout=2)
 
 
-def read_git_holder(root: Path) -> tuple[str, dict[str, Any]] | None:
-    """``(commit, holder)`` of the git lock on ``origin``, None when nobody holds it."""
+def read_state_record(root: Path, refs: GuardedRefs) -> bytes | None:
+    """The lockfile the last apply against ``refs``' Platform and workspace recorded on
+    ``origin`` (its state ref; a legacy record naming the same Platform and workspace until
+    it is migrated), or None when there is none. Plans read it as ownership evidence."""
     git = _Git(root)
-    commit = git.fetch(LOCK_REF, _SEEN_LOCK)
+    commit = git.fetch(refs.state, refs.seen_state)
+    if commit is not None:
+        return git.read(commit, "osmosis.lock")
+    legacy = git.fetch(LEGACY_STATE_REF, _SEEN_LEGACY_STATE)
+    if legacy is None:
+        return None
+    data = git.read(legacy, "osmosis.lock")
+    return data if data is not None and _guards(data, refs) else None
+
+
+def _lock_refs(git: _Git) -> list[str]:
+    """Every lock ref on ``origin``: each (Platform, workspace)'s and the legacy one."""
+    done = git.run("ls-remote", REMOTE, "refs/osmosis/*")
+    if done.returncode != 0:
+        raise git.error(("ls-remote",), done)
+    refs = []
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        _sha, _tab, ref = line.partition("\t")
+        if ref == LEGACY_LOCK_REF or (ref.startswith("refs/osmosis/") and ref.endswith("/lock")):
+            refs.append(ref.strip())
+    return sorted(refs)
+
+
+def read_git_holder(root: Path, ref: str) -> tuple[str, dict[str, Any]] | None:
+    """``(commit, holder)`` of the git lock ``ref`` on ``origin``, None when nobody holds it."""
+    git = _Git(root)
+    commit = git.fetch(ref, "refs/osmosis-seen/unlock")
     if commit is None:
         return None
     raw = git.read(commit, "holder.json") or b"{}"
@@ -536,57 +677,65 @@ def read_git_holder(root: Path) -> tuple[str, dict[str, Any]] | None:
     return commit, holder if isinstance(holder, dict) else {}
 
 
-def force_unlock_git(root: Path, lock_id: str) -> bool:
-    """Delete the git lock whose holder has ``lock_id``; False when no git lock is held.
+def force_unlock_git(root: Path, lock_id: str) -> str | None:
+    """Delete the git lock (of any Platform and workspace) whose holder has ``lock_id``;
+    returns its ref, None when no git lock is held at all.
 
-    Refused when the id does not match, and when the holder runs on this host and is alive.
+    Refused when no holder has that id, and when the holder runs on this host and is alive.
     """
-    found = read_git_holder(root)
-    if found is None:
-        return False
-    commit, holder = found
-    if holder.get("lock_id") != lock_id:
+    git = _Git(root)
+    held = [(ref, found) for ref in _lock_refs(git) if (found := read_git_holder(root, ref))]
+    if not held:
+        return None
+    match = [(ref, found) for ref, found in held if found[1].get("lock_id") == lock_id]
+    if not match:
+        named = "; ".join(describe_git_holder(found[1], ref) for ref, found in held)
         raise UsageError(
-            f"lock id {lock_id} does not match the holder of {LOCK_REF} on {REMOTE} "
-            f"(lock id {holder.get('lock_id', '?')})",
-            "copy the lock id from the error that reported the held lock; "
-            + describe_git_holder(holder),
+            f"lock id {lock_id} does not match the holder of any apply lock on {REMOTE}",
+            f"copy the lock id from the error that reported the held lock; {named}",
         )
+    ref, (commit, holder) = match[0]
     pid = holder.get("pid")
     if holder.get("host") == socket.gethostname() and isinstance(pid, int) and _pid_alive(pid):
         raise LockHeldError(
-            f"{describe_git_holder(holder)}; that process is still running",
+            f"{describe_git_holder(holder, ref)}; that process is still running",
             f"let it finish or stop it (kill {pid}), then run osmosis-apply again",
             holder=holder,
         )
-    if not _Git(root).push([(None, LOCK_REF, commit)]):
+    if not git.push([(None, ref, commit)]):
         raise LockHeldError(
-            f"the apply lock {LOCK_REF} on {REMOTE} changed while it was being removed",
+            f"the apply lock {ref} on {REMOTE} changed while it was being removed",
             "run osmosis-apply again to see who holds it now",
         )
-    return True
+    return ref
 
 
-def force_unlock_any(root: Path, lock_path: Path, lock_id: str, settings: Any) -> str:
-    """``osmosis-apply --force-unlock ID``: release whichever lock ``ID`` names, the local
-    one (``lock_path``), the git one, or both (one apply holds both under the same id).
-    Returns where it was released; a usage error when neither holds that id."""
+def force_unlock_any(root: Path, lock_paths: list[Path], lock_id: str) -> str:
+    """``osmosis-apply --force-unlock ID``: release whichever lock ``ID`` names: a local one
+    (the clone's, or a machine-wide one of a loopback Platform: ``lock_paths``), the git one,
+    or both (one apply holds both under the same id). Returns where it was released; a usage
+    error when none holds that id."""
     from reconciler.gitinfo import GitRepo
     from reconciler.state.locking import force_unlock, read_holder
 
     released: list[str] = []
-    local = read_holder(lock_path)
-    if local is not None and local.get("lock_id") == lock_id:
-        force_unlock(lock_path, lock_id)
-        released.append(str(lock_path))
+    for path in lock_paths:
+        local = read_holder(path)
+        if local is not None and local.get("lock_id") == lock_id:
+            force_unlock(path, lock_id)
+            released.append(str(path))
     git = GitRepo.discover(root)
-    if git is not None and use_git_lock(settings.lock, git.origin_url() is not None):
-        found = read_git_holder(git.root)
-        if found is not None and (found[1].get("lock_id") == lock_id or not released):
-            force_unlock_git(git.root, lock_id)
-            released.append(f"{LOCK_REF} on {REMOTE}")
+    if git is not None and git.origin_url() is not None:
+        try:
+            ref = force_unlock_git(git.root, lock_id)
+        except (UsageError, GitError):
+            if not released:
+                raise
+            ref = None  # the local lock it named is released; the remote holds none of it
+        if ref is not None:
+            released.append(f"{ref} on {REMOTE}")
     if released:
         return " and ".join(released)
-    # Neither holds it: let the local lock explain (no lock, or another id).
-    force_unlock(lock_path, lock_id)
-    return str(lock_path)
+    # None holds it: let the clone's lock explain (no lock, or another id).
+    force_unlock(lock_paths[0], lock_id)
+    return str(lock_paths[0])

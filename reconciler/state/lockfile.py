@@ -3,11 +3,13 @@
 Layout (design.md §5)::
 
     # header comment
-    version = 1
+    version = 2
     lineage = "<uuid4>"
     serial = 7
     platform = "local"
     workspace = "acme"
+    repository = "github.com/acme/bench"   # the origin remote, else "root:<sha>"
+    root_commit = "<sha>"                  # format 2: the root commit of the history
 
     [runs."terminal-bench/smoke"]          # one table per address, sorted
     spec_digest = "sha256:..."             # scalars in RecordedRun field order, None omitted
@@ -60,12 +62,13 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
+from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
     Downloads,
@@ -76,7 +79,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, relative_path_problem
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -324,23 +327,13 @@ def _run_lines(address: str, run: RecordedRun) -> list[str]:
     return out
 
 
-def migrate_lockfile_format(state: LockState) -> LockState:
-    """The state in this version's lockfile format (``LOCKFILE_VERSION``), for writing.
-
-    1 -> 2: format 2 adds ``stage`` (smoke runs) to entries, intents and history; a format 1
-    lockfile has no smoke runs, so its values carry over as they are.
-    """
-    if state.version == LOCKFILE_VERSION:
-        return state
-    return state.model_copy(update={"version": LOCKFILE_VERSION})
-
-
 def serialize(state: LockState) -> str:
     """The lockfile text for ``state``: deterministic, LF line endings, final newline."""
-    state = _sanitize(migrate_lockfile_format(state))
+    state = _sanitize(state)
     out = [
         HEADER_COMMENT,
-        f"version = {state.version}",
+        # Always today's format: a lockfile read in an older one is migrated on write.
+        f"version = {LOCKFILE_VERSION}",
         f"lineage = {_toml_str(state.lineage)}",
         f"serial = {state.serial}",
         f"platform = {_toml_str(state.platform)}",
@@ -348,6 +341,8 @@ def serialize(state: LockState) -> str:
     ]
     if state.repository is not None:
         out.append(f"repository = {_toml_str(state.repository)}")
+    if state.root_commit is not None:
+        out.append(f"root_commit = {_toml_str(state.root_commit)}")
     if state.observed_until is not None:
         out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
@@ -444,10 +439,10 @@ class _Locator:
             return self._key_line(numbers[path[1]], path[2] if len(path) > 2 else None)
         # The deepest table header that exists, then the first remaining key inside it.
         for cut in range(len(path), 0, -1):
-            numbers = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
-            if numbers:
+            found = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
+            if found:
                 rest = path[cut:]
-                return self._key_line(numbers[0], rest[0] if rest else None)
+                return self._key_line(found[0], rest[0] if rest else None)
         if path and isinstance(path[0], str):
             return self._key_line(0, path[0]) or None
         return None
@@ -481,12 +476,19 @@ def _shape_error(
 
 
 def _describe_input(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
+        return f"an integer of {value.bit_length():,} bits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _validate(
-    model: type, data: dict[str, Any], filename: str, locator: _Locator, base: list[str | int]
+    model: type[BaseModel],
+    data: dict[str, Any],
+    filename: str,
+    locator: _Locator,
+    base: list[str | int],
 ) -> Any:
     try:
         return model.model_validate(data, strict=True)
@@ -503,7 +505,7 @@ def _validate(
         raise _shape_error(filename, locator, base + loc, problem) from None
 
 
-def _nullable_required(model: type) -> list[str]:
+def _nullable_required(model: type[BaseModel]) -> list[str]:
     """Required fields that accept None: TOML has no null, so absence means None."""
     names = []
     for name, field in model.model_fields.items():
@@ -526,8 +528,28 @@ def _build_results(table: Any, filename: str, locator: _Locator, base: list[str 
     return _validate(RunResults, data, filename, locator, base)
 
 
+def _check_path_value(
+    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
+) -> None:
+    """Lockfile values that become paths (addresses, download directories, file names) are
+    validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
+    if not isinstance(value, str):
+        return  # the model names the wrong type
+    problem = relative_path_problem(value)
+    if problem is not None:
+        raise _shape_error(
+            filename,
+            locator,
+            path,
+            f"{what} {escape_text(value)!r} {problem}",
+            "a hand-edited or hostile lockfile: restore it from git "
+            f"(`git checkout -- {filename}`) or correct the value",
+        )
+
+
 def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
     base: list[str | int] = ["runs", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     if "address" in table:
@@ -540,6 +562,13 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
         downloads = dict(downloads)
         if isinstance(downloads.get("types"), list):
             downloads["types"] = tuple(downloads["types"])
+        where = base + ["downloads"]
+        _check_path_value(
+            downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
+        )
+        if isinstance(downloads.get("sha256"), dict):
+            for rel in downloads["sha256"]:
+                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
     intent = table.get("intent")
     if isinstance(intent, dict):
@@ -551,6 +580,7 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
 
 def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
     base: list[str | int] = ["rejections", address]
+    _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     data = dict(table)
@@ -567,6 +597,7 @@ def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> 
     data.update(table)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
+    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
     entry = _validate(HistoryEntry, data, filename, locator, base)
     if entry.reason not in HISTORY_REASONS:
         raise _shape_error(
@@ -586,6 +617,7 @@ _HEADER_KEYS = frozenset(
         "platform",
         "workspace",
         "repository",
+        "root_commit",
         "observed_until",
         "runs",
         "rejections",
@@ -623,7 +655,7 @@ def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
     match = _PEEK_WATERMARK.search(body)
     if match:
         try:
-            return True, datetime(*map(int, match.groups()), tzinfo=UTC)
+            return True, _utc(match.groups())
         except ValueError:
             return False, None
     return ("\n[" in head or len(head) < _PEEK_BYTES), None
@@ -633,8 +665,20 @@ class _NotCanonical(Exception):
     """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
 
 
-_F_WS = re.compile(r"[ \t]*")
-_F_ARRAY_WS = re.compile(r"(?:[ \t]|\r?\n)*")
+class _AlwaysMatches(Protocol):
+    """A compiled pattern that matches the empty string, so ``match`` never returns None."""
+
+    def match(self, string: str, pos: int = ..., /) -> re.Match[str]: ...
+
+
+def _utc(parts: Iterable[str]) -> datetime:
+    """The UTC datetime of year, month, day, hour, minute, second (as matched digits)."""
+    year, month, day, hour, minute, second = map(int, parts)
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+
+
+_F_WS = cast(_AlwaysMatches, re.compile(r"[ \t]*"))
+_F_ARRAY_WS = cast(_AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
 _F_BARE = re.compile(r"[A-Za-z0-9_-]+")
 # Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
 # surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
@@ -735,7 +779,7 @@ def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
     match = _F_DATETIME.match(text, pos)
     if match:
         try:
-            value = datetime(*map(int, match.groups()), tzinfo=UTC)
+            value = _utc(match.groups())
         except ValueError:
             raise _NotCanonical from None
         return value, match.end()
@@ -785,9 +829,7 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                     frozen.add(id(value))
                 else:
                     try:
-                        current[key] = datetime(
-                            *map(int, match.group(6, 7, 8, 9, 10, 11)), tzinfo=UTC
-                        )
+                        current[key] = _utc(match.group(6, 7, 8, 9, 10, 11))
                     except ValueError:
                         raise _NotCanonical from None
                 pos = match.end()
@@ -892,8 +934,8 @@ def parse(text: str, filename: str) -> LockState:
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
-    raw = _fast_load(text)
     try:
+        raw = _fast_load(text)
         if raw is None:
             raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -909,6 +951,17 @@ def parse(text: str, filename: str) -> LockState:
     except RecursionError:
         raise StateError(
             f"{filename}: not valid TOML: nested too deeply",
+            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+        ) from None
+    except ValueError:
+        # Python refuses to convert an integer literal of more than 4,300 digits.
+        line = next(
+            (n for n, row in enumerate(text.splitlines(), 1) if re.search(r"[0-9_]{4300}", row)),
+            None,
+        )
+        where = f"{filename}:{line}" if line else filename
+        raise StateError(
+            f"{where}: an integer with more than 4,300 digits",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
@@ -928,7 +981,8 @@ def parse(text: str, filename: str) -> LockState:
             filename,
             locator,
             ["version"],
-            f"lockfile format {version} was written by a newer osmosis-reconciler "
+            f"lockfile format {version if version < 10**6 else _describe_input(version)} was "
+            "written by a newer osmosis-reconciler "
             f"(this one reads format {LOCKFILE_VERSION})",
             "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again",
         )
@@ -953,6 +1007,10 @@ def parse(text: str, filename: str) -> LockState:
     unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
+    if version == 1:
+        if "root_commit" in raw:
+            raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+        raw = migrate_v1(raw)
 
     repository = raw.get("repository")
     if repository is not None and (not isinstance(repository, str) or not repository.strip()):
@@ -961,6 +1019,16 @@ def parse(text: str, filename: str) -> LockState:
             locator,
             ["repository"],
             f"must be a non-empty string (found {_describe_input(repository)})",
+        )
+    root_commit = raw.get("root_commit")
+    if root_commit is not None and (
+        not isinstance(root_commit, str) or not re.fullmatch(r"[0-9a-f]{40,64}", root_commit)
+    ):
+        raise _shape_error(
+            filename,
+            locator,
+            ["root_commit"],
+            f"must be a commit sha (found {_describe_input(root_commit)})",
         )
     observed_until = raw.get("observed_until")
     if observed_until is not None and not isinstance(observed_until, datetime):
@@ -1001,11 +1069,27 @@ def parse(text: str, filename: str) -> LockState:
         platform=raw["platform"],
         workspace=raw["workspace"],
         repository=repository,
+        root_commit=root_commit,
         observed_until=observed_until,
         runs=runs,
         rejections=rejections,
         history=history,
     )
+
+
+def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 lockfile's table as format 2 reads it (written back as format 2).
+
+    Format 2 records the root commit beside the repository (``LockState.root_commit``);
+    format 1 knew it only when the repository had no remote (``repository = "root:SHA"``).
+    Format 2 also adds ``stage`` (smoke runs) to entries, intents and history; a format 1
+    lockfile has no smoke runs, so those carry over as they are. Nothing else changed.
+    """
+    migrated = dict(raw)
+    repository = raw.get("repository")
+    if isinstance(repository, str) and repository.startswith("root:"):
+        migrated["root_commit"] = repository.removeprefix("root:")
+    return migrated
 
 
 # --------------------------------------------------------------------------- files
@@ -1146,6 +1230,21 @@ def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
     )
 
 
+_PEEK_PLATFORM = re.compile(r'^platform = "([^"\\]*)"$', re.M)
+
+
+def peek_platform(path: Path) -> str | None:
+    """The ``platform`` a lockfile on disk records (its header only), None when there is
+    no readable lockfile there."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+    except OSError:
+        return None
+    found = _PEEK_PLATFORM.search(head.decode("utf-8", "replace").partition("\n[")[0])
+    return found.group(1) if found else None
+
+
 def check_provenance(
     state: LockState,
     *,
@@ -1153,11 +1252,15 @@ def check_provenance(
     repository: str | None,
     committed: bytes | None,
     allow_foreign: bool = False,
+    root_commit: str | None = None,
 ) -> None:
     """Refuse a lockfile that is not this repository's own history.
 
     * It names another repository (copied from another repository in the same
-      workspace, its entries would stop that repository's runs).
+      workspace, its entries would stop that repository's runs). Identity is the remote
+      and the root commit (``same_repository``): a lockfile written before the repository
+      had a remote is this repository's in a clone with the same root commit; a clone
+      whose remote differs from the recorded one is a fork.
     * Its lineage differs from the lockfile committed at HEAD (replaced or deleted).
     * Its serial is lower than HEAD's with the same lineage (an older copy, edited back).
 
@@ -1190,9 +1293,8 @@ def check_provenance(
             )
     if (
         repository is not None
-        and state.repository is not None
-        and state.repository != repository
         and not allow_foreign
+        and not same_repository(state, repository, root_commit)
     ):
         raise StateError(
             f"{name} belongs to repository {state.repository}, not to this one "
@@ -1201,6 +1303,28 @@ def check_provenance(
             f"use this repository's own lockfile; if the repository was renamed or moved, "
             f"pass {FOREIGN_STATE_FLAG} once (the next apply records the new name)",
         )
+
+
+def same_repository(state: LockState, repository: str, root_commit: str | None) -> bool:
+    """Whether ``state`` is the lockfile of the repository ``repository`` (its identity:
+    the remote, else ``root:SHA``) whose history starts at ``root_commit``.
+
+    The recorded remote decides when both sides have one (another remote is a fork, even
+    with the same root commit). When either side has none (written before ``origin`` was
+    added, or read in a copy without a remote) the root commit decides.
+    """
+    recorded = state.repository
+    if recorded is None or recorded == repository:
+        return True
+    recorded_remote = None if recorded.startswith("root:") else recorded
+    remote = None if repository.startswith("root:") else repository
+    if recorded_remote is not None and remote is not None:
+        return False
+    recorded_root = state.root_commit or (
+        recorded.removeprefix("root:") if recorded.startswith("root:") else None
+    )
+    ours = root_commit or (repository.removeprefix("root:") if remote is None else None)
+    return recorded_root is not None and recorded_root == ours
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -1269,7 +1393,9 @@ def remove_stale_temps(path: Path) -> int:
 
 def write_lockfile(path: Path, state: LockState) -> LockState:
     """Write ``state`` atomically with ``serial + 1``; returns the state as written."""
-    written = _sanitize(state).model_copy(update={"serial": state.serial + 1})
+    written = _sanitize(state).model_copy(
+        update={"serial": state.serial + 1, "version": LOCKFILE_VERSION}
+    )
     try:
         _atomic_write(path, serialize(written).encode("utf-8"))
     except OSError as exc:
@@ -1297,7 +1423,17 @@ class StateStore:
     costs one lockfile write per interval instead of one per run.
     """
 
-    def __init__(self, path: Path, state: LockState, *, lazy_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        state: LockState,
+        *,
+        lazy_interval: float = 1.0,
+        on_write: Callable[[LockState], None] | None = None,
+    ) -> None:
+        self._on_write = on_write
+        """Called after each write, inside it (``gitlock.GitLock.publish``: the remote
+        state record gets every intent before its POST); an error fails the update."""
         self._path = path
         self._state = state
         self._latest = state
@@ -1361,6 +1497,8 @@ class StateStore:
                 self._state = write_lockfile(self._path, unwritten)
                 self._durable = covered
                 self._written_at = time.monotonic()
+                if self._on_write is not None:
+                    self._on_write(self._state)
             return self._state
 
 

@@ -14,12 +14,22 @@ removed, whoever takes the flock checks that its descriptor is still the file at
 and starts over if not; otherwise two processes could each hold a lock on a different inode.
 
 ``osmosis-plan`` never takes this lock.
+
+Which lock guards an apply depends on where the Platform lives (``choose_lock``): the
+embedded Platform lives in its clone, so the clone's own lock is the whole guard; a loopback
+Platform lives on one machine, so by default a machine-wide lock in the user's runtime (or
+cache) directory keyed by the Platform URL and workspace (``machine_lock_path``) makes two
+clones on that machine exclude each other, and nothing is written to any remote; a real
+Platform is shared by machines, so the git lock (``gitlock``) is added whenever ``origin``
+exists. ``lock = "local"`` keeps to the clone's lock; ``lock = "git"`` asks for the git lock
+(against a loopback Platform too, which is how its tests run).
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -29,12 +39,78 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from reconciler.errors import LockHeldError, StateError, UsageError
+from reconciler.loopback import is_loopback_url
 
-__all__ = ["LockInfo", "ci_run_url", "force_unlock", "hold_lock", "read_holder"]
+__all__ = [
+    "LockInfo",
+    "LockKind",
+    "choose_lock",
+    "ci_run_url",
+    "force_unlock",
+    "hold_lock",
+    "machine_lock_dir",
+    "machine_lock_path",
+    "read_holder",
+]
+
+EMBEDDED_PLATFORM = "local"
+"""``Context.platform_id`` of the embedded Platform."""
+
+
+class LockKind(Enum):
+    """Which lock guards an apply against one (Platform, workspace)."""
+
+    CLONE = "clone"
+    """The clone's own OS lock (``state/.osmosis.lock.held``) only."""
+    MACHINE = "machine"
+    """A machine-wide OS lock keyed by Platform URL and workspace (a loopback Platform)."""
+    GIT = "git"
+    """The clone's OS lock plus the git lock on ``origin`` (``gitlock``)."""
+
+
+def choose_lock(mode: str | None, platform: str, *, has_origin: bool) -> LockKind:
+    """The lock for ``platform`` (``Context.platform_id``) under the ``lock`` setting."""
+    if platform == EMBEDDED_PLATFORM:
+        return LockKind.CLONE  # its data is in this clone: no other clone can reach it
+    if mode == "local":
+        return LockKind.CLONE
+    if mode == "git":
+        if not has_origin:
+            raise UsageError(
+                'lock = "git" in [tool.osmosis-reconciler], but the repository has no origin '
+                "remote",
+                "add the remote that everyone pushes to (`git remote add origin URL`), "
+                'or set lock = "local"',
+            )
+        return LockKind.GIT
+    if is_loopback_url(platform):
+        return LockKind.MACHINE
+    return LockKind.GIT if has_origin else LockKind.CLONE
+
+
+def machine_lock_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where machine-wide locks live: ``$XDG_RUNTIME_DIR`` (per user, cleared at logout),
+    else ``$XDG_CACHE_HOME`` or ``~/.cache``; under ``osmosis-reconciler/locks``."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime and Path(runtime).is_dir():
+        base = Path(runtime)
+    else:
+        base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "osmosis-reconciler" / "locks"
+
+
+def machine_lock_path(platform: str, workspace: str, env: Mapping[str, str] | None = None) -> Path:
+    """The machine-wide apply lock of one loopback Platform and workspace."""
+    text = f"{platform.rstrip('/')}\n{workspace.strip()}"
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return machine_lock_dir(env) / f"{key}.held"
+
 
 _POLL_FIRST = 0.05
 _POLL_MAX = 0.5

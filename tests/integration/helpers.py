@@ -25,14 +25,20 @@ from typing import Any
 
 from reconciler.cli.main import apply_main, import_main, plan_main, state_main
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import Faults, LocalPlatform, start_server
+from reconciler.platform.local import Faults, LocalPlatform, make_user
 from reconciler.platform.local.server import ServerHandle
+from tests.support.emulator import start_local_platform
+from tests.support.git import commit, git
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = PROJECT_ROOT / "benchmarks"
 BIN_DIR = Path(sys.executable).parent
 WORKSPACE = "e2e"
 TOKEN = "e2e-token-do-not-print-0xC0FFEE"
+COLLEAGUE_TOKEN = "e2e-colleague-token-0xBEEF"
+TEAM = {TOKEN: make_user("E2E Runner", "e2e@example.com"), COLLEAGUE_TOKEN: make_user("Colleague")}
+"""The users of every test Platform: this repository's runner and a colleague who works in
+the same workspace by hand."""
 SECRET_NAMES = (
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
@@ -45,38 +51,6 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 # --------------------------------------------------------------------------- git
-
-
-def git(repo: Path, *args: str, check: bool = True) -> str:
-    """Run git in ``repo`` with a fixed identity; returns stdout stripped."""
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "E2E",
-        "GIT_AUTHOR_EMAIL": "e2e@example.com",
-        "GIT_COMMITTER_NAME": "E2E",
-        "GIT_COMMITTER_EMAIL": "e2e@example.com",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "HOME": str(repo.parent),
-    }
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout.strip()
-
-
-def commit(repo: Path, message: str, *more: str, allow_empty: bool = False) -> str:
-    """Stage everything and commit; ``more`` are extra ``-m`` paragraphs (trailers).
-
-    An ``allow_empty`` commit stages nothing (a request-only commit, as users make them)."""
-    if not allow_empty:
-        git(repo, "add", "-A")
-    args = ["commit", "-q", "-m", message]
-    for paragraph in more:
-        args += ["-m", paragraph]
-    if allow_empty:
-        args.append("--allow-empty")
-    git(repo, *args)
-    return git(repo, "rev-parse", "HEAD")
 
 
 def smoke_config(
@@ -185,8 +159,9 @@ class Platform:
     def submits(self) -> int:
         return self.platform.submit_count(self.workspace)
 
-    def client(self) -> PlatformClient:
-        return PlatformClient(self.url, token=TOKEN, workspace=self.workspace)
+    def client(self, token: str = TOKEN) -> PlatformClient:
+        """A client as this repository's runner (``TOKEN``), or as another user."""
+        return PlatformClient(self.url, token=token, workspace=self.workspace)
 
     def statuses(self) -> dict[str, str]:
         """Run id -> status, as the Platform lists them now."""
@@ -219,32 +194,25 @@ def start_platform(
     workspace: str = WORKSPACE,
     access_log: RequestLog | None = None,
 ) -> Platform:
-    """Start a local Platform on 127.0.0.1:0 that accepts only ``TOKEN``; seed the secrets
-    the example configs reference."""
-    kwargs: dict[str, Any] = {"speed": speed, "token": TOKEN, "workspaces": (workspace,)}
+    """Start a local Platform on 127.0.0.1:0 whose users are ``TEAM`` (``TOKEN`` and a
+    colleague's token; no other token is accepted); seed the secrets the example configs
+    reference (workspace scope, so both users' runs can use them)."""
+    # seed 0: the tests read its schedules (a data dir's own seed is random).
+    kwargs: dict[str, Any] = {
+        "speed": speed,
+        "seed": 0,
+        "users": TEAM,
+        "workspaces": (workspace,),
+    }
     if clock is not None:
         kwargs["clock"] = clock
     if faults is not None:
         kwargs["faults"] = faults
-    platform = LocalPlatform(data_dir, **kwargs)
-    if secrets:
-        for name in SECRET_NAMES:
-            platform.set_secret(workspace, name, SECRET_VALUE_PREFIX + name.lower())
-    handle = start_server(platform, "127.0.0.1", 0, access_log=access_log)
-    return Platform(handle, platform, workspace, access_log)
-
-
-class ManualClock:
-    """The Platform's wall clock, moved only by the test (runs stay active until then)."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+    seeded = {name: SECRET_VALUE_PREFIX + name.lower() for name in SECRET_NAMES}
+    handle = start_local_platform(
+        data_dir, secrets={workspace: seeded} if secrets else {}, access_log=access_log, **kwargs
+    )
+    return Platform(handle, handle.platform, workspace, access_log)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -447,17 +415,3 @@ class LineReader:
     def finish(self, timeout: float = 10) -> str:
         self._thread.join(timeout)
         return self.text
-
-
-def stop_process(proc: subprocess.Popen[str]) -> None:
-    """Terminate a process this test started (by its own handle), then reap it."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()

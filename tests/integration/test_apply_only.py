@@ -12,21 +12,14 @@ import pytest
 from reconciler.errors import UsageError
 from reconciler.model import Action, Blocked, Plan, PlanItem, PlanSummary, Reason
 from reconciler.plan.restrict import parse_only, restrict_plan
+from tests.support.clock import FakeClock
+from tests.support.git import commit
 
-from .helpers import (
-    ManualClock,
-    Osmosis,
-    Platform,
-    commit,
-    init_repo,
-    read_lock,
-    smoke_config,
-    write_config,
-)
+from .helpers import Osmosis, Platform, init_repo, read_lock, smoke_config, write_config
 
 
 def test_only_download_refresh_downloads_and_records_but_never_pays(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
     osm = Osmosis(repo, platform)
@@ -52,7 +45,7 @@ def test_only_download_refresh_downloads_and_records_but_never_pays(
 
 
 def test_only_refresh_records_statuses_with_nothing_else_to_do(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
     osm = Osmosis(repo, platform)

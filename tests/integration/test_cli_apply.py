@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 
 from reconciler.platform.local import Faults
+from tests.support.clock import FakeClock
+from tests.support.emulator import stop_process
+from tests.support.git import commit
 
 from .helpers import (
     LineReader,
-    ManualClock,
     Osmosis,
     Platform,
-    commit,
     init_repo,
     read_lock,
     smoke_config,
     start_platform,
-    stop_process,
     write_config,
 )
 
@@ -268,9 +268,7 @@ def test_figures_200_submits_with_50ms_latency_parallelism_1_vs_8(tmp_path: Path
 
     n = int(os.environ.get("E2E_APPLY_SUBMITS", "200"))
     rounds = int(os.environ.get("E2E_APPLY_ROUNDS", "3"))
-    server = start_platform(
-        tmp_path / "platform", clock=ManualClock(), faults=Faults(latency_ms=50)
-    )
+    server = start_platform(tmp_path / "platform", clock=FakeClock(), faults=Faults(latency_ms=50))
     times: dict[int, list[float]] = {1: [], 8: []}
     try:
         for r in range(rounds):
@@ -305,7 +303,7 @@ def test_figures_200_submits_with_50ms_latency_parallelism_1_vs_8(tmp_path: Path
 
 
 def test_a_wait_that_runs_out_names_the_active_runs_keeps_the_lockfile_and_exits_4(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = repo_with(tmp_path, platform, 2)
     result = osm.apply("--auto-approve", "--wait", "--wait-timeout", "0")
@@ -329,7 +327,7 @@ def test_a_wait_that_runs_out_names_the_active_runs_keeps_the_lockfile_and_exits
 
 
 def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = Osmosis(
         init_repo(
@@ -374,7 +372,7 @@ def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
 
 
 def test_a_saved_plan_is_applied_with_fresh_statuses(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     # The run ended after it was recorded: the saved plan downloads it, and the apply of that
     # plan re-observes, so the download is recorded as complete and with the run's scores.

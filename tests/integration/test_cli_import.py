@@ -17,15 +17,16 @@ import pytest
 
 from reconciler.config import load_configs
 from reconciler.state.locking import hold_lock
+from tests.support.bodies import tb_body
+from tests.support.clock import FakeClock
+from tests.support.git import git
 
 from .helpers import (
     EXAMPLES,
-    ManualClock,
     Osmosis,
     Platform,
     RequestLog,
     example_addresses,
-    git,
     init_repo,
     read_lock,
     start_platform,
@@ -86,7 +87,7 @@ KINDS = {
 def platform(tmp_path: Path) -> Iterator[Platform]:
     # Runs stay pending until the test moves the clock: no downloads are due, so a
     # converged plan is exactly "No changes".
-    server = start_platform(tmp_path / "platform", clock=ManualClock(), access_log=RequestLog())
+    server = start_platform(tmp_path / "platform", clock=FakeClock(), access_log=RequestLog())
     yield server
     server.close()
 
@@ -288,18 +289,7 @@ def test_refused_when_the_round_trip_does_not_describe_the_run(
     tmp_path: Path, platform: Platform
 ) -> None:
     # A run whose stored configuration holds a null, which no TOML config can write back.
-    body = {
-        "experiment_config": {"benchmark": "terminal-bench-2-1"},
-        "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-        "agents": [
-            {
-                "harness": "codex",
-                "model": {"type": "provider", "model": "m", "api_key_secret": "OPENAI_API_KEY"},
-                "env": {},
-            }
-        ],
-        "execution_config": {"attempts_per_task": 1, "max_retries": None},
-    }
+    body = tb_body("m", execution_config={"attempts_per_task": 1, "max_retries": None})
     (run_id,) = platform.platform.seed_runs(
         platform.workspace, 1, body=body, status_mix={"running": 1.0}
     )

@@ -1,7 +1,7 @@
 """End-to-end: ``osmosis-plan`` on real temp git repos against the local Platform served
 over loopback HTTP (issue 4, "Done when").
 
-The Platform's clock is a ``ManualClock``: submitted runs stay active until a test moves
+The Platform's clock is a ``FakeClock``: submitted runs stay active until a test moves
 time on, so "active" and "terminal" cases are chosen, not raced.
 """
 
@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.clock import FakeClock
+from tests.support.git import git
+
 from .helpers import (
     WORKSPACE,
-    ManualClock,
     Osmosis,
     Platform,
     RequestLog,
     actions,
     example_addresses,
-    git,
     init_repo,
     plan_items,
     read_lock,
@@ -88,7 +89,7 @@ def test_fresh_repo_with_the_examples_plans_every_submit_then_an_unchanged_repla
 
 
 def test_editing_a_config_replaces_an_active_run_and_resubmits_a_finished_one(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = two_configs(tmp_path, platform)
     applied(osm)
@@ -127,7 +128,7 @@ def test_a_comment_or_key_order_edit_plans_nothing(tmp_path: Path, platform: Pla
 
 
 def test_deleting_a_config_stops_an_active_run_and_forgets_a_finished_one(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = two_configs(tmp_path, platform)
     applied(osm)
@@ -300,7 +301,7 @@ def test_mass_stop_guard_from_pyproject(tmp_path: Path, platform: Platform) -> N
 
 
 def test_plan_refresh_only_writes_nothing_and_apply_refresh_only_records(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = two_configs(tmp_path, platform)
     applied(osm)

@@ -12,22 +12,14 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli.main import plan_main
+from tests.support.clock import FakeClock
 
-from .helpers import (
-    ManualClock,
-    Platform,
-    Result,
-    _environ,
-    cli_env,
-    init_repo,
-    smoke_config,
-    start_platform,
-)
+from .helpers import Platform, Result, _environ, cli_env, init_repo, smoke_config, start_platform
 
 
 @pytest.fixture
 def platform(tmp_path: Path) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=ManualClock())
+    server = start_platform(tmp_path / "platform", clock=FakeClock())
     yield server
     server.close()
 

@@ -14,14 +14,16 @@ import pytest
 from reconciler.model import Intent, RecordedRun
 from reconciler.state.lockfile import put_run, read_lockfile, write_lockfile
 from reconciler.state.locking import hold_lock
+from tests.support.clock import FakeClock
+from tests.support.git import git
 
-from .helpers import ManualClock, Osmosis, Platform, RequestLog, git, read_lock, start_platform
+from .helpers import Osmosis, Platform, RequestLog, read_lock, start_platform
 from .test_cli_import import submit_example
 
 
 @pytest.fixture
 def platform(tmp_path: Path) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=ManualClock(), access_log=RequestLog())
+    server = start_platform(tmp_path / "platform", clock=FakeClock(), access_log=RequestLog())
     yield server
     server.close()
 

@@ -31,44 +31,15 @@ from reconciler.errors import (
 )
 from reconciler.model import spec_fingerprint
 from reconciler.platform import PlatformClient, RetryPolicy
-from reconciler.platform.local import Faults, LocalPlatform, start_server
+from reconciler.platform.local import Faults, LocalPlatform
+from tests.support.bodies import agent, hle_body, tb_body
+from tests.support.emulator import serve as serve_platform
 
 TOKEN = "integration-TOKEN-5c1d2e3f4a"
 WORKSPACE = "default"
 
-TB_BODY: dict[str, Any] = {
-    "experiment_config": {"benchmark": "terminal-bench-2-1"},
-    "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {"LOG_LEVEL": "debug"},
-        }
-    ],
-    "env_config": {"REGION": "eu"},
-}
-
-HLE_BODY: dict[str, Any] = {
-    "experiment_config": {"benchmark": "hle"},
-    "tasks_config": {"task_set": "parity"},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {},
-        }
-    ],
-    "execution_config": {"judge_api_key_secret": "JUDGE_KEY"},
-}
+TB_BODY = tb_body(agents=[agent(env={"LOG_LEVEL": "debug"})], env_config={"REGION": "eu"})
+HLE_BODY = hle_body(execution_config={"judge_api_key_secret": "JUDGE_KEY"})
 
 
 @dataclass
@@ -102,7 +73,7 @@ def serve(tmp_path: Path) -> Iterator[Any]:
 
     def start(**kwargs: Any) -> Env:
         platform = LocalPlatform(tmp_path / f"platform-{len(envs)}", **kwargs)
-        handle = start_server(platform, host="127.0.0.1", port=0)
+        handle = serve_platform(platform)
         env = Env(platform, handle.url)
         envs.append((env, handle))
         return env
@@ -117,7 +88,7 @@ def serve(tmp_path: Path) -> Iterator[Any]:
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalPlatform, str]]:
     """One fault-free server for the module; tests isolate themselves by workspace."""
     platform = LocalPlatform(tmp_path_factory.mktemp("shared-platform"))
-    handle = start_server(platform, host="127.0.0.1", port=0)
+    handle = serve_platform(platform)
     yield platform, handle.url
     handle.close()
 

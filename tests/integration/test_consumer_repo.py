@@ -1,7 +1,7 @@
-"""Another repository adopts the tool exactly as the README's "Use it in CI" says (issue 15).
+"""Another repository adopts the tool exactly as docs/ci.md's set-up says (issue 15).
 
 A consumer repository (real git, a bare remote) holds one config and the four workflow
-files copied from the README; its workflows run step by step through
+files copied from docs/ci.md; its workflows run step by step through
 ``actions_runner.Runner`` (the action's own ``run:`` steps, inputs, outputs, GITHUB_OUTPUT),
 against ``osmosis-platform-emulator serve`` on loopback and a fake GitHub on loopback:
 
@@ -28,39 +28,18 @@ import pytest
 
 from reconciler.platform import PlatformClient
 from tests.github_fake import FakeGitHub
+from tests.support import docs
+from tests.support.emulator import EmulatorProcess
+from tests.support.git import git, git_run
 
 from .actions_runner import Runner, find_environment
-from .conftest import EmulatorProcess
 from .helpers import PROJECT_ROOT, smoke_config
 
-README = PROJECT_ROOT / "README.md"
 ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
 WORKSPACE = "acme-bench"
 TOKEN = "osm-consumer-token-not-printed"
 DEV = ("Dev", "dev@example.com")
 BIN = Path(sys.executable).parent
-
-
-def readme_workflows() -> dict[str, str]:
-    """The workflow files of the README's "Use it in CI" section, by file name."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Use it in CI") : text.index("### Where results live")]
-    found = re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```", section, re.S)
-    return dict(found)
-
-
-def git(repo: Path, *args: str, author: tuple[str, str] = DEV) -> str:
-    env = {
-        "GIT_AUTHOR_NAME": author[0],
-        "GIT_AUTHOR_EMAIL": author[1],
-        "GIT_COMMITTER_NAME": author[0],
-        "GIT_COMMITTER_EMAIL": author[1],
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(repo.parent),
-    }
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -98,26 +77,24 @@ def run_status(platform: EmulatorProcess, run_id: str) -> str:
 
 
 def remote_file(remote: Path, path: str, ref: str = "main") -> str:
-    return subprocess.run(
-        ["git", "show", f"{ref}:{path}"], cwd=remote, capture_output=True, text=True, check=True
-    ).stdout
+    return git_run(remote, "show", f"{ref}:{path}").stdout
 
 
-def test_the_readme_set_up_plans_applies_collects_and_announces_once(
+def test_the_documented_set_up_plans_applies_collects_and_announces_once(
     tmp_path: Path, platform: EmulatorProcess, github: FakeGitHub
 ) -> None:
-    workflows = readme_workflows()
+    workflows = docs.workflow_files()
     assert sorted(workflows) == [
         "osmosis-apply.yml",
         "osmosis-collect.yml",
         "osmosis-drift.yml",
         "osmosis-plan.yml",
     ]
-    # -- the consumer repository: the README's workflows, nothing else copied --------------
+    # -- the consumer repository: the set-up's workflows, nothing else copied ---------------
     remote = tmp_path / "bench.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     dev = tmp_path / "dev"
-    subprocess.run(["git", "clone", "-q", str(remote), str(dev)], check=True, capture_output=True)
+    git(tmp_path, "clone", "-q", str(remote), str(dev))
     git(dev, "checkout", "-q", "-b", "main")
     (dev / ".github" / "workflows").mkdir(parents=True)
     for name, text in workflows.items():
@@ -125,7 +102,7 @@ def test_the_readme_set_up_plans_applies_collects_and_announces_once(
     (dev / ".gitignore").write_text(".osmosis/\n", encoding="utf-8")
     (dev / "README.md").write_text("Our benchmark runs.\n", encoding="utf-8")
     git(dev, "add", "-A")
-    git(dev, "commit", "-q", "-m", "Adopt osmosis-reconciler")
+    git(dev, "commit", "-q", "-m", "Adopt osmosis-reconciler", author=DEV)
     git(dev, "push", "-q", "origin", "main")
 
     runner = Runner(
@@ -150,7 +127,7 @@ def test_the_readme_set_up_plans_applies_collects_and_announces_once(
     (dev / "benchmarks" / "terminal-bench").mkdir(parents=True)
     (dev / "benchmarks" / "terminal-bench" / "smoke.toml").write_text(smoke_config())
     git(dev, "add", "-A")
-    git(dev, "commit", "-q", "-m", "Add the Terminal-Bench smoke run")
+    git(dev, "commit", "-q", "-m", "Add the Terminal-Bench smoke run", author=DEV)
     requested = git(dev, "rev-parse", "HEAD")
     git(dev, "push", "-q", "origin", "add-smoke")
     pull = github.add_pull(7, requested, merged=False, commits=(requested,))
@@ -176,7 +153,7 @@ def test_the_readme_set_up_plans_applies_collects_and_announces_once(
 
     # -- 2. merged: the apply submits and commits the lockfile ------------------------------
     git(dev, "checkout", "-q", "main")
-    git(dev, "merge", "-q", "--no-ff", "add-smoke", "-m", "Merge pull request #7")
+    git(dev, "merge", "-q", "--no-ff", "add-smoke", "-m", "Merge pull request #7", author=DEV)
     merge = git(dev, "rev-parse", "HEAD")
     git(dev, "push", "-q", "origin", "main")
     pull.merged, pull.merge_commit_sha = True, merge
@@ -246,7 +223,7 @@ def test_the_readme_set_up_plans_applies_collects_and_announces_once(
 
     # -- 5. a fresh clone converges: No changes, and nothing downloaded ----------------------
     fresh = tmp_path / "fresh"
-    subprocess.run(["git", "clone", "-q", str(remote), str(fresh)], check=True)
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
     env = {
         **runner.env,
         "OSMOSIS_TOKEN": TOKEN,

@@ -21,9 +21,10 @@ from reconciler.errors import OutcomeUnknownError, TransportError, UsageError
 from reconciler.outputs.downloads import download_run
 from reconciler.platform import PlatformClient
 from reconciler.platform.client import RetryPolicy
-from reconciler.platform.local import Faults, LocalPlatform, LocalTransport, start_server
+from reconciler.platform.local import Faults, LocalPlatform, LocalTransport
 from reconciler.platform.local.faults import FaultInjector
 from reconciler.platform.local.server import ServerHandle
+from tests.support.emulator import serve
 
 WORKSPACE = "deadlines"
 QUICK = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, jitter=False)
@@ -32,8 +33,7 @@ QUICK = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, jitter=Fals
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[LocalPlatform, ServerHandle]]:
     platform = LocalPlatform(tmp_path / "platform", speed=5000, workspaces=(WORKSPACE,))
-    handle = start_server(platform, "127.0.0.1", 0)
-    handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    handle = serve(platform, quiet=True)
     try:
         yield platform, handle
     finally:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -14,49 +12,26 @@ from reconciler.errors import ConflictError
 from reconciler.model import RunStatus
 from reconciler.outputs.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import Faults, LocalPlatform, start_server
+from reconciler.platform.local import Faults
+from tests.support.bodies import hle_body
+from tests.support.clock import FakeClock
+from tests.support.emulator import start_local_platform
 
 TOKEN = "osm-test-token-7f3a"
-SUBMIT = {
-    "experiment_config": {"benchmark": "Terminal-Bench 2.1"},
-    "tasks_config": {"task_set": "parity"},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {},
-        }
-    ],
-}
-
-
-class Clock:
-    """Wall time plus an offset the test can move forward (the Platform's only clock)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-        self.lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self.lock:
-            return time.time() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        with self.lock:
-            self.offset += seconds
+SUBMIT = hle_body(experiment_config={"benchmark": "Terminal-Bench 2.1"})
 
 
 def start(tmp_path: Path, *, speed: float = 100_000.0, faults: Faults = Faults()):  # noqa: B008
-    clock = Clock()
-    platform = LocalPlatform(
-        tmp_path / "local-platform", speed=speed, token=TOKEN, faults=faults, clock=clock
+    clock = FakeClock()
+    handle = start_local_platform(
+        tmp_path / "local-platform",
+        secrets={"default": {"OPENAI_API_KEY": "sk-test-value-0a9b"}},
+        speed=speed,
+        token=TOKEN,
+        faults=faults,
+        clock=clock,
     )
-    platform.set_secret("default", "OPENAI_API_KEY", "sk-test-value-0a9b")
-    handle = start_server(platform)
+    platform = handle.platform
     client = PlatformClient(handle.url, token=TOKEN, workspace="default", sleep=lambda s: None)
     http = httpx.Client(timeout=10.0)
     return platform, handle, client, http, clock
@@ -71,22 +46,18 @@ def env(tmp_path):
     handle.close()
 
 
-def submit_and_wait(client: PlatformClient, *, terminal: bool = True, timeout_s: float = 15.0):
-    """Submit, then poll E5 until the run is terminal (or merely downloadable)."""
+def submit_and_finish(client: PlatformClient, clock: FakeClock):
+    """Submit, then move the Platform's clock a day on: the run has ended."""
     submitted = client.submit_run(SUBMIT)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        summary = client.get_run(submitted.id).summary
-        status = RunStatus.of(summary.status)
-        if status.is_terminal or (not terminal and status.may_have_outputs):
-            return summary
-        assert time.monotonic() < deadline, f"run still {summary.status!r} after {timeout_s}s"
-        time.sleep(0.05)
+    clock.advance(86400)
+    summary = client.get_run(submitted.id).summary
+    assert RunStatus.of(summary.status).is_terminal, summary.status
+    return summary
 
 
 def test_download_finished_run_then_resume(env, tmp_path):
     platform, client, http, clock = env
-    run = submit_and_wait(client)
+    run = submit_and_finish(client, clock)
     assert run.status in ("finished", "failed")
     root = tmp_path / "repo" / ".osmosis" / "benchmarks"
     types = ["summary", "results", "artifacts"]
@@ -128,7 +99,7 @@ def test_download_finished_run_then_resume(env, tmp_path):
 def test_expired_presigned_urls_are_refreshed(tmp_path):
     platform, handle, client, http, clock = start(tmp_path, faults=Faults(presign_ttl_s=2))
     try:
-        run = submit_and_wait(client, terminal=False)
+        run = submit_and_finish(client, clock)
 
         class ExpiringSource:
             """The real client; the Platform's clock jumps past the TTL after each batch."""

@@ -16,22 +16,21 @@ over loopback HTTP against the local Platform, with real git repositories.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 
 from reconciler.config.spec import build_spec
 from reconciler.platform.local import Faults
+from reconciler.platform.local.history import HISTORY_TEAM
+from tests.support.clock import FakeClock
+from tests.support.git import commit, git
 
 from .helpers import (
-    ManualClock,
+    COLLEAGUE_TOKEN,
     Osmosis,
     Platform,
     RequestLog,
-    commit,
-    git,
     init_repo,
     read_lock,
     smoke_config,
@@ -48,19 +47,26 @@ def body_of(config: str) -> dict:
 
 
 def submit_by_hand(platform: Platform, config: str) -> tuple[str, str]:
-    with contextlib.closing(platform.client()) as client:
+    """A colleague submits ``config`` by hand (their own token, not this repository's)."""
+    with contextlib.closing(platform.client(COLLEAGUE_TOKEN)) as client:
         run = client.submit_run(body_of(config))
     return run.id, run.name
 
 
-def others(platform: Platform, clock: ManualClock, n: int, *, hours_ago: float = 0) -> None:
-    """``n`` runs made elsewhere (other models), ``hours_ago`` on the Platform's clock."""
+def others(platform: Platform, clock: FakeClock, n: int, *, hours_ago: float = 0) -> None:
+    """``n`` ended runs made elsewhere by the workspace's other people (another model), in
+    the hour before ``hours_ago`` on the Platform's clock: the local Platform's history."""
     saved = clock.now
     clock.now -= hours_ago * HOUR
     try:
-        with contextlib.closing(platform.client()) as client:
-            for i in range(n):
-                client.submit_run(body_of(smoke_config(f"vendor/elsewhere-{i}")))
+        platform.platform.seed_runs(
+            platform.workspace,
+            n,
+            body=body_of(smoke_config("vendor/elsewhere")),
+            created_from=clock.now - HOUR,
+            status_mix={"finished": 0.9, "failed": 0.1},
+            creators=HISTORY_TEAM,
+        )
     finally:
         clock.now = saved
 
@@ -68,20 +74,17 @@ def others(platform: Platform, clock: ManualClock, n: int, *, hours_ago: float =
 def commit_at(repo: Path, message: str, when: str) -> None:
     """Commit everything with a fixed committer date (when the config reached the branch)."""
     git(repo, "add", "-A")
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "E2E",
-        "GIT_AUTHOR_EMAIL": "e2e@example.com",
-        "GIT_COMMITTER_NAME": "E2E",
-        "GIT_COMMITTER_EMAIL": "e2e@example.com",
-        "GIT_COMMITTER_DATE": when,
-        "GIT_AUTHOR_DATE": when,
-        "HOME": str(repo.parent),
-    }
-    subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, env=env, check=True)
+    git(
+        repo,
+        "commit",
+        "-q",
+        "-m",
+        message,
+        env={"GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when},
+    )
 
 
-def finish_all(osm: Osmosis, clock: ManualClock) -> None:
+def finish_all(osm: Osmosis, clock: FakeClock) -> None:
     """Let every run end and download its outputs; commit the lockfile."""
     clock.advance(48 * HOUR)
     done = osm.apply("--auto-approve")
@@ -93,7 +96,7 @@ def finish_all(osm: Osmosis, clock: ManualClock) -> None:
 
 
 def test_runs_made_elsewhere_are_one_line_not_drift(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     others(platform, clock, 7, hours_ago=5)
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
@@ -115,7 +118,7 @@ def test_runs_made_elsewhere_are_one_line_not_drift(
 
 
 def test_unmanaged_setting_ignore_hides_the_line(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     others(platform, clock, 2, hours_ago=5)
     pyproject = '[tool.osmosis-reconciler]\nunmanaged = "ignore"\n'
@@ -125,7 +128,7 @@ def test_unmanaged_setting_ignore_hides_the_line(
 
 
 def test_converged_plan_cost_does_not_grow_with_history(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     counts = []
     for round_, extra in enumerate((60, 300)):
@@ -151,7 +154,7 @@ def test_converged_plan_cost_does_not_grow_with_history(
 
 
 def test_another_repositorys_older_identical_run_is_not_adopted(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     config = smoke_config()
     theirs, name = submit_by_hand(platform, config)
@@ -174,7 +177,7 @@ def test_another_repositorys_older_identical_run_is_not_adopted(
 
 
 def test_a_duplicate_made_by_hand_after_the_commit_is_drift_naming_both(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     config = smoke_config()
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": config}), platform)
@@ -193,7 +196,15 @@ def test_a_duplicate_made_by_hand_after_the_commit_is_drift_naming_both(
 def test_a_lost_lockfile_adopts_the_run_instead_of_paying_again(
     tmp_path: Path, platform: Platform
 ) -> None:
-    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    # Issue 22: the evidence is the remote state record (git lock), never timing.
+    seed = init_repo(
+        tmp_path / "seed",
+        configs={"tb/a": smoke_config()},
+        pyproject='[tool.osmosis-reconciler]\nlock = "git"\n',
+    )
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(tmp_path / "remote.git"))
+    git(tmp_path, "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "repo"))
+    osm = Osmosis(tmp_path / "repo", platform)
     assert osm.apply("--auto-approve").code == 0
     run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
     # The apply's lockfile never reached the remote (a CI job killed before its push).
@@ -202,16 +213,33 @@ def test_a_lost_lockfile_adopts_the_run_instead_of_paying_again(
     plan = osm.plan("--format", "json")
     (item,) = plan.json()["actions"]
     assert (item["action"], item["run_id"]) == ("adopt", run_id)
-    assert osm.apply("--auto-approve").code == 0
+    # The apply is refused until the lockfile is restored from the record, then adopts.
+    behind = osm.apply("--auto-approve")
+    assert behind.code == 1 and "behind the one the last apply wrote" in behind.err
     assert platform.submits() == 1
-    assert read_lock(osm.repo)["runs"]["tb/a"]["run_id"] == run_id
+
+
+def test_a_lost_lockfile_without_evidence_names_the_run_and_pays_only_when_applied(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """No remote, no state record: nothing this repository wrote names the run, so it is
+    named with the import command, not adopted (issue 22: timing is no evidence)."""
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    assert osm.apply("--auto-approve").code == 0
+    run_id = read_lock(osm.repo)["runs"]["tb/a"]["run_id"]
+    shutil.rmtree(osm.repo / "state")
+    plan = osm.plan("--format", "json")
+    (item,) = plan.json()["actions"]
+    assert item["action"] == "submit"
+    assert any(run_id in w and "osmosis-import" in w for w in item["warnings"]), item
+    assert platform.submits() == 1
 
 
 # --------------------------------------------------------------------------- issue 17
 
 
 def test_a_recorded_run_the_list_omits_is_read_directly_never_resubmitted(
-    tmp_path: Path, clock: ManualClock
+    tmp_path: Path, clock: FakeClock
 ) -> None:
     platform = start_platform(
         tmp_path / "p", clock=clock, faults=Faults(list_omit_rate=1.0), access_log=RequestLog()
@@ -233,7 +261,7 @@ def test_a_recorded_run_the_list_omits_is_read_directly_never_resubmitted(
 
 
 def test_a_submit_reply_of_the_wrong_shape_keeps_the_intent_and_adopts(
-    tmp_path: Path, clock: ManualClock
+    tmp_path: Path, clock: FakeClock
 ) -> None:
     platform = start_platform(
         tmp_path / "p", clock=clock, faults=Faults(wrong_submit_reply_rate=1.0)
@@ -262,14 +290,17 @@ def test_a_hand_edited_run_id_adopts_the_real_run(tmp_path: Path, platform: Plat
 
     plan = osm.plan("--format", "json")
     doc = plan.json()
-    assert [(a["action"], a["run_id"]) for a in doc["actions"]] == [("adopt", real)]
+    # Issue 22: a run id this repository never wrote is no evidence: the real run is named
+    # (with the import command that takes it back), not adopted.
+    (action,) = doc["actions"]
+    assert action["action"] == "submit"
+    assert any(real in w and "osmosis-import" in w for w in action["warnings"]), action
     assert [d["kind"] for d in doc["drift"]] == ["run_missing"]
-    assert osm.apply("--auto-approve").code == 0
     assert platform.submits() == 1
 
 
 def test_a_429_after_the_run_was_committed_records_that_run(
-    tmp_path: Path, clock: ManualClock
+    tmp_path: Path, clock: FakeClock
 ) -> None:
     faults = Faults(rate_limit_after_submit_rate=1.0, retry_after_s=0)
     platform = start_platform(tmp_path / "p", clock=clock, faults=faults)
@@ -287,7 +318,7 @@ def test_a_429_after_the_run_was_committed_records_that_run(
 
 
 def test_a_lockfile_copied_from_another_repository_is_refused(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     # Origins on GitHub (unreachable from here), so the apply lock stays on this machine.
     local_lock = '[tool.osmosis-reconciler]\nlock = "local"\n'

@@ -8,57 +8,51 @@ another host name, are the smoke versions of ``tests/reliability/test_git_lock.p
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from reconciler.errors import LockHeldError, StateError, UsageError
-from reconciler.state.gitlock import LOCK_REF, STATE_REF, GitLock, read_git_holder, use_git_lock
+from reconciler.state.gitlock import GitLock, GuardedRefs
+from reconciler.state.gitlock import read_git_holder as read_holder_of
+from reconciler.state.locking import LockKind, choose_lock
 from tests.reliability.gitrace import GitTally, killed_holder_elsewhere, race, two_clones
+from tests.support.clock import FakeClock
+from tests.support.git import git
 
 from .helpers import Osmosis, init_repo, smoke_config, start_platform
 
+REFS = GuardedRefs("https://platform.example.test", "acme")
+LOCK_REF = REFS.lock
+STATE_REF = REFS.state
+
+
+def read_git_holder(repo: Path) -> tuple[str, dict[str, object]] | None:
+    return read_holder_of(repo, LOCK_REF)
+
 
 def ls_remote(repo: Path, ref: str) -> str:
-    done = subprocess.run(
-        ["git", "ls-remote", "origin", ref], cwd=repo, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
+    return git(repo, "ls-remote", "origin", ref)
 
 
-class Clock:
-    """Wall and monotonic clocks that move only when told (and on ``sleep``)."""
-
-    def __init__(self) -> None:
-        self.wall = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
-        self.mono = 1000.0
-
-    def now(self) -> datetime:
-        return self.wall
-
-    def monotonic(self) -> float:
-        return self.mono
-
-    def sleep(self, seconds: float) -> None:
-        self.mono += seconds
-        self.wall += timedelta(seconds=seconds)
+START = datetime(2026, 9, 1, 12, 0, tzinfo=UTC).timestamp()
 
 
-def lock_for(repo: Path, clock: Clock | None = None, **kw: object) -> GitLock:
-    clock = clock or Clock()
+def lock_for(repo: Path, clock: FakeClock | None = None, **kw: object) -> GitLock:
+    clock = clock or FakeClock(START)
     kw.setdefault("host", "host-" + repo.name)
     return GitLock(
         repo,
+        refs=REFS,
         lock_id=f"id-{repo.name}-{kw.pop('tag', 0)}",
         command="osmosis-apply --auto-approve",
         ci_url=kw.pop("ci_url", None),  # type: ignore[arg-type]
         ttl=float(kw.pop("ttl", 30)),  # type: ignore[arg-type]
         state_path=repo / "state" / "osmosis.lock",
-        now=clock.now,
+        now=clock.utcnow,
         monotonic=clock.monotonic,
         sleep=clock.sleep,
         **kw,  # type: ignore[arg-type]
@@ -84,10 +78,10 @@ def test_a_held_lock_refuses_the_other_clone_naming_its_holder(clones: tuple[Pat
         assert "CI run: https://github.com/acme/bench/actions/runs/7" in message
         assert "osmosis-apply --force-unlock id-a-0" in (info.value.hint or "")
         # A waiter gives up at its deadline (its clock), not before.
-        clock = Clock()
+        clock = FakeClock(START)
         with pytest.raises(LockHeldError, match="after waiting 5s"):
             lock_for(b, clock).acquire(5)
-        assert clock.mono >= 1005.0
+        assert clock.monotonic() >= 1005.0
     finally:
         held.release()
     assert not ls_remote(b, LOCK_REF)
@@ -108,24 +102,20 @@ def test_release_records_the_lockfile_and_a_clone_behind_it_is_refused(
     with pytest.raises(StateError) as info:
         lock_for(b).acquire(0)
     assert "left serial 4, this checkout has no lockfile" in info.value.message
-    assert "git fetch origin refs/osmosis/state" in (info.value.hint or "")
+    assert f"git fetch origin {STATE_REF}" in (info.value.hint or "")
     assert not ls_remote(b, LOCK_REF), "a refused acquirer must not keep the lock"
     # Restored as the hint says, the same lineage and serial pass.
     (b / "state").mkdir()
-    subprocess.run(["git", "fetch", "-q", "origin", STATE_REF], cwd=b, check=True)
-    shown = subprocess.run(
-        ["git", "show", "FETCH_HEAD:osmosis.lock"], cwd=b, capture_output=True, check=True
-    )
-    (b / "state" / "osmosis.lock").write_bytes(shown.stdout)
+    git(b, "fetch", "-q", "origin", STATE_REF)
+    (b / "state" / "osmosis.lock").write_text(git(b, "show", "FETCH_HEAD:osmosis.lock") + "\n")
     lock_for(b).acquire(0).release()
 
 
 def test_an_expired_lock_of_another_host_is_taken_over(clones: tuple[Path, Path]) -> None:
     a, b = clones
-    old = Clock()
+    old = FakeClock(START)
     lock_for(a, old, ttl=30).acquire(0)  # never released, never renewed (no thread runs long)
-    late = Clock()
-    late.wall = old.wall + timedelta(seconds=30) + timedelta(seconds=11)
+    late = FakeClock(old.now + 30 + 11)
     taker = lock_for(b, late).acquire(0)
     try:
         _commit, holder = read_git_holder(b) or ("", {})
@@ -138,17 +128,16 @@ def test_a_lock_not_renewed_for_its_ttl_is_taken_over_by_a_waiter(
     clones: tuple[Path, Path],
 ) -> None:
     a, b = clones
-    clock = Clock()
+    clock = FakeClock(START)
     # The holder's clock is far behind (skew): its expiry alone would look valid for hours.
-    behind = Clock()
-    behind.wall = clock.wall + timedelta(hours=3)
+    behind = FakeClock(clock.now + 3 * 3600)
     lock_for(a, behind, ttl=20).acquire(0)
     with pytest.raises(LockHeldError):
         lock_for(b, clock, ttl=20).acquire(10)  # watched unchanged for 10 s only
     taker = lock_for(b, clock, ttl=20, tag=1).acquire(60)
     try:
         assert read_git_holder(b)[1]["lock_id"] == "id-b-1"  # type: ignore[index]
-        assert 1020.0 < clock.mono < 1060.0
+        assert 1020.0 < clock.monotonic() < 1060.0
     finally:
         taker.release()
 
@@ -157,6 +146,7 @@ def test_the_holder_renews_and_notices_when_its_lock_is_taken(clones: tuple[Path
     a, b = clones
     held = GitLock(
         a,
+        refs=REFS,
         lock_id="renewer",
         command="osmosis-apply",
         ci_url=None,
@@ -200,11 +190,12 @@ def test_force_unlock_releases_the_git_lock_of_a_dead_holder(
 
 
 def test_lock_setting_and_a_repository_without_a_remote(tmp_path: Path) -> None:
-    assert use_git_lock(None, has_origin=True) is True
-    assert use_git_lock(None, has_origin=False) is False
-    assert use_git_lock("local", has_origin=True) is False
+    real = "https://platform.osmosis.ai"
+    assert choose_lock(None, real, has_origin=True) is LockKind.GIT
+    assert choose_lock(None, real, has_origin=False) is LockKind.CLONE
+    assert choose_lock("local", real, has_origin=True) is LockKind.CLONE
     with pytest.raises(UsageError, match='lock = "git".*no origin remote'):
-        use_git_lock("git", has_origin=False)
+        choose_lock("git", real, has_origin=False)
     platform = start_platform(tmp_path / "platform")
     try:
         repo = init_repo(

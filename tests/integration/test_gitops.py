@@ -11,29 +11,29 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.clock import FakeClock
+from tests.support.emulator import stop_process
+from tests.support.git import commit, git
+
 from .helpers import (
     SHA_RE,
     LineReader,
-    ManualClock,
     Osmosis,
     Platform,
     actions,
-    commit,
-    git,
     init_repo,
     json_lines,
     plan_items,
     read_lock,
     smoke_config,
     start_platform,
-    stop_process,
     write_config,
 )
 
 
 @pytest.fixture
 def platform(tmp_path: Path) -> Iterator[Platform]:
-    server = start_platform(tmp_path / "platform", clock=ManualClock())
+    server = start_platform(tmp_path / "platform", clock=FakeClock())
     yield server
     server.close()
 

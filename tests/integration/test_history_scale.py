@@ -11,11 +11,13 @@ import dataclasses
 from pathlib import Path
 
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import LocalPlatform, start_server
+from reconciler.platform.local import LocalPlatform
+from reconciler.platform.local.history import HISTORY_TEAM
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX, build_plan_repo
+from tests.support.emulator import serve
 
-from .helpers import TOKEN, Osmosis, Platform, RequestLog
+from .helpers import TEAM, TOKEN, Osmosis, Platform, RequestLog
 
 WORKSPACE = "perf"
 MANAGED = 500
@@ -39,15 +41,19 @@ def test_converged_plan_in_a_workspace_of_20000_runs(tmp_path: Path) -> None:
         seeder.set_secret(WORKSPACE, name, f"value-of-{name.lower()}")
     # Months of ended runs made elsewhere, and this repository's 500, all ended.
     seeder.seed_runs(
-        WORKSPACE, WORKSPACE_RUNS - MANAGED, benchmark_key=OTHER_BENCHMARK, status_mix=TERMINAL_MIX
+        WORKSPACE,
+        WORKSPACE_RUNS - MANAGED,
+        benchmark_key=OTHER_BENCHMARK,
+        status_mix=TERMINAL_MIX,
+        creators=HISTORY_TEAM,
     )
-    seeder.seed_runs(WORKSPACE, MANAGED, status_mix=TERMINAL_MIX)
+    seeder.seed_runs(WORKSPACE, MANAGED, status_mix=TERMINAL_MIX, creators=[TEAM[TOKEN]])
     ours = seeder.resolve_benchmark("terminal-bench-2-1")["id"]
     seeder.store.close()
 
     log = RequestLog()
-    local = LocalPlatform(data, token=TOKEN, workspaces=(WORKSPACE,))
-    handle = start_server(local, "127.0.0.1", 0, access_log=log)
+    local = LocalPlatform(data, users=TEAM, workspaces=(WORKSPACE,))
+    handle = serve(local, access_log=log)
     try:
         with contextlib.closing(_Server(handle.url).client()) as client:
             recorded = client.list_runs(benchmark_id=ours)

@@ -15,30 +15,12 @@ import pytest
 
 from reconciler.model import adoption_fingerprint, spec_fingerprint
 from reconciler.platform.local import Faults, LocalPlatform
+from tests.support.bodies import tb_body
+from tests.support.clock import FakeClock
 
-from .conftest import FakeClock, LocalServer
+from .conftest import LocalServer
 
 TB = "terminal-bench-2-1"
-
-
-def tb_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "experiment_config": {"benchmark": TB},
-        "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-        "agents": [
-            {
-                "harness": "codex",
-                "model": {
-                    "type": "provider",
-                    "model": "openai/gpt-5.2",
-                    "api_key_secret": "OPENAI_API_KEY",
-                },
-                "env": {},
-            }
-        ],
-    }
-    body.update(overrides)
-    return body
 
 
 @pytest.fixture
@@ -359,7 +341,7 @@ def test_benchmark_becomes_submittable_once_synced(srv: LocalServer, http: httpx
     body.pop("tasks_config")
     assert http.post("/api/cli/benchmark-runs", json=body).status_code == 409
     srv.platform.set_benchmark_sync("acme/custom@1.0", "ready")
-    assert submit(http, body)["task_count"] == 45
+    assert submit(http, body)["task_count"] == 120  # the 75 still paging in joined
 
 
 @pytest.mark.parametrize(
@@ -436,7 +418,7 @@ def test_provided_secret_values_satisfy_but_are_never_stored(
     assert value not in detail.text
     assert detail.json()["configuration"]["resolved_secret_scopes"] == {
         "OPENAI_API_KEY": "workspace",
-        "RUN_TOKEN": "run",
+        "RUN_TOKEN": "user",  # the page's scopes only: a value sent with the run is the caller's
     }
     srv.platform.store.close()
     for path in srv.data_dir.iterdir():

@@ -16,24 +16,13 @@ import httpx
 import pytest
 
 from reconciler.platform.local import Faults, LocalPlatform, LocalTransport
+from tests.support.bodies import tb_body
+from tests.support.clock import FakeClock
+from tests.support.emulator import EmulatorProcess, emulator_command
 
-from .conftest import TEST_TOKEN, EmulatorProcess, FakeClock, LocalServer, emulator_command
+from .conftest import TEST_TOKEN, LocalServer
 
-BODY: dict[str, Any] = {
-    "experiment_config": {"benchmark": "terminal-bench-2-1"},
-    "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-    "agents": [
-        {
-            "harness": "codex",
-            "model": {
-                "type": "provider",
-                "model": "openai/gpt-5",
-                "api_key_secret": "OPENAI_API_KEY",
-            },
-            "env": {},
-        }
-    ],
-}
+BODY = tb_body()
 
 
 def faulty(make_local_server: Any, **knobs: Any) -> LocalServer:
@@ -369,7 +358,7 @@ def test_benchmark_sync_command(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     platform = LocalPlatform(data)
     spec = platform.resolve_benchmark("acme/custom")
-    assert spec is not None and spec["sync_status"] == "ready" and spec["task_count"] == 45
+    assert spec is not None and spec["sync_status"] == "ready" and spec["task_count"] == 120
 
 
 def _emulator(*args: str, stdin: str = "", env: dict[str, str] | None = None):

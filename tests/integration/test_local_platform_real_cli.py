@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import FakeClock, LocalServer
+from tests.support.clock import FakeClock
+
+from .conftest import LocalServer
 
 CLI = os.environ.get("OSMOSIS_REAL_CLI")
 pytestmark = pytest.mark.skipif(not CLI, reason="set OSMOSIS_REAL_CLI to an osmosis executable")

@@ -25,9 +25,9 @@ from jsonschema import Draft202012Validator, FormatChecker
 from reconciler.cli.main import apply_main, import_main, plan_main, state_main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.state.locking import hold_lock
+from tests.support.clock import FakeClock
 
 from .helpers import (
-    ManualClock,
     Osmosis,
     Platform,
     Result,
@@ -148,7 +148,7 @@ _WORKSPACES = itertools.count()
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     """One loopback Platform whose runs never end on their own (a manual clock)."""
-    platform = start_platform(tmp_path_factory.mktemp("machine") / "platform", clock=ManualClock())
+    platform = start_platform(tmp_path_factory.mktemp("machine") / "platform", clock=FakeClock())
     yield platform
     platform.close()
 

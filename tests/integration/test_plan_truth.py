@@ -11,13 +11,13 @@ import contextlib
 from pathlib import Path
 
 from reconciler.platform.local import Faults
+from tests.support.clock import FakeClock
+from tests.support.git import commit
 
 from .helpers import (
-    ManualClock,
     Osmosis,
     Platform,
     RequestLog,
-    commit,
     init_repo,
     read_lock,
     smoke_config,
@@ -156,7 +156,7 @@ def test_templates_and_drafts_stay_in_the_tree_unsubmitted(
 
 
 def test_a_new_config_of_a_model_with_recorded_costs_shows_a_dollar_estimate(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
     assert osm.apply("--auto-approve").code == 0
@@ -179,7 +179,7 @@ def test_a_new_config_of_a_model_with_recorded_costs_shows_a_dollar_estimate(
 
 
 def test_the_lockfile_hashes_summary_and_results_and_counts_the_rest(
-    tmp_path: Path, platform: Platform, clock: ManualClock
+    tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
     pyproject = '[tool.osmosis-reconciler]\ndownload_types = ["all"]\n'
     osm = Osmosis(

@@ -1,7 +1,7 @@
-"""The README's "Bring existing runs under management" section, run for real.
+"""docs/import-and-state.md ("Bring existing runs under management"), run for real.
 
-It continues the walkthrough: the walkthrough's command blocks run first, then this
-section's, in one bash process with the embedded local Platform (see
+It continues the README's walkthrough: the walkthrough's command blocks run first, then the
+page's, in one bash process with the embedded local Platform (see
 ``test_readme_walkthrough``); each ```text block lists lines that must appear, in order,
 in the output of the command block before it.
 """
@@ -11,27 +11,15 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from .helpers import PROJECT_ROOT
-from .test_readme_walkthrough import (
-    FENCE,
-    assert_lines_in_order,
-    run_readme_blocks,
-    walkthrough_blocks,
-)
+from tests.support import docs
 
-SECTION = "## Bring existing runs under management"
+from .test_readme_walkthrough import assert_lines_in_order, run_readme_blocks, walkthrough_blocks
 
-
-def section_blocks() -> list[tuple[str, str]]:
-    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(SECTION + "\n")
-    end = text.find("\n## ", start + len(SECTION))
-    section = text[start : end if end != -1 else len(text)]
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(section)]
+PAGE = docs.DOCS / "import-and-state.md"
 
 
 def test_the_readme_import_section_runs_as_written(tmp_path: Path) -> None:
-    blocks = section_blocks()
+    blocks = docs.page_blocks(PAGE)
     commands = [body for lang, body in blocks if lang == "sh"]
     assert len(commands) >= 5, "the section lost its command blocks"
     outputs, expected = run_readme_blocks(

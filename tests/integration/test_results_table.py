@@ -7,15 +7,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from .helpers import (
-    Osmosis,
-    commit,
-    init_repo,
-    read_lock,
-    smoke_config,
-    start_platform,
-    write_config,
-)
+from tests.support.git import commit
+
+from .helpers import Osmosis, init_repo, read_lock, smoke_config, start_platform, write_config
 
 ADDRESS = "tb/smoke"
 

@@ -6,15 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import (
-    ManualClock,
-    Osmosis,
-    init_repo,
-    plan_items,
-    read_lock,
-    smoke_config,
-    start_platform,
-)
+from tests.support.clock import FakeClock
+
+from .helpers import Osmosis, init_repo, plan_items, read_lock, smoke_config, start_platform
 
 SUPPORT_TICKETS = """\
 [experiment]
@@ -34,7 +28,7 @@ api_key_secret = "OPENAI_API_KEY"
 
 
 def test_logs_download_and_the_results_compare_with_the_leaderboard(tmp_path: Path) -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     platform = start_platform(tmp_path / "platform", clock=clock)
     try:
         osm = Osmosis(

@@ -245,6 +245,54 @@ def _plain(repo: Path, url: str, root: str) -> dict:
     }
 
 
+def _pool(repo: Path, url: str, root: str, workers: str = "8") -> dict:
+    """Reference: the same gets as ``_plain`` on a plain ThreadPoolExecutor (no checks, no
+    hashing, no temp files): what parallelism alone buys under latency."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from reconciler.state.lockfile import read_lockfile
+
+    state = read_lockfile(repo / "state" / "osmosis.lock", platform=url, workspace="perf")
+    headers = {"Authorization": "Bearer local", "X-Osmosis-Workspace": "perf"}
+    out = Path(root)
+    t0, c0 = time.perf_counter(), time.process_time()
+    limits = httpx.Limits(max_connections=int(workers) * 2)
+    with (
+        httpx.Client(base_url=url, headers=headers, limits=limits) as api,
+        httpx.Client(limits=limits) as plain,
+        ThreadPoolExecutor(max_workers=int(workers)) as pool,
+    ):
+
+        def fetch(dest: Path, file_url: str) -> int:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            received = 0
+            with plain.stream("GET", file_url) as response, open(dest, "wb") as handle:
+                for chunk in response.iter_bytes(1024 * 1024):
+                    handle.write(chunk)
+                    received += len(chunk)
+            return received
+
+        def run(entry) -> list[int]:
+            base = f"/api/cli/benchmark-runs/{entry.run_id}/outputs"
+            manifest = api.get(base + "/manifest", params={"types": ",".join(TYPES)}).json()
+            wanted = [
+                {"path": f["path"], **({"token": f["token"]} if f.get("token") else {})}
+                for f in manifest["files"]
+            ]
+            urls = api.post(base + "/download-urls", json={"items": wanted}).json()["items"]
+            return [fetch(out / str(entry.run_id) / item["path"], item["url"]) for item in urls]
+
+        sizes = [size for sizes in pool.map(run, state.runs.values()) for size in sizes]
+    return {
+        "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        "bytes": sum(sizes),
+        "files": len(sizes),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
     modes = {
@@ -254,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         "apply": _apply,
         "download": _download,
         "plain": _plain,
+        "pool": _pool,
     }
     result = modes[mode](Path(repo), url, *rest)
     result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.platform.local import Faults
+from tests.support.git import git
 
 from .harness import (
     APPLY_ARGS,
@@ -35,7 +36,14 @@ from .harness import (
 
 SUBMITTED = "ok: submitted"
 BEHIND = "behind the one the last apply wrote"
-PYPROJECT = "[tool.osmosis-reconciler]\nlock_ttl = {ttl}\n"
+PYPROJECT = '[tool.osmosis-reconciler]\nlock = "git"\nlock_ttl = {ttl}\n'
+"""A loopback Platform gets the git lock only when asked for (``locking.choose_lock``)."""
+
+
+def _git_lock_held(repo: Path) -> bool:
+    """Whether any (Platform, workspace)'s lock ref is on ``origin``."""
+    listed = git(repo, "ls-remote", "origin", "refs/osmosis/*")
+    return any(line.endswith("/lock") for line in listed.splitlines())
 
 
 @dataclass
@@ -57,18 +65,6 @@ class GitTally:
     notes: list[str] = field(default_factory=list)
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.email=rel@example.invalid", "-c", "user.name=reliability", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
-
-
 def two_clones(root: Path, configs: int, *, ttl: int = 3) -> tuple[Path, Path, Path]:
     """A bare remote holding ``configs`` configs, and two clones of it (``a``, ``b``)."""
     seed = root / "seed"
@@ -78,15 +74,15 @@ def two_clones(root: Path, configs: int, *, ttl: int = 3) -> tuple[Path, Path, P
         (bench / f"c{index:02d}.toml").write_text(CONFIG.format(index=index, secret=SECRET_NAME))
     (seed / "pyproject.toml").write_text(PYPROJECT.format(ttl=ttl))
     (seed / ".gitignore").write_text(".osmosis/\n")
-    _git(seed, "init", "-q", "-b", "main")
-    _git(seed, "add", "-A")
-    _git(seed, "commit", "-q", "-m", f"{configs} benchmark configs")
+    git(seed, "init", "-q", "-b", "main")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", f"{configs} benchmark configs")
     remote = root / "remote.git"
-    _git(root, "clone", "-q", "--bare", str(seed), str(remote))
+    git(root, "clone", "-q", "--bare", str(seed), str(remote))
     shutil.rmtree(seed)
     clones = []
     for name in ("a", "b"):
-        _git(root, "clone", "-q", str(remote), name)
+        git(root, "clone", "-q", str(remote), name)
         clones.append(root / name)
     return remote, clones[0], clones[1]
 
@@ -129,6 +125,18 @@ def race(root: Path, tally: GitTally, *, configs: int) -> None:
         count_runs(server, configs, tally)
 
 
+def _restore_state_record(repo: Path) -> None:
+    """What the "behind" refusal's hint says: the lockfile from the state record."""
+    listed = git(repo, "ls-remote", "origin", "refs/osmosis/*")
+    (ref,) = [line.split("\t")[1] for line in listed.splitlines() if line.endswith("/state")]
+    git(repo, "fetch", "-q", "origin", ref)
+    shown = subprocess.run(
+        ["git", "show", "FETCH_HEAD:osmosis.lock"], cwd=repo, capture_output=True, check=True
+    )
+    (repo / "state").mkdir(exist_ok=True)
+    (repo / "state" / "osmosis.lock").write_bytes(shown.stdout)
+
+
 def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> None:
     """Clone ``a`` applies under another host name (its own UTS namespace, so the waiter
     cannot tell that its pid is dead) and is SIGKILLed after its third submit, holding the
@@ -158,19 +166,26 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
             tally.not_taken_over += 1
             return
         tally.holders_killed += 1
-        held = _git(b, "ls-remote", "origin", "refs/osmosis/lock")
+        held = _git_lock_held(b)
         if not held:
             tally.notes.append("the killed holder left no git lock behind")
         taker = run(
             "osmosis-apply", b, server.url, *APPLY_ARGS, "--lock-timeout", "60", timeout=300
         )
-        if taker.returncode != 0 or not re.search(r"took over the git apply lock", taker.stderr):
+        took_over = re.search(r"took over the git apply lock", taker.stderr) is not None
+        if took_over and taker.returncode == 1 and BEHIND in taker.stderr:
+            # The killed holder published its intents to the state record before paying:
+            # the taker's checkout is behind it and is refused; restored as the hint says,
+            # it adopts what the holder paid for.
+            _restore_state_record(b)
+            taker = run("osmosis-apply", b, server.url, *APPLY_ARGS, timeout=300)
+        if taker.returncode != 0 or not took_over:
             tally.not_taken_over += 1
             tally.notes.append(f"taker exit {taker.returncode}: {taker.stderr.strip()[-600:]}")
         else:
             tally.taken_over += 1
         count_runs(server, configs, tally)
-        if _git(b, "ls-remote", "origin", "refs/osmosis/lock"):
+        if _git_lock_held(b):
             tally.notes.append("the taker left the git lock behind")
             tally.not_taken_over += 1
 

@@ -24,10 +24,12 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.errors import StateError
-from reconciler.platform.local import Faults, LocalPlatform, start_server
+from reconciler.platform.local import Faults, LocalPlatform
 from reconciler.platform.local.faults import FaultInjector
 from reconciler.platform.local.server import ServerHandle
 from reconciler.state.lockfile import read_lockfile
+from tests.support.emulator import serve
+from tests.support.git import git
 
 WORKSPACE = "reliability"
 SECRET_NAME = "OPENAI_API_KEY"
@@ -69,25 +71,15 @@ _STATE_FILES = {"osmosis.lock", ".osmosis.lock.held"}
 # --------------------------------------------------------------------------- repos
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=rel@example.invalid", "-c", "user.name=reliability", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-
-
 def make_repo(path: Path, configs: int, *, secret: str = SECRET_NAME) -> Path:
     """A real git repository with ``configs`` distinct Terminal-Bench smoke configs."""
     bench = path / "benchmarks" / "tb"
     bench.mkdir(parents=True)
     for index in range(configs):
         (bench / f"c{index:02d}.toml").write_text(CONFIG.format(index=index, secret=secret))
-    _git(path, "init", "-q", "-b", "main")
-    _git(path, "add", "-A")
-    _git(path, "commit", "-q", "-m", f"{configs} benchmark configs")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", f"{configs} benchmark configs")
     return path
 
 
@@ -205,13 +197,10 @@ def start_platform(
 ) -> Server:
     """A fresh local Platform on a free loopback port, with the configs' secret set."""
     platform = LocalPlatform(
-        data_dir, speed=speed, faults=faults or Faults(), workspaces=(WORKSPACE,)
+        data_dir, speed=speed, seed=0, faults=faults or Faults(), workspaces=(WORKSPACE,)
     )
     platform.set_secret(WORKSPACE, SECRET_NAME, secret_value)
-    handle = start_server(platform, "127.0.0.1", 0)
-    # A client SIGKILLed mid-response makes the server's write fail (broken pipe): that is
-    # the point of the crash suite, not news, so keep socketserver from printing it.
-    handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    handle = serve(platform, quiet=True)
     return Server(platform, handle)
 
 
@@ -382,7 +371,7 @@ def change_every_config(repo: Path, configs: int) -> None:
         path = repo / "benchmarks" / "tb" / f"c{index:02d}.toml"
         text = CONFIG.format(index=index, secret=SECRET_NAME)
         path.write_text(text.replace("[agents.env]\n", '[agents.env]\nRELIABILITY_GEN = "2"\n'))
-    _git(repo, "commit", "-qam", "second generation of every config")
+    git(repo, "commit", "-qam", "second generation of every config")
 
 
 def check_replaced(repo: Path, server: Server, configs: int, findings: Findings) -> int:

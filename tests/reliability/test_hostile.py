@@ -31,8 +31,10 @@ from typing import Any
 
 import pytest
 
-from reconciler.platform.local import Faults, LocalPlatform, Response, start_server
+from reconciler.platform.local import Faults, LocalPlatform, Response
 from reconciler.platform.local.faults import FaultInjector
+from tests.support.emulator import serve
+from tests.support.git import git_run
 
 from .harness import (
     APPLY_ARGS,
@@ -106,8 +108,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     platform.canned = {}
     platform.outside = outside
     platform.set_secret(WORKSPACE, SECRET_NAME, "sk-hostile-suite")
-    handle = start_server(platform, "127.0.0.1", 0)
-    handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    handle = serve(platform, quiet=True)
     try:
         yield Setup(tmp_path, repo, outside, Server(platform, handle), platform)
     finally:
@@ -136,8 +137,7 @@ def _template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     platform = HostilePlatform(root / "platform", speed=5000, workspaces=(WORKSPACE,))
     platform.canned = {}
     platform.set_secret(WORKSPACE, SECRET_NAME, "sk-hostile-suite")
-    handle = start_server(platform, "127.0.0.1", 0)
-    handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    handle = serve(platform, quiet=True)
     try:
         server = Server(platform, handle)
         first = run("osmosis-apply", repo, server.url, "--auto-approve")
@@ -467,29 +467,19 @@ def test_hand_edited_lockfile(applied: Applied, case: str) -> None:
     assert setup.platform.submit_count() == paid
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-c", "user.email=rel@example.invalid", "-c", "user.name=rel", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_merge_conflicted_lockfile(applied: Applied) -> None:
     setup = applied
     paid = setup.platform.submit_count()
-    assert _git(setup.repo, "add", "-A").returncode == 0
-    assert _git(setup.repo, "commit", "-qm", "apply").returncode == 0
+    assert git_run(setup.repo, "add", "-A").returncode == 0
+    assert git_run(setup.repo, "commit", "-qm", "apply").returncode == 0
     # Two branches each record something different in the same lines, as two applies would.
-    _git(setup.repo, "checkout", "-qb", "other")
+    git_run(setup.repo, "checkout", "-qb", "other")
     setup.lockfile.write_text(_replace_line(setup.lockfile.read_text(), "serial = ", "serial = 7"))
-    _git(setup.repo, "commit", "-qam", "other apply")
-    _git(setup.repo, "checkout", "-q", "main")
+    git_run(setup.repo, "commit", "-qam", "other apply")
+    git_run(setup.repo, "checkout", "-q", "main")
     setup.lockfile.write_text(_replace_line(setup.lockfile.read_text(), "serial = ", "serial = 9"))
-    _git(setup.repo, "commit", "-qam", "main apply")
-    merged = _git(setup.repo, "merge", "other")
+    git_run(setup.repo, "commit", "-qam", "main apply")
+    merged = git_run(setup.repo, "merge", "other")
     assert merged.returncode != 0 and "CONFLICT" in merged.stdout, merged.stdout
     before = setup.lockfile.read_bytes()
     assert b"<<<<<<<" in before
@@ -526,8 +516,8 @@ def _config(index: int) -> str:
 
 
 def _commit(repo: Path, message: str) -> None:
-    assert _git(repo, "add", "-A").returncode == 0
-    assert _git(repo, "commit", "-qm", message).returncode == 0
+    assert git_run(repo, "add", "-A").returncode == 0
+    assert git_run(repo, "commit", "-qm", message).returncode == 0
 
 
 def test_unknown_keys_are_capped_with_a_count(setup: Setup) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local import start_server
 from reconciler.platform.local.server import ServerHandle
+from tests.support.emulator import serve
 
 from . import report
 from .harness import APPLY_ARGS, SECRET_NAME, WORKSPACE, Server, make_repo, run
@@ -55,8 +55,7 @@ def _serve(root: Path) -> tuple[HostilePlatform, ServerHandle]:
     platform = HostilePlatform(root / "platform", speed=5000, workspaces=(WORKSPACE,))
     platform.canned = {}
     platform.set_secret(WORKSPACE, SECRET_NAME, "sk-roots-suite")
-    handle = start_server(platform, "127.0.0.1", 0)
-    handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    handle = serve(platform, quiet=True)
     return platform, handle
 
 

@@ -8,7 +8,10 @@ in every format, the lockfile, downloaded outputs (all types), anything else wri
 repository, and the failure paths (a wrong token, a Platform that goes down mid-command).
 None may contain a token or a secret value, raw or in a common encoding.
 
-Fast: part of ``make test``.
+Issue 23 adds ``GITHUB_TOKEN`` and every ``osmosis-ci`` subcommand (both formats, against
+the fake GitHub and against one that quotes the ``Authorization`` header back).
+
+Fast: part of ``make test``, and of ``make reliability`` (marker ``secret_hygiene``).
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from reconciler.platform.local import LocalPlatform, start_server
+from reconciler.platform.local import LocalPlatform
 from reconciler.state.lockfile import new_state, write_lockfile
+from tests.support.emulator import serve
 
 from .harness import BIN, WORKSPACE, cli_env, command
 
@@ -39,6 +43,7 @@ SECRETS = {
     "HF_TOKEN": "hf_RECOGNISABLE_0a9b8c7d6e5f",
 }
 LOG_FLAGS = ("--log-format", "json", "-vv")
+pytestmark = pytest.mark.secret_hygiene  # in `make test`, and in `make reliability` too
 
 
 def forms(value: str) -> set[bytes]:
@@ -74,7 +79,7 @@ def platform_url(tmp_path: Path) -> Iterator[tuple[str, LocalPlatform]]:
     platform = LocalPlatform(
         tmp_path / "platform", speed=5000, token=TOKEN, workspaces=(WORKSPACE,)
     )
-    handle = start_server(platform, "127.0.0.1", 0)
+    handle = serve(platform)
     try:
         yield handle.url, platform
     finally:
@@ -176,7 +181,7 @@ def test_no_leak_when_the_platform_goes_away(tmp_path: Path) -> None:
     platform = LocalPlatform(
         tmp_path / "platform", speed=5000, token=TOKEN, workspaces=(WORKSPACE,)
     )
-    handle = start_server(platform, "127.0.0.1", 0)
+    handle = serve(platform)
     url = handle.url
     _set_secrets_over_s2(url)
     repo = _repo(tmp_path)
@@ -240,3 +245,100 @@ def test_error_messages_keep_their_urls_workspace_and_addresses(
         "osmosis-plan", "--workspace", WORKSPACE, "--state", "state/other.lock", at=gone
     )
     assert f"Could not connect to the Platform at {gone}" in unreachable, unreachable
+
+
+# --------------------------------------------------------------------------- osmosis-ci
+# Issue 23: GITHUB_TOKEN is a secret like OSMOSIS_TOKEN, and every osmosis-ci subcommand is
+# scanned, in both formats, on its success path (the loopback fake GitHub) and on the
+# failure path where GitHub quotes the Authorization header back (a hostile server).
+
+GITHUB_TOKEN = "ghs_RECOGNISABLE_github_7e3d9a1c5b"
+NEEDLES.update({form: "GITHUB_TOKEN" for form in forms(GITHUB_TOKEN)})
+
+
+def test_no_github_token_in_any_osmosis_ci_subcommand(tmp_path: Path) -> None:
+    from tests.github_fake import FakeGitHub
+    from tests.integration.hostile_http import HostileServer
+    from tests.unit.plan_fixtures import desired, lock, recorded_run
+    from tests.unit.test_ci_lockfile_helpers import done as downloads_done
+    from tests.unit.test_ci_lockfile_helpers import make_clones
+
+    from . import report
+
+    _remote, repo, _other = make_clones(tmp_path)
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    summary = b"agent,score\na,0.5\n"
+    run_dir = repo / ".osmosis" / "benchmarks" / "run"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.csv").write_bytes(summary)
+    import hashlib
+
+    entry = recorded_run(desired("tb/a"), "r1", status="finished", run_name="a-1").model_copy(
+        update={
+            "requested_by": sha,
+            "downloads": downloads_done({"summary.csv": hashlib.sha256(summary).hexdigest()}),
+        }
+    )
+    (repo / "state").mkdir()
+    write_lockfile(repo / "state" / "osmosis.lock", lock(entry))
+    (repo / "plan.md").write_text("<!-- osmosis-plan -->\nPlan: nothing to do.\n")
+    (repo / "plan.json").write_text('{"drift": [], "actions": []}\n')
+    (repo / "message.txt").write_text("osmosis-apply: results [skip ci]\n")
+    fake = FakeGitHub(token=GITHUB_TOKEN).start()
+    fake.add_pull(7, sha)
+    hostile = HostileServer("echo_auth").start()
+    captured: list[tuple[str, bytes]] = []
+    subcommands = {
+        "comment": ["comment", "--pr", "7", "--body-file", "plan.md"],
+        "drift-issue": ["drift-issue", "--plan-json", "plan.json"],
+        "commit-message": ["commit-message", "--plan", "plan.json", "--before-rev", "HEAD"],
+        "commit-lockfile": [
+            "commit-lockfile",
+            "--message-file",
+            "message.txt",
+            "--branch",
+            "main",
+            "--results-dir",
+            "results",
+        ],
+        "announce": ["announce"],
+    }
+    try:
+        for name, args in subcommands.items():
+            for fmt in ("text", "json"):
+                for github in (fake.url, hostile.url):
+                    env = cli_env(
+                        {
+                            "OSMOSIS_TOKEN": TOKEN,
+                            "GITHUB_TOKEN": GITHUB_TOKEN,
+                            "GITHUB_API_URL": github,
+                            "GITHUB_REPOSITORY": fake.repo,
+                            "GITHUB_ACTIONS": "true",
+                        }
+                    )
+                    done = subprocess.run(
+                        [str(BIN / "osmosis-ci"), "--format", fmt, *args],
+                        cwd=repo,
+                        env=env,
+                        capture_output=True,
+                        timeout=120,
+                    )
+                    where = "fake" if github == fake.url else "quoting"
+                    captured.append((f"{name} {fmt} {where}", done.stdout + done.stderr))
+        assert hostile.requests >= 3, "the quoting GitHub must have been asked"
+        assert fake.requests, "the fake GitHub must have been asked"
+    finally:
+        fake.close()
+        hostile.close()
+    found = {label: leaks(data) for label, data in captured if leaks(data)}
+    report.record(
+        "secret hygiene", "osmosis-ci runs scanned (5 subcommands x 2 formats x 2)", len(captured)
+    )
+    report.record(
+        "secret hygiene", "osmosis-ci runs leaking a token", len(found), must_be_zero=True
+    )
+    assert found == {}, found
+    # The quoting GitHub's answer did reach the output: redacted, not dropped.
+    assert any(b"[REDACTED]" in data for label, data in captured if "quoting" in label)

@@ -21,6 +21,7 @@ from reconciler.model import (
     digest,
     spec_fingerprint,
 )
+from tests.support.bodies import submit_body
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 WORKSPACE = "acme/evals"
@@ -96,45 +97,14 @@ ALL_SECRETS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"})
 def make_spec(
     benchmark: str = "HLE",
     *,
-    models: tuple[str, ...] = ("openai/gpt-5",),
     harness: str | None = None,
     task_set: str | None = "parity",
-    task_names: tuple[str, ...] | None = None,
-    categories: tuple[str, ...] | None = None,
-    attempts: int = 1,
     judge: str | None = "OPENAI_API_KEY",
-    env: dict[str, str] | None = None,
+    **kwargs: Any,
 ) -> dict[str, Any]:
-    """A submit body (platform-api.md §9.6) as config would build it."""
-    spec: dict[str, Any] = {"experiment_config": {"benchmark": benchmark}}
-    tasks: dict[str, Any] = {}
-    if task_set is not None:
-        tasks["task_set"] = task_set
-    if task_names is not None:
-        tasks["task_names"] = list(task_names)
-    if categories is not None:
-        tasks["categories"] = list(categories)
-    if tasks:
-        spec["tasks_config"] = tasks
-    agents = []
-    for model in models:
-        agent: dict[str, Any] = {}
-        if harness is not None:
-            agent["harness"] = harness
-        agent["model"] = {"type": "provider", "model": model, "api_key_secret": "OPENAI_API_KEY"}
-        agent["env"] = {}
-        agents.append(agent)
-    spec["agents"] = agents
-    execution: dict[str, Any] = {}
-    if attempts != 1:
-        execution["attempts_per_task"] = attempts
-    if judge:
-        execution["judge_api_key_secret"] = judge
-    if execution:
-        spec["execution_config"] = execution
-    if env:
-        spec["env_config"] = dict(env)
-    return spec
+    """A submit body (platform-api.md §9.6) as config would build it; the planner's tests
+    default to an HLE parity run with a judge and no harness."""
+    return submit_body(benchmark, harness=harness, task_set=task_set, judge=judge, **kwargs)
 
 
 def desired(address: str, benchmark: str = "HLE", **kwargs: Any) -> DesiredRun:
@@ -270,8 +240,10 @@ def observation(
     workspace: str = WORKSPACE,
     catalog: tuple[BenchmarkRef, ...] | None = None,
     missing: tuple[str, ...] | frozenset[str] = (),
+    vouched: tuple[str, ...] = (),
 ) -> Observation:
     return Observation(
+        vouched=frozenset(vouched),
         platform=platform,
         workspace=workspace,
         catalog=catalog,

@@ -19,8 +19,9 @@ from reconciler.ci.main import main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.state.lockfile import write_lockfile
 from tests.github_fake import FakeGitHub
+from tests.support.git import git
 from tests.unit.plan_fixtures import lock
-from tests.unit.test_ci_lockfile_helpers import SHA, _git, entry, finished, make_clones
+from tests.unit.test_ci_lockfile_helpers import SHA, entry, finished, make_clones
 
 VALIDATOR = Draft202012Validator(
     json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=FormatChecker()
@@ -116,7 +117,7 @@ def test_commit_lockfile_pushes_then_has_nothing_to_commit(
     argv = ("--dir", str(repo), "commit-lockfile", "--message-file", str(message))
     code, doc, err = ci_json(capsys, *argv, "--branch", "main")
     assert code == 0 and doc["type"] == "ci_commit_lockfile"
-    assert doc["sha"] == _git(remote, "rev-parse", "main")
+    assert doc["sha"] == git(remote, "rev-parse", "main")
     assert doc["subject"] == "osmosis-apply: 1 run [skip ci]" and doc["results_written"] == []
     assert "Pushed" in err
     code, doc, _ = ci_json(capsys, *argv, "--branch", "main")

@@ -6,7 +6,6 @@ updated rather than posted twice; old runs marked quietly) against the loopback 
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +19,7 @@ from reconciler.errors import GitError
 from reconciler.model import Downloads, HistoryEntry, Intent
 from reconciler.state.lockfile import parse, serialize, write_lockfile
 from tests.github_fake import FakeGitHub
+from tests.support.git import AUTHOR, git
 from tests.unit.plan_fixtures import desired, lock, recorded_run
 from tests.unit.test_results import agent, results
 
@@ -128,16 +128,6 @@ def test_nothing_planned_and_nothing_changed() -> None:
 # --------------------------------------------------------------------------- commit + push
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
     return make_clones(tmp_path)
@@ -146,15 +136,15 @@ def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
 def make_clones(tmp_path: Path) -> tuple[Path, Path, Path]:
     """A bare ``main`` remote with one commit and two clones of it: (remote, a, b)."""
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     a, b = tmp_path / "a", tmp_path / "b"
-    subprocess.run(["git", "clone", "-q", str(remote), str(a)], check=True, capture_output=True)
-    _git(a, "checkout", "-q", "-b", "main")
+    git(tmp_path, "clone", "-q", str(remote), str(a))
+    git(a, "checkout", "-q", "-b", "main")
     (a / "README.md").write_text("x\n")
-    _git(a, "add", "-A")
-    _git(a, "commit", "-q", "-m", "init")
-    _git(a, "push", "-q", "origin", "main")
-    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True, capture_output=True)
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "init")
+    git(a, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(remote), str(b))
     return remote, a, b
 
 
@@ -163,9 +153,9 @@ def test_commit_lockfile_replays_on_a_moved_branch_as_the_bot(
 ) -> None:
     remote, a, b = clones
     (b / "notes.md").write_text("meanwhile\n")
-    _git(b, "add", "-A")
-    _git(b, "commit", "-q", "-m", "meanwhile")
-    _git(b, "push", "-q", "origin", "main")
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "meanwhile")
+    git(b, "push", "-q", "origin", "main")
     write_lockfile(a / "state" / "osmosis.lock", lock(entry("tb/a", "r1")))
     naps: list[float] = []
     pushed = commit_lockfile(
@@ -176,11 +166,11 @@ def test_commit_lockfile_replays_on_a_moved_branch_as_the_bot(
         sleep=naps.append,
     )
     assert pushed.sha is not None and pushed.attempts == 2 and naps == [2.0]
-    log = _git(remote, "log", "--format=%s|%ae", "main")
+    log = git(remote, "log", "--format=%s|%ae", "main")
     assert log.splitlines() == [
         "osmosis-apply: x [skip ci]|41898282+github-actions[bot]@users.noreply.github.com",
-        "meanwhile|t@example.com",
-        "init|t@example.com",
+        f"meanwhile|{AUTHOR[1]}",
+        f"init|{AUTHOR[1]}",
     ]
     again = commit_lockfile(a, ["state/osmosis.lock"], "unused\n", branch="main")
     assert again.sha is None
@@ -191,12 +181,12 @@ def test_commit_lockfile_conflict_is_a_git_error(clones: tuple[Path, Path, Path]
     for repo, serial in ((b, 1), (a, 2)):
         (repo / "state").mkdir(exist_ok=True)
         (repo / "state" / "osmosis.lock").write_text(f"serial = {serial}\n")
-    _git(b, "add", "-A")
-    _git(b, "commit", "-q", "-m", "hand edit")
-    _git(b, "push", "-q", "origin", "main")
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "hand edit")
+    git(b, "push", "-q", "origin", "main")
     with pytest.raises(GitError, match="conflicts with origin/main"):
         commit_lockfile(a, ["state/osmosis.lock"], "m\n", branch="main", sleep=lambda s: None)
-    assert _git(a, "status", "--porcelain").count("rebase") == 0
+    assert git(a, "status", "--porcelain").count("rebase") == 0
 
 
 def test_results_directory_gets_digest_checked_summary_and_results(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from reconciler.config import LoadResult, build_spec, load_configs, rules, spec_
 from reconciler.config.locate import scan
 from reconciler.config.validate import looks_like_credential
 from reconciler.model import digest
+from tests.support.bodies import tb_body
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,27 +56,15 @@ def test_examples_are_valid_and_realistic():
     runs = {run.address: run for run in result.runs}
     smoke = runs["terminal-bench/smoke"]
     assert smoke.path == "benchmarks/terminal-bench/smoke.toml"
-    assert smoke.spec == {
-        "experiment_config": {"benchmark": "terminal-bench-2-1"},
-        "tasks_config": {"task_names": ["terminal-bench/git-multibranch"]},
-        "agents": [
-            {
-                "harness": "codex",
-                "model": {
-                    "type": "provider",
-                    "model": "openai/gpt-5.2",
-                    "api_key_secret": "OPENAI_API_KEY",
-                },
-                "env": {},
-            }
-        ],
-        "execution_config": {
+    assert smoke.spec == tb_body(
+        "openai/gpt-5.2",
+        execution_config={
             "attempts_per_task": 1,
             "max_concurrent_attempts": 1,
             "timeout_multiplier": 1.0,
             "max_retries": 0,
         },
-    }
+    )
     assert runs["hle/parity"].task_set == "parity"
     assert runs["hle/parity"].judge_secret == "OPENAI_API_KEY"
     kinds = {a["model"]["type"] for run in result.runs for a in run.spec["agents"]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -10,28 +9,17 @@ import pytest
 
 from reconciler.errors import GitError
 from reconciler.gitinfo import CommitRef, GitRepo, Trailer, redact_url
+from tests.support.git import git
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0,
     reason="git is required",
 )
 
-_CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**_CLEAN_ENV, "GIT_CONFIG_NOSYSTEM": "1"}
-    result = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
-
 
 def init_repo(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Test User")
-    git(path, "config", "user.email", "test@example.com")
-    git(path, "config", "commit.gpgsign", "false")
     return path
 
 
@@ -273,13 +261,7 @@ def shallow_clone(repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     write(repo, "benchmarks/recent.toml", "2")
     shas["recent"] = commit(repo, "tune recent\n\nOsmosis-Rerun: recent")
     clone = tmp_path / "clone"
-    result = subprocess.run(
-        ["git", "clone", "-q", "--depth", "2", f"file://{repo}", str(clone)],
-        env=_CLEAN_ENV,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stderr
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo}", str(clone))
     return clone, shas
 
 
@@ -311,12 +293,7 @@ def test_depth_one_clone_never_crashes(repo: Path, tmp_path: Path) -> None:
     write(repo, "benchmarks/a.toml", "1")
     head = commit(repo, "only visible commit")
     clone = tmp_path / "depth1"
-    subprocess.run(
-        ["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)],
-        env=_CLEAN_ENV,
-        check=True,
-        capture_output=True,
-    )
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(clone))
     git_repo = GitRepo(clone)
     assert git_repo.is_shallow()
     assert git_repo.head() == head

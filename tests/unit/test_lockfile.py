@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from reconciler.errors import StateError
 from reconciler.model import Downloads, HistoryEntry, Intent, LockState, RecordedRun
+from reconciler.paths import relative_path_problem
 from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
     MAX_LOCKFILE_BYTES,
@@ -285,7 +286,8 @@ _json = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(
     spec=st.dictionaries(_text, _json, max_size=5),
-    address=_text.filter(bool),
+    # Addresses are relative paths (issue 23: the reader refuses anything else).
+    address=_text.filter(lambda a: relative_path_problem(a) is None),
     run_id=st.none() | _text,
     task_count=st.none() | st.integers(0, 10**6),
 )
@@ -500,6 +502,7 @@ def test_hand_edited_shape_errors_name_the_key_path(
 
 def test_newer_version_hint_says_upgrade(tmp_path: Path) -> None:
     error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 3")))
+    assert "lockfile format 3 was written by a newer osmosis-reconciler" in error.message
     assert error.hint == (
         "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again"
     )
@@ -855,3 +858,24 @@ def test_perf_read_write_5000_entries(tmp_path: Path) -> None:
         f"write median {statistics.median(writes):.3f}s, "
         f"read median {statistics.median(reads):.3f}s"
     )
+
+
+def test_format_1_is_read_and_migrated_to_format_2_on_write(tmp_path: Path) -> None:
+    """Issue 22: format 1 knew the root commit only as ``repository = "root:SHA"``; it is
+    read, and written back as format 2 with ``root_commit`` recorded."""
+    root = "a" * 40
+    path = write_text(tmp_path, HEADER + f'repository = "root:{root}"\n')
+    state = read_lockfile(path, platform="local", workspace="demo")
+    assert state.version == 1 and state.root_commit == root
+    written = write_lockfile(path, state)
+    text = path.read_text()
+    assert written.version == 2
+    assert "\nversion = 2\n" in text and f'\nroot_commit = "{root}"\n' in text
+    again = read_lockfile(path, platform="local", workspace="demo")
+    assert again.root_commit == root and again.repository == f"root:{root}"
+
+
+def test_a_root_commit_that_is_not_a_sha_names_the_key(tmp_path: Path) -> None:
+    text = HEADER.replace("version = 1", "version = 2") + 'root_commit = "nope"\n'
+    error = read_error(write_text(tmp_path, text))
+    assert error.message == "state/osmosis.lock:6: root_commit: must be a commit sha (found 'nope')"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reconciler.model import LockState, RecordedRun
 from reconciler.state.lockfile import _fast_load, parse, serialize, write_lockfile
+from tests.support.bodies import hle_body
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 T0 = datetime(2026, 5, 1, 9, 0, 0, tzinfo=UTC)
@@ -25,21 +26,7 @@ def imported_state() -> LockState:
             "hle/calm-yak": RecordedRun(
                 address="hle/calm-yak",
                 spec_digest="sha256:" + "4" * 64,
-                spec={
-                    "experiment_config": {"benchmark": "hle"},
-                    "tasks_config": {"task_set": "parity"},
-                    "agents": [
-                        {
-                            "harness": "codex",
-                            "model": {
-                                "type": "provider",
-                                "model": "openai/gpt-5.2",
-                                "api_key_secret": "OPENAI_API_KEY",
-                            },
-                            "env": {},
-                        }
-                    ],
-                },
+                spec=hle_body("openai/gpt-5.2"),
                 run_id="bmr_01",
                 run_name="calm-yak",
                 status="finished",

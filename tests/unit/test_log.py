@@ -7,9 +7,8 @@ import json
 from collections.abc import Iterator
 
 import pytest
-import structlog
 
-from reconciler.log import configure_logging, get_logger
+from reconciler.log import configure_logging, get_logger, reset_logging
 from reconciler.redact import register_secret
 
 
@@ -17,8 +16,7 @@ from reconciler.redact import register_secret
 def _restore_structlog() -> Iterator[None]:
     """configure_logging is process-global; leave later tests the defaults."""
     yield
-    structlog.reset_defaults()
-    structlog.contextvars.clear_contextvars()
+    reset_logging()
 
 
 def test_json_lines_carry_command_and_context_and_never_a_secret() -> None:

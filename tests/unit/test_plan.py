@@ -71,6 +71,8 @@ class Case:
     history: tuple = ()
     missing: tuple[str, ...] | None = None
     """Run ids a direct read said are gone; None: every recorded run not in ``runs``."""
+    vouched: tuple[str, ...] = ()
+    """Run ids the remote state record names (``Observation.vouched``)."""
 
 
 def gone(entries, runs, missing=None) -> tuple[str, ...]:
@@ -308,9 +310,17 @@ CASES = [
     ),
     # ---- adopt (<=)
     Case(
-        "an unrecorded run made after the new config arrived is adopted (lost lockfile)",
+        # Issue 22: timing is no evidence (another repository's run looks the same).
+        "an unrecorded run made after the new config arrived is not adopted without evidence",
         want=[A_IN],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "an unrecorded run the remote state record names is adopted (lost lockfile commit)",
+        want=[A_IN],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        vouched=("x1",),
         items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
     ),
     Case(
@@ -336,21 +346,22 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "an identical run by the lockfile's creator is adopted",
+        # Issue 22: one service token for the whole organisation: creator is no evidence.
+        "an identical run by the lockfile's creator is not adopted without evidence",
         want=[A_IN, B],
         entries=[recorded_run(B, "r2", creator="sha256:ci-bot")],
         runs=[
             observed_run("r2", "running"),
             observed_run("x1", "running", fingerprint=fingerprint_of(A), creator="sha256:ci-bot"),
         ],
-        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "a recorded run that is gone adopts its twin created when it was submitted",
+        "a recorded run that is gone does not adopt a twin created when it was submitted",
         want=[A],
         entries=[recorded_run(A, "r-edited", status="running")],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
-        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        items=[(Action.SUBMIT, "hle/a", Reason.RUN_MISSING)],
         drift=[(DriftKind.RUN_MISSING, "hle/a", "r-edited")],
     ),
     Case(
@@ -389,13 +400,14 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "a finished run with a changed config adopts an unrecorded run of the new config",
+        "a finished run with a changed config adopts a vouched run of the new config",
         want=[A2_IN],
         entries=[recorded_run(A, "r1", status="finished")],
         runs=[
             observed_run("r1", "finished"),
             observed_run("x1", "running", fingerprint=fingerprint_of(A2)),
         ],
+        vouched=("x1",),
         items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
     ),
     Case(
@@ -575,7 +587,10 @@ def test_plan_rows(case: Case) -> None:
         case.want,
         lock(*case.entries, history=case.history),
         observation(
-            *case.runs, outputs=case.outputs, missing=gone(case.entries, case.runs, case.missing)
+            *case.runs,
+            outputs=case.outputs,
+            missing=gone(case.entries, case.runs, case.missing),
+            vouched=case.vouched,
         ),
         settings(**case.settings),
     )
@@ -585,7 +600,7 @@ def test_plan_rows(case: Case) -> None:
 
 
 def plan_of(want=(), entries=(), runs=(), **kwargs):
-    obs_keys = ("secrets", "outputs", "benchmarks", "platform", "workspace", "catalog")
+    obs_keys = ("secrets", "outputs", "benchmarks", "platform", "workspace", "catalog", "vouched")
     obs_kwargs = {k: kwargs.pop(k) for k in obs_keys if k in kwargs}
     obs_kwargs["missing"] = gone(entries, runs, kwargs.pop("missing", None))
     return compute_plan(
@@ -708,13 +723,15 @@ def test_unrecorded_adoption_prefers_newest_and_adopts_each_run_once():
         observed_run("old", "finished", fingerprint=fp, created_at=NOW - timedelta(days=2)),
         observed_run("new", "running", fingerprint=fp, created_at=NOW - timedelta(hours=1)),
     ]
-    plan = plan_of([twin, a], runs=runs)
+    plan = plan_of([twin, a], runs=runs, vouched=("old", "new"))
     assert [(i.address, i.action, i.run_id) for i in plan.items] == [
         ("hle/a", Action.ADOPT, "new"),
         ("hle/twin", Action.ADOPT, "old"),
     ]
     assert plan.drift == ()
-    third = plan_of([a, twin, desired("hle/zz", arrived_at=arrived)], runs=runs)
+    third = plan_of(
+        [a, twin, desired("hle/zz", arrived_at=arrived)], runs=runs, vouched=("old", "new")
+    )
     assert third.items[-1].action is Action.SUBMIT
 
 
@@ -758,7 +775,7 @@ def test_watermark_never_passes_an_adoption_left_out_by_a_target():
     run = observed_run(
         "x1", "running", fingerprint=fingerprint_of(A), created_at=NOW - timedelta(hours=1)
     )
-    obs = observation(run).model_copy(update={"newest_created": NOW})
+    obs = observation(run, vouched=("x1",)).model_copy(update={"newest_created": NOW})
     kept = compute_plan([want], lock(), obs, settings())
     assert kept.observed_until == NOW
     left_out = compute_plan([want], lock(), obs, settings(targets=("other/*",)))
@@ -860,7 +877,12 @@ def test_benchmark_not_found_without_a_near_key_lists_the_catalog():
         "Benchmarks in workspace acme/evals: hle, terminal-bench-2-1, toolathlon-verified"
         in (item.details[0])
     )
-    assert "`osmosis-platform-emulator benchmark list`" in item.details[0]
+    assert "`osmosis-platform-emulator benchmark list --workspace acme/evals`" in item.details[0]
+    # The local Platform's catalog page is a command: add it to this workspace.
+    assert item.details[0].endswith(
+        "or add it to the workspace: "
+        "`osmosis-platform-emulator benchmark add zzzz --workspace acme/evals`"
+    )
     item = only_item(desired("x/a", "zzzz"), catalog=CATALOG, platform=REAL)
     assert "`osmosis benchmark list`" in item.details[0]
 

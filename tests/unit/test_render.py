@@ -196,7 +196,8 @@ def full_plan() -> Plan:
             changed=frozenset({"results.jsonl"}),
         )
     }
-    observed = observation(*runs, outputs=outputs, missing=("run-gone",))
+    # run-x1 is named by the remote state record: the evidence that adopts it (issue 22).
+    observed = observation(*runs, outputs=outputs, missing=("run-gone",), vouched=("run-x1",))
     return compute_plan(
         [new, tb_new, codex, blocked, done, moved, adopted, crashed, held],
         lock(*entries),

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from reconciler.config import build_spec, load_configs, rules, spec_digest
 from reconciler.config.validate import check, looks_like_path
 from reconciler.model import digest
+from tests.support.bodies import submit_body
 
 # ----------------------------------------------------------------------------- generation
 
@@ -363,20 +364,6 @@ def test_digest_through_the_loader(tmp_path: Path):
     digests = {run.address: run.spec_digest for run in result.runs}
     assert digests["a"] == digests["b"] != digests["c"]
     # The §9.6 example body, verbatim.
-    assert result.runs[0].spec == {
-        "experiment_config": {"benchmark": "hle"},
-        "tasks_config": {"task_set": "parity"},
-        "agents": [
-            {
-                "harness": "codex",
-                "model": {
-                    "type": "provider",
-                    "model": "openai/gpt-5",
-                    "api_key_secret": "OPENAI_API_KEY",
-                },
-                "env": {},
-            }
-        ],
-        "execution_config": {"attempts_per_task": 2, "judge_api_key_secret": "OPENAI_API_KEY"},
-        "env_config": {"LOG_LEVEL": "info"},
-    }
+    assert result.runs[0].spec == submit_body(
+        "hle", task_set="parity", attempts=2, judge="OPENAI_API_KEY", env={"LOG_LEVEL": "info"}
+    )

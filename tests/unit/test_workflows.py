@@ -5,7 +5,7 @@ syntax, expressions, contexts and, when shellcheck is on PATH, the ``run:`` scri
 properties that make the workflows and the composite action (``action.yml``) safe to run
 unattended (permissions, the apply concurrency group, full history, no untrusted
 expressions inside scripts, flags the CLIs really have) are asserted on the parsed YAML.
-The workflows are the README's consumer set-up with ``uses: ./``.
+The workflows are docs/ci.md's consumer set-up with ``uses: ./``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import docs
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 PLAN = WORKFLOWS / "osmosis-plan.yml"
@@ -29,17 +31,7 @@ APPLY = WORKFLOWS / "osmosis-apply.yml"
 DRIFT = WORKFLOWS / "osmosis-drift.yml"
 ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
-README = ROOT / "README.md"
 ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
-
-
-def readme_workflows() -> dict[str, str]:
-    """The workflow files of the README's "Use it in CI" section, by file name."""
-    text = read(README)
-    section = text[text.index("## Use it in CI") : text.index("### Where results live")]
-    return dict(
-        re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```", section, re.S)
-    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -164,11 +156,11 @@ def action_scripts() -> list[str]:
     return [step["run"] for step in action()["runs"]["steps"] if "run" in step]
 
 
-def test_actionlint_passes_on_the_readme_workflows(tmp_path: Path) -> None:
-    # The README's consumer set-up, with the action referenced by owner/repo@tag.
+def test_actionlint_passes_on_the_documented_workflows(tmp_path: Path) -> None:
+    # The documented consumer set-up, with the action referenced by owner/repo@tag.
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
-    for name, text in readme_workflows().items():
+    for name, text in docs.workflow_files().items():
         (folder / name).write_text(text, encoding="utf-8")
     proc = run_actionlint(*sorted(folder.glob("*.yml")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -279,10 +271,10 @@ WORKFLOW_FILES = [
 ]
 
 
-def test_workflows_are_the_readme_set_up_with_uses_dot() -> None:
-    readme = readme_workflows()
-    assert sorted(readme) == WORKFLOW_FILES
-    for name, text in readme.items():
+def test_workflows_are_the_documented_set_up_with_uses_dot() -> None:
+    documented = docs.workflow_files()
+    assert sorted(documented) == WORKFLOW_FILES
+    for name, text in documented.items():
         assert read(WORKFLOWS / name) == text.replace(f"uses: {ACTION_REF}", "uses: ./"), name
 
 

@@ -12,8 +12,10 @@
 One code path: ``LocalPlatform.handle(method, target, headers, body) -> Response`` answers
 both. Modules: ``catalog`` (seeded benchmarks, data), ``rules`` (submit validation, data
 tables), ``simulation`` (lifecycle, outcomes, metrics, outputs, logs), ``store`` (SQLite),
-``faults``, ``app`` (routes), ``transport``, ``server`` (loopback server and the
-``osmosis-platform-emulator`` command).
+``faults``, ``users``, ``core`` (shared state: clock, callers, workspaces, catalogs),
+``app`` (entry point and routing) over one module per route family (``benchmarks``,
+``secret_routes``, ``runs``, ``outputs``, ``history``, ``pages``), ``answers``,
+``transport``, ``server`` (loopback server) and ``command`` (``osmosis-platform-emulator``).
 
 Choices for the points platform-api.md §13 calls "not determinable" (also in
 docs/local-platform.md):
@@ -48,9 +50,12 @@ docs/local-platform.md):
 * The harness catalogue is open: any harness string is accepted except where the data
   tables say otherwise (credential harnesses, ``supports_harness``, ``requires_harness``).
 * Secrets: only a keyed digest of each value is stored; values are never returned or
-  logged. ``resolved_secret_scopes`` uses ``run`` for names supplied in
-  ``secrets.provided`` (besides ``workspace``, ``user``, ``user_override``). Personal
-  (``user``) secrets belong to the one local user, per workspace.
+  logged. ``resolved_secret_scopes`` uses the page's ``workspace``, ``user`` and
+  ``user_override``; a value supplied in ``secrets.provided`` counts as the submitting
+  user's own. Personal (``user``) secrets belong to the user whose token stored them
+  (``LOCAL_USER`` without ``users``), per workspace.
+* Users: ``users={token: User}`` (``serve --user TOKEN=NAME[:EMAIL]``); every run records
+  its creator. Without users, every token is ``LOCAL_USER``.
 * Stored run bodies keep ``secrets.provided`` as a sorted list of names only.
 """
 
@@ -58,14 +63,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reconciler.platform.local.app import LocalPlatform, Response
+from reconciler.platform.local.answers import Response
+from reconciler.platform.local.app import LocalPlatform
 from reconciler.platform.local.faults import Faults
 from reconciler.platform.local.server import ServerHandle, start_server
+from reconciler.platform.local.users import LOCAL_USER, User, make_user, users_from_specs
 
 if TYPE_CHECKING:
     from reconciler.platform.local.transport import LocalTransport
 
-__all__ = ["Faults", "LocalPlatform", "LocalTransport", "Response", "ServerHandle", "start_server"]
+__all__ = [
+    "LOCAL_USER",
+    "Faults",
+    "LocalPlatform",
+    "LocalTransport",
+    "Response",
+    "ServerHandle",
+    "User",
+    "make_user",
+    "start_server",
+    "users_from_specs",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -255,7 +255,7 @@ def _browsecomp_tasks() -> list[dict[str, Any]]:
 def _categories(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     counts: dict[str, int] = {}
     for task in tasks:
-        if task["category"] is not None:
+        if task.get("category") is not None:
             counts[task["category"]] = counts.get(task["category"], 0) + 1
     return [{"name": n, "task_count": c} for n, c in sorted(counts.items(), key=lambda x: -x[1])]
 
@@ -288,7 +288,7 @@ def _benchmark(
     pending_tasks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     members: dict[str, list[str]] = {}
-    sets = []
+    sets: list[dict[str, Any]] = []
     for set_name, count, recommended, set_description in task_sets or []:
         ordered = sorted((t["name"] for t in tasks), key=lambda n: _h(key, set_name, n))
         members[set_name] = sorted(ordered[:count])
@@ -302,9 +302,9 @@ def _benchmark(
         )
     n_tasks = len(tasks) if task_count is None else task_count
     board_set, board_n = ("full", len(tasks))
-    for entry in sets:
-        if entry["recommended"]:
-            board_set, board_n = entry["name"], entry["task_count"]
+    for set_name, count, recommended, _ in task_sets or []:
+        if recommended:
+            board_set, board_n = set_name, count
     return {
         "id": benchmark_id(key),
         "name": name,
@@ -348,7 +348,7 @@ def seed_catalog() -> list[dict[str, Any]]:
     tb_tasks = _terminal_bench_tasks()
     acme_tasks = [
         {"name": f"acme/custom/case-{i:03d}", "category": "custom", "difficulty": None}
-        for i in range(45)
+        for i in range(120)
     ]
     return [
         _benchmark(
@@ -409,6 +409,7 @@ def seed_catalog() -> list[dict[str, Any]]:
             _browsecomp_tasks(),
             description="Hard-to-find facts that need persistent web browsing; answers "
             "checked by a pinned grader.",
+            source_url="https://openai.com/index/browsecomp/",
             requires_judge_api_key=True,
             leaderboard=[("openai/gpt-5", "codex", 0.549, 0.29, 210_000)],
             skill_bias=-0.2,
@@ -433,6 +434,7 @@ def seed_catalog() -> list[dict[str, Any]]:
             _toolathlon_tasks(),
             description="Long-horizon tasks across real software tools, run with the "
             "official Toolathlon scaffold.",
+            source_url="https://toolathlon.xyz",
             runner_family="toolathlon",
             supports_harness=False,
             leaderboard=[("anthropic/claude-sonnet-4", None, 0.384, 1.21, 890_000)],
@@ -464,7 +466,7 @@ def seed_catalog() -> list[dict[str, Any]]:
         _benchmark(
             "acme/custom@1.0",
             "acme/custom",
-            acme_tasks,
+            acme_tasks[:45],
             description="A Harbor registry dataset added to this workspace; its task list "
             "is still paging in.",
             source_type="harbor_registry",
@@ -472,6 +474,7 @@ def seed_catalog() -> list[dict[str, Any]]:
             sync_status="syncing",
             task_count=120,
             synced_task_count=45,
+            pending_tasks=acme_tasks[45:],
         ),
         _benchmark(
             "acme/broken-eval@0.3",
@@ -479,8 +482,9 @@ def seed_catalog() -> list[dict[str, Any]]:
             [],
             description="A Harbor registry dataset whose sync failed.",
             source_type="harbor_registry",
+            source_url="https://registry.harborframework.com/datasets/acme/broken-eval",
             sync_status="failed",
-            task_count=0,
+            task_count=12,
             synced_task_count=0,
             sync_error="Registry returned 404 for acme/broken-eval@0.3: tag not found.",
             pending_tasks=[
@@ -494,3 +498,24 @@ def seed_catalog() -> list[dict[str, Any]]:
 def public_view(spec: dict[str, Any]) -> dict[str, Any]:
     """The E2 ``benchmark`` object: the spec without its private keys."""
     return {k: v for k, v in spec.items() if not k.startswith("_")}
+
+
+def with_sync(
+    spec: dict[str, Any], sync_status: str, synced: int | None, error: str | None
+) -> dict[str, Any]:
+    """``spec`` with its sync moved to ``sync_status``: on ``ready`` the tasks the sync had
+    not listed yet join the list and every count follows it; otherwise ``synced`` (when
+    given) is how many tasks it has listed, never more than the benchmark has."""
+    out = dict(spec)
+    out["sync_status"] = sync_status
+    out["sync_error"] = error if sync_status == "failed" else None
+    if sync_status == "ready":
+        out["tasks"] = [*spec.get("tasks", []), *spec.get("_pending_tasks", [])]
+        out["_pending_tasks"] = []
+        out["categories"] = _categories(out["tasks"])
+        out["category_count"] = len(out["categories"])
+        out["task_count"] = len(out["tasks"]) or spec.get("task_count", 0)
+        out["synced_task_count"] = out["task_count"]
+    elif synced is not None:
+        out["synced_task_count"] = max(0, min(int(synced), int(out.get("task_count") or 0)))
+    return out

@@ -164,10 +164,10 @@ def _check_agent(i: int, agent: Any) -> list[Issue]:
         issues.append(Issue(f"{where}.model", "Field required (an object with 'type')"))
         return issues
     kind = model.get("type")
-    if kind not in MODEL_KEYS:
+    if not isinstance(kind, str) or kind not in MODEL_KEYS:
         issues.append(Issue(f"{where}.model.type", "must be one of provider, endpoint, hosted"))
         return issues
-    required, optional = MODEL_KEYS[kind]
+    required, optional = MODEL_KEYS[str(kind)]
     for key in sorted(set(model) - required - optional - {"type"}):
         issues.append(Issue(f"{where}.model.{kind}.{key}", "Unrecognized key"))
     for key in sorted(required):

@@ -246,7 +246,7 @@ def outcome_table(run: Run) -> tuple[tuple[int, int, int, int], ...]:
     key = _run_key(run)
     cached = _TABLES.get(key)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     base = int(h01(run.seed, run.id, "results") * 2**53)
     draw = random.Random(base).random
     order = random.Random(base + 1).random
@@ -279,7 +279,7 @@ def results_in_order(run: Run) -> tuple[Result, ...]:
     key = _run_key(run)
     cached = _RESULTS.get(key)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     info = {t["name"]: t for t in run.benchmark.get("tasks", [])}
     prices = [
         1.0 + 9.0 * h01("price", _model_string(agent.get("model") or {})) for agent in run.agents

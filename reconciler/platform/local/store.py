@@ -23,9 +23,19 @@ from typing import Any
 from reconciler.platform.local.catalog import seed_catalog
 
 DB_NAME = "platform.sqlite3"
-CATALOG_VERSION = "5"
+CATALOG_VERSION = "6"
 """Bump when ``catalog.seed_catalog`` changes so existing data dirs pick the change up."""
 BUSY_TIMEOUT_MS = 30_000
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("workspaces", "catalog", "TEXT NOT NULL DEFAULT 'all'"),
+    ("secrets", "creator_name", "TEXT"),
+    ("secrets", "updater_name", "TEXT"),
+    ("runs", "creator_id", "TEXT"),
+    ("runs", "submitted_at", "REAL"),
+)
+"""Columns later versions added: a data dir made before them gets them on first open."""
+LEGACY_SPEED_FILE = "speed"
+"""Where the embedded Platform remembered its speed before the data dir's ``meta`` did."""
 INIT_LOCK_NAME = "platform.init.lock"
 
 SCHEMA = """
@@ -35,7 +45,22 @@ CREATE TABLE IF NOT EXISTS workspaces (
     name TEXT NOT NULL UNIQUE,
     repo TEXT UNIQUE,
     role TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    catalog TEXT NOT NULL DEFAULT 'all'
+);
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    email TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS workspace_benchmarks (
+    workspace_id TEXT NOT NULL,
+    benchmark_id TEXT NOT NULL,
+    added_at REAL NOT NULL,
+    sync_status TEXT,
+    synced_task_count INTEGER,
+    sync_error TEXT,
+    PRIMARY KEY (workspace_id, benchmark_id)
 );
 CREATE TABLE IF NOT EXISTS benchmarks (
     id TEXT PRIMARY KEY,
@@ -54,6 +79,8 @@ CREATE TABLE IF NOT EXISTS secrets (
     value_digest TEXT NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
+    creator_name TEXT,
+    updater_name TEXT,
     UNIQUE (workspace_id, scope, user_id, name)
 );
 CREATE TABLE IF NOT EXISTS runs (
@@ -76,7 +103,9 @@ CREATE TABLE IF NOT EXISTS runs (
     stopped_at REAL,
     seed INTEGER NOT NULL,
     creator_name TEXT,
-    creator_email TEXT
+    creator_email TEXT,
+    creator_id TEXT,
+    submitted_at REAL
 );
 CREATE INDEX IF NOT EXISTS runs_by_workspace ON runs (workspace_id, created_at DESC, seq DESC);
 CREATE INDEX IF NOT EXISTS runs_by_benchmark ON runs (workspace_id, benchmark_id, created_at);
@@ -148,12 +177,21 @@ class Store:
             fcntl.flock(lock, fcntl.LOCK_EX)
             conn = self.connect()
             conn.executescript(SCHEMA)
+            for table, column, decl in ADDED_COLUMNS:
+                have = {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
         with self.write() as w:
             w.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('presign_key', ?)",
                 (_secrets.token_hex(32),),
             )
             w.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('run_counter', '0')")
+            # The data dir's own seed: ids and names differ from every other data dir's.
+            w.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('seed', ?)",
+                (str(_secrets.randbelow(2**31)),),
+            )
             row = w.execute("SELECT value FROM meta WHERE key = 'catalog_version'").fetchone()
             if row is None or row["value"] != CATALOG_VERSION:
                 for spec in seed_catalog():
@@ -171,6 +209,41 @@ class Store:
                    spec = excluded.spec, rev = benchmarks.rev + 1""",
             (spec["id"], spec["source_ref"], spec["name"], json.dumps(spec), int(seeded)),
         )
+
+    def speed(self) -> float | None:
+        """The simulated-time factor stored in the data dir (None before the first open)."""
+        value = self.meta("speed")
+        return None if value is None else float(value)
+
+    def set_speed(self, speed: float, now: float) -> None:
+        """Store ``speed``, re-basing every run's times at wall time ``now`` so that no
+        run's simulated age (``(now - created_at) x speed``) and hence no status jumps.
+
+        ``submitted_at`` keeps the wall-clock time a run was created, for display.
+        """
+        with self.write() as w:
+            row = w.execute("SELECT value FROM meta WHERE key = 'speed'").fetchone()
+            old = None if row is None else float(row["value"])
+            if old is not None and old != speed:
+                ratio = old / speed
+                w.execute(
+                    """UPDATE runs SET submitted_at = COALESCE(submitted_at, created_at),
+                           created_at = :now - (:now - created_at) * :ratio,
+                           stopped_at = CASE WHEN stopped_at IS NULL THEN NULL
+                                        ELSE :now - (:now - stopped_at) * :ratio END""",
+                    {"now": now, "ratio": ratio},
+                )
+            w.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('speed', ?)", (repr(speed),)
+            )
+
+    def legacy_speed(self) -> float | None:
+        """The speed an older embedded Platform remembered in ``<data dir>/speed``."""
+        try:
+            value = float((self.data_dir / LEGACY_SPEED_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if value > 0 else None
 
     def meta(self, key: str) -> str | None:
         row = self.read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

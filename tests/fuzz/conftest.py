@@ -1,0 +1,160 @@
+"""The fuzz suite (issue 23): Hypothesis-driven hostile inputs for the five readers.
+
+Targets: the config parser, the settings parser, the lockfile reader, the saved-plan
+reader and the command lines. Each example must end in success or a clear, known error:
+never an internal error (any other exception), never a hang (``HANG_S`` per example, by
+``SIGALRM``), never a write outside the repository (a victim file and a directory beside
+the repository are checked after every example).
+
+Bounded and seeded: ``derandomize=True`` (the seed is derived from each test, so a run
+is reproducible and a failure is found again), no example database, ``FUZZ_EXAMPLES``
+examples per target (default 150: the short run of ``make test``; ``make fuzz`` sets
+10,000). ``make fuzz`` prints the table of examples, clear errors, successes, internal
+errors and seconds per target (``FUZZ_REPORT`` names a file to write it to as well).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
+HANG_S = 20.0
+
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
+)
+"""The settings of every fuzz target (``@FUZZ`` under ``@given``)."""
+
+
+@dataclass
+class Tally:
+    examples: int = 0
+    clear_errors: int = 0
+    successes: int = 0
+    internal_errors: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """This process's CPU time over the target: the figure that does not depend on how
+    many other jobs share the machine."""
+    started: float = field(default_factory=time.monotonic)
+    cpu_started: float = field(default_factory=time.process_time)
+
+
+TALLIES: dict[str, Tally] = {}
+
+
+class Hang(Exception):
+    """An example ran longer than ``HANG_S``."""
+
+
+@contextmanager
+def no_hang() -> Iterator[None]:
+    def ring(_signum: int, _frame: Any) -> None:
+        raise Hang(f"no answer within {HANG_S:g} s")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, HANG_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def record(target: str, outcome: str) -> None:
+    """Count one example of ``target``: ``clear_error``, ``success`` or ``internal_error``."""
+    tally = TALLIES.setdefault(target, Tally())
+    tally.examples += 1
+    if outcome == "clear_error":
+        tally.clear_errors += 1
+    elif outcome == "success":
+        tally.successes += 1
+    else:
+        tally.internal_errors += 1
+    tally.seconds = time.monotonic() - tally.started
+    tally.cpu_seconds = time.process_time() - tally.cpu_started
+
+
+def exercise(
+    target: str,
+    call: Callable[[], object],
+    clear: tuple[type[BaseException], ...],
+    refused: Callable[[object], bool] = lambda _result: False,
+) -> object:
+    """Run one example: success and ``clear`` errors are counted, anything else fails it.
+    ``refused`` tells a result that is itself a clear error (a config with issues)."""
+    try:
+        with no_hang():
+            result = call()
+    except clear:
+        record(target, "clear_error")
+        return None
+    except BaseException:
+        record(target, "internal_error")
+        raise
+    record(target, "clear_error" if refused(result) else "success")
+    return result
+
+
+def table() -> str:
+    rows = [
+        f"{'target':<14} {'examples':>9} {'clear errors':>13} {'successes':>10} "
+        f"{'internal errors':>16} {'seconds':>8} {'CPU s':>7}"
+    ]
+    for name, t in sorted(TALLIES.items()):
+        rows.append(
+            f"{name:<14} {t.examples:>9,} {t.clear_errors:>13,} {t.successes:>10,} "
+            f"{t.internal_errors:>16,} {t.seconds:>8.1f} {t.cpu_seconds:>7.1f}"
+        )
+    return "\n".join(rows)
+
+
+def _save_tallies() -> None:
+    """With ``FUZZ_TALLY_DIR`` (``make fuzz``, whose targets run in two processes), each
+    process leaves its counts there for the summary."""
+    directory = os.environ.get("FUZZ_TALLY_DIR")
+    if directory and TALLIES:
+        path = os.path.join(directory, f"tally-{os.getpid()}.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({name: vars(t) for name, t in TALLIES.items()}, handle)
+
+
+def _load_tallies() -> None:
+    directory = os.environ.get("FUZZ_TALLY_DIR")
+    if not directory or not os.path.isdir(directory):
+        return
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("tally-") and not name.endswith(f"-{os.getpid()}.json"):
+            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                for target, counts in json.load(handle).items():
+                    TALLIES[target] = Tally(**counts)
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    _save_tallies()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    _load_tallies()
+    if not TALLIES:
+        return
+    terminalreporter.write_sep("=", f"fuzz: {EXAMPLES:,} examples per target asked")
+    terminalreporter.write_line(table())
+    report = os.environ.get("FUZZ_REPORT")
+    if report:
+        with open(report, "w", encoding="utf-8") as handle:
+            handle.write(table() + "\n")

@@ -1,0 +1,134 @@
+"""``make lifecycle``: the long lifecycle suite, with its seed, the failing sequence shrunk
+to a script that replays it, and tables of invariant violations and of coverage.
+
+Settings (environment): ``LIFECYCLE_EXAMPLES`` sequences (default 200), ``LIFECYCLE_STEPS``
+steps each (default 15), ``LIFECYCLE_SEED`` (default: random, printed),
+``LIFECYCLE_JOBS`` processes (default 2, one per core; each runs its share of the
+sequences with its own seed), ``LIFECYCLE_PLANT=lost-record`` plants the harness bug described in ``machine.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from .machine import CHECKS, FAULTS, INVARIANTS, PLANT, RULES, VIOLATIONS, machine_for, world
+
+
+def _table(title: str, rows: dict[str, int]) -> str:
+    width = max([len(k) for k in rows] + [len(title)])
+    lines = [f"{title:<{width}}  count", f"{'-' * width}  -----"]
+    lines += [f"{name:<{width}}  {count:>5}" for name, count in sorted(rows.items())]
+    return "\n".join(lines)
+
+
+def run_sequences(examples: int, steps: int, chosen: int) -> BaseException | None:
+    """Run ``examples`` sequences in this process; the failure (shrunk), if any."""
+    with tempfile.TemporaryDirectory(prefix="lifecycle-") as tmp, world(Path(tmp)):
+        machine = machine_for(Path(tmp))
+
+        def sequences() -> None:
+            run_state_machine_as_test(
+                machine,
+                settings=settings(
+                    max_examples=examples,
+                    stateful_step_count=steps,
+                    deadline=None,
+                    database=None,
+                    phases=(Phase.generate, Phase.shrink),
+                    suppress_health_check=list(HealthCheck),
+                ),
+            )
+
+        try:
+            seed(chosen)(sequences)()
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller, exit 1
+            return exc
+    return None
+
+
+def worker(examples: int, steps: int, chosen: int, out: Path) -> int:
+    failed = run_sequences(examples, steps, chosen)
+    report = {
+        "rules": dict(RULES),
+        "faults": dict(FAULTS),
+        "checks": dict(CHECKS),
+        "violations": dict(VIOLATIONS),
+        "failure": None
+        if failed is None
+        else {"error": str(failed), "script": list(getattr(failed, "__notes__", []))},
+    }
+    out.write_text(json.dumps(report))
+    return 0 if failed is None else 1
+
+
+def main() -> int:
+    examples = int(os.environ.get("LIFECYCLE_EXAMPLES", "200"))
+    steps = int(os.environ.get("LIFECYCLE_STEPS", "15"))
+    jobs = max(1, int(os.environ.get("LIFECYCLE_JOBS", "2")))
+    chosen = int(os.environ.get("LIFECYCLE_SEED") or random.randrange(2**32))
+    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
+        return worker(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), Path(sys.argv[5]))
+    print(
+        f"lifecycle: seed {chosen} (replay: LIFECYCLE_SEED={chosen} make lifecycle), "
+        f"{examples} sequences x {steps} steps in {jobs} processes (seeds {chosen}.."
+        f"{chosen + jobs - 1}), plant={PLANT or 'none'}",
+        flush=True,
+    )
+    started = time.monotonic()
+    totals: dict[str, Counter[str]] = {
+        k: Counter() for k in ("rules", "faults", "checks", "violations")
+    }
+    failures: list[tuple[int, dict[str, Any]]] = []
+    with tempfile.TemporaryDirectory(prefix="lifecycle-reports-") as tmp:
+        share = [examples // jobs + (1 if i < examples % jobs else 0) for i in range(jobs)]
+        procs = []
+        for index, count in enumerate(share):
+            out = Path(tmp) / f"worker-{index}.json"
+            argv = [sys.executable, "-m", "tests.lifecycle.run", "--worker", str(count)]
+            argv += [str(steps), str(chosen + index), str(out)]
+            procs.append((index, out, subprocess.Popen(argv)))
+        for index, out, proc in procs:
+            proc.wait()
+            if not out.exists():
+                failures.append(
+                    (index, {"error": f"worker exited {proc.returncode}", "script": []})
+                )
+                continue
+            report = json.loads(out.read_text())
+            for key in totals:
+                totals[key].update(report[key])
+            if report["failure"] is not None:
+                failures.append((index, report["failure"]))
+    elapsed = time.monotonic() - started
+    print()
+    print(_table("invariant (violations)", {n: totals["violations"][n] for n in INVARIANTS}))
+    print()
+    print(_table("invariant (checks)", {n: totals["checks"][n] for n in INVARIANTS}))
+    print()
+    print(_table("rule (times run)", dict(totals["rules"])))
+    print()
+    print(_table("fault (times injected)", dict(totals["faults"])))
+    print(f"\nlifecycle: {examples} sequences x {steps} steps in {elapsed:.0f}s, seed {chosen}")
+    for index, failure in failures:
+        script = "\n".join(str(line) for line in failure["script"])
+        print(
+            f"\nFAILED (seed {chosen + index}): {failure['error']}\n\n"
+            f"The shrunk sequence, a script that replays it:\n{script}"
+        )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
