@@ -183,10 +183,11 @@ def _plan_after_smoke(
 ) -> None:
     """The address's smoke run, for the config it was run for: wait while it runs, then
     submit the full run when it ended well, else block the full run (docs/smoke.md)."""
-    common: dict[str, Any] = {
+    common: _Previous = {
         "run_id": entry.run_id,
         "run_name": run.name or entry.run_name,
         "before": entry.spec_digest,
+        "changes": (),
     }
     if active:
         if skipped(draft.settings, wanted.address):
