@@ -35,6 +35,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "limits.md", "## Files and paths"): "test_limits_doc.py",
     (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
+    (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

@@ -7,17 +7,18 @@ import re
 import shlex
 from pathlib import Path
 
-from .helpers import PROJECT_ROOT, Osmosis, Platform, init_repo, read_lock
+from tests.support import docs
+
+from .helpers import Osmosis, Platform, init_repo, read_lock
 from .test_smoke_stage import SETTINGS, full_config
 
-DOC = PROJECT_ROOT / "docs" / "smoke.md"
+DOC = docs.DOCS / "smoke.md"
+SECTION = "## Trying it on the local Platform"
 
 
 def doc_commands() -> list[list[str]]:
-    text = DOC.read_text(encoding="utf-8")
-    block = re.search(r"<!-- smoke-doc-commands -->\n```sh\n(.*?)```", text, re.S)
-    assert block is not None, "docs/smoke.md lost its command block"
-    return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
+    (block,) = [b for b in docs.blocks(DOC) if b.lang == "sh" and SECTION in b.headings]
+    return [shlex.split(line) for line in block.body.splitlines() if line.strip()]
 
 
 def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:

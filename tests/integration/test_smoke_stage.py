@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.clock import FakeClock as ManualClock
+from tests.support.git import commit
+
 from .helpers import (
-    ManualClock,
     Osmosis,
     Platform,
-    commit,
     init_repo,
     plan_items,
     read_lock,
