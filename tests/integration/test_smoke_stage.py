@@ -136,6 +136,8 @@ def test_failing_endpoint_blocks_the_full_run(
     # Applying does not submit the full run: the smoke run is the only run there is.
     applied = osm.apply("--auto-approve")
     assert applied.code != 0 or "blocked" in applied.text
+    assert platform.submits() == 1
+    assert "not submitted" in applied.text or "blocked" in applied.text
     lock = read_lock(repo)
     assert lock["runs"]["tb/full"]["run_id"] == smoke_run
     assert lock["runs"]["tb/full"]["stage"] == "smoke"
@@ -186,3 +188,32 @@ def test_apply_wait_carries_both_stages(tmp_path: Path) -> None:
         assert [(h["reason"], h["stage"]) for h in history] == [("smoke", "smoke")]
     finally:
         platform.close()
+
+
+def test_a_crash_after_the_smoke_post_adopts_the_smoke_run(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    repo = repo_with(tmp_path, full_config())
+    osm = Osmosis(repo, platform)
+    crashed = osm.run(
+        "osmosis-apply", "--auto-approve", env={"OSMOSIS_CRASH_AT": "submit.after_post"}
+    )
+    assert crashed.code == -9, crashed
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert entry["intent"]["stage"] == "smoke"
+    assert "run_id" not in entry
+
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert item["action"] == "adopt"
+    assert item["smoke"]["stage"] == "smoke"
+    assert osm.apply("--auto-approve").code == 0
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert entry["stage"] == "smoke"
+    assert "intent" not in entry
+    # One run on the Platform: the smoke run, paid once.
+    assert platform.submits() == 1
+    assert [r.id for r in platform.client().list_runs()] == [entry["run_id"]]
+
+    clock.advance(FINISHED)
+    full = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert (full["action"], full["smoke"]["stage"]) == ("submit", "full")
