@@ -150,7 +150,6 @@ def smoke_failed_item(
         requested_subject=wanted.requested_subject,
         blocked=Blocked(
             intended_action=Action.SUBMIT,
-            intended_reason=Reason.SMOKE_PASSED,
             fixes=(Fix(command=skip),),
         ),
         smoke=Smoke(stage=SMOKE, full_attempts=full_attempts, smoke_run_id=entry.run_id),

@@ -129,6 +129,9 @@ def test_failing_endpoint_blocks_the_full_run(
     assert item["reason"] == "smoke_failed"
     assert item["attempts"] == 0
     assert any("the smoke run ended failed" in d for d in item["details"])
+    # The attempts not paid, and no drift: the failed smoke run is the item's business.
+    assert any("the full run (178 attempts) is not submitted" in d for d in item["details"])
+    assert plan.json()["drift"] == []
     assert any("--skip-smoke tb/full" in d for d in item["details"])
     text_plan = osm.plan().out
     assert "(full run blocked: the smoke run did not end well)" in text_plan
