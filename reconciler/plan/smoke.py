@@ -113,9 +113,13 @@ def ended_badly(entry: RecordedRun, run: ObservedRun | None, rule: SmokeRule | N
         return f"{entry.results.errored} task(s) of the smoke run errored"
     if rule is not None and rule.min_score is not None:
         score = run.best_pass_at_1 if run is not None else None
-        if score is None or score < rule.min_score:
-            shown = "no score" if score is None else f"best pass@1 {score:.2f}"
-            return f"the smoke run scored {shown}, below min_score = {rule.min_score:.2f}"
+        if score is None:
+            return f"the smoke run has no score, and min_score = {rule.min_score:.2f} asks for one"
+        if score < rule.min_score:
+            return (
+                f"the smoke run scored best pass@1 {score:.2f}, below min_score = "
+                f"{rule.min_score:.2f}"
+            )
     return None
 
 
