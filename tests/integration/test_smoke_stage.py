@@ -63,6 +63,8 @@ def test_smoke_then_full_run(tmp_path: Path, platform: Platform, clock: ManualCl
     first = osm.plan()
     assert first.code == 0, first
     assert "+ tb/full (smoke first: 1 attempt, then " in first.out
+    # The PR comment (markdown) shows the same line.
+    assert "+ tb/full (smoke first: 1 attempt, then " in osm.plan("--format", "markdown").out
     item = plan_items(osm.plan("--format", "json"))["tb/full"]
     assert item["action"] == "submit"
     assert item["attempts"] == 1
