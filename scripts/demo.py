@@ -9,7 +9,6 @@ second apply changes nothing on the Platform.
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 import subprocess
@@ -70,45 +69,6 @@ def seed_secrets() -> None:
                 client.set_secret(name, f"demo-value-for-{name.lower()}", scope="workspace")
 
 
-def results_table() -> None:
-    """pass@1 per agent of every recorded run, read from its downloaded summary.csv."""
-    from reconciler.state.lockfile import parse
-
-    lock = DEMO / "state" / "osmosis.lock"
-    if not lock.is_file():
-        return
-    state = parse(lock.read_text(encoding="utf-8"), "state/osmosis.lock")
-    from reconciler.render import format_table
-
-    rows: list[list[str]] = []
-    for address, entry in sorted(state.runs.items()):
-        if entry.downloads is None:
-            continue
-        summary = DEMO / entry.downloads.directory / "summary.csv"
-        if not summary.is_file():
-            continue
-        with summary.open(newline="", encoding="utf-8") as fh:
-            for row in csv.DictReader(fh):
-                value = row.get("pass_at_1") or ""
-                ci = ""
-                if row.get("ci_low") and row.get("ci_high"):
-                    ci = f"{float(row['ci_low']):.1%} – {float(row['ci_high']):.1%}"
-                rows.append(
-                    [
-                        address,
-                        entry.run_name or "",
-                        entry.status or "",
-                        row.get("agent") or row.get("model") or "?",
-                        f"{float(value):.1%}" if value else "–",
-                        ci,
-                    ]
-                )
-    print("\nResults (pass@1 per agent with its 95% confidence interval, from summary.csv):")
-    headers = ["address", "run", "status", "agent", "pass@1", "95% CI"]
-    for line in format_table(headers, rows, right=(4,)):
-        print(f"  {line}")
-
-
 def main() -> None:
     prepare()
     env = {
@@ -129,8 +89,15 @@ def main() -> None:
         "summary,results",
         env=env,
     )
-    results_table()
-    code = run("osmosis-plan", "--detailed-exitcode", check=False, env=env)
+    # apply --wait printed the results table of the runs it downloaded (the plan's table);
+    # the re-plan would print it again, so only its last line is shown.
+    print("\n$ osmosis-plan --detailed-exitcode", flush=True)
+    replan = subprocess.run(
+        ["osmosis-plan", "--detailed-exitcode"], cwd=DEMO, env=env, capture_output=True, text=True
+    )
+    code = replan.returncode
+    print((replan.stdout.strip().splitlines() or [""])[-1])
+    print("  (osmosis-results shows every recorded run; osmosis-results compare compares two)")
     print(
         "\nA second apply now has nothing to do on the Platform (exit code of the re-plan: "
         f"{code}; 0 = no changes)."

@@ -75,8 +75,17 @@ def _parser() -> argparse.ArgumentParser:
     comment = sub.add_parser(
         "comment", parents=[common], help="post or update the sticky plan comment"
     )
-    comment.add_argument("--pr", required=True, type=numbers.bounded_int(1, 2**31 - 1))
+    comment.add_argument(
+        "--pr",
+        type=numbers.bounded_int(1, 2**31 - 1),
+        help="the pull request (needed unless --print)",
+    )
     comment.add_argument("--body-file", required=True, type=Path)
+    comment.add_argument(
+        "--print",
+        action="store_true",
+        help="write the body GitHub would get to stdout; no token, no GitHub call",
+    )
     comment.add_argument("--exit-code", type=numbers.bounded_int(0, 255))
     comment.add_argument("--validation-failed", action="store_true")
 
@@ -85,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     drift.add_argument("--plan-json", required=True, type=Path)
     drift.add_argument("--label", default="osmosis-drift")
+    drift.add_argument(
+        "--print",
+        action="store_true",
+        help="write the issue's title and body to stdout; no token, no GitHub call",
+    )
 
     message = sub.add_parser(
         "commit-message", parents=[common], help="print the lockfile commit message"
@@ -219,12 +233,79 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         )
         return 0
 
+    if getattr(args, "print", False):
+        return _print_offline(args, run_url, output)
+    if args.command == "comment" and args.pr is None:
+        raise UsageError(
+            "osmosis-ci comment: --pr is required (or --print to see the body offline)"
+        )
+
     from reconciler import deadlines
     from reconciler.ci.github import DEADLINE_ENV, DEFAULT_DEADLINE_S, GitHubAPI
 
     seconds = deadlines.seconds_from_env(DEADLINE_ENV, DEFAULT_DEADLINE_S)
     with deadlines.budget(seconds), GitHubAPI.from_env(args.repo) as api:
         return _github_command(api, args, run_url, root, output)
+
+
+def _read_plan_json(path: Path) -> dict[str, Any]:
+    import json
+
+    from reconciler.ci.drift import PlanJsonError
+
+    try:
+        payload = json.loads(read_regular(path, what="--plan-json"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot read the plan JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise PlanJsonError(f"{path}: the plan JSON is not an object")
+    return payload
+
+
+def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> int:
+    """``comment --print`` / ``drift-issue --print``: what GitHub would get, offline."""
+    if args.command == "comment":
+        from reconciler.ci.comment import prepare_comment_body
+
+        try:
+            markdown = _read_text(args.body_file, "--body-file")
+        except FileNotFoundError:
+            markdown = ""
+        body = prepare_comment_body(
+            markdown,
+            exit_code=args.exit_code,
+            validation_failed=args.validation_failed,
+            run_url=run_url,
+        )
+        output.show(body if body.endswith("\n") else body + "\n")
+        output.result(
+            "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
+        )
+        return 0
+    from reconciler.ci.drift import issue_title, read_drift, render_issue_body
+
+    drift = read_drift(_read_plan_json(args.plan_json))
+    if not drift:
+        output.show("No drift: the drift issue would be closed (or not opened).\n")
+        body = ""
+        title = None
+    else:
+        title = issue_title(drift)
+        body = render_issue_body(drift, run_url=run_url)
+        output.show(f"{title}\n\n{body}" + ("" if body.endswith("\n") else "\n"))
+    output.result(
+        "ci_drift_issue",
+        {
+            "action": "printed",
+            "issue": None,
+            "drift_items": len(drift),
+            "new": len(drift),
+            "resolved": 0,
+            "title": title,
+            "body": body,
+        },
+    )
+    return 0
 
 
 def _github_command(
@@ -266,17 +347,9 @@ def _github_command(
         )
         return 0
     if args.command == "drift-issue":
-        import json
+        from reconciler.ci.drift import read_drift, sync_drift_issue
 
-        from reconciler.ci.drift import PlanJsonError, read_drift, sync_drift_issue
-
-        try:
-            payload = json.loads(read_regular(args.plan_json, what="--plan-json"))
-        except (OSError, ValueError, RecursionError) as exc:
-            raise UsageError(f"{args.plan_json}: cannot read the plan JSON: {exc}") from exc
-        if not isinstance(payload, dict):
-            raise PlanJsonError(f"{args.plan_json}: the plan JSON is not an object")
-        drift = read_drift(payload)
+        drift = read_drift(_read_plan_json(args.plan_json))
         decision, number = sync_drift_issue(api, drift, label=args.label, run_url=run_url)
         where = f" #{number}" if number is not None else ""
         say(

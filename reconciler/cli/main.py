@@ -21,7 +21,9 @@ and an ``error`` document. Then add the document type to
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import signal
 import sys
 import threading
@@ -46,9 +48,11 @@ from reconciler.escaping import escape_text
 from reconciler.log import configure_logging
 from reconciler.redact import redact, register_environment_secrets
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported lazily at run time: start-up must not pay for them
+    from reconciler.cli.output import ApplyReport
+    from reconciler.engine.apply import ApplyResult
     from reconciler.engine.context import Invocation
-    from reconciler.engine.session import Session
+    from reconciler.engine.session import Session, Snapshots
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""
@@ -83,7 +87,34 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as exit 1 (design.md: never 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
+        raise UsageError(f"{self.prog}: {_plain_usage(self, message)}", f"see `{self.prog} --help`")
+
+
+_EXPLICIT = re.compile(r"^argument (-\w)/[^:]*: ignored explicit argument '(.*)'$")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$")
+
+
+def _plain_usage(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's riddles in plain words: ``-var x=1`` is not "-v with an explicit argument
+    'ar'" but an unknown option; an unknown ``--flag`` gets a did-you-mean."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    explicit = _EXPLICIT.match(message)
+    if explicit:
+        word = explicit.group(1) + explicit.group(2)
+        close = difflib.get_close_matches("-" + word, options, n=1, cutoff=0.75)
+        guess = f" (did you mean {close[0]}?)" if close else ""
+        return (
+            f"unknown option {word}{guess}; long options take two dashes, and the "
+            f"single-dash ones are -q and -v"
+        )
+    unrecognized = _UNRECOGNIZED.match(message)
+    if unrecognized:
+        first = unrecognized.group(1).split()[0]
+        if first.startswith("-"):
+            close = difflib.get_close_matches(first.split("=")[0], options, n=1)
+            if close:
+                return f"{message} (did you mean {close[0]}?)"
+    return message
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -175,6 +206,12 @@ def _selection(parser: argparse.ArgumentParser) -> None:
         "--allow-over-budget",
         action="store_true",
         help="allow a plan that starts more new attempts than max_attempts",
+    )
+    parser.add_argument(
+        "--allow-unestimated",
+        action="store_true",
+        help="allow a plan with max_cost_usd set to submit configs that have no cost "
+        "estimate (no recorded run of their model)",
     )
     parser.add_argument(
         "--allow-foreign-state",
@@ -518,6 +555,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "skip_smoke": tuple(getattr(args, "skip_smoke", ())) or None,
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,
+        "allow_unestimated": getattr(args, "allow_unestimated", False) or None,
     }
     if getattr(args, "refresh", None):
         values["refresh"] = args.refresh
@@ -541,7 +579,7 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> int:
     from reconciler.engine.context import resolve_settings
 
     settings = resolve_settings(root, _overrides(args))
-    result = load_configs(root, settings.benchmarks, ignore=settings.ignore)
+    result = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
     body = {
         "valid": result.ok,
         "files": result.files,
@@ -697,8 +735,12 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         report = ApplyReport(output)
         if args.planfile:
             # Re-observed (design.md §7.2): statuses that changed since the plan was made are
-            # recorded before acting (a run that ended meanwhile downloads as ended).
-            plan, snapshots = session.load_saved_plan(Path(args.planfile))
+            # recorded before acting (a run that ended meanwhile downloads as ended), and
+            # only the saved items the plan recomputed now still holds are carried out.
+            saved, snapshots = session.load_saved_plan(Path(args.planfile))
+            from reconciler.plan.recheck import still_planned
+
+            plan = still_planned(saved, session.plan(snapshots))
             if only is not None:
                 plan = restrict_plan(plan, only)
         else:
@@ -729,7 +771,44 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         result = session.apply(
             plan, snapshots, report=report, wait=args.wait, wait_timeout=args.wait_timeout
         )
+        if args.wait and not output.machine:
+            _show_downloaded_results(session, snapshots, result, output)
+        if report.unsuccessful and not output.machine:
+            _explain_unsuccessful(session, report, output)
         return session.exit_code(result, report)
+
+
+def _explain_unsuccessful(session: Session, report: ApplyReport, output: Output) -> None:
+    """A run that ended failed or stopped: its last error lines, and how to see the rest."""
+    from reconciler.cli.logs import explain_failures
+
+    runs = [(r.address, r.run_id, r.run_name or r.run_id) for r in report.unsuccessful if r.run_id]
+    for line in explain_failures(session.ctx.client, runs):
+        output.progress(line, essential=True)
+
+
+def _show_downloaded_results(
+    session: Session, snapshots: Snapshots, result: ApplyResult, output: Output
+) -> None:
+    """After ``--wait``: the results table (the plan's) of the runs this apply downloaded,
+    from the lockfile as the apply left it."""
+    from reconciler.model import Action
+    from reconciler.plan.results import result_rows
+    from reconciler.render import render_results_text
+    from reconciler.state.lockfile import read_lockfile
+
+    downloaded = tuple(
+        sorted(
+            {o.item.address for o in result.outcomes if o.ok and o.item.action is Action.DOWNLOAD}
+        )
+    )
+    if not downloaded:
+        return
+    state = read_lockfile(session.ctx.state_path, platform=None, workspace=None)
+    rows = result_rows(state, downloaded, snapshots.observation.benchmarks.values())
+    text = render_results_text(rows)
+    if text:
+        output.show("\n" + text)
 
 
 def _command_line() -> str:

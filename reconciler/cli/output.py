@@ -547,10 +547,17 @@ class ApplyReport:
             )
         self.output.event("wait_end", wait=report.to_dict())
 
-    def summarise(self, unsuccessful: Iterable[RunRef], *, unsaved: str | None = None) -> None:
+    def summarise(
+        self,
+        unsuccessful: Iterable[RunRef],
+        *,
+        unsaved: str | None = None,
+        lockfile: str | None = None,
+    ) -> None:
         """The closing lines: counts, failures, and runs that ended unsuccessfully.
 
         ``unsaved``: why the lockfile could not be written at the end, when it could not.
+        ``lockfile``: the lockfile's path, named in the reminder to commit it.
         """
         from reconciler.model import RERUN_HINT, Action  # after an apply: pydantic is loaded
 
@@ -558,6 +565,17 @@ class ApplyReport:
         ok = sum(1 for o in self.outcomes if o.ok)
         failed = [o for o in self.outcomes if not o.ok]
         closing = f"Apply complete: {ok} succeeded, {len(failed)} failed."
+        runs = {o.item.address for o in self.outcomes}
+        if len(runs) != len(self.outcomes):
+            # 14 outcomes for 7 runs (a submit and a download each) must not read as 14 runs.
+            kinds: dict[str, int] = {}
+            for outcome in self.outcomes:
+                kinds[outcome.item.action.value] = kinds.get(outcome.item.action.value, 0) + 1
+            closing += (
+                f" {len(self.outcomes)} actions on {len(runs)} run(s): "
+                + ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+                + "."
+            )
         if self.wait is not None and self.wait.timed_out:
             closing += f" The wait ran out with {len(self.wait.active)} run(s) still active."
         lines = ["", closing]
@@ -591,6 +609,13 @@ class ApplyReport:
                 self.output.diagnose(
                     Diagnostic("warning", "RunUnsuccessful", f"{run.label()}: {run.status}", hint)
                 )
+        if lockfile and ok and not unsaved:
+            # The next plan (and everyone else's) reads the committed lockfile: an apply whose
+            # record stays on this disk would be planned again elsewhere.
+            lines.append(
+                f"Recorded in {lockfile}: commit it (`git add {lockfile} && git commit`) so "
+                "other clones and CI see these runs."
+            )
         for line in lines:
             self.output.progress(line, essential=True)
 

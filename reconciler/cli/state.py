@@ -26,6 +26,7 @@ from reconciler.engine.state_commands import (
     move_entry,
     read_state,
     require_entry,
+    resolve_entry,
     utcnow,
     write_state,
 )
@@ -39,7 +40,7 @@ from reconciler.model import (
 )
 from reconciler.platform import normalize_platform_url
 
-COMMANDS = ("list", "show", "forget", "mv")
+COMMANDS = ("list", "show", "forget", "mv", "resolve")
 
 DESCRIPTION = """\
 Inspect and edit the recorded state (the lockfile) without calling the Platform.
@@ -49,8 +50,11 @@ Inspect and edit the recorded state (the lockfile) without calling the Platform.
   forget ADDR           stop managing ADDR: its entry moves to the lockfile's history
                         (reason "forgotten"); the run is never stopped
   mv OLD NEW            re-key an entry (after renaming its config); refused when NEW exists
+  resolve ADDR --submitted RUN | --not-submitted
+                        settle a submit whose outcome is unknown (the plan shows ?): RUN is
+                        the run it created, or it created none (the next apply submits)
 
-forget and mv take the apply lock and add 1 to the lockfile's serial; list and show only
+forget, mv and resolve take the apply lock and add 1 to the lockfile's serial; list and show only
 read. --platform/--workspace, when given, must match the lockfile's own.
 """
 
@@ -69,7 +73,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
-        help="forget/mv: wait this long for the apply lock (default 0: do not wait)",
+        help="forget/mv/resolve: wait this long for the apply lock (default 0: do not wait)",
+    )
+    outcome = parser.add_mutually_exclusive_group()
+    outcome.add_argument(
+        "--submitted",
+        metavar="RUN",
+        help="resolve: the submit created this run (its id); it is recorded as the address's",
+    )
+    outcome.add_argument(
+        "--not-submitted",
+        action="store_true",
+        help="resolve: the submit created no run; the next apply submits the config",
     )
 
 
@@ -77,9 +92,14 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     """The subcommand's result (``err`` gets the lock's waiting notes)."""
     if args.format == "markdown":
         raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
-    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2}[args.command]
+    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2, "resolve": 1}[args.command]
     if wanted is not None and len(args.addresses) != wanted:
-        usage = {"show": "show ADDR", "forget": "forget ADDR", "mv": "mv OLD NEW"}[args.command]
+        usage = {
+            "show": "show ADDR",
+            "forget": "forget ADDR",
+            "mv": "mv OLD NEW",
+            "resolve": "resolve ADDR --submitted RUN | --not-submitted",
+        }[args.command]
         raise UsageError(
             f"osmosis-state {usage}: expected {wanted} address{'es' if wanted > 1 else ''}, "
             f"got {len(args.addresses)}",
@@ -149,6 +169,9 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             warnings=tuple(escape_text(w) for w in warnings),
         )
 
+    if args.command == "resolve":
+        return _resolve(args, path, display, command_line, err, scope, json_out)
+
     old = check_address(args.addresses[0], "OLD")
     new = check_address(args.addresses[1], "NEW")
     now = utcnow()
@@ -187,6 +210,57 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         text=escape_text(mv_text(display, before, written, old, new, entry), keep_newlines=True),
         warnings=tuple(escape_text(w) for w in warnings),
     )
+
+
+def _resolve(
+    args: argparse.Namespace,
+    path: Path,
+    display: str,
+    command_line: str,
+    err: TextIO,
+    scope: dict[str, str | None],
+    json_out: bool,
+) -> CommandResult:
+    address = check_address(args.addresses[0], "ADDR")
+    if (args.submitted is None) == (not args.not_submitted):
+        raise UsageError(
+            "osmosis-state resolve needs --submitted RUN or --not-submitted",
+            "say what the submit did: the run it created, or that it created none",
+        )
+    submitted = args.submitted.strip() if args.submitted is not None else None
+    if submitted is not None and not submitted:
+        raise UsageError("--submitted needs a run id", "e.g. --submitted bmr_0123")
+    before, written, _entry = write_state(
+        path,
+        display,
+        timeout=args.lock_timeout,
+        command=command_line,
+        err=err,
+        edit=lambda s: resolve_entry(s, address, display, submitted=submitted),
+        **scope,
+    )
+    if json_out:
+        body = {
+            "lockfile": _written_json(display, before, written),
+            "resolved": {
+                "address": address,
+                "submitted": submitted is not None,
+                "run_id": submitted,
+            },
+            "warnings": [],
+        }
+        return CommandResult(0, "state_resolve", body)
+    outcome = f"submitted run {submitted}" if submitted else "not submitted"
+    then = (
+        "the next plan reads its status"
+        if submitted
+        else "the next osmosis-apply submits the config"
+    )
+    text = (
+        f"Resolved {address}: {outcome}; {then} ({display}: serial {before.serial} -> "
+        f"{written.serial}).\n"
+    )
+    return CommandResult(0, "state_resolve", text=text)
 
 
 def _platform_flag(raw: str | None) -> str | None:

@@ -47,11 +47,21 @@ def watch_plans(
             if snapshots is None:
                 plan, snapshots = session.make_plan()
             else:
-                desired = session.load_desired().runs
+                configs = session.load_desired()
+                desired = configs.runs
                 observation = _fill_missing_benchmarks(session, desired, snapshots.observation)
-                snapshots = replace(snapshots, desired=desired, observation=observation)
+                snapshots = replace(
+                    snapshots,
+                    desired=desired,
+                    observation=observation,
+                    generators=configs.generators,
+                )
                 plan = compute_plan(
-                    snapshots.desired, snapshots.state, snapshots.observation, session.ctx.settings
+                    snapshots.desired,
+                    snapshots.state,
+                    snapshots.observation,
+                    session.ctx.settings,
+                    snapshots.generators,
                 )
             if output.machine:
                 output.document_line("plan", plan_to_dict(plan))

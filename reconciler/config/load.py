@@ -19,10 +19,17 @@ from typing import Any, overload
 
 from reconciler.config import locate, rules
 from reconciler.config.discover import Found, RootError, discover, special_kind
+from reconciler.config.generator import (
+    GENERATOR_SUFFIX,
+    expand_generator,
+    is_generator,
+    looks_like_generator,
+)
+from reconciler.config.policy import check_policy
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
-from reconciler.model import DesiredRun, glob_match
+from reconciler.model import CellSource, DesiredRun, GeneratorProduct, PolicyRule, glob_match
 from reconciler.redact import REDACTED, redact
 
 _BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -73,6 +80,8 @@ class LoadResult:
     """How many config files were found."""
     ignored: tuple[Ignored, ...] = ()
     """Files left out on purpose (the ``ignore`` setting, or their marker line)."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to, by file."""
 
     @property
     def ok(self) -> bool:
@@ -106,13 +115,19 @@ def format_path(path: tuple[str | int, ...]) -> str:
 
 
 def load_configs(
-    repo_root: Path, benchmarks_dir: str = "benchmarks", *, ignore: Sequence[str] = ()
+    repo_root: Path,
+    benchmarks_dir: str = "benchmarks",
+    *,
+    ignore: Sequence[str] = (),
+    policy: Sequence[PolicyRule] = (),
 ) -> LoadResult:
     """Discover, parse and validate every config under ``repo_root / benchmarks_dir``.
 
     Never raises for a bad config or a missing directory: everything wrong is an issue in
     the result, so that one run reports all problems of all files. Files whose address
     matches an ``ignore`` glob, or that carry ``IGNORE_MARKER``, are left out (``ignored``).
+    ``policy`` rules are checked against every valid config (``config.policy``): a ``deny``
+    violation is an error, so the run is not kept.
     """
     repo_root = Path(repo_root)
     try:
@@ -168,12 +183,23 @@ def load_configs(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     ignored: list[Ignored] = []
+    generators: list[GeneratorProduct] = []
     try:
         for item in found:
             if ignore and glob_match(item.address, tuple(ignore)):
                 ignored.append(Ignored(item.relpath, item.address, "setting"))
                 continue
             marked: list[bool] = []
+            if is_generator(item.relpath):
+                cells, product, file_issues = load_generator_file(item, marked=marked)
+                if marked:
+                    ignored.append(Ignored(item.relpath, item.address, "marker"))
+                    continue
+                runs.extend(cells)
+                if product is not None:
+                    generators.append(product)
+                issues.extend((item.address, issue) for issue in file_issues)
+                continue
             run, file_issues = load_file(item, marked=marked)
             if marked:
                 ignored.append(Ignored(item.relpath, item.address, "marker"))
@@ -184,9 +210,56 @@ def load_configs(
     finally:
         if gc_was_enabled:
             gc.enable()
+    if generators:
+        runs, collisions = _without_collisions(runs)
+        issues.extend(collisions)
+        runs.sort(key=lambda r: r.address)
+    if policy:
+        violations = check_policy(runs, policy, repo_root)
+        denied = {i.file for i in violations if i.severity == "error"}
+        runs = [r for r in runs if r.path not in denied]
+        issues.extend((issue.file, issue) for issue in violations)
     # Refused entries first (they explain why a config may be missing), then files by address.
     listed = _capped([issue for _, issue in issues], benchmarks_dir)
-    return LoadResult(tuple(runs), tuple(listed), len(found) + len(refused), tuple(ignored))
+    return LoadResult(
+        tuple(runs), tuple(listed), len(found) + len(refused), tuple(ignored), tuple(generators)
+    )
+
+
+def _without_collisions(
+    runs: list[DesiredRun],
+) -> tuple[list[DesiredRun], list[tuple[str, ConfigIssue]]]:
+    """G5: an address produced twice (a generator and a file, or two generators) is an error
+    naming both sources; neither run is kept, so the plan cannot pick one silently."""
+    by_address: dict[str, list[DesiredRun]] = {}
+    for run in runs:
+        by_address.setdefault(run.address, []).append(run)
+    kept: list[DesiredRun] = []
+    issues: list[tuple[str, ConfigIssue]] = []
+    for address, same in by_address.items():
+        if len(same) == 1:
+            kept.append(same[0])
+            continue
+        names = [
+            f"{r.path} (cell {' × '.join(r.source.cell.values())})" if r.source else r.path
+            for r in same
+        ]
+        first = next((r for r in same if r.source is not None), same[0])
+        issues.append(
+            (
+                address,
+                ConfigIssue(
+                    first.path,
+                    first.source.line if first.source else None,
+                    None,
+                    "",
+                    f"{address} is produced by " + " and also by ".join(names),
+                    "one address is one run: delete the hand-written file (the generator's "
+                    "cell takes over its run with no change), or exclude the cell",
+                ),
+            )
+        )
+    return kept, issues
 
 
 def _capped(issues: list[ConfigIssue], benchmarks_dir: str) -> list[ConfigIssue]:
@@ -216,12 +289,152 @@ def load_file(
 ) -> tuple[DesiredRun | None, list[ConfigIssue]]:
     """One config file -> its desired run (when it has no error) and its issues. A file with
     the ignore marker is not parsed: ``marked`` (when given) gets ``True`` appended."""
+    parsed, text, issues = _read_toml(item, marked)
+    if parsed is None:
+        return None, issues
+    if looks_like_generator(parsed):
+        return None, [
+            ConfigIssue(
+                item.relpath,
+                1,
+                1,
+                "",
+                "has [generate]/[base]/[[axis.*]]: looks like a run generator, and generators "
+                f"must be named *{GENERATOR_SUFFIX}",
+                f"rename it: `git mv {item.relpath} "
+                f"{item.relpath[: -len('.toml')]}{GENERATOR_SUFFIX}`",
+            )
+        ]
+    problems = check(parsed)
+    issues = _locate(item.relpath, text, problems) if problems else []
+    if any(p.severity == "error" for p in problems):
+        return None, issues
+    return _desired_run(item, parsed), issues
+
+
+@dataclass(frozen=True)
+class ExpandedCell:
+    """One validated cell of a generator, as ``expand`` prints it."""
+
+    address: str
+    config: dict[str, Any]
+    source: CellSource
+    spec_digest: str
+
+
+def expand_file(
+    item: Found,
+) -> tuple[list[ExpandedCell], GeneratorProduct | None, list[ConfigIssue]]:
+    """One generator's validated cells (plain configs), its product and its issues; no
+    cell at all when any issue is an error (``load_generator_file``)."""
+    configs: dict[str, dict[str, Any]] = {}
+    runs, product, issues = load_generator_file(item, configs=configs)
+    cells = [
+        ExpandedCell(run.address, configs[run.address], run.source, run.spec_digest)
+        for run in runs
+        if run.source is not None
+    ]
+    return cells, product, issues
+
+
+def load_generator_file(
+    item: Found,
+    *,
+    marked: list[bool] | None = None,
+    configs: dict[str, dict[str, Any]] | None = None,
+) -> tuple[list[DesiredRun], GeneratorProduct | None, list[ConfigIssue]]:
+    """One ``*.matrix.toml`` -> the desired run of every cell, the generator's product, and
+    every issue (the generator's own, then each cell's, located in the generator file). Any
+    error means no run at all: a half-expanded generator would plan its missing cells as
+    removals. ``configs`` (when given) gets each cell's plain config by address."""
+    parsed, text, issues = _read_toml(item, marked)
+    if parsed is None:
+        return [], None, issues
+    rel = item.relpath
+    expansion = expand_generator(parsed, text, rel, item.address)
+    positions = locate.scan(text)
+    for found_problem in expansion.problems:
+        line, column = positions.find(found_problem.path, found_problem.anchor)
+        issues.append(
+            ConfigIssue(
+                rel,
+                line,
+                column,
+                format_path(found_problem.path),
+                _redact(found_problem.message) or "",
+                _redact(found_problem.hint),
+            )
+        )
+    if issues or expansion.product is None:
+        return [], None, issues
+    runs: list[DesiredRun] = []
+    for cell in expansion.cells:
+        cell_problems = check(cell.config)
+        for problem in cell_problems:
+            where = problem.at or problem.path
+            origin = None
+            for depth in range(len(where), 0, -1):
+                origin = cell.origins.get(tuple(where[:depth]))
+                if origin is not None:
+                    break
+            if origin is None:  # a key the config needs and nobody set: point at [base]
+                origin = ("base", ("base",))
+            who, at = origin
+            line, column = positions.find(at, "key")
+            issues.append(
+                ConfigIssue(
+                    rel,
+                    line,
+                    column,
+                    format_path(problem.path),
+                    _redact(f"{cell.address}: {problem.message} (from {who}, line {line})") or "",
+                    _redact(problem.hint),
+                    problem.severity,
+                )
+            )
+        if any(p.severity == "error" for p in cell_problems):
+            continue
+        found = Found(cell.address, rel, item.fspath)
+        if configs is not None:
+            configs[cell.address] = cell.config
+        runs.append(
+            _desired_run(found, cell.config).model_copy(
+                update={"source": cell.source, "moved_from": cell.moved_from}
+            )
+        )
+    if any(issue.severity == "error" for issue in issues):
+        return [], None, issues
+    # G6: two cells that are one paid run twice.
+    by_digest: dict[str, DesiredRun] = {}
+    for run in runs:
+        other = by_digest.setdefault(run.spec_digest, run)
+        if other is not run:
+            issues.append(
+                ConfigIssue(
+                    rel,
+                    run.source.line if run.source else None,
+                    None,
+                    "",
+                    f"cells {other.address} and {run.address} expand to identical configs "
+                    "(a duplicate paid run)",
+                    "use execution.attempts_per_task for repeats, or make the cells differ",
+                )
+            )
+    if any(issue.severity == "error" for issue in issues):
+        return [], None, issues
+    return runs, expansion.product, issues
+
+
+def _read_toml(
+    item: Found, marked: list[bool] | None
+) -> tuple[dict[str, Any] | None, str, list[ConfigIssue]]:
+    """Read, decode and parse one file: (parsed, text, []) or (None, "", its issues)."""
     rel = item.relpath
 
     def file_issue(
         message: str, hint: str, line: int | None = 1, column: int | None = 1, key: str = ""
-    ) -> tuple[None, list[ConfigIssue]]:
-        return None, [ConfigIssue(rel, line, column, key, message, hint)]
+    ) -> tuple[None, str, list[ConfigIssue]]:
+        return None, "", [ConfigIssue(rel, line, column, key, message, hint)]
 
     try:
         # Non-blocking, then checked: a file swapped for a FIFO after discovery must not
@@ -254,7 +467,7 @@ def load_file(
         )
     if marked is not None and b"osmosis-reconciler" in data[:4096] and _marked(data[:4096]):
         marked.append(True)
-        return None, []
+        return None, "", []
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -286,7 +499,7 @@ def load_file(
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        return None, [_syntax_issue(rel, text, str(exc))]
+        return None, "", [_syntax_issue(rel, text, str(exc))]
     except ValueError:
         # Python refuses to convert an integer literal of more than 4,300 digits.
         found = re.search(r"[0-9_]{4300}", text)
@@ -321,11 +534,7 @@ def load_file(
             None,
             key=huge,
         )
-    problems = check(doc)
-    issues = _locate(rel, text, problems) if problems else []
-    if any(p.severity == "error" for p in problems):
-        return None, issues
-    return _desired_run(item, doc), issues
+    return doc, text, []
 
 
 _HUGE_LITERAL = re.compile(r"0[xob][0-9a-fA-F_]{17,}|[0-9_]{20,}")

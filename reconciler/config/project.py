@@ -30,7 +30,7 @@ from typing import Any
 
 from reconciler.errors import UsageError
 from reconciler.escaping import escape_text
-from reconciler.model import DOWNLOAD_TYPES, SmokeRule
+from reconciler.model import DOWNLOAD_TYPES, POLICY_EFFECTS, PolicyRule, SmokeRule
 from reconciler.paths import read_regular
 
 TABLE = "osmosis-reconciler"
@@ -64,7 +64,23 @@ _TYPES: dict[str, type[Any]] = {
     "lock": str,
     "lock_ttl": int,
     "smoke": list,
+    "regression_margin_pp": float,
+    "policy": list,
+    "unknown_outcome_listings": int,
+    "unknown_outcome_quiet_minutes": float,
 }
+_RULE_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "match": (list, str),
+    "effect": (str,),
+    "benchmark": (str,),
+    "models": (list,),
+    "harnesses": (list,),
+    "task_set": (str,),
+    "max_attempts": (int,),
+    "max_cost_usd": (float, int),
+}
+_RULE_CHECKS = ("models", "harnesses", "task_set", "max_attempts", "max_cost_usd")
 
 
 @dataclass(frozen=True)
@@ -218,6 +234,8 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
                 f"set {key} to a plain relative path, e.g. "
                 + ('"benchmarks"' if key == "benchmarks" else '"state/osmosis.lock"'),
             )
+        if key == "regression_margin_pp" and not (math.isfinite(value) and 0 < value < 100):
+            raise UsageError(f"{where}: must be between 0 and 100 (percentage points)")
         if key in ("max_stops", "max_attempts", "parallelism") and value < (
             1 if key == "parallelism" else 0
         ):
@@ -226,10 +244,16 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
                 if key != "parallelism"
                 else f"{where}: must be at least 1"
             )
+        if key == "unknown_outcome_listings" and value < 1:
+            raise UsageError(f"{where}: must be at least 1 (run listings)")
+        if key == "unknown_outcome_quiet_minutes" and value < 0:
+            raise UsageError(f"{where}: must not be negative (minutes)")
         if key == "lock_ttl" and value < 2:
             raise UsageError(f"{where}: must be at least 2 (seconds)")
         if key == "download_types":
             value = tuple(parse_download_types(value, where))
+        if key == "policy":
+            value = parse_policy(value, text, source)
         if key == "ignore":
             if not all(isinstance(v, str) and v.strip() for v in value):
                 raise UsageError(f'{where}: must be a list of address globs, e.g. ["templates/**"]')
@@ -294,6 +318,81 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
                 above=above,
                 tasks=tasks,
                 min_score=None if score is None else float(score),
+
+
+def _rule_lines(text: str, source: SettingsSource) -> list[int]:
+    """The line of every ``[[policy]]`` header (``[[tool.osmosis-reconciler.policy]]``)."""
+    wanted = f"tool.{TABLE}.policy" if source.prefix else "policy"
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if (
+            stripped.startswith("[[")
+            and stripped.split("]]")[0][2:].replace('"', "").strip() == wanted
+        ):
+            lines.append(number)
+    return lines
+
+
+def parse_policy(value: list[Any], text: str, source: SettingsSource) -> tuple[PolicyRule, ...]:
+    """``[[policy]]`` tables -> rules, every key checked (a typo must not switch a rule off)."""
+    lines = _rule_lines(text, source)
+    rules: list[PolicyRule] = []
+    for index, table in enumerate(value):
+        line = f":{lines[index]}" if index < len(lines) else ""
+        where = f"{source.name}{line}: {source.prefix}policy[{index}]"
+        if not isinstance(table, dict):
+            raise UsageError(f"{where}: must be a table ([[{source.prefix}policy]])")
+        for key, item in table.items():
+            if key not in _RULE_TYPES:
+                close = difflib.get_close_matches(key, list(_RULE_TYPES), n=1)
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else f"known keys: {', '.join(_RULE_TYPES)}"
+                )
+                raise UsageError(f"{where}.{key}: unknown key", hint)
+            if not isinstance(item, _RULE_TYPES[key]) or isinstance(item, bool):
+                kinds = " or ".join(t.__name__ for t in _RULE_TYPES[key])
+                raise UsageError(f"{where}.{key}: must be {kinds}, got {item!r}")
+            if key in ("match", "models", "harnesses"):
+                items: list[Any] = (
+                    [item] if isinstance(item, str) else item if isinstance(item, list) else []
+                )
+                if not items or not all(isinstance(v, str) and v.strip() for v in items):
+                    raise UsageError(f"{where}.{key}: must be a non-empty list of strings")
+        if "name" not in table:
+            raise UsageError(
+                f"{where}: a rule needs a name", 'add name = "..." (shown in messages)'
+            )
+        effect = table.get("effect", "deny")
+        if effect not in POLICY_EFFECTS:
+            raise UsageError(
+                f"{where}.effect: must be one of {', '.join(POLICY_EFFECTS)}, got {effect!r}"
+            )
+        if not any(key in table for key in _RULE_CHECKS):
+            raise UsageError(
+                f"{where}: the rule checks nothing",
+                "give it at least one of: " + ", ".join(_RULE_CHECKS),
+            )
+        if "task_set" in table and "benchmark" not in table:
+            raise UsageError(
+                f'{where}.task_set: a required task set needs benchmark = "..."',
+                "task sets belong to one benchmark (e.g. HLE's parity set)",
+            )
+        match = table.get("match", ["**"])
+        rules.append(
+            PolicyRule(
+                name=table["name"],
+                match=tuple([match] if isinstance(match, str) else match),
+                effect=effect,
+                benchmark=table.get("benchmark"),
+                models=tuple(table["models"]) if "models" in table else None,
+                harnesses=tuple(table["harnesses"]) if "harnesses" in table else None,
+                task_set=table.get("task_set"),
+                max_attempts=table.get("max_attempts"),
+                max_cost_usd=float(table["max_cost_usd"]) if "max_cost_usd" in table else None,
+                where=f"{source.name}{line}",
             )
         )
     return tuple(rules)

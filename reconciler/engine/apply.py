@@ -74,8 +74,6 @@ MAX_DOWNLOAD_WORKERS = 32
 REFUSAL_STATUSES = frozenset({400, 404, 409, 422})
 """Answers to a submit that mean "not this body" (remembered as a ``Rejection``); scope,
 feature-gate and auth errors, rate limits, outages and deployment conflicts are not."""
-SUBMIT_RATE_LIMITED_ATTEMPTS = 4
-"""Submits of one item answered 429 before its outcome counts as unknown (intent kept)."""
 MAX_SUBMIT_RETRY_AFTER = 60.0
 """Longest wait (s) after a 429 to a submit, whatever ``Retry-After`` asks."""
 
@@ -183,7 +181,11 @@ class Applier:
                 self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]
-        local = [i for i in items if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT)]
+        local = [
+            i
+            for i in items
+            if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT, Action.UNKNOWN)
+        ]
         remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
         downloads = [i for i in items if i.action is Action.DOWNLOAD]
 
@@ -281,6 +283,7 @@ class Applier:
             Action.DOWNLOAD: self._download,
             Action.ADOPT: self._adopt,
             Action.MOVE: self._move,
+            Action.UNKNOWN: self._record_unknown,
         }[item.action]
         self.started(item)
         try:
@@ -290,8 +293,9 @@ class Applier:
             outcome = Outcome(
                 item,
                 False,
-                f"{exc.message} The intent is kept: the next plan adopts the run if the "
-                "Platform created it, and only resubmits when it did not.",
+                f"{exc.message} The intent is kept: a later plan adopts the run if the "
+                "Platform created it, and resubmits only after run lists kept showing none "
+                "over a quiet period (or `osmosis-state resolve`).",
             )
         except ReconcilerError as exc:
             log.warning("action failed", error=exc.message)
@@ -443,26 +447,27 @@ class Applier:
         )
 
     def _post_submit(self, item: PlanItem, spec: dict[str, Any], started: datetime) -> SubmittedRun:
-        """POST the submit; after a 429, look for the run it may have created before
-        submitting again (a limiter can answer after the run was committed)."""
-        for attempt in range(1, SUBMIT_RATE_LIMITED_ATTEMPTS + 1):
-            try:
-                return self.client.submit_run(spec)
-            except RateLimitedError as exc:
-                delay = min(exc.retry_after or 2.0 * attempt, MAX_SUBMIT_RETRY_AFTER)
-                get_logger(address=item.address).info("submit rate limited", retry_in=delay)
-                if self.cancel.wait(delay):
-                    raise self._unknown_after_429(item) from None
-                found = self._find_own_run(item, spec, started)
-                if found is not None:
-                    return SubmittedRun(
-                        id=found.id,
-                        name=found.name,
-                        status=found.status or "pending",
-                        created_at=found.created_at,
-                        platform_url=found.platform_url,
-                    )
-        raise self._unknown_after_429(item)
+        """POST the submit once. A 429 can come after the run was committed (a limiter
+        behind the handler), so it is an unknown outcome like a dropped answer: the run is
+        looked for once (after ``Retry-After``), and when the list does not show it the
+        submit is never sent again by this apply (the intent stays; see ``plan.intents``)."""
+        try:
+            return self.client.submit_run(spec)
+        except RateLimitedError as exc:
+            delay = min(exc.retry_after or 2.0, MAX_SUBMIT_RETRY_AFTER)
+            get_logger(address=item.address).info("submit rate limited", look_in=delay)
+            if self.cancel.wait(delay):
+                raise self._unknown_after_429(item) from None
+            found = self._find_own_run(item, spec, started)
+            if found is None:
+                raise self._unknown_after_429(item) from None
+            return SubmittedRun(
+                id=found.id,
+                name=found.name,
+                status=found.status or "pending",
+                created_at=found.created_at,
+                platform_url=found.platform_url,
+            )
 
     def _find_own_run(
         self, item: PlanItem, spec: dict[str, Any], started: datetime
@@ -482,15 +487,23 @@ class Applier:
     @staticmethod
     def _unknown_after_429(item: PlanItem) -> OutcomeUnknownError:
         return OutcomeUnknownError(
-            f"The Platform kept answering 429 (rate limited) to the submit of {item.address}; "
-            "a run may have been created before one of those answers.",
-            "run osmosis-plan: it adopts the run if the Platform created it and resubmits "
-            "it otherwise",
+            f"The Platform answered 429 (rate limited) to the submit of {item.address}, and "
+            "its run list does not show a run of it yet; a run may have been created before "
+            "that answer, so it is not sent again now.",
+            "run osmosis-plan: it adopts the run once the Platform lists it, and shows the "
+            "address as an unknown outcome (?) until then",
         )
 
     def _replace(self, item: PlanItem) -> Outcome:
-        self._stop(item)
-        return self._submit(item)
+        stopped = self._stop(item)
+        outcome = self._submit(item)
+        if item.run_id is None:
+            return outcome
+        # The line must name the run it stopped, not only the one it started.
+        old = item.run_name or item.run_id
+        if item.run_name and item.run_name != item.run_id:
+            old = f"{item.run_name} ({item.run_id})"
+        return replace(outcome, message=f"{stopped.message} {old}; {outcome.message}")
 
     def _stop(self, item: PlanItem) -> Outcome:
         run_id = item.run_id
@@ -534,6 +547,32 @@ class Applier:
         return Outcome(item, True, status, run_id, item.run_name, status)
 
     # -- state-only actions --------------------------------------------------
+
+    def _record_unknown(self, item: PlanItem) -> Outcome:
+        """A submit whose outcome is still unknown: record that this apply's run list, read
+        back to the submit, showed no run of it (evidence for the quiet period); the
+        Platform is not called."""
+        listed = item.listed_at
+        first = "; ".join(item.details[:2])
+
+        def record(state: LockState) -> LockState:
+            entry = state.runs.get(item.address)
+            if entry is None or entry.intent is None or entry.intent.op != "submit":
+                return state
+            intent = entry.intent
+            known = intent.listings or ()
+            if listed is None or listed in known or listed < intent.started_at:
+                return state
+            listings = tuple(sorted((*known, listed)))
+            return put_run(
+                state,
+                entry.model_copy(
+                    update={"intent": intent.model_copy(update={"listings": listings})}
+                ),
+            )
+
+        self.store.update(record)
+        return Outcome(item, True, f"outcome still unknown: {first}")
 
     def _forget(self, item: PlanItem) -> Outcome:
         now = self.clock()
@@ -593,6 +632,10 @@ class Applier:
 
     def _download(self, item: PlanItem) -> Outcome:
         entry = self.store.state.runs.get(item.address)
+        if item.run_id is not None and (entry is None or entry.run_id != item.run_id):
+            # The run left its address (this apply replaced or forgot it, or an earlier one
+            # did): its outputs are still fetched, and recorded in its history entry.
+            return self._download_history(item, item.run_id)
         if entry is None or entry.run_id is None:
             return Outcome(item, False, "no recorded run to download")
         run_id = entry.run_id
@@ -648,6 +691,58 @@ class Applier:
             entry.run_id,
             entry.run_name,
             entry.status,
+        )
+
+    def _download_history(self, item: PlanItem, run_id: str) -> Outcome:
+        old = next(
+            (
+                h
+                for h in self.store.state.history
+                if h.run_id == run_id and h.address == item.address
+            ),
+            None,
+        )
+        if old is None:
+            return Outcome(item, False, f"run {run_id} is not recorded at {item.address}")
+        types = tuple(item.download_types or self.settings.download_types)
+        result = download_run(
+            self.client,
+            self.http,
+            run_id=run_id,
+            run_name=old.run_name,
+            root=self.download_root,
+            types=types,
+            overwrite=item.reason.value == "results_changed",
+            executor=self._files,
+            repo_root=self.repo_root,
+        )
+        done = result.complete and not result.failures
+        results = self._scores(None, run_id, item.address, wanted=done and old.results is None)
+
+        def record(state: LockState) -> LockState:
+            history = []
+            for entry in state.history:
+                if entry.run_id == run_id and entry.address == item.address:
+                    update: dict[str, Any] = {"outputs_pending": None if done else True}
+                    if results is not None:
+                        update["results"] = results
+                    entry = entry.model_copy(update=update)
+                history.append(entry)
+            return state.model_copy(update={"history": tuple(history)})
+
+        self.store.update(record)
+        if result.failures:
+            failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
+            message = f"{len(result.failures)} file(s) failed: {failed}"
+            return Outcome(item, False, message, run_id, old.run_name, old.status)
+        return Outcome(
+            item,
+            True,
+            f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
+            f"{result.files_skipped} up to date (an earlier run, kept in the history)",
+            run_id,
+            old.run_name,
+            old.status,
         )
 
     def _record_download(

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from reconciler.config.project import load_project_settings
+from reconciler.config.project import load_project_settings, settings_source
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Settings
@@ -102,6 +102,10 @@ class Context:
 def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
     """Defaults < the settings file (``project``) < flags (``overrides`` holds only set flags)."""
     values = load_project_settings(repo_root)
+    source = settings_source(repo_root)
+    if source is not None and not source.prefix:
+        # Hints ("raise max_stops in ...") name the file the settings live in.
+        values["settings_where"] = source.name
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**values)
 

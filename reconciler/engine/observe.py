@@ -234,7 +234,7 @@ def observe(
             runs.setdefault(run.id, run.to_observed())
 
     benchmarks = _benchmarks(client, desired)
-    secrets = _secrets(client, desired, benchmarks)
+    secrets, personal_secrets = _secrets(client, desired, benchmarks)
     catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
     runs = _fingerprint_candidates(
         client, runs, desired, state, benchmarks, missing, seen_before=since
@@ -266,6 +266,7 @@ def observe(
         newest_created=walk.watermark,
         benchmarks=benchmarks,
         secrets=secrets,
+        personal_secrets=personal_secrets,
         outputs=dict(outputs),
         head=head,
         notes=tuple(notes),
@@ -345,16 +346,22 @@ def _benchmarks(client: PlatformClient, desired: Sequence[DesiredRun]) -> dict[s
 
 def _secrets(
     client: PlatformClient, desired: Sequence[DesiredRun], benchmarks: Mapping[str, Any]
-) -> frozenset[str] | None:
+) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """(every stored secret record name, or None when the lookup failed; the names found
+    only at personal scope)."""
     needs_secrets = any(d.secret_names for d in desired) or any(
         b and b.required_secret_names for b in benchmarks.values()
     )
     if not needs_secrets:
-        return frozenset()
+        return frozenset(), frozenset()
     try:
-        return frozenset(s.name for s in client.list_secrets())
+        records = client.list_secrets()
     except PlatformError:
-        return None
+        return None, frozenset()
+    names = frozenset(s.name for s in records)
+    # Names stored only as someone's personal record: this token sees them, CI's does not.
+    shared = {s.name for s in records if s.scope != "user"}
+    return names, frozenset(names - shared)
 
 
 def scan_recorded_outputs(
@@ -536,8 +543,9 @@ def find_submitted_run(
 
 
 def refresh_statuses(state: LockState, observation: Observation) -> LockState:
-    """Copy observed statuses (and creators not yet known) into the recorded entries that
-    changed; an unchanged state is returned as is (stable lockfile)."""
+    """Copy observed statuses (and creators, names and creation times not yet known) into
+    the recorded entries that changed; an unchanged state is returned as is (stable
+    lockfile)."""
     runs = dict(state.runs)
     changed = False
     for address, entry in state.runs.items():
@@ -549,6 +557,12 @@ def refresh_statuses(state: LockState, observation: Observation) -> LockState:
             update.update(status=run.status, observed_at=observation.observed_at)
         if run.creator and entry.creator is None:
             update["creator"] = run.creator
+        # A run recorded by id alone (``osmosis-state resolve --submitted RUN``) takes what
+        # the Platform says of it: its name (the download directory) and creation time.
+        if entry.run_name is None and run.name:
+            update["run_name"] = run.name
+        if entry.submitted_at is None and run.created_at is not None:
+            update["submitted_at"] = run.created_at
         if update:
             runs[address] = entry.model_copy(update=update)
             changed = True

@@ -31,6 +31,7 @@ from reconciler.log import get_logger
 from reconciler.model import (
     Action,
     DesiredRun,
+    GeneratorProduct,
     LocalOutputs,
     LockState,
     Observation,
@@ -84,6 +85,8 @@ class Configs:
     """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
     provenance_note: str | None = None
     """In a shallow clone whose history misses some configs: which, and how to deepen."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to (``LoadResult.generators``)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class Snapshots:
     """Config files left out on purpose (``Configs.ignored``)."""
     notes: tuple[str, ...] = ()
     """Warnings loading found (trailers that match nothing, a shallow clone's gaps)."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator expanded to (``Configs.generators``)."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,10 @@ class Session:
         the Platform.
         """
         result = load_configs(
-            self.ctx.repo_root, self.ctx.settings.benchmarks, ignore=self.ctx.settings.ignore
+            self.ctx.repo_root,
+            self.ctx.settings.benchmarks,
+            ignore=self.ctx.settings.ignore,
+            policy=self.ctx.settings.policy,
         )
         ignored = tuple((i.path, i.why) for i in result.ignored)
         warnings = [i for i in result.issues if i.severity == "warning"]
@@ -243,7 +251,9 @@ class Session:
                         f"{', ...' if len(unknown) > 5 else ''}); " + _DEEPEN_HINT
                     )
                     get_logger().info("shallow clone: provenance missing", configs=len(unknown))
-        return Configs(runs=runs, ignored=ignored, provenance_note=note)
+        return Configs(
+            runs=runs, ignored=ignored, provenance_note=note, generators=result.generators
+        )
 
     def read_lockfile(self) -> bytes | None:
         """The lockfile's bytes (None: there is none), through ``self.lockfile``."""
@@ -405,6 +415,7 @@ class Session:
             settings=trailers.settings(self.ctx.settings),
             ignored=configs.ignored,
             notes=notes,
+            generators=configs.generators,
         )
 
     def make_plan(self, *, changed_since: str | None = None) -> tuple[Plan, Snapshots]:
@@ -417,7 +428,13 @@ class Session:
         settings = snapshots.settings
         if changed_since:
             settings = settings.model_copy(update={"targets": self._changed_targets(changed_since)})
-        plan = compute_plan(snapshots.desired, snapshots.state, snapshots.observation, settings)
+        plan = compute_plan(
+            snapshots.desired,
+            snapshots.state,
+            snapshots.observation,
+            settings,
+            snapshots.generators,
+        )
         log = get_logger()
         log.info(
             "plan computed",
@@ -545,8 +562,12 @@ class Session:
             raise UsageError("--changed-since needs a git repository")
         changed = git.changed_since(rev)
         bench = self.ctx.settings.benchmarks.rstrip("/") + "/"
+        # A changed generator (X.matrix.toml) stands for every cell under X/, the vanished
+        # ones included: their removals are part of the change.
         targets = tuple(
-            p[len(bench) : -len(".toml")]
+            p[len(bench) : -len(".matrix.toml")] + "/**"
+            if p.endswith(".matrix.toml")
+            else p[len(bench) : -len(".toml")]
             for p in sorted(changed)
             if p.startswith(bench) and p.endswith(".toml")
         )
@@ -602,6 +623,7 @@ class Session:
             observation=self.observe(configs.runs, state),
             settings=self.ctx.settings,
             ignored=configs.ignored,
+            generators=configs.generators,
         )
         return plan, snapshots
 
@@ -749,7 +771,11 @@ class Session:
             unsaved = _flush(store)
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
-        report.summarise(_unsuccessful(store.state, result, waited), unsaved=result.unsaved)
+        report.summarise(
+            _unsuccessful(store.state, result, waited),
+            unsaved=result.unsaved,
+            lockfile=self.ctx.settings.state,
+        )
         return result
 
     def _wait_and_download(

@@ -2,10 +2,13 @@
 
 ``list`` and ``show`` only read the lockfile: it is replaced atomically, so a reader never
 sees half a write, and they work while a long ``osmosis-apply --wait`` holds the lock.
-``forget`` and ``mv`` change it: under the apply lock (``hold_state_lock``), re-read after
+``forget``, ``mv`` and ``resolve`` change it: under the apply lock (``hold_state_lock``), re-read after
 the lock is taken, one write with ``serial + 1``. Neither ever calls the Platform: ``forget``
 moves an entry to the history (reason ``forgotten``, like the plan's forget) and leaves the
-run alone; ``mv`` re-keys an entry like the plan's move (``lockfile.rekey_run``).
+run alone; ``mv`` re-keys an entry like the plan's move (``lockfile.rekey_run``);
+``resolve`` settles a submit whose outcome is unknown (a person knows what the Platform did):
+``--submitted RUN`` records that run as the address's, ``--not-submitted`` drops the intent so
+the next plan submits the config.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, TextIO
 from reconciler.errors import UsageError
 from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
 from reconciler.state.lockfile import (
+    put_run,
     read_lockfile,
     rekey_run,
     remove_stale_temps,
@@ -37,6 +41,7 @@ __all__ = [
     "history_of",
     "hold_state_lock",
     "move_entry",
+    "resolve_entry",
     "read_state",
     "write_state",
 ]
@@ -196,3 +201,44 @@ def write_state(
 def config_path(repo_root: Path, settings: Settings, address: str) -> Path:
     """The config file an address stands for."""
     return repo_root / settings.benchmarks / f"{address}.toml"
+
+
+def resolve_entry(
+    state: LockState | None, address: str, display: str, *, submitted: str | None
+) -> tuple[LockState, RecordedRun]:
+    """The state with the pending submit of ``address`` settled by a person: its run is
+    ``submitted`` (recorded without a Platform call; the next plan reads its status), or,
+    with None, there is none (the entry goes, so the next plan submits the config)."""
+    entry = require_entry(state, address, display)
+    assert state is not None
+    intent = entry.intent
+    if intent is None or intent.op != "submit":
+        raise UsageError(
+            f"{address} has no submit with an unknown outcome in {display}",
+            "`osmosis-state resolve` settles only a pending submit (the plan shows it as ?)",
+        )
+    if submitted is None:
+        runs = {k: v for k, v in state.runs.items() if k != address}
+        if entry.run_id is not None:
+            runs[address] = entry.model_copy(update={"intent": None})
+        return state.model_copy(update={"runs": runs}), entry
+    known = {e.run_id for e in state.runs.values() if e.run_id}
+    known.update(h.run_id for h in state.history if h.run_id)
+    if submitted in known:
+        raise UsageError(
+            f"run {submitted} is already recorded in {display}",
+            "name the run the interrupted submit created (see `osmosis benchmark runs list`)",
+        )
+    resolved = entry.model_copy(
+        update={
+            "intent": None,
+            "run_id": submitted,
+            "run_name": None,
+            "status": None,
+            "observed_at": None,
+            "submitted_at": None,
+            "spec": intent.spec or entry.spec,
+            "spec_digest": entry.spec_digest,
+        }
+    )
+    return put_run(state, resolved), entry

@@ -11,7 +11,8 @@ Three snapshots feed ``compute_plan``:
 
 and ``Settings`` (``settings``) says how; ``compute_plan`` returns a ``Plan`` (``plan``).
 ``status`` holds ``RunStatus``, ``adoption`` the fingerprints that recognise a run,
-``base`` the ``Frozen`` base and the canonical digest. Every name is re-exported here:
+``base`` the ``Frozen`` base and the canonical digest, ``generator`` what a run generator
+(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings. Every name is re-exported here:
 ``from reconciler.model import X`` is the way to import them.
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
@@ -36,6 +37,12 @@ from reconciler.model.base import (
 )
 from reconciler.model.desired import (
     DesiredRun,
+)
+from reconciler.model.generator import (
+    CellSource,
+    GeneratorMove,
+    GeneratorProduct,
+    GeneratorRemoval,
 )
 from reconciler.model.observed import (
     BenchmarkInfo,
@@ -65,10 +72,15 @@ from reconciler.model.plan import (
     Smoke,
     glob_match,
 )
+from reconciler.model.policy import (
+    POLICY_EFFECTS,
+    PolicyRule,
+)
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
     AgentResult,
+    Baseline,
     Downloads,
     HistoryEntry,
     Intent,
@@ -77,6 +89,7 @@ from reconciler.model.recorded import (
     Rejection,
     RunResults,
     rejection_context,
+    selection_digest,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
@@ -92,11 +105,13 @@ __all__ = [
     "ACTION_SYMBOLS",
     "Action",
     "AgentResult",
+    "Baseline",
     "BenchmarkFacts",
     "Blocked",
     "Cost",
     "BenchmarkInfo",
     "BenchmarkRef",
+    "CellSource",
     "DOWNLOAD_TYPES",
     "DesiredRun",
     "Downloads",
@@ -104,6 +119,9 @@ __all__ = [
     "DriftKind",
     "Fix",
     "Frozen",
+    "GeneratorMove",
+    "GeneratorProduct",
+    "GeneratorRemoval",
     "HASHED_OUTPUTS",
     "HistoryEntry",
     "Intent",
@@ -115,6 +133,8 @@ __all__ = [
     "PAID_ACTIONS",
     "ObservedRun",
     "PLAN_FORMAT_VERSION",
+    "POLICY_EFFECTS",
+    "PolicyRule",
     "Plan",
     "PlanItem",
     "PlanSummary",
@@ -139,6 +159,7 @@ __all__ = [
     "model_identity",
     "recorded_benchmark",
     "rejection_context",
+    "selection_digest",
     "spec_fingerprint",
     "spec_fingerprint_fields",
 ]

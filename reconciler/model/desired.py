@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from reconciler.model.base import Frozen
+from reconciler.model.generator import CellSource
 
 
 class DesiredRun(Frozen):
@@ -42,3 +43,7 @@ class DesiredRun(Frozen):
     newest first-parent commit of HEAD that changed the file (for a merged pull request,
     the merge). None when unknown (uncommitted, or beyond a shallow clone's boundary). A run
     created before it cannot be one this repository's apply submitted for this content."""
+    source: CellSource | None = None
+    """For a run expanded from a generator (``*.matrix.toml``): the file and the cell."""
+    moved_from: tuple[str, ...] = ()
+    """Addresses a generator's ``[[moved]]`` block says this run was recorded under before."""

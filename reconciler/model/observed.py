@@ -127,6 +127,9 @@ class Observation(Frozen):
     """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
     secrets: frozenset[str] | None = None
     """Stored secret record names (any scope); None when the lookup failed."""
+    personal_secrets: frozenset[str] = frozenset()
+    """Those of them found only at personal scope (the token's own user): runs submitted
+    with another identity, such as CI's, do not see them."""
     outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
     """Address -> local files of its recorded run."""
     head: str | None = None

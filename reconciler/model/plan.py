@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from reconciler.model.base import Frozen
+from reconciler.model.generator import CellSource, GeneratorProduct
 from reconciler.model.observed import LeaderboardScore, ObservedRun
 from reconciler.model.recorded import AgentResult
 
@@ -27,6 +28,9 @@ class Action(str, Enum):
     ADOPT = "adopt"
     MOVE = "move"
     BLOCKED = "blocked"
+    UNKNOWN = "unknown"
+    """A submit whose outcome is unknown: no run found yet, not sent again yet. Apply only
+    records the observation as evidence (no Platform call)."""
 
     @property
     def symbol(self) -> str:
@@ -42,6 +46,7 @@ ACTION_SYMBOLS = {
     Action.ADOPT: "<=",
     Action.MOVE: ">",
     Action.BLOCKED: "!",
+    Action.UNKNOWN: "?",
 }
 
 
@@ -75,6 +80,7 @@ class Reason(str, Enum):
     PLATFORM_REFUSED = "platform_refused"
     SMOKE_PASSED = "smoke_passed"
     SMOKE_FAILED = "smoke_failed"
+    OUTCOME_UNKNOWN = "outcome_unknown"
 
 
 class Fix(Frozen):
@@ -215,6 +221,13 @@ class PlanItem(Frozen):
     """For paid items: the estimated dollars, when recorded runs allow an estimate."""
     smoke: Smoke | None = None
     """For paid items and the adoption of a smoke run: the smoke stage, when one applies."""
+    source: CellSource | None = None
+    """For an address of a run generator: the file, the cell, and for a vanished cell which
+    element went (``note``)."""
+    listed_at: datetime | None = None
+    """For ``unknown`` only: when this plan's run list, complete back to the submit, showed
+    no run that could be it. Apply records it in the intent as evidence for the quiet
+    period."""
 
     @property
     def fixes(self) -> tuple[Fix, ...]:
@@ -238,6 +251,8 @@ class PlanItem(Frozen):
             ]
         if self.from_address is not None and self.action is not Action.MOVE:
             wrong.append("from_address")
+        if self.listed_at is not None and self.action is not Action.UNKNOWN:
+            wrong.append("listed_at")
         if wrong:
             raise ValueError(
                 f"a {self.action.value} item cannot carry {', '.join(wrong)} ({self.address})"
@@ -300,8 +315,8 @@ class PlanSummary(Frozen):
 
 
 class ResultRow(Frozen):
-    """One agent of an ended run in the plan's results table, with the previous run's
-    scores for the same agent index when the address's history has them."""
+    """One agent of an ended run in the plan's results table, with the previous comparable
+    run's scores for the same agent index when the address's history has them."""
 
     address: str
     """The address whose run this is."""
@@ -314,13 +329,17 @@ class ResultRow(Frozen):
     agent: AgentResult
     """This agent's scores in the run."""
     previous: AgentResult | None = None
-    """The same agent index's scores in the address's previous run."""
+    """The same agent index's scores in the address's previous comparable run."""
     previous_run_id: str | None = None
     """That previous run."""
     previous_run_name: str | None = None
     """Its name."""
+    previous_note: str | None = None
+    """When no earlier run is comparable: what changed (``task selection changed``, ``<run>
+    is partial (failed)``, ...)."""
     leaderboard: LeaderboardScore | None = None
-    """The benchmark's published score for the same model and harness, when it has one."""
+    """The benchmark's published score for the same model and harness, when it has one and
+    the run covered the full benchmark or a recommended task set."""
     unavailable_tasks: int = 0
     """How many tasks the benchmark lists as unavailable (not run, not scored)."""
     unavailable_reason: str | None = None
@@ -365,6 +384,8 @@ class Plan(Frozen):
     have to adopt)."""
     ignored: tuple[tuple[str, str], ...] = ()
     """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator (``*.matrix.toml``) expanded to, by file."""
 
     @property
     def is_empty(self) -> bool:

@@ -5,21 +5,23 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
-from reconciler.model.base import Frozen, canonical_json
+from reconciler.model.base import Frozen, canonical_json, digest
 from reconciler.model.observed import BenchmarkInfo
 
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
 LOCKFILE_VERSION = 2
 """The lockfile format this version writes; older ones are read and migrated on write
-(``state.lockfile.migrate_v1``), newer ones refused.
-Format 2 also holds ``stage`` (smoke runs) on entries, intents and history."""
+(``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
+(``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
+and what a history entry keeps (pending downloads, the cost inputs), and ``stage`` (smoke
+runs) on entries, intents and history."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -75,6 +77,10 @@ class Intent(Frozen):
     stage: str | None = None
     """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
     digest); None for a full run."""
+    listings: tuple[datetime, ...] | None = None
+    """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
+    after the submit, showed no run that could be it (the quiet-period evidence,
+    ``Settings.unknown_outcome_listings``)."""
 
 
 class Downloads(Frozen):
@@ -258,6 +264,40 @@ class HistoryEntry(Frozen):
     """The run's scores, kept so the next run of the address can be compared with them."""
     stage: str | None = None
     """``smoke`` for a smoke run (never a baseline to compare with); None for a full run."""
+    outputs_pending: bool | None = None
+    """True when the run had ended but its outputs were not (fully) downloaded when it left
+    its address: the plan keeps offering the download until they are. None: nothing due."""
+    benchmark_id: str | None = None
+    """The run's benchmark, and ..."""
+    models: tuple[str, ...] | None = None
+    """... each agent's model (``model_identity``), in agent order, with ..."""
+    attempts_per_task: int | None = None
+    """... its attempts per task (None: 1): what the cost estimate reads from history."""
+    task_count: int | None = None
+    """Tasks the Platform selected (format 2)."""
+    selection: str | None = None
+    """``selection_digest`` of the run's task selection (format 2): runs are comparable
+    only on the same selection."""
+
+
+def selection_digest(spec: Mapping[str, Any]) -> str:
+    """A short digest of a submit body's task selection (``tasks_config``)."""
+    return digest(spec.get("tasks_config") or {})[:19]
+
+
+class Baseline(Frozen):
+    """An address's accepted baseline run (``osmosis-results accept ADDR@RUN``): what
+    ``--fail-on-regression`` compares the newest run with. A fixed, accepted run, never the
+    moving "previous" one (repeated checks against a moving baseline inflate false alarms)."""
+
+    run_id: str
+    """The accepted run."""
+    run_name: str | None = None
+    """Its name."""
+    accepted_at: datetime
+    """When it was accepted."""
+    accepted_at_commit: str | None = None
+    """HEAD when accepted."""
 
 
 class LockState(Frozen):
@@ -291,3 +331,5 @@ class LockState(Frozen):
     """Address -> the Platform's refusal of its config (see ``Rejection``)."""
     history: tuple[HistoryEntry, ...] = ()
     """Newest first, capped per address."""
+    baselines: dict[str, Baseline] = Field(default_factory=dict)
+    """Address -> its accepted baseline run (format 2)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reconciler.model.base import Frozen
+from reconciler.model.policy import PolicyRule
 
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
 
@@ -71,3 +72,19 @@ class Settings(Frozen):
     ``Osmosis-Skip-Smoke`` trailer)."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
+    regression_margin_pp: float = 3.0
+    """The margin, in percentage points, of ``osmosis-results`` verdicts: a change whose
+    95% CI lies inside ±margin is "no change"; ``--fail-on-regression`` fails on "worse"."""
+    settings_where: str = "[tool.osmosis-reconciler]"
+    """Where a person changes a setting: ``osmosis.toml`` (or ``.osmosis.toml``) when the
+    settings live there, else ``[tool.osmosis-reconciler]`` (of ``pyproject.toml``)."""
+    policy: tuple[PolicyRule, ...] = ()
+    """Policy rules (``[[policy]]`` in the settings): allowed models and harnesses, required
+    task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""
+    allow_unestimated: bool = False
+    """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    unknown_outcome_listings: int = 3
+    """Complete run listings without a matching run, after a submit whose outcome is
+    unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
+    unknown_outcome_quiet_minutes: float = 30.0
+    """Minutes since such a submit that those listings must span."""

@@ -8,9 +8,14 @@ the order matters only where an observed run could be claimed twice, and there i
 1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
                 run first;
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
-                (no Platform call);
+                (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
                 every other recorded entry: changed, missing, finished, deleted;
+   ``power``    each submit with an earlier complete run of its address gets the smallest
+                difference it can detect (before paying);
+   ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
+                and the per-generator removal guard;
+   ``policy``   budgets of ``[[policy]]`` rules per address glob;
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
 
@@ -22,14 +27,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconciler.model import DesiredRun, LockState, Observation, Plan, Settings
+from reconciler.model import (
+    DesiredRun,
+    GeneratorProduct,
+    LockState,
+    Observation,
+    Plan,
+    Settings,
+)
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
 from reconciler.plan.diff import diff_configs
 from reconciler.plan.draft import CLOCK_SKEW, Draft
 from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
+from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
-from reconciler.plan.moves import pair_moves
+from reconciler.plan.moves import hint_renames, pair_moves
+from reconciler.plan.policy import check_policy_budgets
+from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
 
 __all__ = [
@@ -49,11 +64,17 @@ def compute_plan(
     recorded: LockState,
     observed: Observation,
     settings: Settings,
+    generators: Sequence[GeneratorProduct] = (),
 ) -> Plan:
-    """Compare desired configs, the lockfile and what the Platform shows; return the plan."""
-    draft = Draft.start(desired, recorded, observed, settings)
+    """Compare desired configs, the lockfile and what the Platform shows; return the plan.
+    ``generators`` is what each ``*.matrix.toml`` expanded to (``LoadResult.generators``)."""
+    draft = Draft.start(desired, recorded, observed, settings, generators)
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
+    hint_renames(draft, new_addresses)
+    shape_generator_items(draft)
+    note_power(draft)
+    check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)

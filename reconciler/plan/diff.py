@@ -30,7 +30,8 @@ from reconciler.plan.smoke import SMOKE, ended_badly, rule_for, skipped, smoke_f
 
 
 def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
-    """New configs first (they may claim unrecorded runs), then every undecided entry."""
+    """New configs first (they may claim unrecorded runs), then every undecided entry, then
+    the ended runs in the history whose outputs are still owed."""
     for address in new_addresses:
         _plan_new(draft, draft.desired[address])
     for address in sorted(draft.recorded.runs):
@@ -41,6 +42,41 @@ def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
             _plan_recorded(draft, draft.desired[address], entry)
         else:
             _plan_deleted(draft, entry)
+    _plan_history_downloads(draft)
+
+
+def _plan_history_downloads(draft: Draft) -> None:
+    """A run that ended and left its address before its outputs were fetched (a config
+    changed or deleted before a download) is still downloaded: no ended managed run leaves
+    the repository without its results (design.md §7.11)."""
+    for old in draft.recorded.history:
+        if not old.outputs_pending or not old.run_id or old.run_id in draft.observed.missing:
+            continue
+        draft.items.append(
+            PlanItem(
+                action=Action.DOWNLOAD,
+                address=old.address,
+                reason=Reason.RESULTS_MISSING,
+                run_id=old.run_id,
+                run_name=old.run_name,
+                before_digest=old.spec_digest,
+                after_digest=old.spec_digest,
+                benchmark_id=old.benchmark_id,
+                download_types=tuple(draft.settings.download_types),
+                details=(f"an earlier run of {old.address} ({old.reason}); kept in the history",),
+            )
+        )
+
+
+OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
+"""A run that ran to its end on its own: its outputs are results to keep (a run stopped
+because its config went has nothing worth a download)."""
+
+
+def _outputs_before_leaving(draft: Draft, entry: RecordedRun, run: ObservedRun | None) -> None:
+    """Download an ended run's outputs in the same apply that moves its entry to history."""
+    if run is not None and run.status in OUTPUTS_DUE_STATUSES:
+        _plan_download(draft, entry, run)
 
 
 # --------------------------------------------------------------------------- new configs
@@ -152,6 +188,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     if requested:
         action = Action.REPLACE if active else Action.SUBMIT
         draft.items.append(paid_item(draft, action, Reason.REPLACE_REQUESTED, wanted, **common))
+        _outputs_before_leaving(draft, entry, run)
         return
     if changed:
         if active:
@@ -171,6 +208,7 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
         # The old run is over (or gone): a run matching the new config that the lockfile
         # missed (an apply whose lockfile commit was lost) is adopted rather than paid twice.
         _adopt_or_submit(draft, wanted, entry, Reason.SPEC_CHANGED, common)
+        _outputs_before_leaving(draft, entry, run)
         return
     if run is None:
         _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common)
@@ -314,6 +352,7 @@ def _plan_deleted(draft: Draft, entry: RecordedRun) -> None:
         )
         return
     draft.items.append(_forget(entry, run))
+    _outputs_before_leaving(draft, entry, run)
 
 
 def _record_mismatch(draft: Draft, entry: RecordedRun, run: ObservedRun) -> bool:

@@ -11,6 +11,7 @@ from reconciler.model import (
     DesiredRun,
     DriftItem,
     DriftKind,
+    GeneratorProduct,
     LockState,
     Observation,
     ObservedRun,
@@ -21,7 +22,7 @@ from reconciler.model import (
     digest,
     recorded_benchmark,
 )
-from reconciler.plan.cost import cost_table
+from reconciler.plan.cost import CostSample, cost_table
 
 CLOCK_SKEW = timedelta(minutes=10)
 """How far before an intent's ``started_at`` a run may have been created and still be its run:
@@ -49,11 +50,15 @@ class Draft:
     raw_digests: dict[str, str] = field(default_factory=dict)
     """Address -> the config's plain spec digest (what a saved plan's staleness check uses);
     ``desired`` carries the canonical one (``model.canonical_digest``)."""
-    costs: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
+    costs: dict[str, tuple[CostSample, ...]] = field(default_factory=dict)
     """``plan.cost.cost_table`` of the recorded runs."""
     creators: frozenset[str] = frozenset()
     """Creators (``creator_digest``) of the runs this lockfile records: an unrecorded run by
     anyone else cannot be one this repository's apply lost track of."""
+    generators: tuple[GeneratorProduct, ...] = ()
+    """What each run generator expanded to (``plan.generators``)."""
+    errors: list[str] = field(default_factory=list)
+    """Guard violations found by a phase before ``guards`` (the generator guard, policy)."""
 
     @classmethod
     def start(
@@ -62,6 +67,7 @@ class Draft:
         recorded: LockState,
         observed: Observation,
         settings: Settings,
+        generators: Sequence[GeneratorProduct] = (),
     ) -> Draft:
         known = {entry.run_id for entry in recorded.runs.values() if entry.run_id}
         known |= {
@@ -83,6 +89,7 @@ class Draft:
             raw_digests={run.address: run.spec_digest for run in desired},
             creators=frozenset(e.creator for e in recorded.runs.values() if e.creator),
             costs=cost_table(recorded),
+            generators=tuple(generators),
         )
 
     def run_of(self, entry: RecordedRun) -> ObservedRun | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from reconciler.model import (
     Action,
     DriftKind,
+    Reason,
     RecordedRun,
     RunStatus,
     spec_fingerprint,
@@ -39,7 +40,15 @@ def find_drift(draft: Draft) -> None:
 
 def _possible_duplicates(draft: Draft) -> None:
     skew = CLOCK_SKEW.total_seconds()
-    decided = {item.address for item in draft.items if item.action in _TAKES_OVER}
+    # A re-run keeps the address's config and recorded run: the runs that duplicate it are
+    # still worth naming (the re-run is about to pay for one more).
+    decided = {
+        item.address
+        for item in draft.items
+        if item.action in _TAKES_OVER
+        and Reason.REPLACE_REQUESTED
+        not in (item.reason, item.blocked.intended_reason if item.blocked else None)
+    }
     for address in sorted(draft.desired):
         wanted = draft.desired[address]
         entry = draft.recorded.runs.get(address)

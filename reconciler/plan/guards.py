@@ -16,6 +16,7 @@ ACTION_ORDER = {
     Action.REPLACE: 3,
     Action.SUBMIT: 4,
     Action.BLOCKED: 5,
+    Action.UNKNOWN: 5,
     Action.DOWNLOAD: 6,
     Action.FORGET: 7,
 }
@@ -27,7 +28,7 @@ def finish(draft: Draft) -> Plan:
     settings = draft.settings
     kept, other_pending = _select(draft)
     summary = summarise(kept, drift=len(draft.drift))
-    errors = _guard_errors(draft, summary)
+    errors = [*draft.errors, *_guard_errors(draft, summary, kept)]
     drift = sorted(
         draft.drift,
         key=lambda d: (d.address is None, d.address or "", DRIFT_ORDER[d.kind], d.run_id or ""),
@@ -50,6 +51,7 @@ def finish(draft: Draft) -> Plan:
         unmanaged_count=unmanaged_count,
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),
+        generators=tuple(sorted(draft.generators, key=lambda g: g.file)),
     )
 
 
@@ -98,12 +100,15 @@ def _select(draft: Draft) -> tuple[list[PlanItem], int]:
         addresses = [item.address] + ([item.from_address] if item.from_address else [])
         if settings.targets and not any(glob_match(a, settings.targets) for a in addresses):
             other_pending += 1
+            # Left for later, but what the observation says about it is still said.
+            draft.warnings.extend(f"{item.address}: {warning}" for warning in item.warnings)
             continue
         if settings.skip and any(glob_match(a, settings.skip) for a in addresses):
             draft.warnings.append(
                 f"{item.address}: {item.action.value} held back by a skip "
                 "(Osmosis-Skip); it stays pending for a later plan"
             )
+            draft.warnings.extend(f"{item.address}: {warning}" for warning in item.warnings)
             continue
         kept.append(item)
     return kept, other_pending
@@ -134,7 +139,7 @@ def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
     )
 
 
-def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
+def _guard_errors(draft: Draft, summary: PlanSummary, kept: list[PlanItem]) -> list[str]:
     settings = draft.settings
     errors: list[str] = []
     stops = summary.stop + summary.replace
@@ -143,13 +148,13 @@ def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
             f"the plan would stop {plural(stops, 'run')} ({summary.stop} to stop, "
             f"{summary.replace} to replace), more than max_stops = {settings.max_stops}; "
             "re-run with --allow-mass-stop if that is intended, or raise max_stops in "
-            "[tool.osmosis-reconciler]"
+            f"{settings.settings_where}"
         )
     if summary.attempts > settings.max_attempts and not settings.allow_over_budget:
         errors.append(
             f"the plan would start {summary.attempts:,} new attempts, more than max_attempts = "
             f"{settings.max_attempts:,}; re-run with --allow-over-budget if that is "
-            "intended, or raise max_attempts in [tool.osmosis-reconciler]"
+            f"intended, or raise max_attempts in {settings.settings_where}"
         )
     cost = summary.cost_usd_high
     limit = settings.max_cost_usd
@@ -163,6 +168,24 @@ def _guard_errors(draft: Draft, summary: PlanSummary) -> list[str]:
             f"the plan's new attempts may cost up to ${cost:,.2f} (estimated from recorded "
             f"runs{unpriced}), more than max_cost_usd = ${limit:,.2f}; re-run with "
             "--allow-over-budget if that is intended, or raise max_cost_usd in "
-            "[tool.osmosis-reconciler]"
+            f"{settings.settings_where}"
         )
+    if limit is not None and not (settings.allow_unestimated or settings.allow_over_budget):
+        # A budget that cannot be checked is not passed silently: each submit without an
+        # estimate is named (no recorded run of its model, on any benchmark).
+        unestimated = [
+            item
+            for item in kept
+            if item.action in (Action.SUBMIT, Action.REPLACE) and item.cost is None
+        ]
+        if unestimated:
+            names = ", ".join(item.address for item in unestimated[:10])
+            more = f" and {len(unestimated) - 10} more" if len(unestimated) > 10 else ""
+            count = len(unestimated)
+            errors.append(
+                f"max_cost_usd = ${limit:,.2f} is set, but {plural(count, 'submit')} "
+                f"{'has' if count == 1 else 'have'} no cost estimate (no recorded run "
+                f"of its model): {names}{more}; re-run with --allow-unestimated if that is "
+                "intended"
+            )
     return errors

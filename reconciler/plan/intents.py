@@ -1,14 +1,24 @@
-"""Phase 1: pending submit intents (apply stopped between its POST and recording the answer).
+"""Phase 1: pending submit intents (apply stopped between its POST and recording the answer,
+or the Platform's answer said nothing clear: a dropped connection, a wrong-shaped reply, a
+429 after the run may have been committed).
 
 An intent's run is looked for first, before any other phase can claim an unrecorded run: a
 run created inside the intent's window with the fingerprint of the body that was sent is
-that submit's run and is adopted. Only when no run can be it is the config submitted again.
+that submit's run and is adopted. A run list can be late or leave a run out, so a list that
+shows no such run is not yet proof that none was created: the address is shown as an
+unknown outcome (``?``) until run lists read by applies keep showing no match over a quiet
+period (``Settings.unknown_outcome_listings`` lists spanning
+``unknown_outcome_quiet_minutes`` since the submit), and only then is the config submitted
+again. A person can decide at once with ``osmosis-state resolve``.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from reconciler.model import (
     Action,
+    Intent,
     PlanItem,
     Reason,
     RecordedRun,
@@ -137,6 +147,9 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
             )
         )
         return
+    if not _quiet_period_over(draft, intent):
+        draft.items.append(_unknown_item(draft, entry, intent, before, sent))
+        return
     changes: tuple[str, ...] = ()
     if entry.run_id and wanted.spec_digest != entry.spec_digest:
         changes = spec_changes(entry.spec, wanted.spec)
@@ -152,3 +165,66 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
             changes=changes,
         )
     )
+
+
+def listings_with_now(draft: Draft, intent: Intent) -> tuple[datetime, ...]:
+    """The intent's recorded no-match listings plus this plan's own (the observation lists
+    back to every pending intent's start, ``observe.listing_horizon``), oldest first."""
+    now = draft.observed.observed_at
+    recorded = sorted({moment for moment in intent.listings or () if moment >= intent.started_at})
+    if timestamp(now) > timestamp(intent.started_at) and now not in recorded:
+        recorded.append(now)
+    return tuple(recorded)
+
+
+def _quiet_period_over(draft: Draft, intent: Intent) -> bool:
+    """Whether enough complete listings, spanning long enough since the submit, showed no
+    run that could be the submit's: only then may it be sent again."""
+    settings = draft.settings
+    listings = listings_with_now(draft, intent)
+    if len(listings) < settings.unknown_outcome_listings or not listings:
+        return False
+    quiet = timedelta(minutes=settings.unknown_outcome_quiet_minutes)
+    return timestamp(listings[-1]) - timestamp(intent.started_at) >= quiet.total_seconds()
+
+
+def resubmit_after(draft: Draft, intent: Intent) -> datetime:
+    """The earliest time the quiet period can be over (given enough listings by then)."""
+    return intent.started_at + timedelta(minutes=draft.settings.unknown_outcome_quiet_minutes)
+
+
+def _unknown_item(
+    draft: Draft, entry: RecordedRun, intent: Intent, before: str | None, sent: str
+) -> PlanItem:
+    settings = draft.settings
+    listings = listings_with_now(draft, intent)
+    due = resubmit_after(draft, intent)
+    left = max(0.0, timestamp(due) - timestamp(draft.observed.observed_at))
+    needed = settings.unknown_outcome_listings
+    started = intent.started_at.strftime("%Y-%m-%d %H:%M UTC")
+    address = entry.address
+    details = (
+        f"the submit of {address} at {started} got no clear answer, and no run that could be "
+        f"its run is listed yet: {len(listings)} of {needed} run listings since then showed "
+        "none; it is not sent again until the Platform had time to list it",
+        f"sent again automatically by an apply after {due.strftime('%Y-%m-%d %H:%M UTC')} "
+        f"(in {_minutes(left)}) once {needed} listings have shown no match; adopted at once "
+        "if the run appears",
+        f"fix: if you know the outcome, say so: `osmosis-state resolve {address} --submitted "
+        f"RUN` (the run it created) or `osmosis-state resolve {address} --not-submitted`",
+    )
+    return PlanItem(
+        action=Action.UNKNOWN,
+        address=address,
+        reason=Reason.OUTCOME_UNKNOWN,
+        before_digest=before,
+        after_digest=sent,
+        benchmark_id=intent.benchmark_id,
+        details=details,
+        listed_at=draft.observed.observed_at,
+    )
+
+
+def _minutes(seconds: float) -> str:
+    minutes = int((seconds + 59) // 60)
+    return "1 minute" if minutes == 1 else f"{minutes} minutes"

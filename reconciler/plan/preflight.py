@@ -516,10 +516,24 @@ def _secret_problems(
         return []
     problems = []
     for name in needed:
+        if name in observed.personal_secrets:
+            warnings.append(
+                f"secret {name} exists only at personal scope (yours): this plan sees it, but "
+                "an apply in CI, with the workspace's token, will not and the submit will "
+                f"fail there; fix: `{secret_command(name, observed)}` (store it at workspace "
+                "scope)"
+            )
         if name in observed.secrets:
             continue
         owner = benchmark.name if benchmark is not None else wanted.benchmark
         why = f"referenced by {wanted.path}" if name in referenced else f"required by {owner}"
+        # A misspelt name must not get only the fix that creates the misspelt record.
+        close = difflib.get_close_matches(name, sorted(observed.secrets), n=1, cutoff=0.75)
+        if close and name in referenced:
+            why += (
+                f'; did you mean "{close[0]}", which exists? Then fix the name in '
+                f"{wanted.path} instead of creating {name}"
+            )
         problems.append(
             Problem(
                 Reason.SECRET_MISSING,

@@ -19,7 +19,7 @@ from reconciler.plan.guards import summarise
 REFRESH = "refresh"
 """Not a plan action: record observed statuses in the lockfile even when nothing else is
 to be done (an apply that acts always records the statuses it observed)."""
-KINDS = (*(a.value for a in Action if a is not Action.BLOCKED), REFRESH)
+KINDS = (*(a.value for a in Action if a not in (Action.BLOCKED, Action.UNKNOWN)), REFRESH)
 """What ``--only`` accepts, in the order the help lists them."""
 PAID_OR_DESTRUCTIVE = frozenset({Action.SUBMIT, Action.REPLACE, Action.STOP})
 """The guards (``max_stops``, ``max_attempts``) are about these; without them they cannot fire."""
@@ -45,6 +45,9 @@ def _allowed(item: PlanItem, kinds: frozenset[str]) -> bool:
         # A blocked item is a submit or replace that cannot run: it belongs to that kind.
         intended = (item.blocked and item.blocked.intended_action) or Action.SUBMIT
         return intended.value in kinds
+    if item.action is Action.UNKNOWN:
+        # Records only what the run list showed (evidence), like a refresh; never pays.
+        return REFRESH in kinds or Action.SUBMIT.value in kinds
     return item.action.value in kinds
 
 
@@ -68,7 +71,8 @@ def restrict_plan(plan: Plan, kinds: Iterable[str]) -> Plan:
         update={
             "items": kept,
             "summary": summary,
-            "warnings": (*plan.warnings, warning),
+            # What the observation said about a held-back item stays said (design.md §6).
+            "warnings": (*plan.warnings, *held_warnings(held), warning),
             "errors": plan.errors if guarded else (),
             # A held-back adoption's run must stay in view of the next plan's run list.
             "observed_until": None
@@ -76,3 +80,10 @@ def restrict_plan(plan: Plan, kinds: Iterable[str]) -> Plan:
             else plan.observed_until,
         }
     )
+
+
+def held_warnings(held: Iterable[PlanItem]) -> tuple[str, ...]:
+    """The warnings of items left out of a plan (``--only``, ``--target``), as plan
+    warnings naming their address: they come from the observation, and leaving an action
+    for later must not hide them."""
+    return tuple(f"{item.address}: {warning}" for item in held for warning in item.warnings)

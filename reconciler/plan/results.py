@@ -1,9 +1,9 @@
-"""The results table: scores of recorded ended runs next to the address's previous run."""
+"""The results table: scores of recorded ended runs next to the address's previous
+comparable run."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from reconciler.model import (
     AgentResult,
@@ -15,6 +15,7 @@ from reconciler.model import (
     RunStatus,
     glob_match,
 )
+from reconciler.results.runs import address_runs, leaderboard_comparable, previous_comparable
 
 
 def result_rows(
@@ -24,22 +25,15 @@ def result_rows(
 ) -> tuple[ResultRow, ...]:
     """One row per agent of every recorded ended run that has scores, by address.
 
-    Each row carries the same agent index's scores from the address's newest earlier run
-    that has them (history is newest first), so the table can say what changed, and the
-    benchmark's published score for the same model and harness (``benchmarks``: the
-    observed catalog entries) with its count of unavailable tasks.
+    Comparable by construction (``reconciler.results.runs``): each row carries the same
+    agent index's scores from the address's previous *comparable* run (same benchmark, task
+    selection and agents, and complete: a failed or stopped run is partial and is never
+    another run's previous), else what changed; and the benchmark's published score for the
+    same model and harness (``benchmarks``: the observed catalog entries) only when the run
+    covered the full benchmark or a recommended task set.
     ``targets`` (address globs, empty = all) narrows the table like it narrows the plan.
     """
     catalog = {info.id: info for info in benchmarks if info is not None}
-    previous: dict[str, tuple[str | None, str | None, dict[int, Any]]] = {}
-    for old in recorded.history:
-        if old.results is None or old.address in previous:
-            continue
-        current = recorded.runs.get(old.address)
-        if current is not None and current.run_id == old.run_id:
-            continue  # the same run (moved away and back): not an earlier run
-        by_index = {agent.agent_index: agent for agent in old.results.agents}
-        previous[old.address] = (old.run_id, old.run_name, by_index)
     rows: list[ResultRow] = []
     for address in sorted(recorded.runs):
         entry = recorded.runs[address]
@@ -47,8 +41,13 @@ def result_rows(
             continue
         if targets and not glob_match(address, targets):
             continue
-        prev_id, prev_name, prev_agents = previous.get(address, (None, None, {}))
+        runs = address_runs(recorded, address)
+        older, changes = previous_comparable(runs, 0) if runs else (None, [])
+        prev_agents: dict[int, AgentResult] = (
+            {a.agent_index: a for a in older.agents} if older is not None else {}
+        )
         info = catalog.get(entry.benchmark_id or "")
+        board_ok = info is not None and leaderboard_comparable(entry.spec, info)
         for agent in sorted(entry.results.agents, key=lambda a: a.agent_index):
             before = prev_agents.get(agent.agent_index)
             rows.append(
@@ -59,9 +58,12 @@ def result_rows(
                     status=entry.status,
                     agent=agent,
                     previous=before,
-                    previous_run_id=prev_id if before is not None else None,
-                    previous_run_name=prev_name if before is not None else None,
-                    leaderboard=published_score(info, entry, agent) if info else None,
+                    previous_run_id=older.run_id if before is not None and older else None,
+                    previous_run_name=older.run_name if before is not None and older else None,
+                    previous_note="; ".join(changes) if older is None and changes else None,
+                    leaderboard=published_score(info, entry, agent)
+                    if info is not None and board_ok
+                    else None,
                     unavailable_tasks=len(info.unavailable_tasks) if info else 0,
                     unavailable_reason=info.unavailable_reason if info else None,
                 )

@@ -49,11 +49,14 @@ from reconciler.render.pieces import (
     reason_text,
     unmanaged_line,
 )
+from reconciler.results.table import Column, fit_table, wrap_cell
 
 # --------------------------------------------------------------------------- results
 
 TEXT_RESULT_ROWS = 20
 """The text render lists at most this many result rows (markdown and json list them all)."""
+TEXT_WIDTH = 100
+"""The results table fits this many columns."""
 
 
 def _pct(value: float) -> str:
@@ -89,10 +92,11 @@ def _agent_label(agent: AgentResult) -> str:
 
 
 def _versus_previous(row: ResultRow) -> str:
-    """``+4.2 pts (prev 61.0%)``: the pass@1 change against the previous run of the address."""
+    """``+4.2 pts (prev 61.0%)``: the pass@1 change against the previous comparable run of
+    the address (else what changed)."""
     before = row.previous
     if before is None:
-        return "–"
+        return f"not comparable: {row.previous_note}" if row.previous_note else "–"
     if before.pass_at_1 is None or row.agent.pass_at_1 is None:
         return f"prev {_pass_at_1(before)}"
     points = round((row.agent.pass_at_1 - before.pass_at_1) * 100, 1)
@@ -159,17 +163,30 @@ def format_table(
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
-def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
-    """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``."""
-    out = [
-        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; "
-        "change against the previous run of the address):",
-        "",
-    ]
+RESULT_COLUMNS = (
+    Column("address", wrap=True),
+    Column("run", wrap=True),
+    Column("agent", wrap=True),
+    Column("pass@1", wrap=True),
+    Column("pass@k", drop=4),
+    Column("cost/task", right=True, drop=3),
+    Column("vs previous", wrap=True, drop=2),
+    Column("vs leaderboard", wrap=True, drop=1),
+)
+
+
+def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[str]:
+    """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``, fitted
+    to ``width`` columns (``results.table``: columns left out, names wrapped, nothing cut)."""
+    title = (
+        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; change "
+        "against the previous comparable run of the address):"
+    )
+    out = [*wrap_cell(title, width), ""]
     table = [
         [
             _e(row.address),
-            _result_run(row),
+            _result_run(row, with_id=False),
             _agent_label(row.agent),
             _pass_at_1(row.agent),
             _pass_at_k(row.agent),
@@ -179,26 +196,42 @@ def _text_results(rows: tuple[ResultRow, ...]) -> list[str]:
         ]
         for row in rows[:TEXT_RESULT_ROWS]
     ]
-    headers = [
-        "address", "run", "agent", "pass@1", "pass@k", "cost/task", "vs previous",
-        "vs leaderboard",
-    ]  # fmt: skip
+    columns = list(RESULT_COLUMNS)
     if not any(row.leaderboard is not None for row in rows[:TEXT_RESULT_ROWS]):
-        headers.pop()
+        columns.pop()
         table = [cells[:-1] for cells in table]
-    out.extend(f"  {line}" for line in format_table(headers, table, right=(5,)))
+    lines, dropped = fit_table(columns, table, width)
+    out.extend(lines)
     more = len(rows) - TEXT_RESULT_ROWS
+    notes: list[str] = []
     if more > 0:
-        out.append(f"  ... {more:,} more (see --format markdown or json)")
-    out.extend(f"  {note}" for note in _unsuccessful_notes(rows))
-    out.extend(f"  note: {note}" for note in _unavailable_notes(rows))
+        notes.append(f"... {more:,} more (see --format markdown or json)")
+    if dropped:
+        notes.append(
+            f"left out to fit {width} columns: {', '.join(dropped)} "
+            "(see --format markdown or json, or osmosis-results)"
+        )
+    notes += _unsuccessful_notes(rows)
+    notes += [f"note: {note}" for note in _unavailable_notes(rows)]
+    for note in notes:
+        wrapped = wrap_cell(note, width - 6)
+        out.append("  " + wrapped[0])
+        out.extend("      " + line for line in wrapped[1:])
     out.append("")
     return out
 
 
-def _result_run(row: ResultRow) -> str:
-    label = _run_label(row.run_name, row.run_id)
-    return f"{label} ({row.status})" if RunStatus.of(row.status).is_unsuccessful else label
+def render_results_text(rows: Sequence[ResultRow], width: int = TEXT_WIDTH) -> str:
+    """The text results table of ``rows`` alone (``osmosis-apply --wait`` prints it for the
+    runs it downloaded: the same table as the plan's)."""
+    return "\n".join(_text_results(tuple(rows), width)) + "\n" if rows else ""
+
+
+def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
+    label = (
+        _run_label(row.run_name, row.run_id) if with_id else _e(row.run_name or row.run_id or "")
+    )
+    return f"{label} (partial: {row.status})" if RunStatus.of(row.status).is_unsuccessful else label
 
 
 def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:

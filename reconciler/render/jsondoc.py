@@ -15,18 +15,21 @@ from reconciler.model import (
     RecordedChange,
 )
 from reconciler.render import _result_to_dict
+from reconciler.render.generators import generator_to_dict, source_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
-    data = _flat_item(item)
+    document = _item_fields(item)
+    if item.listed_at is not None:  # only an unknown outcome has one
+        document["listed_at"] = item.listed_at.isoformat()
     if item.smoke is not None:
         # Only on items with a smoke stage, so plans without one are unchanged.
-        data["smoke"] = item.smoke.model_dump()
-        data["smoke"]["tasks"] = list(item.smoke.tasks)
-    return data
+        document["smoke"] = item.smoke.model_dump()
+        document["smoke"]["tasks"] = list(item.smoke.tasks)
+    return document
 
 
-def _flat_item(item: PlanItem) -> dict[str, Any]:
+def _item_fields(item: PlanItem) -> dict[str, Any]:
     # The saved plan's format is flat (format_version 1.0); the model groups these.
     blocked = item.blocked
     return {
@@ -66,6 +69,8 @@ def _flat_item(item: PlanItem) -> dict[str, Any]:
         "spec": json.loads(json.dumps(item.spec, sort_keys=True))
         if item.spec is not None
         else None,
+        # Only on a generator's addresses, so plans without generators keep their shape.
+        **({"source": source_to_dict(item.source)} if item.source is not None else {}),
     }
 
 
@@ -101,6 +106,11 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "unmanaged": [_unmanaged_to_dict(run) for run in plan.unmanaged],
         "observed_until": plan.observed_until.isoformat() if plan.observed_until else None,
         "ignored": [{"path": path, "why": why} for path, why in plan.ignored],
+        **(
+            {"generators": [generator_to_dict(g) for g in plan.generators]}
+            if plan.generators
+            else {}
+        ),
     }
 
 

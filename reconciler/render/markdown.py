@@ -8,6 +8,7 @@ from reconciler.model import (
     PlanItem,
 )
 from reconciler.render import _md_results
+from reconciler.render.generators import generator_grids
 from reconciler.render.pieces import (
     DRIFT_TEXT,
     MARKDOWN_MARKER,
@@ -82,6 +83,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         text += "".join(f"- :x: {_md_text(error)}\n" for error in plan.errors) + "\n"
 
     budget = max_chars - 400  # room for the truncation note
+    grids = generator_grids(plan)
+    if grids and len(text) + len(grids) <= budget // 2:
+        text += grids
     left_items = 0
     left_drift = 0
 

@@ -29,6 +29,7 @@ ACTION_VERBS = {
     Action.ADOPT: "adopt a run already on the Platform (no new run)",
     Action.MOVE: "move the entry to a renamed config (no Platform call)",
     Action.BLOCKED: "blocked: cannot succeed as configured",
+    Action.UNKNOWN: "unknown outcome: a submit got no clear answer; not sent again yet",
 }
 
 REASON_TEXT = {
@@ -59,6 +60,7 @@ REASON_TEXT = {
     Reason.PLATFORM_REFUSED: "the Platform refused this config",
     Reason.SMOKE_PASSED: "its smoke run ended well",
     Reason.SMOKE_FAILED: "its smoke run did not end well",
+    Reason.OUTCOME_UNKNOWN: "a submit's outcome is unknown (no matching run listed yet)",
 }
 
 DRIFT_TEXT = {
@@ -78,6 +80,7 @@ _ANSI = {
     Action.ADOPT: "\x1b[36m",
     Action.MOVE: "\x1b[35m",
     Action.BLOCKED: "\x1b[1;31m",
+    Action.UNKNOWN: "\x1b[1;33m",
 }
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"

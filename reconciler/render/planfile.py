@@ -35,6 +35,7 @@ from reconciler.model import (
     ResultRow,
     Smoke,
 )
+from reconciler.render.generators import generators_from_dicts, source_from_dict
 from reconciler.render.jsondoc import plan_to_dict
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -108,6 +109,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 requested_by=a.get("requested_by"),
                 requested_subject=a.get("requested_subject"),
                 download_types=tuple(a.get("download_types", ())),
+                listed_at=_datetime_or_none(a.get("listed_at")),
                 context=a.get("context"),
                 cost=Cost(
                     usd_low=a["cost_usd"].get("low"),
@@ -123,6 +125,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
                 smoke=_smoke(a.get("smoke")),
+                source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
         )
@@ -171,6 +174,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             unmanaged_count=data.get("unmanaged_count"),
             observed_until=_datetime_or_none(data.get("observed_until")),
             ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
+            generators=generators_from_dicts(data.get("generators", ())),
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc

@@ -10,6 +10,7 @@ from reconciler.model import (
     PlanItem,
 )
 from reconciler.render import _money, _text_results
+from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
     _ANSI,
     _BOLD,
@@ -49,6 +50,9 @@ def summary_line(plan: Plan) -> str:
         parts.append(f"{s.move:,} to move")
     if s.blocked:
         parts.append(f"{s.blocked:,} blocked")
+    unknown = sum(1 for item in plan.items if item.action is Action.UNKNOWN)
+    if unknown:
+        parts.append(f"{unknown:,} unknown outcome{'' if unknown == 1 else 's'}")
     word = "attempt" if s.attempts == 1 else "attempts"
     cost = ""
     if s.cost_usd_high is not None:
@@ -85,6 +89,9 @@ def smoke_suffix(item: PlanItem) -> str:
 def _item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
+    source = source_line(item)
+    if source:
+        lines.append(source)
     run = _run_label(item.run_name, item.run_id)
     if run:
         label = "old run" if item.action is Action.REPLACE else "run"
@@ -140,6 +147,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     out: list[str] = []
     if plan.items or plan.drift:
         out += [_header(plan), ""]
+    out += generator_lines(plan)
     if plan.items:
         out.append("Actions are shown with these symbols:")
         for action in _present_actions(plan):

@@ -71,6 +71,7 @@ from reconciler.errors import StateError
 from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
+    Baseline,
     Downloads,
     HistoryEntry,
     Intent,
@@ -78,6 +79,8 @@ from reconciler.model import (
     RecordedRun,
     Rejection,
     RunResults,
+    model_identity,
+    selection_digest,
 )
 from reconciler.paths import check_inside, relative_path_problem
 
@@ -356,6 +359,13 @@ def serialize(state: LockState) -> str:
             f"rejections.{_toml_key(address)}",
             [(name, getattr(rejection, name)) for name in Rejection.model_fields],
         )
+    for address in sorted(state.baselines):
+        baseline = state.baselines[address]
+        _emit_table(
+            out,
+            f"baselines.{_toml_key(address)}",
+            [(name, getattr(baseline, name)) for name in Baseline.model_fields],
+        )
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -570,8 +580,11 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
             for rel in downloads["sha256"]:
                 _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
         data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
-    intent = table.get("intent")
+    intent: Any = table.get("intent")
     if isinstance(intent, dict):
+        listings: Any = intent.get("listings")
+        if isinstance(listings, list):
+            intent = {**intent, "listings": tuple(listings)}
         data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
@@ -589,12 +602,22 @@ def _build_rejection(address: str, table: Any, filename: str, locator: _Locator)
     return _validate(Rejection, data, filename, locator, base)
 
 
+def _build_baseline(address: str, table: Any, filename: str, locator: _Locator) -> Baseline:
+    base: list[str | int] = ["baselines", address]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    return _validate(Baseline, dict(table), filename, locator, base)
+
+
 def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
-    data = {name: None for name in _HISTORY_NULLABLE}
+    data: dict[str, Any] = {name: None for name in _HISTORY_NULLABLE}
     data.update(table)
+    models: Any = table.get("models")
+    if isinstance(models, list):
+        data["models"] = tuple(models)
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
@@ -622,6 +645,7 @@ _HEADER_KEYS = frozenset(
         "runs",
         "rejections",
         "history",
+        "baselines",
     }
 )
 
@@ -1062,6 +1086,13 @@ def parse(text: str, filename: str) -> LockState:
     history = tuple(
         _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
     )
+    baselines_table = raw.get("baselines", {})
+    if not isinstance(baselines_table, dict):
+        raise _shape_error(filename, locator, ["baselines"], "must be a table of addresses")
+    baselines = {
+        address: _build_baseline(address, table, filename, locator)
+        for address, table in baselines_table.items()
+    }
     return LockState(
         version=version,
         lineage=raw["lineage"],
@@ -1074,6 +1105,7 @@ def parse(text: str, filename: str) -> LockState:
         runs=runs,
         rejections=rejections,
         history=history,
+        baselines=baselines,
     )
 
 
@@ -1082,8 +1114,15 @@ def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
 
     Format 2 records the root commit beside the repository (``LockState.root_commit``);
     format 1 knew it only when the repository had no remote (``repository = "root:SHA"``).
-    Format 2 also adds ``stage`` (smoke runs) to entries, intents and history; a format 1
-    lockfile has no smoke runs, so those carry over as they are. Nothing else changed.
+    Format 2's other additions are optional fields, each of which means "nothing known" when
+    absent: an intent without ``listings`` has no quiet-period evidence yet, and a history
+    entry without ``outputs_pending`` or its cost inputs (``benchmark_id``, ``models``,
+    ``attempts_per_task``) owes no download and gives no cost sample. Whether a format-1
+    history entry's outputs were downloaded is not recorded, so none is assumed owed.
+    The ``[baselines."ADDR"]`` tables of ``osmosis-results accept`` and history entries'
+    ``task_count`` and ``selection`` are such fields too.
+    Entries, intents and history entries may hold ``stage = "smoke"`` (a smoke run); absent
+    means a full run, as every format-1 run was.
     """
     migrated = dict(raw)
     repository = raw.get("repository")
@@ -1526,10 +1565,35 @@ def add_history(state: LockState, entry: HistoryEntry) -> LockState:
     return state.model_copy(update={"history": cap_history((entry, *state.history))})
 
 
+OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
+"""History reasons after which an ended run's outputs are still fetched (``moved`` carries
+the run on under its new address; ``lost`` has no run to fetch from)."""
+OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
+"""Statuses of a run that ran to its end on its own: its outputs are results to keep."""
+
+
 def _history_entry(
     run: RecordedRun, reason: str, ended_at: datetime | None, address: str | None = None
 ) -> HistoryEntry:
+    downloaded = run.downloads is not None and run.downloads.complete
+    pending = (
+        reason in OUTPUTS_DUE_REASONS
+        and run.run_id is not None
+        and run.status in OUTPUTS_DUE_STATUSES
+        and not downloaded
+    )
+    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
     return HistoryEntry(
+        outputs_pending=True if pending else None,
+        benchmark_id=run.benchmark_id,
+        models=tuple(
+            model_identity((agent or {}).get("model") or {})
+            for agent in run.spec.get("agents") or []
+        )
+        or None,
+        attempts_per_task=per_task
+        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
+        else None,
         address=address or run.address,
         run_id=run.run_id,
         run_name=run.run_name,
@@ -1540,6 +1604,8 @@ def _history_entry(
         reason=reason,
         requested_by=run.requested_by,
         results=None if run.stage == "smoke" else run.results,
+        task_count=run.task_count,
+        selection=selection_digest(run.spec) if run.spec else None,
         stage=run.stage,
     )
 

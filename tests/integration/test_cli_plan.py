@@ -106,12 +106,15 @@ def test_editing_a_config_replaces_an_active_run_and_resubmits_a_finished_one(
     assert 'agents[0].model.model: "openai/gpt-5.2" -> "openai/gpt-5.4"' in text.out
 
     clock.advance(DAY)  # every run is terminal now
-    finished = plan_items(osm.plan("--format", "json"))
-    assert finished["tb/a"]["action"] == "submit"
+    doc = osm.plan("--format", "json").json()
+    of_a = {a["action"]: a for a in doc["actions"] if a["address"] == "tb/a"}
+    # The ended run's outputs are fetched in the same apply that submits the new config.
+    assert sorted(of_a) == ["download", "submit"]
     assert (
-        'agents[0].model.model: "openai/gpt-5.2" -> "openai/gpt-5.4"' in finished["tb/a"]["changes"]
+        'agents[0].model.model: "openai/gpt-5.2" -> "openai/gpt-5.4"' in of_a["submit"]["changes"]
     )
-    assert finished["tb/b"]["action"] == "download"
+    assert of_a["download"]["run_id"] == of_a["submit"]["run_id"]
+    assert plan_items(osm.plan("--format", "json"))["tb/b"]["action"] == "download"
 
 
 def test_a_comment_or_key_order_edit_plans_nothing(tmp_path: Path, platform: Platform) -> None:

@@ -29,6 +29,9 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (README, "## Quick start"): "this file: quick start",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
+    (DOCS / "generators.md", "# Generators: many runs from one file"): "test_docs_authoring.py",
+    (DOCS / "authoring.md", "# Authoring: the front door, fmt, show, policy rules, "
+     "installing"): "test_docs_authoring.py",
     (DOCS / "limits.md", "## Deadlines"): "test_limits_doc.py",
     (DOCS / "limits.md", "## Size caps"): "test_limits_doc.py",
     (DOCS / "limits.md", "## Numbers"): "test_limits_doc.py",
@@ -36,6 +39,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
     (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
+    (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

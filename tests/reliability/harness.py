@@ -71,12 +71,28 @@ _STATE_FILES = {"osmosis.lock", ".osmosis.lock.held"}
 # --------------------------------------------------------------------------- repos
 
 
-def make_repo(path: Path, configs: int, *, secret: str = SECRET_NAME) -> Path:
-    """A real git repository with ``configs`` distinct Terminal-Bench smoke configs."""
+RECOVERY_SETTINGS = """\
+[tool.osmosis-reconciler]
+# The recovery suites (crashes, faults, holes) measure convergence in a few rounds of apply
+# against a Platform whose run list does not leave runs out: one complete listing without
+# a match settles an unknown outcome there. The default quiet period (3 listings over 30
+# minutes) is measured by the unknown-outcome suite, whose list does leave runs out.
+unknown_outcome_listings = 1
+unknown_outcome_quiet_minutes = 0
+"""
+
+
+def make_repo(
+    path: Path, configs: int, *, secret: str = SECRET_NAME, settings: str | None = RECOVERY_SETTINGS
+) -> Path:
+    """A real git repository with ``configs`` distinct Terminal-Bench smoke configs (and
+    ``settings`` as its pyproject.toml, when given)."""
     bench = path / "benchmarks" / "tb"
     bench.mkdir(parents=True)
     for index in range(configs):
         (bench / f"c{index:02d}.toml").write_text(CONFIG.format(index=index, secret=secret))
+    if settings is not None:
+        (path / "pyproject.toml").write_text(settings)
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", f"{configs} benchmark configs")
@@ -86,10 +102,12 @@ def make_repo(path: Path, configs: int, *, secret: str = SECRET_NAME) -> Path:
 class RepoFactory:
     """Copies one template repository per scenario (cheaper than ``git init`` each time)."""
 
-    def __init__(self, root: Path, configs: int) -> None:
+    def __init__(
+        self, root: Path, configs: int, *, settings: str | None = RECOVERY_SETTINGS
+    ) -> None:
         self.root = root
         self.configs = configs
-        self.template = make_repo(root / "template", configs)
+        self.template = make_repo(root / "template", configs, settings=settings)
         self.count = 0
 
     def new(self) -> Path:

@@ -860,6 +860,48 @@ def test_perf_read_write_5000_entries(tmp_path: Path) -> None:
     )
 
 
+def test_format_1_is_read_and_written_back_as_format_2(tmp_path: Path) -> None:
+    # A format-1 lockfile (no baselines, history without benchmark/selection) reads as it is;
+    # the next write migrates it (``migrate_v1``) and it reads back the same but for the
+    # version.
+    old = (
+        HEADER
+        + '\n[[history]]\naddress = "a"\nrun_id = "r1"\nrun_name = "n1"\n'
+        + ('spec_digest = "sha256:' + "0" * 64 + '"\nstatus = "finished"\nreason = "replaced"\n')
+    )
+    path = write_text(tmp_path, old)
+    state = read_lockfile(path, platform="local", workspace="demo")
+    assert state.version == 1 and state.baselines == {}
+    assert state.history[0].selection is None
+    written = write_lockfile(path, state)
+    text = path.read_text(encoding="utf-8")
+    assert written.version == 2 and "\nversion = 2\n" in text
+    again = read_lockfile(path, platform="local", workspace="demo")
+    assert again.history == state.history and again.serial == state.serial + 1
+
+
+def test_baselines_round_trip_through_both_readers() -> None:
+    from reconciler.model import Baseline
+
+    state = LockState(
+        lineage=LINEAGE,
+        platform="local",
+        workspace="demo",
+        baselines={
+            "tb/smoke": Baseline(
+                run_id="r1",
+                run_name="calm-otter",
+                accepted_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+                accepted_at_commit="a" * 40,
+            )
+        },
+    )
+    text = serialize(state)
+    assert '[baselines."tb/smoke"]\nrun_id = "r1"\nrun_name = "calm-otter"\n' in text
+    assert parse(text, NAME) == state
+    assert tomllib.loads(text)["baselines"]["tb/smoke"]["run_id"] == "r1"
+
+
 def test_format_1_is_read_and_migrated_to_format_2_on_write(tmp_path: Path) -> None:
     """Issue 22: format 1 knew the root commit only as ``repository = "root:SHA"``; it is
     read, and written back as format 2 with ``root_commit`` recorded."""

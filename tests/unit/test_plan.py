@@ -84,7 +84,10 @@ def gone(entries, runs, missing=None) -> tuple[str, ...]:
 
 
 def submit_intent(
-    spec: dict, started_minutes_ago: float = 1.0, benchmark_id: str = "bench-hle"
+    spec: dict,
+    started_minutes_ago: float = 1.0,
+    benchmark_id: str = "bench-hle",
+    listed_minutes_ago: tuple[float, ...] = (),
 ) -> Intent:
     return Intent(
         op="submit",
@@ -92,7 +95,14 @@ def submit_intent(
         body_digest=digest(spec),
         spec=spec,
         benchmark_id=benchmark_id,
+        listings=tuple(NOW - timedelta(minutes=m) for m in listed_minutes_ago) or None,
     )
+
+
+def quiet_intent(spec: dict, benchmark_id: str = "bench-hle") -> Intent:
+    """A submit of unknown outcome 45 minutes ago, with two run listings since that showed no
+    match: with this plan's own listing, the quiet period (3 listings, 30 minutes) is over."""
+    return submit_intent(spec, 45, benchmark_id, listed_minutes_ago=(40, 20))
 
 
 def stop_intent(run_id: str) -> Intent:
@@ -167,10 +177,20 @@ CASES = [
         items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
     ),
     Case(
-        "deleted config with a terminal run forgets it",
+        "deleted config with a downloaded terminal run forgets it",
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
+        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "deleted config with an undownloaded ended run downloads it as it forgets it",
         entries=[recorded_run(A, "r1", status="finished")],
         runs=[observed_run("r1", "finished")],
-        items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+        items=[
+            (Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING),
+            (Action.FORGET, "hle/a", Reason.CONFIG_DELETED),
+        ],
     ),
     Case(
         "deleted config with a missing run forgets it and reports drift",
@@ -408,7 +428,10 @@ CASES = [
             observed_run("x1", "running", fingerprint=fingerprint_of(A2)),
         ],
         vouched=("x1",),
-        items=[(Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH)],
+        items=[
+            (Action.ADOPT, "hle/a", Reason.UNRECORDED_MATCH),
+            (Action.DOWNLOAD, "hle/a", Reason.RESULTS_MISSING),
+        ],
     ),
     Case(
         "a pending submit intent adopts its run",
@@ -436,15 +459,13 @@ CASES = [
     Case(
         "a matching run created long before the intent is not its run: resubmit",
         want=[A],
-        entries=[
-            recorded_run(A, None, status=None, intent=submit_intent(A.spec, started_minutes_ago=1))
-        ],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
         runs=[
             observed_run(
                 "x1",
                 "finished",
                 fingerprint=fingerprint_of(A),
-                created_at=NOW - timedelta(minutes=30),
+                created_at=NOW - timedelta(minutes=90),
             )
         ],
         # The old run is still a perfect match for the *config*, but it cannot be this
@@ -452,9 +473,38 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
     ),
     Case(
-        "no run for the intent: resubmit",
+        "no run for the intent after the quiet period: resubmit",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
+        items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
+    ),
+    Case(
+        "no run for a recent intent yet: unknown outcome, not sent again",
         want=[A],
         entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "three listings, but not 30 minutes since the submit: still unknown",
+        want=[A],
+        entries=[
+            recorded_run(
+                A, None, status=None, intent=submit_intent(A.spec, 20, listed_minutes_ago=(15, 5))
+            )
+        ],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "45 minutes, but only this plan's listing: still unknown",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec, 45))],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "the quiet period is a setting",
+        want=[A],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec, 6))],
+        settings={"unknown_outcome_listings": 1, "unknown_outcome_quiet_minutes": 5.0},
         items=[(Action.SUBMIT, "hle/a", Reason.RESUBMIT_AFTER_LOST)],
     ),
     Case(
@@ -467,7 +517,7 @@ CASES = [
     Case(
         "an unknown-fingerprint run of another benchmark does not block",
         want=[A],
-        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
         runs=[
             observed_run("x1", "pending", benchmark_id="bench-tb", fingerprint=None, created_at=NOW)
         ],
@@ -508,8 +558,9 @@ CASES = [
     Case(
         "a renamed and changed config is a delete plus a new config",
         want=[desired("hle/renamed", models=("x/y",))],
-        entries=[recorded_run(A, "r1", status="finished")],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
         runs=[observed_run("r1", "finished")],
+        outputs={"hle/a": ON_DISK},
         items=[
             (Action.FORGET, "hle/a", Reason.CONFIG_DELETED),
             (Action.SUBMIT, "hle/renamed", Reason.NEW_CONFIG),
@@ -821,7 +872,7 @@ def test_blocked_intent_tells_the_user_to_plan_again():
 
 
 def test_resubmit_after_lost_sends_the_desired_spec():
-    plan = plan_of([A2], entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))])
+    plan = plan_of([A2], entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))])
     (item,) = plan.items
     assert item.action is Action.SUBMIT and item.spec == A2.spec
 

@@ -111,6 +111,7 @@ def full_plan() -> Plan:
     )
     crashed = desired("hle/crashed", models=("google/gemini-2.5-pro",))
     held = desired("hle/held", models=("x/held",))
+    unsure = desired("hle/unsure", models=("meta/llama-4",))
     deleted_active = recorded_run(
         None,
         "run-del",
@@ -153,6 +154,18 @@ def full_plan() -> Plan:
                 started_at=NOW - timedelta(minutes=3),
                 body_digest=crashed.spec_digest,
                 spec=crashed.spec,
+                benchmark_id="bench-hle",
+            ),
+        ),
+        recorded_run(
+            unsure,
+            None,
+            status=None,
+            intent=Intent(
+                op="submit",
+                started_at=NOW - timedelta(minutes=4),
+                body_digest=unsure.spec_digest,
+                spec=unsure.spec,
                 benchmark_id="bench-hle",
             ),
         ),
@@ -199,7 +212,7 @@ def full_plan() -> Plan:
     # run-x1 is named by the remote state record: the evidence that adopts it (issue 22).
     observed = observation(*runs, outputs=outputs, missing=("run-gone",), vouched=("run-x1",))
     return compute_plan(
-        [new, tb_new, codex, blocked, done, moved, adopted, crashed, held],
+        [new, tb_new, codex, blocked, done, moved, adopted, crashed, held, unsure],
         lock(*entries),
         observed.model_copy(update={"workspace_runs": 1_250}),
         settings(skip=("hle/held",)),
@@ -341,7 +354,8 @@ def test_each_item_line_and_reason():
     assert "\n  -/+ terminal-bench/smoke\n      # config changed\n" in text
     assert '      requested by 3f9c2a1 "Add HLE parity run"\n' in text
     assert "secret set WANDB_API_KEY --scope workspace" in text
-    assert "Plan: 2 to submit, 1 to replace, 1 to stop, 1 to download, 2 to forget" in text
+    assert "Plan: 2 to submit, 1 to replace, 1 to stop, 2 to download, 2 to forget" in text
+    assert "1 blocked, 1 unknown outcome; 677 attempts." in text
 
 
 # --------------------------------------------------------------------------- markdown rules
@@ -466,7 +480,7 @@ def test_a_run_that_ended_failed_shows_its_status_and_how_to_rerun_it():
     )
     plan = Plan(results=(row,), workspace="w", platform="local")
     text = render_text(plan)
-    assert "calm-yak (r9) (failed)" in text
+    assert "calm-yak (partial: failed)" in text
     assert "tb/x: the run ended failed; re-run it with `osmosis-apply --replace tb/x`" in text
     md = render_markdown(plan)
-    assert "calm-yak (r9) (failed)" in md and '"Osmosis-Rerun: tb/x"' in md
+    assert "calm-yak (r9) (partial: failed)" in md and '"Osmosis-Rerun: tb/x"' in md

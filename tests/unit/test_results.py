@@ -33,6 +33,7 @@ from reconciler.platform.models import RunDetail
 from reconciler.render import (
     NO_CHANGES,
     TEXT_RESULT_ROWS,
+    _text_results,
     plan_from_dict,
     plan_to_dict,
     render_json,
@@ -237,10 +238,28 @@ def test_plan_lists_ended_runs_with_results_and_the_previous_run_of_the_address(
     ]
     first, second = plan.results
     assert first.agent == now.agents[0]
+    # The earlier runs had other agents: not comparable, and the row says why.
+    assert first.previous is None and first.previous_run_id is None
+    assert first.previous_note == second.previous_note == "agents changed"
+    # With the same agents the newest earlier run that has scores is the previous one.
+    same = state.model_copy(
+        update={
+            "history": (
+                gone("hle/a", "run-newer-no-scores", None),
+                gone(
+                    "hle/a",
+                    "run-old",
+                    results(agent(0, 0.611), agent(1, None, model="Claude", harness=None)),
+                ),
+                gone("hle/a", "run-oldest", results(agent(0, 0.1))),
+            )
+        }
+    )
+    first, second = compute_plan(wanted, same, seen, settings()).results
     assert first.previous == before.agents[0]
     assert (first.previous_run_id, first.previous_run_name) == ("run-old", "name-run-old")
-    # The previous run had no agent 1: nothing to compare with.
-    assert second.previous is None and second.previous_run_id is None
+    # The previous run's agent 1 had no pass@1: its row says so.
+    assert second.previous is not None and second.previous.pass_at_1 is None
     # Results are informational: the same state without them plans the same actions.
     bare = state.model_copy(
         update={
@@ -345,7 +364,11 @@ def results_plan() -> Plan:
         ended("tb/smoke", "run-t", results(agent(0, 0.5, cost_per_task=0.0034, ci_low=None))),
         ended("tb/same", "run-s", results(agent(0, 0.5))),
         history=(
-            gone("hle/parity", "run-1", results(agent(0, 0.611), agent(1, None))),
+            gone(
+                "hle/parity",
+                "run-1",
+                results(agent(0, 0.611), agent(1, None, model="Claude | Sonnet", harness=None)),
+            ),
             gone("tb/same", "run-s0", results(agent(0, 0.5))),
         ),
     )
@@ -386,11 +409,14 @@ def test_results_compare_with_the_leaderboard_entry_of_the_same_model_and_harnes
     assert other.leaderboard is None  # no published score for that model
     assert row.unavailable_tasks == 2
     text = render_text(plan)
-    assert "-4.7 pts vs leaderboard 70.0% (#1, parity)" in text
+    assert "-4.7 pts vs leaderboard 70.0% (#1, parity)" in "\n".join(
+        _text_results(plan.results, width=240)
+    )
     assert (
         "note: hle/parity: 2 tasks of the benchmark unavailable (image attachment missing "
         "upstream), not run or scored"
-    ) in text
+    ) in "\n".join(_text_results(plan.results, width=240))
+    assert "note: hle/parity: 2 tasks of the benchmark unavailable" in text
     assert "| -4.7 pts vs leaderboard 70.0% (#1, parity) |" in render_markdown(plan)
 
 
@@ -430,15 +456,21 @@ def test_markdown_results_table_compares_with_the_previous_run() -> None:
 def test_text_results_are_compact_and_capped() -> None:
     text = render_text(results_plan())
     assert "Results of 3 ended runs" in text
-    assert (
-        "  hle/parity  name-run-2 (run-2)  GPT-5 · codex              65.3% (60.3–70.3)  "
-        "pass@2 75.3%      $2.00  +4.2 pts (prev 61.1%)  -4.7 pts vs leaderboard 70.0% (#1, "
-        "parity)"
-    ) in text
-    # A table whose columns fit their content: every row's pass@1 starts under its header.
+    # At 100 columns: optional columns left out (and said), names wrapped, nothing cut.
     lines = text.splitlines()
     start = lines.index(next(line for line in lines if line.startswith("  address ")))
-    header, rows = lines[start], lines[start + 2 : start + 6]
+    table = lines[start : lines.index("", start)]
+    assert all(len(line) <= 100 for line in table), table
+    assert "65.3%" in table[2] and "+4.2 pts" in table[2] and "(60.3–70.3)" in table[3]
+    assert any("left out to fit 100 columns: " in line for line in lines)
+    wide = "\n".join(_text_results(results_plan().results, width=240))
+    assert (
+        "  hle/parity  name-run-2  GPT-5 · codex              65.3% (60.3–70.3)  "
+        "pass@2 75.3%      $2.00  +4.2 pts (prev 61.1%)  -4.7 pts vs leaderboard 70.0% (#1, "
+        "parity)"
+    ) in wide
+    # A table whose columns fit their content: every row's pass@1 starts under its header.
+    header, rows = table[0], [line for line in table[2:] if line.startswith(("  hle/", "  tb/"))]
     column = header.index("pass@1")
     assert all(row[column - 2 : column] == "  " and row[column] != " " for row in rows), rows
     many = Plan(

@@ -218,8 +218,14 @@ def test_action_installs_its_own_version_by_default() -> None:
         s for s in action()["runs"]["steps"] if s.get("name") == "Install osmosis-reconciler"
     )
     assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
-    assert 'source="${ACTION_PATH}[ci]"' in install["run"]
-    assert 'source="osmosis-reconciler[ci]==${VERSION}"' in install["run"]
+    assert 'source="osmosis-reconciler[ci] @ file://${ACTION_PATH}"' in install["run"]
+    # `version:` is a tag or commit of the action's repository, installed from its git URL
+    # (the tool is not on the package index).
+    assert (
+        'source="osmosis-reconciler[ci] @ git+https://github.com/${ACTION_REPOSITORY}@${VERSION}"'
+        in install["run"]
+    )
+    assert "git URL" in action()["inputs"]["version"]["description"]
 
 
 def test_action_commands_use_flags_the_clis_have() -> None:
@@ -378,7 +384,7 @@ def parse_hook_manifest(text: str) -> list[dict[str, str]]:
 
 def test_pre_commit_hook_manifest() -> None:
     hooks = parse_hook_manifest(read(HOOKS))
-    assert [h["id"] for h in hooks] == ["osmosis-validate"]
+    assert [h["id"] for h in hooks] == ["osmosis-validate", "osmosis-fmt"]
     hook = hooks[0]
     assert set(hook) <= MANIFEST_KEYS
     assert {"id", "name", "entry", "language"} <= set(hook)
@@ -396,6 +402,24 @@ def test_pre_commit_hook_manifest() -> None:
         "pyproject.toml",
     ):
         assert not files.search(other), other
+    fmt = hooks[1]
+    assert set(fmt) <= MANIFEST_KEYS
+    # fmt takes the staged file names and changes nothing with --check.
+    assert fmt["entry"] == "osmosis-reconciler fmt --check"
+    assert "pass_filenames" not in fmt
+    assert fmt["files"] == hook["files"]
+
+
+def test_the_fmt_hook_is_the_installed_front_door_with_that_flag() -> None:
+    from reconciler.cli.authoring import fmt_parser
+
+    hook = parse_hook_manifest(read(HOOKS))[1]
+    program, verb, *flags = hook["entry"].split()
+    scripts = tomllib.loads(read(ROOT / "pyproject.toml"))["project"]["scripts"]
+    assert program in scripts and verb == "fmt"
+    help_text = fmt_parser().format_help()
+    for flag in flags:
+        assert flag in help_text
 
 
 def test_pre_commit_entry_is_an_installed_console_script_with_that_flag() -> None:

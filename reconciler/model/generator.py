@@ -1,0 +1,93 @@
+"""Value types of run generators (``*.matrix.toml``): where an expanded run came from, and
+what each generator produced. Pure data; ``reconciler.config.generator`` builds them, the
+plan's generator phase and the renderers read them.
+
+This module imports nothing from ``reconciler.model`` so that ``model`` can re-export it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CellSource(_Frozen):
+    """Where one expanded run came from: the generator file and its cell."""
+
+    file: str
+    """The generator, relative to the repository root."""
+    kind: str = "generator"
+    cell: dict[str, str] = Field(default_factory=dict)
+    """Axis name -> element key, in address order."""
+    line: int | None = None
+    """Line of the cell's first element in the generator file."""
+    note: str | None = None
+    """For a vanished cell: which element went and how (``element removed: model "o3"``)."""
+
+
+class GeneratorMove(_Frozen):
+    """One ``[[moved]]`` block: the addresses it re-keys (old -> new)."""
+
+    line: int
+    pairs: tuple[tuple[str, str], ...] = ()
+    """(old address, new address) for every cell it applies to."""
+    label: str = ""
+    """How the plan names it: ``model "sonnet-4" -> "sonnet-4-5"``."""
+
+
+class GeneratorRemoval(_Frozen):
+    """One ``[[removed]]`` block: an element retired in the reviewed diff."""
+
+    axis: str
+    key: str
+    line: int
+    on_remove: str = "stop"
+
+
+class GeneratorProduct(_Frozen):
+    """What one generator file expands to, for the plan header, the PR grid and JSON."""
+
+    file: str
+    """The generator, relative to the repository root."""
+    prefix: str
+    """The address every cell starts with (``compare/frontier``)."""
+    axes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Axis name -> element keys, in address order (dict order is the address order)."""
+    element_lines: dict[str, int] = Field(default_factory=dict)
+    """``axis/key`` -> the line of the element in the file."""
+    cells: tuple[str, ...] = ()
+    """Every expanded address, sorted."""
+    excluded: int = 0
+    """Cells of the product that ``[[exclude]]`` took out (after includes)."""
+    included: int = 0
+    """Cells ``[[include]]`` put back or listed."""
+    on_remove: str = "stop"
+    """What a vanished, still-active cell gets: ``stop``, ``forget`` or ``finish``."""
+    removed: tuple[GeneratorRemoval, ...] = ()
+    moves: tuple[GeneratorMove, ...] = ()
+
+    @property
+    def runs(self) -> int:
+        return len(self.cells)
+
+    def product_line(self) -> str:
+        """``benchmark(3) × model(4) − 1 excluded = 11 runs``."""
+        text = " × ".join(f"{axis}({len(keys)})" for axis, keys in self.axes.items())
+        if self.excluded:
+            text += f" − {self.excluded} excluded"
+        if self.included:
+            text += f" + {self.included} included"
+        return f"{text} = {self.runs} run{'s' if self.runs != 1 else ''}"
+
+    def cell_of(self, address: str) -> dict[str, str] | None:
+        """The cell (axis -> key) an address of this generator names, known element or not;
+        None when the address is not one of this generator's shape."""
+        if not address.startswith(self.prefix + "/"):
+            return None
+        parts = address[len(self.prefix) + 1 :].split("/")
+        if len(parts) != len(self.axes):
+            return None
+        return dict(zip(self.axes, parts, strict=True))

@@ -1,0 +1,168 @@
+"""How the plan shows run generators: the product line of each in text, a grid per
+generator in the PR comment, and their JSON (``generators[]`` and each action's ``source``).
+
+Pure: takes the ``Plan`` and returns strings or plain data.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reconciler.escaping import escape_text
+from reconciler.model import (
+    Action,
+    CellSource,
+    GeneratorMove,
+    GeneratorProduct,
+    GeneratorRemoval,
+    Plan,
+    PlanItem,
+)
+
+
+def generator_lines(plan: Plan) -> list[str]:
+    """``benchmarks/compare/frontier.matrix.toml  generator  benchmark(3) × model(4) ...``."""
+    if not plan.generators:
+        return []
+    width = max(len(g.file) for g in plan.generators)
+    out = ["Generators:"]
+    for product in plan.generators:
+        out.append(f"  {escape_text(product.file).ljust(width)}  {product.product_line()}")
+    return [*out, ""]
+
+
+def source_line(item: PlanItem) -> str | None:
+    """The ``# ...`` line naming the generator cell of an item (None for a plain file)."""
+    source = item.source
+    if source is None:
+        return None
+    if source.note:
+        return f"# {escape_text(source.note)} in {escape_text(source.file)}"
+    cell = " × ".join(f"{axis}={key}" for axis, key in source.cell.items())
+    return f"# from {escape_text(source.file)} (cell {escape_text(cell)})"
+
+
+def _cell_text(item: PlanItem | None, in_product: bool) -> str:
+    if item is None:
+        return "=" if in_product else "excluded"
+    if item.action in (Action.SUBMIT, Action.REPLACE):
+        return f"{item.action.symbol} {item.attempts:,}"
+    return f"{item.action.symbol} {item.action.value}"
+
+
+def _md(text: str) -> str:
+    return escape_text(text).replace("|", "\\|")
+
+
+def generator_grids(plan: Plan) -> str:
+    """One markdown grid per generator: rows are the first axis, columns the others."""
+    if not plan.generators:
+        return ""
+    by_address: dict[str, PlanItem] = {}
+    for item in plan.items:
+        by_address.setdefault(item.address, item)
+    out = ""
+    for product in plan.generators:
+        axes = {name: list(keys) for name, keys in product.axes.items()}
+        for item in plan.items:
+            if item.source is None or item.source.file != product.file:
+                continue
+            for axis, key in item.source.cell.items():
+                if axis in axes and key not in axes[axis]:
+                    axes[axis].append(key)
+        names = list(axes)
+        first, rest = names[0], names[1:]
+        known = {name: set(product.axes[name]) for name in names}
+
+        def label(axis: str, key: str, known: Mapping[str, set[str]] = known) -> str:
+            return key if key in known[axis] else f"{key} (removed)"
+
+        columns: list[tuple[str, ...]] = (
+            list(itertools.product(*(axes[name] for name in rest))) if rest else [()]
+        )
+        heads = [" / ".join(label(n, k) for n, k in zip(rest, col, strict=True)) for col in columns]
+        cells = set(product.cells)
+        title = " × ".join(names)
+        out += f"**{_md(product.file)}** — {_md(title)}: {_md(product.product_line())}\n\n"
+        out += "| " + " | ".join([_md(first) if rest else "", *map(_md, heads or ["run"])]) + " |\n"
+        out += "|---" * (len(columns) + 1) + "|\n"
+        for key in axes[first]:
+            row = [label(first, key)]
+            for column in columns:
+                address = product.prefix + "/" + "/".join((key, *column))
+                row.append(_cell_text(by_address.get(address), address in cells))
+            out += "| " + " | ".join(_md(c) for c in row) + " |\n"
+        out += "\n"
+    return out
+
+
+# --------------------------------------------------------------------------- json
+
+
+def source_to_dict(source: CellSource) -> dict[str, Any]:
+    return {
+        "file": source.file,
+        "kind": source.kind,
+        "cell": dict(source.cell),
+        "line": source.line,
+        "note": source.note,
+    }
+
+
+def generator_to_dict(product: GeneratorProduct) -> dict[str, Any]:
+    return {
+        "file": product.file,
+        "prefix": product.prefix,
+        "axes": {name: list(keys) for name, keys in product.axes.items()},
+        "element_lines": dict(product.element_lines),
+        "cells": list(product.cells),
+        "excluded": product.excluded,
+        "included": product.included,
+        "runs": product.runs,
+        "on_remove": product.on_remove,
+        "removed": [removal.model_dump() for removal in product.removed],
+        "moved": [
+            {"line": m.line, "label": m.label, "pairs": [list(p) for p in m.pairs]}
+            for m in product.moves
+        ],
+        "product": product.product_line(),
+    }
+
+
+def generators_from_dicts(data: Sequence[Mapping[str, Any]]) -> tuple[GeneratorProduct, ...]:
+    return tuple(
+        GeneratorProduct(
+            file=g["file"],
+            prefix=g["prefix"],
+            axes={name: tuple(keys) for name, keys in g["axes"].items()},
+            element_lines=dict(g.get("element_lines", {})),
+            cells=tuple(g["cells"]),
+            excluded=g.get("excluded", 0),
+            included=g.get("included", 0),
+            on_remove=g.get("on_remove", "stop"),
+            removed=tuple(GeneratorRemoval.model_validate(r) for r in g.get("removed", ())),
+            moves=tuple(
+                GeneratorMove(
+                    line=m["line"],
+                    label=m.get("label", ""),
+                    pairs=tuple((p[0], p[1]) for p in m.get("pairs", ())),
+                )
+                for m in g.get("moved", ())
+            ),
+        )
+        for g in data
+    )
+
+
+def source_from_dict(data: Mapping[str, Any] | None) -> CellSource | None:
+    if not data:
+        return None
+    return CellSource(
+        file=data["file"],
+        kind=data.get("kind", "generator"),
+        cell=dict(data.get("cell", {})),
+        line=data.get("line"),
+        note=data.get("note"),
+    )
