@@ -318,6 +318,9 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
                 above=above,
                 tasks=tasks,
                 min_score=None if score is None else float(score),
+            )
+        )
+    return tuple(rules)
 
 
 def _rule_lines(text: str, source: SettingsSource) -> list[int]:
