@@ -74,7 +74,10 @@ because its config went has nothing worth a download)."""
 
 
 def _outputs_before_leaving(draft: Draft, entry: RecordedRun, run: ObservedRun | None) -> None:
-    """Download an ended run's outputs in the same apply that moves its entry to history."""
+    """Download an ended run's outputs in the same apply that moves its entry to history
+    (never a smoke run's: they are not the address's outputs)."""
+    if entry.stage == SMOKE:
+        return
     if run is not None and run.status in OUTPUTS_DUE_STATUSES:
         _plan_download(draft, entry, run)
 

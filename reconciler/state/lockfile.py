@@ -1581,6 +1581,7 @@ def _history_entry(
         and run.run_id is not None
         and run.status in OUTPUTS_DUE_STATUSES
         and not downloaded
+        and run.stage != "smoke"  # a smoke run's outputs are not the address's
     )
     per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
     return HistoryEntry(
