@@ -29,7 +29,6 @@ fraction of a second and removes its ``.partial``.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import queue
@@ -37,13 +36,12 @@ import re
 import secrets
 import stat
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import unquote
+from typing import Any
 
 import httpx
 
@@ -63,11 +61,48 @@ from reconciler.errors import (
     ScopeError,
     ServerError,
     TransportError,
-    UnsafePathError,
     UpgradeRequiredError,
 )
-from reconciler.model import DOWNLOAD_TYPES, LocalOutputs
-from reconciler.paths import check_inside
+from reconciler.outputs.layout import (  # noqa: F401  (re-exported)
+    _FIXED_FILES,
+    _MAX_NAME,
+    _SANITISE,
+    _WINDOWS_RESERVED,
+    _guard_reserved,
+    _is_within,
+    _sanitise,
+    _segment_is_unsafe,
+    classify_path,
+    normalize_types,
+    run_dir_name,
+    validate_path,
+)
+from reconciler.outputs.scan import (  # noqa: F401  (re-exported)
+    _hash_file,
+    _scan_files,
+    scan_outputs,
+)
+from reconciler.outputs.seam import (  # noqa: F401  (re-exported)
+    CHUNK_SIZE,
+    MSG_BAD_SIZE,
+    MSG_DUPLICATE,
+    MSG_LAYOUT,
+    MSG_NO_URL,
+    MSG_NO_USABLE,
+    MSG_NOTHING,
+    MSG_SYMLINK,
+    DownloadResult,
+    DownloadUrlLike,
+    ManifestEntry,
+    ManifestLike,
+    OutputSource,
+    _FileFailed,
+)
+from reconciler.outputs.tree import (  # noqa: F401  (re-exported)
+    _DIR_FLAGS,
+    _NOFOLLOW,
+    _RunTree,
+)
 from reconciler.redact import redact
 
 __all__ = [
@@ -83,8 +118,6 @@ __all__ = [
     "validate_path",
 ]
 
-CHUNK_SIZE = 1024 * 1024
-"""Streaming and hashing chunk: large, so per-chunk Python overhead stays negligible."""
 PIPELINE_MIN_BYTES = 4 * CHUNK_SIZE
 """Files at least this big are hashed and written on a helper thread (see ``_Sink``)."""
 PIPELINE_DEPTH = 4
@@ -106,22 +139,7 @@ IDLE_TIMEOUT_S = 30.0
 """Longest silence of a presigned GET before the attempt gives up."""
 CONNECT_TIMEOUT_S = 10.0
 
-MSG_LAYOUT = "Manifest path is outside the fixed run layout."
-MSG_DUPLICATE = "Manifest contains a duplicate path."
-MSG_SYMLINK = "Manifest path crosses a local symlink outside the run root."
-MSG_NO_USABLE = "The download manifest contained no usable run-scoped paths."
-MSG_NOTHING = "No downloadable files matched the requested selection."
-MSG_BAD_SIZE = "Manifest entry has an invalid size."
-MSG_NO_URL = "The Platform returned no download URL for this path."
 
-_FIXED_FILES = {"summary.csv": "summary", "results.csv": "results", "logs.txt": "logs"}
-_SANITISE = re.compile(r"[^A-Za-z0-9_-]")
-_WINDOWS_RESERVED = frozenset(
-    {"aux", "con", "nul", "prn"}
-    | {f"com{i}" for i in range(1, 10)}
-    | {f"lpt{i}" for i in range(1, 10)}
-)
-_MAX_NAME = 255
 _PARTIAL_TOKEN_HEX = 16
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
@@ -129,335 +147,10 @@ _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 # --------------------------------------------------------------------------- the seam
 
 
-class ManifestEntry(Protocol):
-    """One manifest file as the platform client returns it (``ManifestFile``)."""
-
-    path: str
-    size: int
-    token: str | None
-
-
-class ManifestLike(Protocol):
-    """The E8 response as the platform client returns it (``Manifest``); read only."""
-
-    @property
-    def files(self) -> Sequence[Any]: ...
-
-    @property
-    def totals(self) -> Any: ...
-
-
-class DownloadUrlLike(Protocol):
-    """One E9 item as the platform client returns it (``DownloadUrl``)."""
-
-    path: str
-    token: str | None
-    url: str
-
-
-class OutputSource(Protocol):
-    """The two Platform calls downloads need; ``PlatformClient`` satisfies it.
-
-    Implementations raise the ``PlatformError`` tree. ``get_download_urls`` receives at most
-    500 files per call.
-    """
-
-    def get_manifest(self, run_id: str, types: Sequence[str]) -> ManifestLike: ...
-
-    def get_download_urls(self, run_id: str, files: Sequence[Any]) -> Sequence[DownloadUrlLike]: ...
-
-
-@dataclass(frozen=True)
-class DownloadResult:
-    """What one ``download_run`` call achieved; ``apply`` turns it into ``model.Downloads``."""
-
-    directory: Path
-    """The run directory, ``<root>/<run-dir>``."""
-    types: tuple[str, ...]
-    """The selected output types, normalised."""
-    files_downloaded: int
-    files_skipped: int
-    """Files already complete on disk (regular file with the manifest size)."""
-    bytes_downloaded: int
-    total_files: int
-    """Usable manifest files (rejected paths are not counted)."""
-    total_bytes: int
-    failures: tuple[tuple[str, str], ...]
-    """``(manifest path, error)`` for every rejected path and failed file; no URLs inside."""
-    sha256: dict[str, str] = field(default_factory=dict)
-    """Manifest path -> hex sha256 of every file now complete on disk."""
-
-    @property
-    def complete(self) -> bool:
-        """True when every usable file is on disk and nothing was rejected."""
-        return not self.failures
-
-
 # --------------------------------------------------------------------------- naming
 
 
-def _sanitise(text: str) -> str:
-    return _SANITISE.sub("_", text).strip("_")
-
-
-def run_dir_name(run_name: str | None, run_id: str) -> str:
-    """The run directory name the osmosis CLI uses (platform-api.md §7.2).
-
-    The name keeps only ``[A-Za-z0-9_-]`` (others become ``_``, outer ``_`` stripped); when
-    that changed anything, left upper-case letters, or gives a Windows reserved device name,
-    ``--<sanitised run id>`` is appended so two runs can never share a directory. The result
-    is at most 255 characters and never empty.
-    """
-    sanitised_id = _sanitise(run_id) or "run"
-    if not run_name:
-        return _guard_reserved(sanitised_id[:_MAX_NAME])
-    base = _sanitise(run_name)
-    needs_suffix = (
-        base != run_name
-        or any(c.isupper() for c in base)
-        or base.lower() in _WINDOWS_RESERVED
-        or len(base) > _MAX_NAME
-    )
-    if not needs_suffix:
-        return base
-    if not base:
-        return _guard_reserved(sanitised_id[:_MAX_NAME])
-    suffix = "--" + sanitised_id
-    if len(suffix) > _MAX_NAME - 1:
-        suffix = suffix[: _MAX_NAME - 1]
-    return base[: _MAX_NAME - len(suffix)] + suffix
-
-
-def _guard_reserved(name: str) -> str:
-    # A run id like "con" would otherwise name a device on Windows.
-    return name + "--run" if name.lower() in _WINDOWS_RESERVED else name
-
-
-def normalize_types(types: Iterable[str]) -> tuple[str, ...]:
-    """Lower-case, trim and de-duplicate in order; ``all`` alone means all four types."""
-    out: list[str] = []
-    for raw in types:
-        value = raw.strip().lower()
-        if value and value not in out:
-            out.append(value)
-    if "all" in out:
-        if len(out) > 1:
-            raise DownloadError(
-                "--type all cannot be combined with other output types.",
-                "use either `all` or a list of summary, results, artifacts, logs",
-            )
-        return DOWNLOAD_TYPES
-    unknown = [t for t in out if t not in DOWNLOAD_TYPES]
-    if unknown or not out:
-        shown = ", ".join(unknown) if unknown else "(none)"
-        raise DownloadError(
-            f"Unknown --type value(s): {shown}. Choose from: summary, results, artifacts, logs, all.",
-            "fix download_types in [tool.osmosis-reconciler] or the --download-types flag",
-        )
-    return tuple(out)
-
-
 # --------------------------------------------------------------------------- path checks
-
-
-def _segment_is_unsafe(segment: str) -> bool:
-    if segment in ("", ".", ".."):
-        return True
-    # Undo percent-encoding until stable so %2e%2e, %252e%252e and %2f cannot smuggle a
-    # traversal past a later consumer that decodes.
-    decoded = segment
-    for _ in range(8):
-        nxt = unquote(decoded)
-        if nxt == decoded:
-            break
-        decoded = nxt
-    if decoded != segment:
-        if decoded in (".", "..") or "/" in decoded or "\\" in decoded or "\x00" in decoded:
-            return True
-    return False
-
-
-def classify_path(path: str, selected_types: Iterable[str] | None = None) -> str | None:
-    """The output type of a manifest path, or None when it is unsafe or outside the layout.
-
-    With ``selected_types``, a path of an unselected type is also None. Pure: looks at the
-    string only (symlinks are checked by ``download_run`` against the real directory).
-    """
-    if not isinstance(path, str) or not path:
-        return None
-    if path.startswith("/") or "\\" in path or "\x00" in path:
-        return None
-    segments = path.split("/")
-    if any(_segment_is_unsafe(s) for s in segments):
-        return None
-    if len(segments) == 1:
-        category = _FIXED_FILES.get(segments[0])
-    elif segments[0] == "artifacts" and len(segments) >= 3:
-        category = "artifacts"
-    else:
-        category = None
-    if category is None:
-        return None
-    if selected_types is not None and category not in set(selected_types):
-        return None
-    return category
-
-
-def validate_path(path: str, selected_types: Iterable[str] | None = None) -> str:
-    """``classify_path`` that raises ``UnsafePathError`` with the CLI's message instead of None."""
-    category = classify_path(path, selected_types)
-    if category is None:
-        raise UnsafePathError(
-            MSG_LAYOUT,
-            "the Platform sent a path this tool will not write; report it to the Platform "
-            "operator (the other files were still downloaded)",
-        )
-    return category
-
-
-def _is_within(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
-
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-class _RunTree:
-    """Which paths below a run directory are safe to write: none may lead outside it.
-
-    The way to the run directory is checked from ``anchor`` (the repository root) down:
-    ``.osmosis``, ``.osmosis/benchmarks`` and the run directory itself must be real
-    directories, never symlinks, whatever they point to (resolving the run directory first
-    made a linked one look like the root of its own tree). ``open_dir`` then opens every
-    directory one component at a time relative to its parent's descriptor with
-    ``O_NOFOLLOW``, creating what is missing with ``mkdirat``, so no symlink planted on the
-    way after the check can redirect a write.
-
-    Below the run directory, paths are POSIX and relative to it (manifest paths, already
-    checked by ``classify_path``). Each directory is looked at once per ``download_run``
-    call, with one ``lstat`` per segment not seen before; only a symlink is resolved, and it
-    must point inside the run directory. (Resolving every destination walked the whole path
-    from ``/`` per file: a tenth of the CPU time of downloading small files.) A directory
-    that does not exist yet is not remembered, so it is checked again once created.
-    """
-
-    def __init__(self, run_dir: Path, anchor: Path) -> None:
-        self.run_dir = run_dir
-        self.anchor = anchor
-        self.top = str(run_dir)
-        self.root = run_dir.resolve(strict=False)
-        self._safe: set[str] = {""}
-        self._lock = threading.Lock()
-        self._run_fd: int | None = None
-        self._run_created = False
-
-    def check_root(self) -> None:
-        """Raise ``DownloadError`` unless the way from the anchor to the run directory is
-        free of symlinks and stays inside the anchor."""
-        problem = check_inside(self.anchor, os.path.relpath(self.run_dir, self.anchor))
-        if problem is not None:
-            raise DownloadError(
-                f"{problem.path} {problem.message}: downloads are written only inside the "
-                "repository",
-                f"replace {problem.path} with a real directory (or remove it); the next apply "
-                "downloads the outputs again",
-            )
-
-    def open_dir(self, rel: str) -> tuple[int, bool]:
-        """Open (creating as needed) the directory ``rel`` of the run: a new descriptor, and
-        whether the directory itself was created by this call.
-
-        Raises ``_FileFailed`` when a component is a symlink that is not allowed, OSError
-        when the file system refuses.
-        """
-        if self._run_fd is None:
-            parts = Path(os.path.relpath(self.run_dir, self.anchor)).parts
-            # The anchor is the caller's own root (the repository): created like mkdir -p.
-            os.makedirs(self.anchor, exist_ok=True)
-            anchor_fd = os.open(self.anchor, _DIR_FLAGS)
-            try:
-                self._run_fd, self._run_created = self._walk(anchor_fd, parts, below_run=False)
-            finally:
-                os.close(anchor_fd)
-        if not rel:
-            return os.dup(self._run_fd), self._run_created
-        return self._walk(self._run_fd, tuple(rel.split("/")), below_run=True)
-
-    def _walk(self, base_fd: int, parts: Sequence[str], *, below_run: bool) -> tuple[int, bool]:
-        fd = os.dup(base_fd)
-        created = False
-        try:
-            for index, part in enumerate(parts):
-                try:
-                    child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
-                    created = False
-                except FileNotFoundError:
-                    try:
-                        os.mkdir(part, 0o777, dir_fd=fd)
-                        created = True
-                    except FileExistsError:
-                        created = False
-                    child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
-                except OSError as exc:
-                    # ELOOP: a symlink (O_NOFOLLOW); ENOTDIR: a file, or a link to one.
-                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                        raise
-                    # Below the run directory a symlink that stays inside it is allowed.
-                    if not below_run or not self.dir_ok("/".join(parts[: index + 1])):
-                        raise _FileFailed(MSG_SYMLINK, retry=False) from None
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                    created = False
-                os.close(fd)
-                fd = child
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, created
-
-    def close(self) -> None:
-        if self._run_fd is not None:
-            os.close(self._run_fd)
-            self._run_fd = None
-
-    def dir_ok(self, rel: str) -> bool:
-        with self._lock:
-            if rel in self._safe:
-                return True
-        parent = rel.rpartition("/")[0]
-        if not self.dir_ok(parent):
-            return False
-        state, _ = self._look(rel)
-        if state is None:  # not there yet: whoever creates it checks again
-            return True
-        if state:
-            with self._lock:
-                self._safe.add(rel)
-        return state
-
-    def file(self, rel: str) -> tuple[bool, os.stat_result | None]:
-        """Whether writing the file ``rel`` is safe, and its ``lstat`` when it exists.
-
-        Safe: its directories are, and the file is not a symlink leading outside.
-        """
-        if not self.dir_ok(rel.rpartition("/")[0]):
-            return False, None
-        inside, st = self._look(rel)
-        return inside is not False, st
-
-    def _look(self, rel: str) -> tuple[bool | None, os.stat_result | None]:
-        """``(None, None)`` when ``rel`` does not exist; else whether it stays inside the
-        run directory, and its ``lstat``."""
-        path = os.path.join(self.top, rel)  # rel has no "." or ".." segments
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return None, None
-        except OSError:  # e.g. not a directory: creating or writing it fails clearly
-            return True, None
-        if stat.S_ISLNK(st.st_mode):
-            return _is_within(Path(path).resolve(strict=False), self.root), st
-        return True, st
 
 
 # --------------------------------------------------------------------------- URL hygiene
@@ -503,16 +196,6 @@ def _is_fatal(exc: PlatformError) -> bool:
     )
 
 
-class _FileFailed(Exception):
-    """One attempt at one file failed; ``retry`` says whether another attempt may help."""
-
-    def __init__(self, message: str, *, retry: bool = True, refresh: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry = retry
-        self.refresh = refresh
-
-
 class DownloadInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM during ``download_run``; ``result`` holds what was completed."""
 
@@ -545,19 +228,6 @@ def _partial_base(name: str) -> str:
     if len(name.encode("utf-8")) > 200:
         return "." + hashlib.sha256(name.encode("utf-8")).hexdigest()[:32]
     return "." + name
-
-
-def _hash_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as f:
-        buf = bytearray(CHUNK_SIZE)
-        view = memoryview(buf)
-        while True:
-            n = f.readinto(buf)
-            if not n:
-                break
-            digest.update(view[:n])
-    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- the engine
@@ -1159,68 +829,4 @@ def _next_done(finished: queue.SimpleQueue[Future], cancel: threading.Event) -> 
         except queue.Empty:
             if shutdown.requested():
                 cancel.set()
-            continue
-
-
-def scan_outputs(
-    directory: Path,
-    recorded_sha256: Mapping[str, str],
-    *,
-    verify: bool = True,
-    anchor: Path | None = None,
-) -> LocalOutputs:
-    """What is on disk in a run directory: regular files present and recorded files changed.
-
-    ``present`` lists every regular file below ``directory`` (POSIX relative paths; temp
-    ``.partial`` files and symlinks excluded). With ``verify``, each recorded file that is
-    present is hashed and listed in ``changed`` when its sha256 differs. A run directory
-    reached through a symlink (checked from ``anchor``, the repository root, when given)
-    holds nothing: its files are not ours, and the download that follows refuses it.
-    """
-    directory = Path(directory)
-    empty = LocalOutputs(present=frozenset(), changed=frozenset())
-    if anchor is not None:
-        if check_inside(anchor, os.path.relpath(directory, anchor)) is not None:
-            return empty
-    elif os.path.islink(directory):
-        return empty
-    present: set[str] = set()
-    # Plain strings and scandir's cached entry types: a plan scans one directory per
-    # recorded run, and per-file pathlib objects and lstat calls dominated its cost.
-    _scan_files(str(directory), "", present)
-    changed: set[str] = set()
-    if verify:
-        top = str(directory)
-        for path, expected in recorded_sha256.items():
-            if path not in present:
-                continue
-            try:
-                actual = _hash_file(os.path.join(top, *path.split("/")))
-            except OSError:
-                continue
-            if actual.lower() != str(expected).lower():
-                changed.add(path)
-    return LocalOutputs(present=frozenset(present), changed=frozenset(changed))
-
-
-def _scan_files(top: str, prefix: str, present: set[str]) -> None:
-    """Add every regular file below ``top`` to ``present`` as ``prefix`` + POSIX path.
-
-    Symlinks (to files or directories) are neither listed nor followed; temp ``.partial``
-    files are skipped; unreadable directories are skipped.
-    """
-    try:
-        with os.scandir(top) as it:
-            entries = list(it)
-    except OSError:
-        return
-    for entry in entries:
-        name = entry.name
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                _scan_files(entry.path, prefix + name + "/", present)
-            elif entry.is_file(follow_symlinks=False):
-                if not (name.startswith(".") and name.endswith(".partial")):
-                    present.add(prefix + name)
-        except OSError:
             continue

@@ -49,8 +49,6 @@ values, platform-api.md §9.6) is stripped from every ``spec`` before writing.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import re
 import stat
@@ -59,16 +57,13 @@ import threading
 import time
 import tomllib
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, cast
-
-from pydantic import BaseModel, ValidationError
+from typing import Any
 
 from reconciler.crashpoints import crash_point
 from reconciler.errors import StateError
-from reconciler.escaping import escape_text
 from reconciler.model import (
     LOCKFILE_VERSION,
     Baseline,
@@ -79,10 +74,91 @@ from reconciler.model import (
     RecordedRun,
     Rejection,
     RunResults,
-    model_identity,
-    selection_digest,
 )
-from reconciler.paths import check_inside, relative_path_problem
+from reconciler.paths import check_inside
+from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
+    _CONFLICT_END,
+    _CONFLICT_MIDDLE,
+    _CONFLICT_START,
+    _TOML_POSITION,
+    _conflict_regions,
+    _describe_regions,
+    _Locator,
+    _path_str,
+)
+from reconciler.state.history import (  # noqa: F401  (re-exported)
+    HISTORY_LIMIT_PER_ADDRESS,
+    HISTORY_REASONS,
+    OUTPUTS_DUE_REASONS,
+    OUTPUTS_DUE_STATUSES,
+    _history_entry,
+    add_history,
+    cap_history,
+    put_run,
+    rekey_run,
+    retire_run,
+)
+from reconciler.state.provenance import (  # noqa: F401  (re-exported)
+    _PEEK_BYTES,
+    _PEEK_LINEAGE,
+    _PEEK_REPOSITORY,
+    _PEEK_SERIAL,
+    FOREIGN_STATE_FLAG,
+    check_provenance,
+    peek_header,
+    same_repository,
+)
+from reconciler.state.tables import (  # noqa: F401  (re-exported)
+    _HISTORY_NULLABLE,
+    _RESTORE_HINT,
+    _RUN_NESTED,
+    _build_baseline,
+    _build_history,
+    _build_rejection,
+    _build_results,
+    _build_run,
+    _check_path_value,
+    _describe_input,
+    _nullable_required,
+    _shape_error,
+    _validate,
+)
+from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
+    _BARE_KEY,
+    _ESCAPES,
+    _NEEDS_ESCAPE,
+    _emit_mapping,
+    _emit_table,
+    _escape_char,
+    _inline,
+    _toml_datetime,
+    _toml_float,
+    _toml_key,
+    _toml_str,
+)
+from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
+    _F_ARRAY_WS,
+    _F_BARE,
+    _F_COMMENT,
+    _F_DATETIME,
+    _F_EOL,
+    _F_FLAT_PAIR,
+    _F_FLAT_TABLE,
+    _F_HEADER_KEY,
+    _F_HEADER_LINE,
+    _F_NUMBER,
+    _F_SIMPLE_LINE,
+    _F_STR,
+    _F_STR_BODY,
+    _F_WORDS,
+    _F_WS,
+    _AlwaysMatches,
+    _f_key,
+    _f_value,
+    _fast_load,
+    _NotCanonical,
+    _utc,
+)
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -106,11 +182,6 @@ __all__ = [
     "write_lockfile",
 ]
 
-HISTORY_LIMIT_PER_ADDRESS = 20
-"""At most this many ``[[history]]`` entries are kept per address (the newest)."""
-
-HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"})
-"""``smoke``: a smoke run that left its address to the full run (or to a new smoke run)."""
 
 MAX_LOCKFILE_BYTES = 64 * 1024 * 1024
 """A lockfile larger than this is refused before it is read (5,000 full entries: ~6 MB)."""
@@ -120,121 +191,8 @@ HEADER_COMMENT = (
     "do not edit by hand."
 )
 
-_RESTORE_HINT = (
-    "restore the last good version from git (`git checkout HEAD -- {file}`), "
-    "then run `osmosis-apply --refresh-only`"
-)
 
 # --------------------------------------------------------------------------- emitting TOML
-
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\t": "\\t",
-    "\n": "\\n",
-    "\f": "\\f",
-    "\r": "\\r",
-}
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f]')
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group(0)
-    return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
-
-
-def _toml_str(value: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, value) + '"'
-
-
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else _toml_str(key)
-
-
-def _toml_datetime(value: datetime) -> str:
-    utc = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}"
-        f"T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}Z"
-    )
-
-
-def _toml_float(value: float) -> str:
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return repr(value)  # repr round-trips and is always a valid TOML float ("1.0", "1e-05")
-
-
-def _inline(value: Any, indent: str = "") -> str:
-    """A value on the right of ``=``: scalars, arrays and inline tables."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _toml_float(value)
-    if isinstance(value, str):
-        return _toml_str(value)
-    if isinstance(value, datetime):
-        return _toml_datetime(value)
-    if isinstance(value, Mapping):
-        items = [(k, v) for k, v in sorted(value.items()) if v is not None]
-        if not items:
-            return "{}"
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_inline(v)}" for k, v in items) + " }"
-    if isinstance(value, list | tuple | set | frozenset):
-        elements = [
-            v
-            for v in (sorted(value) if isinstance(value, set | frozenset) else value)
-            if v is not None
-        ]
-        if not elements:
-            return "[]"
-        if any(isinstance(v, Mapping) for v in elements):
-            # Arrays of objects (a spec's agents) get one element per line so a change to
-            # one agent is a one-line diff in git.
-            inner = indent + "  "
-            body = "".join(f"{inner}{_inline(v, inner)},\n" for v in elements)
-            return "[\n" + body + indent + "]"
-        return "[" + ", ".join(_inline(v, indent) for v in elements) + "]"
-    raise TypeError(f"cannot write a {type(value).__name__} to the lockfile")
-
-
-def _emit_table(
-    out: list[str],
-    header: str,
-    pairs: Iterable[tuple[str, Any]],
-    subtables: Iterable[tuple[str, Mapping[str, Any]]] = (),
-) -> None:
-    """Emit ``[header]``, its key/value lines, then each sub-table (depth first)."""
-    out.append("")
-    out.append(f"[{header}]")
-    for key, value in pairs:
-        if value is not None:
-            out.append(f"{_toml_key(key)} = {_inline(value)}")
-    for key, mapping in subtables:
-        _emit_mapping(out, f"{header}.{_toml_key(key)}", mapping)
-
-
-def _emit_mapping(out: list[str], header: str, mapping: Mapping[str, Any]) -> None:
-    """A free-form mapping (a spec, a sha256 map) as a table with sorted keys.
-
-    Non-empty nested mappings become sub-tables; everything else stays inline. TOML has no
-    null, so None values are left out (submit bodies omit unset fields anyway).
-    """
-    pairs: list[tuple[str, Any]] = []
-    subtables: list[tuple[str, Mapping[str, Any]]] = []
-    for key in sorted(mapping):
-        value = mapping[key]
-        if isinstance(value, Mapping) and any(v is not None for v in value.values()):
-            subtables.append((key, value))
-        else:
-            pairs.append((key, value))
-    _emit_table(out, header, pairs, subtables)
 
 
 def strip_secret_values(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -380,257 +338,6 @@ def serialize(state: LockState) -> str:
 
 # --------------------------------------------------------------------------- reading TOML
 
-_CONFLICT_START = re.compile(r"<{7}(?: |$)")
-_CONFLICT_MIDDLE = re.compile(r"(?:={7}|\|{7}(?: .*)?)$")
-_CONFLICT_END = re.compile(r">{7}(?: |$)")
-_TOML_POSITION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
-
-
-def _conflict_regions(lines: list[str]) -> list[tuple[int, int]]:
-    """1-based (first, last) line ranges of git merge-conflict blocks."""
-    regions: list[tuple[int, int]] = []
-    start: int | None = None
-    for number, line in enumerate(lines, 1):
-        if _CONFLICT_START.match(line):
-            if start is None:
-                start = number
-        elif _CONFLICT_END.match(line):
-            regions.append((start if start is not None else number, number))
-            start = None
-        elif _CONFLICT_MIDDLE.match(line) and start is None:
-            regions.append((number, number))  # a stray separator left after a bad resolve
-    if start is not None:
-        regions.append((start, len(lines)))
-    return regions
-
-
-def _describe_regions(regions: list[tuple[int, int]]) -> str:
-    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in regions]
-    if len(parts) == 1:
-        return f"line{'s' if '-' in parts[0] else ''} {parts[0]}"
-    return "lines " + ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def _path_str(parts: Iterable[str | int]) -> str:
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += ("." if text else "") + _toml_key(part)
-    return text
-
-
-class _Locator:
-    """Best-effort line numbers for key paths, so shape errors can say where."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines: list[str] = []
-        self.headers: dict[str, list[int]] = {}
-
-    def _index(self) -> None:
-        # Only built when an error needs a line number: a valid file never pays for it.
-        if self.lines or not self.text:
-            return
-        self.lines = self.text.splitlines()
-        for number, line in enumerate(self.lines, 1):
-            stripped = line.strip()
-            if stripped.startswith("["):
-                # Normalised header text (spaces removed) -> 1-based line numbers.
-                self.headers.setdefault(stripped.replace(" ", ""), []).append(number)
-
-    def line_of(self, path: list[str | int]) -> int | None:
-        self._index()
-        if len(path) >= 2 and path[0] == "history" and isinstance(path[1], int):
-            numbers = self.headers.get("[[history]]", [])
-            if path[1] >= len(numbers):
-                return None
-            return self._key_line(numbers[path[1]], path[2] if len(path) > 2 else None)
-        # The deepest table header that exists, then the first remaining key inside it.
-        for cut in range(len(path), 0, -1):
-            found = self.headers.get(("[" + _path_str(path[:cut]) + "]").replace(" ", ""))
-            if found:
-                rest = path[cut:]
-                return self._key_line(found[0], rest[0] if rest else None)
-        if path and isinstance(path[0], str):
-            return self._key_line(0, path[0]) or None
-        return None
-
-    def _key_line(self, header_line: int, key: str | int | None) -> int:
-        """The line of ``key`` in the table starting at ``header_line`` (0: top level)."""
-        if not isinstance(key, str):
-            return header_line
-        pattern = re.compile(
-            r"\s*(?:" + re.escape(key) + "|" + re.escape(_toml_str(key)) + r")\s*[=.]"
-        )
-        for index in range(header_line, len(self.lines)):
-            line = self.lines[index]
-            if line.lstrip().startswith("["):
-                break
-            if pattern.match(line):
-                return index + 1
-        return header_line
-
-
-def _shape_error(
-    filename: str, locator: _Locator, path: list[str | int], problem: str, hint: str | None = None
-) -> StateError:
-    line = locator.line_of(path)
-    where = f"{filename}:{line}" if line else filename
-    return StateError(
-        f"{where}: {_path_str(path) or '(top level)'}: {problem}",
-        hint
-        or ("the lockfile is written by osmosis-apply; " + _RESTORE_HINT.format(file=filename)),
-    )
-
-
-def _describe_input(value: Any) -> str:
-    if isinstance(value, int) and value.bit_length() > 64:
-        # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
-        return f"an integer of {value.bit_length():,} bits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _validate(
-    model: type[BaseModel],
-    data: dict[str, Any],
-    filename: str,
-    locator: _Locator,
-    base: list[str | int],
-) -> Any:
-    try:
-        return model.model_validate(data, strict=True)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        loc = [p for p in error["loc"]]
-        problem = error["msg"]
-        if error["type"] == "missing":
-            problem = "missing required key"
-        elif error["type"] == "extra_forbidden":
-            problem = "unknown key"
-        else:
-            problem += f" (found {_describe_input(error.get('input'))})"
-        raise _shape_error(filename, locator, base + loc, problem) from None
-
-
-def _nullable_required(model: type[BaseModel]) -> list[str]:
-    """Required fields that accept None: TOML has no null, so absence means None."""
-    names = []
-    for name, field in model.model_fields.items():
-        if field.is_required() and type(None) in getattr(field.annotation, "__args__", ()):
-            names.append(name)
-    return names
-
-
-_HISTORY_NULLABLE = _nullable_required(HistoryEntry)
-_RUN_NESTED = {"spec", "downloads", "intent", "results"}
-
-
-def _build_results(table: Any, filename: str, locator: _Locator, base: list[str | int]) -> Any:
-    """A ``results`` table as ``RunResults``; anything else is left for the model to refuse."""
-    if not isinstance(table, dict):
-        return table
-    data = dict(table)
-    if isinstance(data.get("agents"), list):
-        data["agents"] = tuple(data["agents"])
-    return _validate(RunResults, data, filename, locator, base)
-
-
-def _check_path_value(
-    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
-) -> None:
-    """Lockfile values that become paths (addresses, download directories, file names) are
-    validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
-    if not isinstance(value, str):
-        return  # the model names the wrong type
-    problem = relative_path_problem(value)
-    if problem is not None:
-        raise _shape_error(
-            filename,
-            locator,
-            path,
-            f"{what} {escape_text(value)!r} {problem}",
-            "a hand-edited or hostile lockfile: restore it from git "
-            f"(`git checkout -- {filename}`) or correct the value",
-        )
-
-
-def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
-    base: list[str | int] = ["runs", address]
-    _check_path_value(address, filename, locator, base, "the address")
-    if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
-    if "address" in table:
-        raise _shape_error(
-            filename, locator, base + ["address"], "unknown key (the address is the table name)"
-        )
-    data: dict[str, Any] = {"address": address, **table}
-    downloads = table.get("downloads")
-    if isinstance(downloads, dict):
-        downloads = dict(downloads)
-        if isinstance(downloads.get("types"), list):
-            downloads["types"] = tuple(downloads["types"])
-        where = base + ["downloads"]
-        _check_path_value(
-            downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
-        )
-        if isinstance(downloads.get("sha256"), dict):
-            for rel in downloads["sha256"]:
-                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
-        data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
-    intent: Any = table.get("intent")
-    if isinstance(intent, dict):
-        listings: Any = intent.get("listings")
-        if isinstance(listings, list):
-            intent = {**intent, "listings": tuple(listings)}
-        data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
-    if "results" in table:
-        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
-    return _validate(RecordedRun, data, filename, locator, base)
-
-
-def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
-    base: list[str | int] = ["rejections", address]
-    _check_path_value(address, filename, locator, base, "the address")
-    if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
-    data = dict(table)
-    if isinstance(data.get("issues"), list):
-        data["issues"] = tuple(data["issues"])
-    return _validate(Rejection, data, filename, locator, base)
-
-
-def _build_baseline(address: str, table: Any, filename: str, locator: _Locator) -> Baseline:
-    base: list[str | int] = ["baselines", address]
-    if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
-    return _validate(Baseline, dict(table), filename, locator, base)
-
-
-def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
-    base: list[str | int] = ["history", index]
-    if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
-    data: dict[str, Any] = {name: None for name in _HISTORY_NULLABLE}
-    data.update(table)
-    models: Any = table.get("models")
-    if isinstance(models, list):
-        data["models"] = tuple(models)
-    if "results" in table:
-        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
-    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
-    entry = _validate(HistoryEntry, data, filename, locator, base)
-    if entry.reason not in HISTORY_REASONS:
-        raise _shape_error(
-            filename,
-            locator,
-            base + ["reason"],
-            f"unknown reason {entry.reason!r} (expected one of {', '.join(sorted(HISTORY_REASONS))})",
-        )
-    return entry
-
 
 _HEADER_KEYS = frozenset(
     {
@@ -649,7 +356,6 @@ _HEADER_KEYS = frozenset(
     }
 )
 
-_PEEK_BYTES = 4096
 HEADER_BYTES = _PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
 _PEEK_WATERMARK = re.compile(
@@ -683,265 +389,6 @@ def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
         except ValueError:
             return False, None
     return ("\n[" in head or len(head) < _PEEK_BYTES), None
-
-
-class _NotCanonical(Exception):
-    """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
-
-
-class _AlwaysMatches(Protocol):
-    """A compiled pattern that matches the empty string, so ``match`` never returns None."""
-
-    def match(self, string: str, pos: int = ..., /) -> re.Match[str]: ...
-
-
-def _utc(parts: Iterable[str]) -> datetime:
-    """The UTC datetime of year, month, day, hour, minute, second (as matched digits)."""
-    year, month, day, hour, minute, second = map(int, parts)
-    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-
-
-_F_WS = cast(_AlwaysMatches, re.compile(r"[ \t]*"))
-_F_ARRAY_WS = cast(_AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
-_F_BARE = re.compile(r"[A-Za-z0-9_-]+")
-# Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
-# surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
-_F_STR_BODY = r'(?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*'
-_F_STR = re.compile('"' + _F_STR_BODY + '"')
-_F_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
-_F_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_F_EOL = re.compile(r"[ \t]*(?:\r?\n|\Z)")
-_F_COMMENT = re.compile(r"#[^\x00-\x08\x0a-\x1f\x7f]*(?:\r?\n|\Z)")
-_F_SIMPLE_LINE = re.compile(
-    r'(?:([A-Za-z0-9_-]+)|"([^"\\\x00-\x1f\x7f]*)") = (?:'
-    r'"([^"\\\x00-\x1f\x7f]*)"|(-?(?:0|[1-9][0-9]*))|(true|false)|'
-    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z|"
-    r'(\[(?:"[^"\\\x00-\x1f\x7f]*"(?:, "[^"\\\x00-\x1f\x7f]*")*)?\])'  # JSON-identical
-    r")\r?\n"
-)
-_F_HEADER_LINE = re.compile(
-    r'\[((?:[A-Za-z0-9_-]+|"'
-    + _F_STR_BODY
-    + r'")(?:\.(?:[A-Za-z0-9_-]+|"'
-    + _F_STR_BODY
-    + r'"))*)\]\r?\n'
-)
-_F_HEADER_KEY = re.compile(r'([A-Za-z0-9_-]+)|("' + _F_STR_BODY + '")')
-# A one-level inline table of plain strings and booleans (``{ X-Team = "evals" }``).
-_F_FLAT_PAIR = re.compile(
-    r'(?:([A-Za-z0-9_-]+)|("[^"\\\x00-\x1f\x7f]*")) = ("[^"\\\x00-\x1f\x7f]*"|true|false)'
-)
-_F_FLAT_TABLE = re.compile(
-    r"\{ " + _F_FLAT_PAIR.pattern + r"(?:, " + _F_FLAT_PAIR.pattern + r")* \}"
-)
-_F_WORDS = {"true": True, "false": False, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-
-
-def _f_key(text: str, pos: int) -> tuple[str, int]:
-    match = _F_BARE.match(text, pos)
-    if match:
-        return match.group(), match.end()
-    match = _F_STR.match(text, pos)
-    if match:
-        raw = match.group()
-        return (raw[1:-1] if "\\" not in raw else json.loads(raw)), match.end()
-    raise _NotCanonical
-
-
-def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
-    char = text[pos : pos + 1]
-    if char == '"':
-        match = _F_STR.match(text, pos)
-        if not match:
-            raise _NotCanonical
-        raw = match.group()
-        return (raw[1:-1] if "\\" not in raw else json.loads(raw)), match.end()
-    if char == "{":
-        flat = _F_FLAT_TABLE.match(text, pos)
-        if flat:
-            table = {}
-            for bare, quoted, value in _F_FLAT_PAIR.findall(flat.group()):
-                key = bare or quoted[1:-1]
-                if key in table:
-                    raise _NotCanonical
-                table[key] = value[1:-1] if value.startswith('"') else value == "true"
-            frozen.add(id(table))
-            return table, flat.end()
-        table = {}
-        frozen.add(id(table))
-        pos = _F_WS.match(text, pos + 1).end()
-        if text.startswith("}", pos):
-            return table, pos + 1
-        while True:
-            key, pos = _f_key(text, pos)
-            pos = _F_WS.match(text, pos).end()
-            if not text.startswith("=", pos) or key in table:
-                raise _NotCanonical
-            pos = _F_WS.match(text, pos + 1).end()
-            table[key], pos = _f_value(text, pos, frozen)
-            pos = _F_WS.match(text, pos).end()
-            if text.startswith(",", pos):
-                pos = _F_WS.match(text, pos + 1).end()
-            elif text.startswith("}", pos):
-                return table, pos + 1
-            else:
-                raise _NotCanonical
-    if char == "[":
-        array: list[Any] = []
-        pos = _F_ARRAY_WS.match(text, pos + 1).end()
-        while not text.startswith("]", pos):
-            value, pos = _f_value(text, pos, frozen)
-            if isinstance(value, dict | list):
-                frozen.add(id(value))
-            array.append(value)
-            pos = _F_ARRAY_WS.match(text, pos).end()
-            if text.startswith(",", pos):
-                pos = _F_ARRAY_WS.match(text, pos + 1).end()
-            elif not text.startswith("]", pos):
-                raise _NotCanonical
-        return array, pos + 1
-    match = _F_DATETIME.match(text, pos)
-    if match:
-        try:
-            value = _utc(match.groups())
-        except ValueError:
-            raise _NotCanonical from None
-        return value, match.end()
-    for word, value in _F_WORDS.items():
-        if text.startswith(word, pos) and not _F_BARE.match(text, pos + len(word)):
-            return value, pos + len(word)
-    match = _F_NUMBER.match(text, pos)
-    if (
-        match
-        and not _F_BARE.match(text, match.end())
-        and text[match.end() : match.end() + 1] != "."
-    ):
-        if match.group(1) or match.group(2):
-            return float(match.group()), match.end()
-        return int(match.group()), match.end()
-    raise _NotCanonical
-
-
-def _fast_load(text: str) -> dict[str, Any] | None:
-    """Read the TOML subset that ``serialize`` writes, several times faster than
-    ``tomllib``; None for anything outside it (hand edits, other TOML styles, errors),
-    which ``tomllib`` then reads. It must never accept text ``tomllib`` would read
-    differently; the tests check that on generated states and on mutated files.
-    """
-    root: dict[str, Any] = {}
-    frozen: set[int] = set()  # dicts/lists from inline values: headers may not extend them
-    defined: set[int] = set()  # tables already opened by a [header]
-    current = root
-    pos, end = 0, len(text)
-    simple_line = _F_SIMPLE_LINE.match
-    try:
-        while pos < end:
-            # Most lines are `key = "plain string" | integer | datetime | bool`: one regex.
-            match = simple_line(text, pos)
-            if match:
-                key = match.group(1) or match.group(2)
-                if key in current:
-                    raise _NotCanonical
-                if match.group(3) is not None:
-                    current[key] = match.group(3)
-                elif match.group(4) is not None:
-                    current[key] = int(match.group(4))
-                elif match.group(5) is not None:
-                    current[key] = match.group(5) == "true"
-                elif match.group(12) is not None:
-                    current[key] = value = json.loads(match.group(12))
-                    frozen.add(id(value))
-                else:
-                    try:
-                        current[key] = _utc(match.group(6, 7, 8, 9, 10, 11))
-                    except ValueError:
-                        raise _NotCanonical from None
-                pos = match.end()
-                continue
-            pos = _F_WS.match(text, pos).end()
-            char = text[pos : pos + 1]
-            if char in ("\n", "\r"):
-                match = _F_EOL.match(text, pos)
-                if not match:
-                    raise _NotCanonical
-                pos = match.end()
-                continue
-            if char == "#":
-                match = _F_COMMENT.match(text, pos)
-                if not match:
-                    raise _NotCanonical
-                pos = match.end()
-                continue
-            if char == "[":
-                array_table = text.startswith("[[", pos)
-                if array_table:
-                    keys = []
-                    pos += 2
-                    while True:
-                        key, pos = _f_key(text, pos)
-                        keys.append(key)
-                        if not text.startswith(".", pos):
-                            break
-                        pos += 1
-                    match = _F_EOL.match(text, pos + 2)
-                    if not text.startswith("]]", pos) or not match:
-                        raise _NotCanonical
-                else:
-                    match = _F_HEADER_LINE.match(text, pos)
-                    if not match:
-                        raise _NotCanonical
-                    keys = [
-                        bare or (quoted[1:-1] if "\\" not in quoted else json.loads(quoted))
-                        for bare, quoted in _F_HEADER_KEY.findall(match.group(1))
-                    ]
-                pos = match.end()
-                container = root
-                for key in keys[:-1]:
-                    child = container.setdefault(key, {})
-                    if isinstance(child, list):
-                        if id(child) in frozen or not child:
-                            raise _NotCanonical
-                        child = child[-1]
-                    if not isinstance(child, dict) or id(child) in frozen:
-                        raise _NotCanonical
-                    container = child
-                last = keys[-1]
-                if array_table:
-                    array = container.setdefault(last, [])
-                    if not isinstance(array, list) or id(array) in frozen:
-                        raise _NotCanonical
-                    current = {}
-                    array.append(current)
-                else:
-                    existing = container.get(last)
-                    if existing is None:
-                        current = container[last] = {}
-                    elif (
-                        isinstance(existing, dict)
-                        and id(existing) not in frozen
-                        and id(existing) not in defined
-                    ):
-                        current = existing
-                    else:
-                        raise _NotCanonical
-                defined.add(id(current))
-                continue
-            key, pos = _f_key(text, pos)
-            pos = _F_WS.match(text, pos).end()
-            if not text.startswith("=", pos) or key in current:
-                raise _NotCanonical
-            pos = _F_WS.match(text, pos + 1).end()
-            value, pos = _f_value(text, pos, frozen)
-            if isinstance(value, dict | list):
-                frozen.add(id(value))
-            current[key] = value
-            match = _F_EOL.match(text, pos)
-            if not match:
-                raise _NotCanonical
-            pos = match.end()
-    except (_NotCanonical, json.JSONDecodeError, RecursionError):
-        return None
-    return root
 
 
 def parse(text: str, filename: str) -> LockState:
@@ -1121,8 +568,6 @@ def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
     history entry's outputs were downloaded is not recorded, so none is assumed owed.
     The ``[baselines."ADDR"]`` tables of ``osmosis-results accept`` and history entries'
     ``task_count`` and ``selection`` are such fields too.
-    Entries, intents and history entries may hold ``stage = "smoke"`` (a smoke run); absent
-    means a full run, as every format-1 run was.
     """
     migrated = dict(raw)
     repository = raw.get("repository")
@@ -1249,26 +694,6 @@ def load_lockfile(
     return state
 
 
-_PEEK_LINEAGE = re.compile(r'^lineage = "([^"\\]+)"$', re.M)
-_PEEK_SERIAL = re.compile(r"^serial = (\d+)$", re.M)
-_PEEK_REPOSITORY = re.compile(r'^repository = "([^"\\]*)"$', re.M)
-FOREIGN_STATE_FLAG = "--allow-foreign-state"
-
-
-def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
-    """(lineage, serial, repository) from a lockfile's first lines (e.g. HEAD's committed
-    version), without parsing the whole file; None where absent."""
-    head = data[:_PEEK_BYTES].decode("utf-8", "replace").partition("\n[")[0]
-    lineage = _PEEK_LINEAGE.search(head)
-    serial = _PEEK_SERIAL.search(head)
-    repository = _PEEK_REPOSITORY.search(head)
-    return (
-        lineage.group(1) if lineage else None,
-        int(serial.group(1)) if serial else None,
-        repository.group(1) if repository else None,
-    )
-
-
 _PEEK_PLATFORM = re.compile(r'^platform = "([^"\\]*)"$', re.M)
 
 
@@ -1282,88 +707,6 @@ def peek_platform(path: Path) -> str | None:
         return None
     found = _PEEK_PLATFORM.search(head.decode("utf-8", "replace").partition("\n[")[0])
     return found.group(1) if found else None
-
-
-def check_provenance(
-    state: LockState,
-    *,
-    name: str,
-    repository: str | None,
-    committed: bytes | None,
-    allow_foreign: bool = False,
-    root_commit: str | None = None,
-) -> None:
-    """Refuse a lockfile that is not this repository's own history.
-
-    * It names another repository (copied from another repository in the same
-      workspace, its entries would stop that repository's runs). Identity is the remote
-      and the root commit (``same_repository``): a lockfile written before the repository
-      had a remote is this repository's in a clone with the same root commit; a clone
-      whose remote differs from the recorded one is a fork.
-    * Its lineage differs from the lockfile committed at HEAD (replaced or deleted).
-    * Its serial is lower than HEAD's with the same lineage (an older copy, edited back).
-
-    ``allow_foreign`` (``--allow-foreign-state``) accepts the first two after a real rename
-    or a deliberate replacement; an older copy is never accepted (restore it from git).
-    """
-    restore = f"`git checkout HEAD -- {name}`"
-    if committed is not None:
-        head_lineage, head_serial, _ = peek_header(committed)
-        if head_lineage is not None and head_lineage == state.lineage:
-            if head_serial is not None and state.serial < head_serial:
-                raise StateError(
-                    f"{name} has serial {state.serial}, older than the version committed at "
-                    f"HEAD (serial {head_serial}): it was edited back or replaced by an older "
-                    "copy, and would record runs that were already replaced",
-                    f"restore it with {restore}",
-                )
-        elif head_lineage is not None and not allow_foreign:
-            what = (
-                "is missing"
-                if state.serial == 0 and not state.runs
-                else f"has lineage {state.lineage}"
-            )
-            raise StateError(
-                f"{name} {what}, but the lockfile committed at HEAD has lineage "
-                f"{head_lineage}: it was replaced (copied from elsewhere?) or deleted, and a "
-                "replaced lockfile must never drive stops or submits",
-                f"restore it with {restore}, or pass {FOREIGN_STATE_FLAG} if the "
-                "replacement is deliberate",
-            )
-    if (
-        repository is not None
-        and not allow_foreign
-        and not same_repository(state, repository, root_commit)
-    ):
-        raise StateError(
-            f"{name} belongs to repository {state.repository}, not to this one "
-            f"({repository}): a lockfile copied from another repository would stop or "
-            "replace that repository's runs",
-            f"use this repository's own lockfile; if the repository was renamed or moved, "
-            f"pass {FOREIGN_STATE_FLAG} once (the next apply records the new name)",
-        )
-
-
-def same_repository(state: LockState, repository: str, root_commit: str | None) -> bool:
-    """Whether ``state`` is the lockfile of the repository ``repository`` (its identity:
-    the remote, else ``root:SHA``) whose history starts at ``root_commit``.
-
-    The recorded remote decides when both sides have one (another remote is a fork, even
-    with the same root commit). When either side has none (written before ``origin`` was
-    added, or read in a copy without a remote) the root commit decides.
-    """
-    recorded = state.repository
-    if recorded is None or recorded == repository:
-        return True
-    recorded_remote = None if recorded.startswith("root:") else recorded
-    remote = None if repository.startswith("root:") else repository
-    if recorded_remote is not None and remote is not None:
-        return False
-    recorded_root = state.root_commit or (
-        recorded.removeprefix("root:") if recorded.startswith("root:") else None
-    )
-    ours = root_commit or (repository.removeprefix("root:") if remote is None else None)
-    return recorded_root is not None and recorded_root == ours
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -1542,122 +885,3 @@ class StateStore:
 
 
 # --------------------------------------------------------------------------- history helpers
-
-
-def cap_history(
-    history: Iterable[HistoryEntry], limit: int = HISTORY_LIMIT_PER_ADDRESS
-) -> tuple[HistoryEntry, ...]:
-    """Keep the first (newest) ``limit`` entries of each address, preserving order."""
-    counts: dict[str, int] = {}
-    kept = []
-    for entry in history:
-        seen = counts.get(entry.address, 0)
-        if seen < limit:
-            kept.append(entry)
-        counts[entry.address] = seen + 1
-    return tuple(kept)
-
-
-def add_history(state: LockState, entry: HistoryEntry) -> LockState:
-    """Prepend ``entry`` (history is newest first) and cap the address's history."""
-    if entry.reason not in HISTORY_REASONS:
-        raise ValueError(f"unknown history reason {entry.reason!r}")
-    return state.model_copy(update={"history": cap_history((entry, *state.history))})
-
-
-OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
-"""History reasons after which an ended run's outputs are still fetched (``moved`` carries
-the run on under its new address; ``lost`` has no run to fetch from)."""
-OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
-"""Statuses of a run that ran to its end on its own: its outputs are results to keep."""
-
-
-def _history_entry(
-    run: RecordedRun, reason: str, ended_at: datetime | None, address: str | None = None
-) -> HistoryEntry:
-    downloaded = run.downloads is not None and run.downloads.complete
-    pending = (
-        reason in OUTPUTS_DUE_REASONS
-        and run.run_id is not None
-        and run.status in OUTPUTS_DUE_STATUSES
-        and not downloaded
-        and run.stage != "smoke"  # a smoke run's outputs are not the address's
-    )
-    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
-    return HistoryEntry(
-        outputs_pending=True if pending else None,
-        benchmark_id=run.benchmark_id,
-        models=tuple(
-            model_identity((agent or {}).get("model") or {})
-            for agent in run.spec.get("agents") or []
-        )
-        or None,
-        attempts_per_task=per_task
-        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
-        else None,
-        address=address or run.address,
-        run_id=run.run_id,
-        run_name=run.run_name,
-        spec_digest=run.spec_digest,
-        status=run.status,
-        submitted_at=run.submitted_at,
-        ended_at=ended_at,
-        reason=reason,
-        requested_by=run.requested_by,
-        results=None if run.stage == "smoke" else run.results,
-        task_count=run.task_count,
-        selection=selection_digest(run.spec) if run.spec else None,
-        stage=run.stage,
-    )
-
-
-def put_run(state: LockState, run: RecordedRun) -> LockState:
-    """Insert or replace the entry of ``run.address``."""
-    return state.model_copy(update={"runs": {**state.runs, run.address: run}})
-
-
-def retire_run(
-    state: LockState,
-    address: str,
-    reason: str,
-    *,
-    ended_at: datetime | None = None,
-    replacement: RecordedRun | None = None,
-) -> LockState:
-    """Move the entry of ``address`` to history (``replaced``, ``rerun``, ``forgotten``,
-    ``lost``), then store ``replacement`` at the address or drop the address.
-
-    An entry that never got a run id (an intent that was resolved as "nothing created")
-    leaves no history: there is no run to remember.
-    """
-    runs = dict(state.runs)
-    old = runs.pop(address, None)
-    if replacement is not None:
-        if replacement.address != address:
-            raise ValueError("replacement must have the same address")
-        runs[address] = replacement
-    new = state.model_copy(update={"runs": runs})
-    if old is not None and old.run_id is not None:
-        new = add_history(new, _history_entry(old, reason, ended_at))
-    return new
-
-
-def rekey_run(
-    state: LockState, old_address: str, new_address: str, *, ended_at: datetime | None = None
-) -> LockState:
-    """Re-key an entry after a config rename (plan action ``move``), without a Platform call.
-
-    The old address gets a ``moved`` history entry so ``git log`` readers of the lockfile
-    can follow the run; the run itself carries on under the new address.
-    """
-    if old_address not in state.runs:
-        raise KeyError(old_address)
-    if new_address in state.runs:
-        raise ValueError(f"{new_address} already has a recorded run")
-    runs = dict(state.runs)
-    run = runs.pop(old_address)
-    runs[new_address] = run.model_copy(update={"address": new_address})
-    new = state.model_copy(update={"runs": runs})
-    if run.run_id is not None:
-        new = add_history(new, _history_entry(run, "moved", ended_at, address=old_address))
-    return new

@@ -1,0 +1,178 @@
+"""Pure edits of a recorded state's entries and history (no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from reconciler.model import (
+    HistoryEntry,
+    LockState,
+    RecordedRun,
+    model_identity,
+    selection_digest,
+)
+from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
+    _BARE_KEY,
+    _ESCAPES,
+    _NEEDS_ESCAPE,
+    _emit_mapping,
+    _emit_table,
+    _escape_char,
+    _inline,
+    _toml_datetime,
+    _toml_float,
+    _toml_key,
+    _toml_str,
+)
+from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
+    _F_ARRAY_WS,
+    _F_BARE,
+    _F_COMMENT,
+    _F_DATETIME,
+    _F_EOL,
+    _F_FLAT_PAIR,
+    _F_FLAT_TABLE,
+    _F_HEADER_KEY,
+    _F_HEADER_LINE,
+    _F_NUMBER,
+    _F_SIMPLE_LINE,
+    _F_STR,
+    _F_STR_BODY,
+    _F_WORDS,
+    _F_WS,
+    _AlwaysMatches,
+    _f_key,
+    _f_value,
+    _fast_load,
+    _NotCanonical,
+    _utc,
+)
+
+HISTORY_LIMIT_PER_ADDRESS = 20
+"""At most this many ``[[history]]`` entries are kept per address (the newest)."""
+
+
+HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"})
+"""``smoke``: a smoke run that left its address to the full run (or to a new smoke run)."""
+
+
+def cap_history(
+    history: Iterable[HistoryEntry], limit: int = HISTORY_LIMIT_PER_ADDRESS
+) -> tuple[HistoryEntry, ...]:
+    """Keep the first (newest) ``limit`` entries of each address, preserving order."""
+    counts: dict[str, int] = {}
+    kept = []
+    for entry in history:
+        seen = counts.get(entry.address, 0)
+        if seen < limit:
+            kept.append(entry)
+        counts[entry.address] = seen + 1
+    return tuple(kept)
+
+
+def add_history(state: LockState, entry: HistoryEntry) -> LockState:
+    """Prepend ``entry`` (history is newest first) and cap the address's history."""
+    if entry.reason not in HISTORY_REASONS:
+        raise ValueError(f"unknown history reason {entry.reason!r}")
+    return state.model_copy(update={"history": cap_history((entry, *state.history))})
+
+
+OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
+"""History reasons after which an ended run's outputs are still fetched (``moved`` carries
+the run on under its new address; ``lost`` has no run to fetch from)."""
+
+
+OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
+"""Statuses of a run that ran to its end on its own: its outputs are results to keep."""
+
+
+def _history_entry(
+    run: RecordedRun, reason: str, ended_at: datetime | None, address: str | None = None
+) -> HistoryEntry:
+    downloaded = run.downloads is not None and run.downloads.complete
+    pending = (
+        reason in OUTPUTS_DUE_REASONS
+        and run.run_id is not None
+        and run.status in OUTPUTS_DUE_STATUSES
+        and not downloaded
+        and run.stage != "smoke"  # a smoke run's outputs are not the address's
+    )
+    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
+    return HistoryEntry(
+        outputs_pending=True if pending else None,
+        benchmark_id=run.benchmark_id,
+        models=tuple(
+            model_identity((agent or {}).get("model") or {})
+            for agent in run.spec.get("agents") or []
+        )
+        or None,
+        attempts_per_task=per_task
+        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
+        else None,
+        address=address or run.address,
+        run_id=run.run_id,
+        run_name=run.run_name,
+        spec_digest=run.spec_digest,
+        status=run.status,
+        submitted_at=run.submitted_at,
+        ended_at=ended_at,
+        reason=reason,
+        requested_by=run.requested_by,
+        results=None if run.stage == "smoke" else run.results,
+        task_count=run.task_count,
+        selection=selection_digest(run.spec) if run.spec else None,
+        stage=run.stage,
+    )
+
+
+def put_run(state: LockState, run: RecordedRun) -> LockState:
+    """Insert or replace the entry of ``run.address``."""
+    return state.model_copy(update={"runs": {**state.runs, run.address: run}})
+
+
+def retire_run(
+    state: LockState,
+    address: str,
+    reason: str,
+    *,
+    ended_at: datetime | None = None,
+    replacement: RecordedRun | None = None,
+) -> LockState:
+    """Move the entry of ``address`` to history (``replaced``, ``rerun``, ``forgotten``,
+    ``lost``), then store ``replacement`` at the address or drop the address.
+
+    An entry that never got a run id (an intent that was resolved as "nothing created")
+    leaves no history: there is no run to remember.
+    """
+    runs = dict(state.runs)
+    old = runs.pop(address, None)
+    if replacement is not None:
+        if replacement.address != address:
+            raise ValueError("replacement must have the same address")
+        runs[address] = replacement
+    new = state.model_copy(update={"runs": runs})
+    if old is not None and old.run_id is not None:
+        new = add_history(new, _history_entry(old, reason, ended_at))
+    return new
+
+
+def rekey_run(
+    state: LockState, old_address: str, new_address: str, *, ended_at: datetime | None = None
+) -> LockState:
+    """Re-key an entry after a config rename (plan action ``move``), without a Platform call.
+
+    The old address gets a ``moved`` history entry so ``git log`` readers of the lockfile
+    can follow the run; the run itself carries on under the new address.
+    """
+    if old_address not in state.runs:
+        raise KeyError(old_address)
+    if new_address in state.runs:
+        raise ValueError(f"{new_address} already has a recorded run")
+    runs = dict(state.runs)
+    run = runs.pop(old_address)
+    runs[new_address] = run.model_copy(update={"address": new_address})
+    new = state.model_copy(update={"runs": runs})
+    if run.run_id is not None:
+        new = add_history(new, _history_entry(run, "moved", ended_at, address=old_address))
+    return new

@@ -1,0 +1,254 @@
+"""The lockfile's tables as models: each entry checked and built, with errors that name the file, the line and the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from reconciler.errors import StateError
+from reconciler.escaping import escape_text
+from reconciler.model import (
+    Baseline,
+    Downloads,
+    HistoryEntry,
+    Intent,
+    RecordedRun,
+    Rejection,
+    RunResults,
+)
+from reconciler.paths import relative_path_problem
+from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
+    _CONFLICT_END,
+    _CONFLICT_MIDDLE,
+    _CONFLICT_START,
+    _TOML_POSITION,
+    _conflict_regions,
+    _describe_regions,
+    _Locator,
+    _path_str,
+)
+from reconciler.state.history import (  # noqa: F401  (re-exported)
+    HISTORY_LIMIT_PER_ADDRESS,
+    HISTORY_REASONS,
+    OUTPUTS_DUE_REASONS,
+    OUTPUTS_DUE_STATUSES,
+    _history_entry,
+    add_history,
+    cap_history,
+    put_run,
+    rekey_run,
+    retire_run,
+)
+from reconciler.state.provenance import (  # noqa: F401  (re-exported)
+    _PEEK_BYTES,
+    _PEEK_LINEAGE,
+    _PEEK_REPOSITORY,
+    _PEEK_SERIAL,
+    FOREIGN_STATE_FLAG,
+    check_provenance,
+    peek_header,
+    same_repository,
+)
+from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
+    _BARE_KEY,
+    _ESCAPES,
+    _NEEDS_ESCAPE,
+    _emit_mapping,
+    _emit_table,
+    _escape_char,
+    _inline,
+    _toml_datetime,
+    _toml_float,
+    _toml_key,
+    _toml_str,
+)
+from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
+    _F_ARRAY_WS,
+    _F_BARE,
+    _F_COMMENT,
+    _F_DATETIME,
+    _F_EOL,
+    _F_FLAT_PAIR,
+    _F_FLAT_TABLE,
+    _F_HEADER_KEY,
+    _F_HEADER_LINE,
+    _F_NUMBER,
+    _F_SIMPLE_LINE,
+    _F_STR,
+    _F_STR_BODY,
+    _F_WORDS,
+    _F_WS,
+    _AlwaysMatches,
+    _f_key,
+    _f_value,
+    _fast_load,
+    _NotCanonical,
+    _utc,
+)
+
+_RESTORE_HINT = (
+    "restore the last good version from git (`git checkout HEAD -- {file}`), "
+    "then run `osmosis-apply --refresh-only`"
+)
+
+
+def _shape_error(
+    filename: str, locator: _Locator, path: list[str | int], problem: str, hint: str | None = None
+) -> StateError:
+    line = locator.line_of(path)
+    where = f"{filename}:{line}" if line else filename
+    return StateError(
+        f"{where}: {_path_str(path) or '(top level)'}: {problem}",
+        hint
+        or ("the lockfile is written by osmosis-apply; " + _RESTORE_HINT.format(file=filename)),
+    )
+
+
+def _describe_input(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
+        return f"an integer of {value.bit_length():,} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _validate(
+    model: type[BaseModel],
+    data: dict[str, Any],
+    filename: str,
+    locator: _Locator,
+    base: list[str | int],
+) -> Any:
+    try:
+        return model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        loc = [p for p in error["loc"]]
+        problem = error["msg"]
+        if error["type"] == "missing":
+            problem = "missing required key"
+        elif error["type"] == "extra_forbidden":
+            problem = "unknown key"
+        else:
+            problem += f" (found {_describe_input(error.get('input'))})"
+        raise _shape_error(filename, locator, base + loc, problem) from None
+
+
+def _nullable_required(model: type[BaseModel]) -> list[str]:
+    """Required fields that accept None: TOML has no null, so absence means None."""
+    names = []
+    for name, field in model.model_fields.items():
+        if field.is_required() and type(None) in getattr(field.annotation, "__args__", ()):
+            names.append(name)
+    return names
+
+
+_HISTORY_NULLABLE = _nullable_required(HistoryEntry)
+
+
+_RUN_NESTED = {"spec", "downloads", "intent", "results"}
+
+
+def _build_results(table: Any, filename: str, locator: _Locator, base: list[str | int]) -> Any:
+    """A ``results`` table as ``RunResults``; anything else is left for the model to refuse."""
+    if not isinstance(table, dict):
+        return table
+    data = dict(table)
+    if isinstance(data.get("agents"), list):
+        data["agents"] = tuple(data["agents"])
+    return _validate(RunResults, data, filename, locator, base)
+
+
+def _check_path_value(
+    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
+) -> None:
+    """Lockfile values that become paths (addresses, download directories, file names) are
+    validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
+    if not isinstance(value, str):
+        return  # the model names the wrong type
+    problem = relative_path_problem(value)
+    if problem is not None:
+        raise _shape_error(
+            filename,
+            locator,
+            path,
+            f"{what} {escape_text(value)!r} {problem}",
+            "a hand-edited or hostile lockfile: restore it from git "
+            f"(`git checkout -- {filename}`) or correct the value",
+        )
+
+
+def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
+    base: list[str | int] = ["runs", address]
+    _check_path_value(address, filename, locator, base, "the address")
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    if "address" in table:
+        raise _shape_error(
+            filename, locator, base + ["address"], "unknown key (the address is the table name)"
+        )
+    data: dict[str, Any] = {"address": address, **table}
+    downloads = table.get("downloads")
+    if isinstance(downloads, dict):
+        downloads = dict(downloads)
+        if isinstance(downloads.get("types"), list):
+            downloads["types"] = tuple(downloads["types"])
+        where = base + ["downloads"]
+        _check_path_value(
+            downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
+        )
+        if isinstance(downloads.get("sha256"), dict):
+            for rel in downloads["sha256"]:
+                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
+        data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
+    intent: Any = table.get("intent")
+    if isinstance(intent, dict):
+        listings: Any = intent.get("listings")
+        if isinstance(listings, list):
+            intent = {**intent, "listings": tuple(listings)}
+        data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
+    if "results" in table:
+        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
+    return _validate(RecordedRun, data, filename, locator, base)
+
+
+def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
+    base: list[str | int] = ["rejections", address]
+    _check_path_value(address, filename, locator, base, "the address")
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    data = dict(table)
+    if isinstance(data.get("issues"), list):
+        data["issues"] = tuple(data["issues"])
+    return _validate(Rejection, data, filename, locator, base)
+
+
+def _build_baseline(address: str, table: Any, filename: str, locator: _Locator) -> Baseline:
+    base: list[str | int] = ["baselines", address]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    return _validate(Baseline, dict(table), filename, locator, base)
+
+
+def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
+    base: list[str | int] = ["history", index]
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, base, "must be a table")
+    data: dict[str, Any] = {name: None for name in _HISTORY_NULLABLE}
+    data.update(table)
+    models: Any = table.get("models")
+    if isinstance(models, list):
+        data["models"] = tuple(models)
+    if "results" in table:
+        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
+    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
+    entry = _validate(HistoryEntry, data, filename, locator, base)
+    if entry.reason not in HISTORY_REASONS:
+        raise _shape_error(
+            filename,
+            locator,
+            base + ["reason"],
+            f"unknown reason {entry.reason!r} (expected one of {', '.join(sorted(HISTORY_REASONS))})",
+        )
+    return entry

@@ -1,0 +1,311 @@
+"""The lockfile's fast reader: the canonical layout the emitter writes, read without tomllib (anything else falls back to tomllib)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Protocol, cast
+
+from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
+    _BARE_KEY,
+    _ESCAPES,
+    _NEEDS_ESCAPE,
+    _emit_mapping,
+    _emit_table,
+    _escape_char,
+    _inline,
+    _toml_datetime,
+    _toml_float,
+    _toml_key,
+    _toml_str,
+)
+
+
+class _NotCanonical(Exception):
+    """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
+
+
+class _AlwaysMatches(Protocol):
+    """A compiled pattern that matches the empty string, so ``match`` never returns None."""
+
+    def match(self, string: str, pos: int = ..., /) -> re.Match[str]: ...
+
+
+def _utc(parts: Iterable[str]) -> datetime:
+    """The UTC datetime of year, month, day, hour, minute, second (as matched digits)."""
+    year, month, day, hour, minute, second = map(int, parts)
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+
+
+_F_WS = cast(_AlwaysMatches, re.compile(r"[ \t]*"))
+
+
+_F_ARRAY_WS = cast(_AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
+
+
+_F_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+# Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
+# surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
+_F_STR_BODY = r'(?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*'
+
+
+_F_STR = re.compile('"' + _F_STR_BODY + '"')
+
+
+_F_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
+
+
+_F_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+_F_EOL = re.compile(r"[ \t]*(?:\r?\n|\Z)")
+
+
+_F_COMMENT = re.compile(r"#[^\x00-\x08\x0a-\x1f\x7f]*(?:\r?\n|\Z)")
+
+
+_F_SIMPLE_LINE = re.compile(
+    r'(?:([A-Za-z0-9_-]+)|"([^"\\\x00-\x1f\x7f]*)") = (?:'
+    r'"([^"\\\x00-\x1f\x7f]*)"|(-?(?:0|[1-9][0-9]*))|(true|false)|'
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z|"
+    r'(\[(?:"[^"\\\x00-\x1f\x7f]*"(?:, "[^"\\\x00-\x1f\x7f]*")*)?\])'  # JSON-identical
+    r")\r?\n"
+)
+
+
+_F_HEADER_LINE = re.compile(
+    r'\[((?:[A-Za-z0-9_-]+|"'
+    + _F_STR_BODY
+    + r'")(?:\.(?:[A-Za-z0-9_-]+|"'
+    + _F_STR_BODY
+    + r'"))*)\]\r?\n'
+)
+
+
+_F_HEADER_KEY = re.compile(r'([A-Za-z0-9_-]+)|("' + _F_STR_BODY + '")')
+
+
+# A one-level inline table of plain strings and booleans (``{ X-Team = "evals" }``).
+_F_FLAT_PAIR = re.compile(
+    r'(?:([A-Za-z0-9_-]+)|("[^"\\\x00-\x1f\x7f]*")) = ("[^"\\\x00-\x1f\x7f]*"|true|false)'
+)
+
+
+_F_FLAT_TABLE = re.compile(
+    r"\{ " + _F_FLAT_PAIR.pattern + r"(?:, " + _F_FLAT_PAIR.pattern + r")* \}"
+)
+
+
+_F_WORDS = {"true": True, "false": False, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _f_key(text: str, pos: int) -> tuple[str, int]:
+    match = _F_BARE.match(text, pos)
+    if match:
+        return match.group(), match.end()
+    match = _F_STR.match(text, pos)
+    if match:
+        raw = match.group()
+        return (raw[1:-1] if "\\" not in raw else json.loads(raw)), match.end()
+    raise _NotCanonical
+
+
+def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
+    char = text[pos : pos + 1]
+    if char == '"':
+        match = _F_STR.match(text, pos)
+        if not match:
+            raise _NotCanonical
+        raw = match.group()
+        return (raw[1:-1] if "\\" not in raw else json.loads(raw)), match.end()
+    if char == "{":
+        flat = _F_FLAT_TABLE.match(text, pos)
+        if flat:
+            table = {}
+            for bare, quoted, value in _F_FLAT_PAIR.findall(flat.group()):
+                key = bare or quoted[1:-1]
+                if key in table:
+                    raise _NotCanonical
+                table[key] = value[1:-1] if value.startswith('"') else value == "true"
+            frozen.add(id(table))
+            return table, flat.end()
+        table = {}
+        frozen.add(id(table))
+        pos = _F_WS.match(text, pos + 1).end()
+        if text.startswith("}", pos):
+            return table, pos + 1
+        while True:
+            key, pos = _f_key(text, pos)
+            pos = _F_WS.match(text, pos).end()
+            if not text.startswith("=", pos) or key in table:
+                raise _NotCanonical
+            pos = _F_WS.match(text, pos + 1).end()
+            table[key], pos = _f_value(text, pos, frozen)
+            pos = _F_WS.match(text, pos).end()
+            if text.startswith(",", pos):
+                pos = _F_WS.match(text, pos + 1).end()
+            elif text.startswith("}", pos):
+                return table, pos + 1
+            else:
+                raise _NotCanonical
+    if char == "[":
+        array: list[Any] = []
+        pos = _F_ARRAY_WS.match(text, pos + 1).end()
+        while not text.startswith("]", pos):
+            value, pos = _f_value(text, pos, frozen)
+            if isinstance(value, dict | list):
+                frozen.add(id(value))
+            array.append(value)
+            pos = _F_ARRAY_WS.match(text, pos).end()
+            if text.startswith(",", pos):
+                pos = _F_ARRAY_WS.match(text, pos + 1).end()
+            elif not text.startswith("]", pos):
+                raise _NotCanonical
+        return array, pos + 1
+    match = _F_DATETIME.match(text, pos)
+    if match:
+        try:
+            value = _utc(match.groups())
+        except ValueError:
+            raise _NotCanonical from None
+        return value, match.end()
+    for word, value in _F_WORDS.items():
+        if text.startswith(word, pos) and not _F_BARE.match(text, pos + len(word)):
+            return value, pos + len(word)
+    match = _F_NUMBER.match(text, pos)
+    if (
+        match
+        and not _F_BARE.match(text, match.end())
+        and text[match.end() : match.end() + 1] != "."
+    ):
+        if match.group(1) or match.group(2):
+            return float(match.group()), match.end()
+        return int(match.group()), match.end()
+    raise _NotCanonical
+
+
+def _fast_load(text: str) -> dict[str, Any] | None:
+    """Read the TOML subset that ``serialize`` writes, several times faster than
+    ``tomllib``; None for anything outside it (hand edits, other TOML styles, errors),
+    which ``tomllib`` then reads. It must never accept text ``tomllib`` would read
+    differently; the tests check that on generated states and on mutated files.
+    """
+    root: dict[str, Any] = {}
+    frozen: set[int] = set()  # dicts/lists from inline values: headers may not extend them
+    defined: set[int] = set()  # tables already opened by a [header]
+    current = root
+    pos, end = 0, len(text)
+    simple_line = _F_SIMPLE_LINE.match
+    try:
+        while pos < end:
+            # Most lines are `key = "plain string" | integer | datetime | bool`: one regex.
+            match = simple_line(text, pos)
+            if match:
+                key = match.group(1) or match.group(2)
+                if key in current:
+                    raise _NotCanonical
+                if match.group(3) is not None:
+                    current[key] = match.group(3)
+                elif match.group(4) is not None:
+                    current[key] = int(match.group(4))
+                elif match.group(5) is not None:
+                    current[key] = match.group(5) == "true"
+                elif match.group(12) is not None:
+                    current[key] = value = json.loads(match.group(12))
+                    frozen.add(id(value))
+                else:
+                    try:
+                        current[key] = _utc(match.group(6, 7, 8, 9, 10, 11))
+                    except ValueError:
+                        raise _NotCanonical from None
+                pos = match.end()
+                continue
+            pos = _F_WS.match(text, pos).end()
+            char = text[pos : pos + 1]
+            if char in ("\n", "\r"):
+                match = _F_EOL.match(text, pos)
+                if not match:
+                    raise _NotCanonical
+                pos = match.end()
+                continue
+            if char == "#":
+                match = _F_COMMENT.match(text, pos)
+                if not match:
+                    raise _NotCanonical
+                pos = match.end()
+                continue
+            if char == "[":
+                array_table = text.startswith("[[", pos)
+                if array_table:
+                    keys = []
+                    pos += 2
+                    while True:
+                        key, pos = _f_key(text, pos)
+                        keys.append(key)
+                        if not text.startswith(".", pos):
+                            break
+                        pos += 1
+                    match = _F_EOL.match(text, pos + 2)
+                    if not text.startswith("]]", pos) or not match:
+                        raise _NotCanonical
+                else:
+                    match = _F_HEADER_LINE.match(text, pos)
+                    if not match:
+                        raise _NotCanonical
+                    keys = [
+                        bare or (quoted[1:-1] if "\\" not in quoted else json.loads(quoted))
+                        for bare, quoted in _F_HEADER_KEY.findall(match.group(1))
+                    ]
+                pos = match.end()
+                container = root
+                for key in keys[:-1]:
+                    child = container.setdefault(key, {})
+                    if isinstance(child, list):
+                        if id(child) in frozen or not child:
+                            raise _NotCanonical
+                        child = child[-1]
+                    if not isinstance(child, dict) or id(child) in frozen:
+                        raise _NotCanonical
+                    container = child
+                last = keys[-1]
+                if array_table:
+                    array = container.setdefault(last, [])
+                    if not isinstance(array, list) or id(array) in frozen:
+                        raise _NotCanonical
+                    current = {}
+                    array.append(current)
+                else:
+                    existing = container.get(last)
+                    if existing is None:
+                        current = container[last] = {}
+                    elif (
+                        isinstance(existing, dict)
+                        and id(existing) not in frozen
+                        and id(existing) not in defined
+                    ):
+                        current = existing
+                    else:
+                        raise _NotCanonical
+                defined.add(id(current))
+                continue
+            key, pos = _f_key(text, pos)
+            pos = _F_WS.match(text, pos).end()
+            if not text.startswith("=", pos) or key in current:
+                raise _NotCanonical
+            pos = _F_WS.match(text, pos + 1).end()
+            value, pos = _f_value(text, pos, frozen)
+            if isinstance(value, dict | list):
+                frozen.add(id(value))
+            current[key] = value
+            match = _F_EOL.match(text, pos)
+            if not match:
+                raise _NotCanonical
+            pos = match.end()
+    except (_NotCanonical, json.JSONDecodeError, RecursionError):
+        return None
+    return root
