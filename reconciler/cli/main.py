@@ -191,6 +191,13 @@ def _selection(parser: argparse.ArgumentParser) -> None:
         help="re-run this address even though its config is unchanged (repeatable)",
     )
     parser.add_argument(
+        "--skip-smoke",
+        action="append",
+        default=[],
+        metavar="ADDR|GLOB",
+        help="submit the full run at once, without the smoke stage (repeatable; docs/smoke.md)",
+    )
+    parser.add_argument(
         "--allow-mass-stop",
         action="store_true",
         help="allow a plan that stops more runs than max_stops",
@@ -545,6 +552,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "state": args.state,
         "targets": tuple(args.target) or None,
         "replace": tuple(args.replace) or None,
+        "skip_smoke": tuple(getattr(args, "skip_smoke", ())) or None,
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,
         "allow_unestimated": getattr(args, "allow_unestimated", False) or None,

@@ -30,7 +30,7 @@ from typing import Any
 
 from reconciler.errors import UsageError
 from reconciler.escaping import escape_text
-from reconciler.model import DOWNLOAD_TYPES, POLICY_EFFECTS, PolicyRule
+from reconciler.model import DOWNLOAD_TYPES, POLICY_EFFECTS, PolicyRule, SmokeRule
 from reconciler.paths import read_regular
 
 TABLE = "osmosis-reconciler"
@@ -63,6 +63,7 @@ _TYPES: dict[str, type[Any]] = {
     "outputs": str,
     "lock": str,
     "lock_ttl": int,
+    "smoke": list,
     "regression_margin_pp": float,
     "policy": list,
     "unknown_outcome_listings": int,
@@ -201,6 +202,9 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     for key, value in source.table.items():
         where = f"{source.name}{_line_of(text, key, source)}: {source.prefix}{key}"
+        if key == "smoke":
+            settings[key] = parse_smoke(value, where)
+            continue
         if key not in _TYPES:
             close = difflib.get_close_matches(key, list(_TYPES), n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(_TYPES)}"
@@ -256,6 +260,67 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             value = tuple(v.strip().removesuffix(".toml") for v in value)
         settings[key] = value
     return settings
+
+
+_SMOKE_KEYS = ("addresses", "above", "tasks", "min_score")
+
+
+def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
+    """The ``smoke`` setting: one table or a list of tables (``[[smoke]]``), each with
+    ``addresses`` (globs, default every address), ``above`` (planned attempts, required),
+    ``tasks`` (default 1) and ``min_score`` (a fraction, optional)."""
+    tables = [value] if isinstance(value, dict) else value
+    example = '[[smoke]] with addresses = ["**"], above = 100'
+    if not isinstance(tables, list) or not tables:
+        raise UsageError(f"{where}: must be a table or a list of tables", f"e.g. {example}")
+    rules = []
+    for index, table in enumerate(tables):
+        at = where if isinstance(value, dict) else f"{where}[{index}]"
+        if not isinstance(table, dict):
+            raise UsageError(f"{at}: must be a table, got {table!r}", f"e.g. {example}")
+        for key in table:
+            if key not in _SMOKE_KEYS:
+                raise UsageError(
+                    f"{at}.{key}: unknown smoke setting", f"known keys: {', '.join(_SMOKE_KEYS)}"
+                )
+        addresses = table.get("addresses", ["**"])
+        if isinstance(addresses, str):
+            addresses = [addresses]
+        if (
+            not isinstance(addresses, list)
+            or not addresses
+            or not all(isinstance(a, str) and a.strip() for a in addresses)
+        ):
+            raise UsageError(
+                f"{at}.addresses: must be a list of address globs, got {addresses!r}",
+                'e.g. addresses = ["hle/**"]',
+            )
+        if "above" not in table:
+            raise UsageError(
+                f"{at}.above: missing: the planned attempts above which the smoke stage applies",
+                "e.g. above = 100",
+            )
+        above, tasks = table["above"], table.get("tasks", 1)
+        for name, number, least in (("above", above, 0), ("tasks", tasks, 1)):
+            if isinstance(number, bool) or not isinstance(number, int) or number < least:
+                raise UsageError(f"{at}.{name}: must be an integer >= {least}, got {number!r}")
+        score = table.get("min_score")
+        if score is not None and (
+            isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1
+        ):
+            raise UsageError(
+                f"{at}.min_score: must be a fraction between 0 and 1, got {score!r}",
+                "e.g. min_score = 0.2 (best pass@1 of the smoke run)",
+            )
+        rules.append(
+            SmokeRule(
+                addresses=tuple(a.strip().removesuffix(".toml") for a in addresses),
+                above=above,
+                tasks=tasks,
+                min_score=None if score is None else float(score),
+            )
+        )
+    return tuple(rules)
 
 
 def _rule_lines(text: str, source: SettingsSource) -> list[int]:

@@ -61,6 +61,7 @@ from reconciler.outputs.downloads import (
     download_run,
     run_dir_name,
 )
+from reconciler.plan.smoke import SMOKE
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
 from reconciler.state.lockfile import StateStore, put_run, rekey_run, retire_run
 
@@ -319,25 +320,30 @@ class Applier:
     def _submit(self, item: PlanItem) -> Outcome:
         spec = item.spec or {}
         now = self.clock()
+        stage = SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None
         intent = Intent(
             op="submit",
             started_at=now,
             body_digest=item.after_digest or "",
             spec=spec,
             benchmark_id=item.benchmark_id,
+            stage=stage,
         )
         reason = "rerun" if item.reason is Reason.REPLACE_REQUESTED else "replaced"
 
         def write_intent(state: LockState) -> LockState:
             old = state.runs.get(item.address)
             if old is not None and old.run_id is not None:
-                state = retire(state, item.address, reason, now)
+                # A smoke run leaves the address as its own kind of history.
+                why = SMOKE if old.stage == SMOKE else reason
+                state = retire(state, item.address, why, now)
             entry = RecordedRun(
                 address=item.address,
                 spec_digest=item.after_digest or "",
                 spec=spec,
                 benchmark_id=item.benchmark_id,
                 intent=intent,
+                stage=stage,
             )
             return put_run(state, entry)
 
@@ -387,6 +393,7 @@ class Applier:
                 attempts=attempts,
                 planned_attempts=planned,
                 platform_url=created.platform_url,
+                stage=stage,
             )
             state = put_run(state, entry)
             if item.address in state.rejections:
@@ -597,7 +604,8 @@ class Applier:
         def record(state: LockState) -> LockState:
             old = state.runs.get(item.address)
             if old is not None and old.run_id is not None and old.run_id != run.id:
-                state = retire(state, item.address, "replaced", self.clock())
+                why = SMOKE if old.stage == SMOKE else "replaced"
+                state = retire(state, item.address, why, self.clock())
             entry = RecordedRun(
                 address=item.address,
                 spec_digest=digest_,
@@ -613,6 +621,7 @@ class Applier:
                 task_count=item.task_count,
                 attempts=item.attempts or None,
                 platform_url=run.platform_url,
+                stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
             )
             return put_run(state, entry)
 

@@ -124,15 +124,21 @@ class TrailerRequests:
     """Address -> (commit, subject) of the trailer that asked to re-run it."""
     notes: tuple[str, ...] = ()
     """Trailers that match no config."""
+    skip_smoke: tuple[str, ...] = ()
+    """Address globs whose smoke stage is skipped (``Osmosis-Skip-Smoke``)."""
 
     def settings(self, settings: Settings) -> Settings:
         """``settings`` with these re-runs and skips added."""
-        if not self.replace and not self.skip:
+        if not self.replace and not self.skip and not self.skip_smoke:
             return settings
         added = tuple(a for a in self.replace if a not in settings.replace)
         replace_ = (*settings.replace, *added)
         return settings.model_copy(
-            update={"replace": replace_, "skip": (*settings.skip, *self.skip)}
+            update={
+                "replace": replace_,
+                "skip": (*settings.skip, *self.skip),
+                "skip_smoke": (*settings.skip_smoke, *self.skip_smoke),
+            }
         )
 
     def desired(self, runs: tuple[DesiredRun, ...]) -> tuple[DesiredRun, ...]:
@@ -501,12 +507,15 @@ class Session:
         if git is None or git.head() is None:
             return TrailerRequests()
         since = git.last_commit_touching(self.ctx.settings.state)
-        trailers = git.trailers_since(since)
+        trailers = git.trailers_since(
+            since, ("Osmosis-Rerun", "Osmosis-Skip", "Osmosis-Skip-Smoke")
+        )
         if not trailers:
             return TrailerRequests()
         addresses = [d.address for d in desired]
         replace_: list[str] = []
         skip: list[str] = []
+        skip_smoke: list[str] = []
         notes: list[str] = []
         requested: dict[str, tuple[str, str]] = {}
         for trailer in trailers:
@@ -519,6 +528,9 @@ class Session:
                 )
             if trailer.key == "Osmosis-Skip":
                 skip.append(trailer.value)
+                continue
+            if trailer.key == "Osmosis-Skip-Smoke":
+                skip_smoke.append(trailer.value)
                 continue
             for address in matches:
                 entry = state.runs.get(address)
@@ -537,7 +549,11 @@ class Session:
                     replace_.append(address)
                 requested[address] = (trailer.commit, trailer.subject)
         return TrailerRequests(
-            replace=tuple(replace_), skip=tuple(skip), requested=requested, notes=tuple(notes)
+            replace=tuple(replace_),
+            skip=tuple(skip),
+            requested=requested,
+            notes=tuple(notes),
+            skip_smoke=tuple(skip_smoke),
         )
 
     def _changed_targets(self, rev: str) -> tuple[str, ...]:
@@ -821,10 +837,25 @@ class Session:
             store.update(lambda s: refresh_statuses(s, observation))
         plan = compute_plan(desired, store.state, observation, self.ctx.settings)
         downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
-        if not downloads:
+        # The full runs whose smoke run ended well while waiting: the plan this apply carried
+        # out showed them ("smoke first: ..., then N"), so the same command submits them and
+        # waits for them too (docs/smoke.md). Not when a guard stops the plan.
+        full_runs = [
+            i
+            for i in plan.items
+            if i.action is Action.SUBMIT
+            and i.smoke is not None
+            and i.smoke.stage == "full"
+            and not plan.errors
+            and not self.cancel.is_set()
+        ]
+        if not downloads and not full_runs:
             return []
-        sub = plan.model_copy(update={"items": tuple(downloads)})
-        return applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
+        sub = plan.model_copy(update={"items": (*downloads, *full_runs)})
+        outcomes = applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
+        if any(o.ok and o.item.smoke is not None for o in outcomes):
+            outcomes += self._wait_and_download(applier, store, report, timeout, waited, desired)
+        return outcomes
 
     def exit_code(self, result: ApplyResult, report: ApplyReport) -> int:
         """0 all done; 1 nothing applied; 3 partial; 4 the ``--wait`` ran out (cli.EXIT_CODES).

@@ -69,6 +69,7 @@ from reconciler.model.plan import (
     Reason,
     RecordedChange,
     ResultRow,
+    Smoke,
     glob_match,
 )
 from reconciler.model.policy import (
@@ -93,6 +94,7 @@ from reconciler.model.recorded import (
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
     Settings,
+    SmokeRule,
 )
 from reconciler.model.status import (
     RERUN_HINT,
@@ -145,6 +147,8 @@ __all__ = [
     "RunResults",
     "RunStatus",
     "Settings",
+    "Smoke",
+    "SmokeRule",
     "adoption_fingerprint",
     "canonical_digest",
     "canonical_json",

@@ -78,6 +78,8 @@ class Reason(str, Enum):
     TASKS_EMPTY = "tasks_empty"
     RECORD_MISMATCH = "record_mismatch"
     PLATFORM_REFUSED = "platform_refused"
+    SMOKE_PASSED = "smoke_passed"
+    SMOKE_FAILED = "smoke_failed"
     OUTCOME_UNKNOWN = "outcome_unknown"
 
 
@@ -142,6 +144,23 @@ class BenchmarkFacts(Frozen):
     """Score at which a task counts as passed."""
 
 
+class Smoke(Frozen):
+    """The smoke stage of a paid item (``smoke`` setting, docs/smoke.md)."""
+
+    stage: str
+    """``smoke``: this item submits the smoke run (``spec`` is the narrowed body); ``full``:
+    the full run, after the smoke run ended well; ``skipped``: the full run, the smoke
+    stage skipped on request (``--skip-smoke``, an ``Osmosis-Skip-Smoke`` trailer)."""
+    smoke_attempts: int = 0
+    """Attempts of the smoke run."""
+    full_attempts: int = 0
+    """Attempts of the full run that follows (or follows now)."""
+    tasks: tuple[str, ...] = ()
+    """For ``smoke``: the tasks of the smoke run, in catalog order."""
+    smoke_run_id: str | None = None
+    """For ``full`` and a blocked item: the smoke run it follows."""
+
+
 PAID_ACTIONS = frozenset({Action.SUBMIT, Action.REPLACE, Action.BLOCKED})
 """Actions that start (or would start) a paid run: the only ones with a cost, benchmark
 facts and a rejection context."""
@@ -200,6 +219,8 @@ class PlanItem(Frozen):
     """For paid items: ``rejection_context`` of the plan, recorded with a refusal."""
     cost: Cost | None = None
     """For paid items: the estimated dollars, when recorded runs allow an estimate."""
+    smoke: Smoke | None = None
+    """For paid items and the adoption of a smoke run: the smoke stage, when one applies."""
     source: CellSource | None = None
     """For an address of a run generator: the file, the cell, and for a vanished cell which
     element went (``note``)."""

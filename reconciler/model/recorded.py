@@ -20,7 +20,8 @@ LOCKFILE_VERSION = 2
 """The lockfile format this version writes; older ones are read and migrated on write
 (``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
 (``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
-and what a history entry keeps (pending downloads, the cost inputs)."""
+and what a history entry keeps (pending downloads, the cost inputs), and ``stage`` (smoke
+runs) on entries, intents and history."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -73,6 +74,9 @@ class Intent(Frozen):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
+    stage: str | None = None
+    """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
+    digest); None for a full run."""
     listings: tuple[datetime, ...] | None = None
     """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
     after the submit, showed no run that could be it (the quiet-period evidence,
@@ -201,6 +205,9 @@ class RecordedRun(Frozen):
     creator: str | None = None
     """``creator_digest`` of the account that created the run, as the Platform lists it:
     evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
+    stage: str | None = None
+    """``smoke``: this is a smoke run (a narrowed body of the config whose digest is
+    ``spec_digest``); never the address's result, never downloaded. None: the full run."""
     announced_at: datetime | None = None
     """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
     kept here so a fresh checkout never announces the same run twice."""
@@ -255,6 +262,8 @@ class HistoryEntry(Frozen):
     """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
+    stage: str | None = None
+    """``smoke`` for a smoke run (never a baseline to compare with); None for a full run."""
     outputs_pending: bool | None = None
     """True when the run had ended but its outputs were not (fully) downloaded when it left
     its address: the plan keeps offering the download until they are. None: nothing due."""

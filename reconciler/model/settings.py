@@ -8,6 +8,20 @@ from reconciler.model.policy import PolicyRule
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
 
 
+class SmokeRule(Frozen):
+    """One ``smoke`` setting: submits of matching addresses planning more than ``above``
+    attempts run a smoke run first (docs/smoke.md)."""
+
+    addresses: tuple[str, ...] = ("**",)
+    """Address globs the rule applies to."""
+    above: int = 0
+    """Planned attempts above which the smoke stage applies."""
+    tasks: int = 1
+    """Tasks of the smoke run: the first ones, in catalog order, of the config's selection."""
+    min_score: float | None = None
+    """Best pass@1 (a fraction) the smoke run must reach; None: no score is asked for."""
+
+
 class Settings(Frozen):
     """Policy knobs: ``[tool.osmosis-reconciler]`` overlaid by command-line flags."""
 
@@ -51,6 +65,11 @@ class Settings(Frozen):
     lock: str | None = None
     """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
+    smoke: tuple[SmokeRule, ...] = ()
+    """Smoke stages (``[[smoke]]``); empty: off."""
+    skip_smoke: tuple[str, ...] = ()
+    """Address globs that go straight to the full run (``--skip-smoke``, an
+    ``Osmosis-Skip-Smoke`` trailer)."""
     lock_ttl: int = 120
     """Seconds a git lock stays valid without a renewal (the holder renews it every third)."""
     regression_margin_pp: float = 3.0

@@ -26,6 +26,7 @@ from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
 from reconciler.plan.ownership import evidence_of
 from reconciler.plan.preflight import paid_item
+from reconciler.plan.smoke import SMOKE, ended_badly, rule_for, skipped, smoke_failed_item
 
 
 def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
@@ -73,7 +74,10 @@ because its config went has nothing worth a download)."""
 
 
 def _outputs_before_leaving(draft: Draft, entry: RecordedRun, run: ObservedRun | None) -> None:
-    """Download an ended run's outputs in the same apply that moves its entry to history."""
+    """Download an ended run's outputs in the same apply that moves its entry to history
+    (never a smoke run's: they are not the address's outputs)."""
+    if entry.stage == SMOKE:
+        return
     if run is not None and run.status in OUTPUTS_DUE_STATUSES:
         _plan_download(draft, entry, run)
 
@@ -167,6 +171,9 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     changed = wanted.spec_digest != entry.spec_digest
     changes = spec_changes(entry.spec, wanted.spec) if changed else ()
     requested = glob_match(wanted.address, settings.replace)
+    if entry.stage == SMOKE and not changed and not requested and run is not None:
+        _plan_after_smoke(draft, wanted, entry, run, active)
+        return
     common: _Previous = {
         "run_id": entry.run_id,
         "run_name": (run.name if run and run.name else entry.run_name),
@@ -210,6 +217,45 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
         _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common)
         return
     _plan_download(draft, entry, run)
+
+
+def _plan_after_smoke(
+    draft: Draft, wanted: DesiredRun, entry: RecordedRun, run: ObservedRun, active: bool
+) -> None:
+    """The address's smoke run, for the config it was run for: wait while it runs, then
+    submit the full run when it ended well, else block the full run (docs/smoke.md)."""
+    common: _Previous = {
+        "run_id": entry.run_id,
+        "run_name": run.name or entry.run_name,
+        "before": entry.spec_digest,
+        "changes": (),
+    }
+    if active:
+        if skipped(draft.settings, wanted.address):
+            # Straight to the full run: the running smoke run is stopped and replaced.
+            draft.items.append(
+                paid_item(draft, Action.REPLACE, Reason.REPLACE_REQUESTED, wanted, **common)
+            )
+        return
+    why = ended_badly(entry, run, rule_for(draft.settings, wanted.address))
+    if why is None:
+        draft.items.append(
+            paid_item(
+                draft,
+                Action.SUBMIT,
+                Reason.SMOKE_PASSED,
+                wanted,
+                after_smoke=entry.run_id,
+                **common,
+            )
+        )
+        return
+    full = paid_item(draft, Action.SUBMIT, Reason.SMOKE_FAILED, wanted, **common)
+    if skipped(draft.settings, wanted.address) or full.action is Action.BLOCKED:
+        draft.items.append(full)
+        return
+    full_attempts = full.smoke.full_attempts if full.smoke is not None else full.attempts
+    draft.items.append(smoke_failed_item(wanted, entry, run, why, full_attempts))
 
 
 def _adopt_or_submit(

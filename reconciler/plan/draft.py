@@ -163,8 +163,9 @@ def canonical_state(
 
 def recorded_digest(entry: RecordedRun, benchmarks: Mapping[str, BenchmarkInfo | None]) -> str:
     """The canonical digest of what ``entry`` recorded (its stored digest when its body was
-    not kept or its benchmark cannot be resolved)."""
-    if not entry.spec:
+    not kept or its benchmark cannot be resolved). A smoke run's entry records the digest of
+    the full config it smoke-tests, not of its narrowed body: that one is kept."""
+    if not entry.spec or entry.stage == "smoke":
         return entry.spec_digest
     benchmark_id = entry.benchmark_id
     if benchmark_id is None:

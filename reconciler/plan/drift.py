@@ -104,6 +104,8 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
         return  # not looked at: an ended run never changes
     if entry.status is None or not RunStatus.of(entry.status).is_active:
         return
+    if entry.stage == "smoke":
+        return  # a smoke run's end is what its plan item judges (plan/smoke.py)
     now = RunStatus.of(run.status)
     if now is RunStatus.STOPPED and not (intent is not None and intent.op == "stop"):
         draft.add_drift(

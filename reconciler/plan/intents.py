@@ -22,12 +22,14 @@ from reconciler.model import (
     PlanItem,
     Reason,
     RecordedRun,
+    Smoke,
     canonical_digest,
     spec_fingerprint,
 )
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, run_label, timestamp
 from reconciler.plan.preflight import paid_item
+from reconciler.plan.smoke import SMOKE
 
 
 def resolve_intents(draft: Draft) -> None:
@@ -59,6 +61,9 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     # What the intent was for, in the plan's canonical digest form (old intents recorded
     # the plain digest of their body).
     sent = canonical_digest(intent.spec, intent.benchmark_id) if intent.spec else intent.body_digest
+    if intent.stage == SMOKE:
+        # A smoke run's submit: what it was for is the full config (its digest).
+        sent = intent.body_digest
     since = timestamp(intent.started_at) - CLOCK_SKEW.total_seconds()
     window = [
         run
@@ -94,6 +99,7 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
                 spec=dict(spec) if spec else None,
                 requested_by=wanted.requested_by if wanted else None,
                 requested_subject=wanted.requested_subject if wanted else None,
+                smoke=Smoke(stage=SMOKE) if intent.stage == SMOKE else None,
             )
         )
         return

@@ -38,6 +38,7 @@ from reconciler.model import (
 from reconciler.plan import submit_rules
 from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft, plural
+from reconciler.plan.smoke import stage_paid_item
 from reconciler.plan.submit_rules import CatalogFacts, Rule, Selection, Violation
 
 LOCAL_PLATFORM = "local"
@@ -103,8 +104,11 @@ def paid_item(
     run_name: str | None = None,
     before: str | None = None,
     changes: tuple[str, ...] = (),
+    after_smoke: str | None = None,
 ) -> PlanItem:
-    """A submit or replace, with its cost, after preflight; ``blocked`` when it would fail."""
+    """A submit or replace, with its cost, after preflight; ``blocked`` when it would fail;
+    its smoke stage when a ``smoke`` rule applies (``after_smoke``: the smoke run that ended
+    well, so this is the full run)."""
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     found = preflight(wanted, benchmark, draft.observed)
     tasks = found.selection.count if found.selection is not None else task_count(wanted, None)
@@ -156,7 +160,13 @@ def paid_item(
             ),
             **fields,
         )
-    return PlanItem(action=action, reason=reason, **fields)
+    return stage_paid_item(
+        draft.settings,
+        PlanItem(action=action, reason=reason, **fields),
+        wanted,
+        found.selection.names if found.selection is not None else None,
+        after_smoke=after_smoke,
+    )
 
 
 def _present_secrets(

@@ -22,6 +22,10 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
     document = _item_fields(item)
     if item.listed_at is not None:  # only an unknown outcome has one
         document["listed_at"] = item.listed_at.isoformat()
+    if item.smoke is not None:
+        # Only on items with a smoke stage, so plans without one are unchanged.
+        document["smoke"] = item.smoke.model_dump()
+        document["smoke"]["tasks"] = list(item.smoke.tasks)
     return document
 
 

@@ -32,7 +32,7 @@ from reconciler.render.pieces import (
     reason_text,
     unmanaged_line,
 )
-from reconciler.render.text import _item_body, summary_line
+from reconciler.render.text import _item_body, smoke_suffix, summary_line
 
 
 def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
@@ -136,7 +136,8 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         label = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
         rendered = [
             "\n".join(
-                [f"{it.action.symbol} {_e(it.address)}"] + [f"    {x}" for x in _item_body(it)]
+                [f"{it.action.symbol} {_e(it.address)}{smoke_suffix(it)}"]
+                + [f"    {x}" for x in _item_body(it)]
             )
             for it in items
         ]

@@ -58,6 +58,8 @@ REASON_TEXT = {
     Reason.TASKS_EMPTY: "task selection is empty",
     Reason.RECORD_MISMATCH: "the lockfile's record does not match the run",
     Reason.PLATFORM_REFUSED: "the Platform refused this config",
+    Reason.SMOKE_PASSED: "its smoke run ended well",
+    Reason.SMOKE_FAILED: "its smoke run did not end well",
     Reason.OUTCOME_UNKNOWN: "a submit's outcome is unknown (no matching run listed yet)",
 }
 

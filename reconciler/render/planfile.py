@@ -33,6 +33,7 @@ from reconciler.model import (
     PlanSummary,
     Reason,
     ResultRow,
+    Smoke,
 )
 from reconciler.render.generators import generators_from_dicts, source_from_dict
 from reconciler.render.jsondoc import plan_to_dict
@@ -123,6 +124,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 )
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
+                smoke=_smoke(a.get("smoke")),
                 source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
@@ -176,3 +178,16 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc
+
+
+def _smoke(data: Any) -> Smoke | None:
+    """A saved item's smoke stage (``jsondoc``'s ``smoke`` key; absent: none)."""
+    if not isinstance(data, dict):
+        return None
+    return Smoke(
+        stage=data["stage"],
+        smoke_attempts=data.get("smoke_attempts", 0),
+        full_attempts=data.get("full_attempts", 0),
+        tasks=tuple(data.get("tasks", ())),
+        smoke_run_id=data.get("smoke_run_id"),
+    )

@@ -69,6 +69,23 @@ def _usd_range(low: float | None, high: float) -> str:
     return f"{_money(low)}–{_money(high)}"
 
 
+def smoke_suffix(item: PlanItem) -> str:
+    """`` (smoke first: 1 attempt, then 7,500)`` after a staged item's address."""
+    smoke = item.smoke
+    if smoke is None or item.action is Action.ADOPT:
+        return ""
+    if smoke.stage == "smoke" and item.action is not Action.BLOCKED:
+        return (
+            f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
+            f"then {smoke.full_attempts:,})"
+        )
+    if smoke.stage == "full":
+        return " (full run: the smoke run ended well)"
+    if smoke.stage == "skipped":
+        return " (smoke stage skipped on request)"
+    return " (full run blocked: the smoke run did not end well)"
+
+
 def _item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
@@ -137,7 +154,10 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
         out += ["", "Osmosis would:", ""]
         for item in plan.items:
-            out.append(f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}")
+            out.append(
+                f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}"
+                + smoke_suffix(item)
+            )
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
     out += _text_drift(plan, paint)

@@ -53,7 +53,8 @@ HISTORY_LIMIT_PER_ADDRESS = 20
 """At most this many ``[[history]]`` entries are kept per address (the newest)."""
 
 
-HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost"})
+HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"})
+"""``smoke``: a smoke run that left its address to the full run (or to a new smoke run)."""
 
 
 def cap_history(
@@ -95,6 +96,7 @@ def _history_entry(
         and run.run_id is not None
         and run.status in OUTPUTS_DUE_STATUSES
         and not downloaded
+        and run.stage != "smoke"  # a smoke run's outputs are not the address's
     )
     per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
     return HistoryEntry(
@@ -117,9 +119,10 @@ def _history_entry(
         ended_at=ended_at,
         reason=reason,
         requested_by=run.requested_by,
-        results=run.results,
+        results=None if run.stage == "smoke" else run.results,
         task_count=run.task_count,
         selection=selection_digest(run.spec) if run.spec else None,
+        stage=run.stage,
     )
 
 

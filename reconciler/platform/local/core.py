@@ -519,7 +519,9 @@ class PlatformCore:
         ):
             suffix += 1
             name = f"{base}-x{suffix}"
-        sched = schedule or simulation.make_schedule(run_id, self.seed, expected)
+        sched = schedule or simulation.make_schedule(
+            run_id, self.seed, expected, errors=simulation.endpoint_errors(body)
+        )
         record = {
             "id": run_id,
             "name": name,

@@ -64,12 +64,26 @@ class Schedule:
     final_status: str
 
 
-def make_schedule(run_id: str, seed: int, expected: int) -> Schedule:
-    """The schedule of a new run: deterministic from its id, the seed and its size."""
+ERRORING_ENDPOINT = "always-errors"
+"""A run whose agents' model (name, endpoint URL or any other model field) contains this
+marker meets a model endpoint that answers errors: every attempt errors and the run ends
+``failed``, which no submit-time check can see (docs/local-platform.md, docs/smoke.md)."""
+
+
+def endpoint_errors(body: Mapping[str, Any]) -> bool:
+    """Whether the submit body's agents name the erroring-endpoint marker."""
+    return ERRORING_ENDPOINT in json.dumps(body.get("agents") or [])
+
+
+def make_schedule(run_id: str, seed: int, expected: int, *, errors: bool = False) -> Schedule:
+    """The schedule of a new run: deterministic from its id, the seed and its size; a run
+    whose endpoint answers errors (``errors``) fails early."""
     queue_off = PENDING_S[0] + (PENDING_S[1] - PENDING_S[0]) * h01(seed, run_id, "pending")
     start_off = queue_off + QUEUED_S[0] + (QUEUED_S[1] - QUEUED_S[0]) * h01(seed, run_id, "queue")
     full = min(RUN_MAX_S, RUN_BASE_S + RUN_PER_RESULT_S * expected)
     full *= 0.8 + 0.4 * h01(seed, run_id, "dur")
+    if errors:
+        return Schedule(queue_off, start_off, full, start_off + full * 0.2, "failed")
     if h01(seed, run_id, "fail") < FAILED_SHARE:
         frac = 0.2 + 0.6 * h01(seed, run_id, "fail-at")
         return Schedule(queue_off, start_off, full, start_off + full * frac, "failed")
@@ -239,13 +253,16 @@ def outcome_table(run: Run) -> tuple[tuple[int, int, int, int], ...]:
     difficulty = {t["name"]: t.get("difficulty") for t in run.benchmark.get("tasks", [])}
     rows: list[tuple[float, tuple[int, int, int, int]]] = []
     attempts = range(1, run.attempts + 1)
+    erroring = endpoint_errors(run.body)
     for a, agent in enumerate(run.agents):
         skill = agent_skill(run, agent)
         for ti, task in enumerate(run.tasks):
             p = skill + DIFFICULTY_SHIFT.get(difficulty.get(task), 0.0) + _task_shift(task)
             p = min(0.97, max(0.02, p))
             for attempt in attempts:
-                if draw() < ERRORED_SHARE:
+                if erroring:
+                    code = 2
+                elif draw() < ERRORED_SHARE:
                     code = 2
                     draw()
                 else:
@@ -482,7 +499,10 @@ def log_events(run: Run, t_ms: int, speed: float) -> list[dict[str, Any]]:
                     "timestamp": at(s.end_off),
                     "level": "error",
                     "step": "complete",
-                    "message": "Run failed: sandbox provisioning kept failing after 3 retries",
+                    "message": "Run failed: every attempt errored: the model endpoint "
+                    "answered 502 Bad Gateway"
+                    if endpoint_errors(run.body)
+                    else "Run failed: sandbox provisioning kept failing after 3 retries",
                 }
             )
         else:

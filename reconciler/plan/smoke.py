@@ -1,0 +1,160 @@
+"""The smoke stage: an expensive submit runs a small smoke run first (docs/smoke.md).
+
+A submit or replace of an address a ``smoke`` rule covers, planning more attempts than the
+rule's ``above``, becomes a smoke run: the same body narrowed to the first ``tasks`` tasks
+(catalog order) of the selection the config would run, one attempt per task. Its entry is
+recorded under the address with ``stage = "smoke"`` and the full config's digest; the plan
+that sees it ended well submits the full run; one that sees it end badly blocks the full run
+with the reason and what to do. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from reconciler.model import (
+    Action,
+    Blocked,
+    DesiredRun,
+    Fix,
+    ObservedRun,
+    PlanItem,
+    Reason,
+    RecordedRun,
+    RunStatus,
+    Settings,
+    Smoke,
+    SmokeRule,
+    glob_match,
+)
+
+SMOKE = "smoke"
+
+
+def rule_for(settings: Settings, address: str) -> SmokeRule | None:
+    """The first ``smoke`` rule covering ``address``, or None."""
+    return next((rule for rule in settings.smoke if glob_match(address, rule.addresses)), None)
+
+
+def skipped(settings: Settings, address: str) -> bool:
+    """Whether the smoke stage of ``address`` is skipped on request."""
+    return glob_match(address, settings.skip_smoke)
+
+
+def narrowed_spec(spec: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+    """``spec`` narrowed to ``tasks`` (by name) with one attempt per task."""
+    body = copy.deepcopy(spec)
+    body["tasks_config"] = {"task_names": list(tasks)}
+    execution = dict(body.get("execution_config") or {})
+    execution["attempts_per_task"] = 1
+    body["execution_config"] = execution
+    return body
+
+
+def stage_paid_item(
+    settings: Settings,
+    item: PlanItem,
+    wanted: DesiredRun,
+    selected: tuple[str, ...] | None,
+    *,
+    after_smoke: str | None = None,
+) -> PlanItem:
+    """``item`` (a submit or replace of ``wanted``) as its smoke stage when a rule asks for
+    one; ``after_smoke`` is the run id of a smoke run that ended well (the full run now)."""
+    if item.action not in (Action.SUBMIT, Action.REPLACE):
+        return item
+    rule = rule_for(settings, item.address)
+    if rule is None or item.attempts <= rule.above:
+        return item
+    agents = len(wanted.spec.get("agents") or ())
+    if after_smoke is not None:
+        smoke = Smoke(stage="full", full_attempts=item.attempts, smoke_run_id=after_smoke)
+        return item.model_copy(update={"smoke": smoke})
+    if skipped(settings, item.address):
+        smoke = Smoke(stage="skipped", full_attempts=item.attempts)
+        return item.model_copy(update={"smoke": smoke})
+    if not selected:
+        note = (
+            "smoke stage not possible: the catalog does not list this selection's tasks, so "
+            "the full run is submitted at once"
+        )
+        return item.model_copy(update={"warnings": (*item.warnings, note)})
+    tasks = selected[: rule.tasks]
+    smoke = Smoke(
+        stage=SMOKE,
+        smoke_attempts=len(tasks) * agents,
+        full_attempts=item.attempts,
+        tasks=tasks,
+    )
+    return item.model_copy(
+        update={
+            "spec": narrowed_spec(wanted.spec, tasks),
+            "task_count": len(tasks),
+            "attempts": smoke.smoke_attempts,
+            "smoke": smoke,
+            "cost": None,
+        }
+    )
+
+
+def ended_badly(entry: RecordedRun, run: ObservedRun | None, rule: SmokeRule | None) -> str | None:
+    """Why the smoke run recorded in ``entry`` did not end well; None when it did.
+
+    Ended well: finished (not failed or stopped), no errored task where the Platform's
+    scores say so, and, when the rule asks for one, at least ``min_score`` best pass@1.
+    """
+    status = run.status if run is not None else entry.status
+    if RunStatus.of(status) is not RunStatus.FINISHED:
+        return f"the smoke run ended {status or 'without a status'}"
+    if entry.results is not None and entry.results.errored:
+        return f"{entry.results.errored} task(s) of the smoke run errored"
+    if rule is not None and rule.min_score is not None:
+        score = run.best_pass_at_1 if run is not None else None
+        if score is None:
+            return f"the smoke run has no score, and min_score = {rule.min_score:.2f} asks for one"
+        if score < rule.min_score:
+            return (
+                f"the smoke run scored best pass@1 {score:.2f}, below min_score = "
+                f"{rule.min_score:.2f}"
+            )
+    return None
+
+
+def smoke_failed_item(
+    wanted: DesiredRun, entry: RecordedRun, run: ObservedRun | None, why: str, full_attempts: int
+) -> PlanItem:
+    """The full run, blocked by a smoke run that did not end well, with what to do."""
+    label = entry.run_name or entry.run_id or "?"
+    skip = f"osmosis-apply --skip-smoke {shlex.quote(wanted.address)}"
+    details = (
+        f"{why}: smoke run {label} of {wanted.address} did not end well, so the full run "
+        f"({full_attempts:,} attempts) is not submitted",
+        f"see why: `osmosis benchmark runs logs {shlex.quote(label)}`"
+        + (f" or the run page {entry.platform_url}" if entry.platform_url else ""),
+        f"fix: correct the config ({wanted.path}); the changed config starts a new smoke run. "
+        f"To submit the full run anyway: `{skip}` (or an `Osmosis-Skip-Smoke: "
+        f"{wanted.address}` commit trailer)",
+    )
+    return PlanItem(
+        action=Action.BLOCKED,
+        address=wanted.address,
+        reason=Reason.SMOKE_FAILED,
+        run_id=entry.run_id,
+        run_name=entry.run_name,
+        before_digest=entry.spec_digest,
+        after_digest=wanted.spec_digest,
+        spec=wanted.spec,
+        benchmark_id=entry.benchmark_id,
+        attempts=0,
+        details=details,
+        requested_by=wanted.requested_by,
+        requested_subject=wanted.requested_subject,
+        blocked=Blocked(
+            intended_action=Action.SUBMIT,
+            fixes=(Fix(command=skip),),
+        ),
+        smoke=Smoke(stage=SMOKE, full_attempts=full_attempts, smoke_run_id=entry.run_id),
+    )

@@ -1,0 +1,224 @@
+"""The smoke stage end to end (docs/smoke.md): over loopback HTTP to the local Platform, in
+real git repositories, through the CLI entry points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.clock import FakeClock as ManualClock
+from tests.support.git import commit
+
+from .helpers import (
+    Osmosis,
+    Platform,
+    init_repo,
+    plan_items,
+    read_lock,
+    write_config,
+)
+
+SETTINGS = """\
+[tool.osmosis-reconciler]
+
+[[tool.osmosis-reconciler.smoke]]
+addresses = ["tb/**"]
+above = 10
+"""
+
+FINISHED = 4000.0
+"""Seconds after which every run of these tests has ended on the local Platform."""
+
+
+def full_config(model: str = "openai/gpt-5.2", endpoint: str | None = None) -> str:
+    """Every task of Terminal-Bench 2.1, one agent, two attempts per task."""
+    if endpoint is None:
+        model_table = f'type = "provider"\nmodel = "{model}"\napi_key_secret = "OPENAI_API_KEY"\n'
+    else:
+        model_table = (
+            'type = "endpoint"\n'
+            f'model = "{model}"\n'
+            f'base_url = "{endpoint}"\n'
+            'api_key_secret = "MY_ENDPOINT_KEY"\n'
+        )
+    return (
+        "[experiment]\n"
+        'benchmark = "terminal-bench-2-1"\n\n'
+        "[[agents]]\n"
+        'harness = "terminus-2"\n\n'
+        "[agents.model]\n" + model_table + "\n"
+        "[execution]\n"
+        "attempts_per_task = 2\n"
+        "max_concurrent_attempts = 4\n"
+    )
+
+
+def repo_with(tmp_path: Path, text: str) -> Path:
+    return init_repo(tmp_path / "repo", configs={"tb/full": text}, pyproject=SETTINGS)
+
+
+def test_smoke_then_full_run(tmp_path: Path, platform: Platform, clock: ManualClock) -> None:
+    repo = repo_with(tmp_path, full_config())
+    osm = Osmosis(repo, platform)
+
+    first = osm.plan()
+    assert first.code == 0, first
+    assert "+ tb/full (smoke first: 1 attempt, then " in first.out
+    # The PR comment (markdown) shows the same line.
+    assert "+ tb/full (smoke first: 1 attempt, then " in osm.plan("--format", "markdown").out
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert item["action"] == "submit"
+    assert item["attempts"] == 1
+    assert item["smoke"]["stage"] == "smoke"
+    full_attempts = item["smoke"]["full_attempts"]
+    assert full_attempts > 10
+    task = item["smoke"]["tasks"][0]
+    assert item["spec"]["tasks_config"] == {"task_names": [task]}
+    assert item["spec"]["execution_config"]["attempts_per_task"] == 1
+
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 0, applied
+    lock = read_lock(repo)
+    entry = lock["runs"]["tb/full"]
+    assert entry["stage"] == "smoke"
+    assert entry["attempts"] == 1
+    assert lock["version"] == 2
+    smoke_run = entry["run_id"]
+
+    # While the smoke run runs, nothing is submitted.
+    assert "tb/full" not in plan_items(osm.plan("--format", "json"))
+
+    clock.advance(FINISHED)
+    after = osm.plan("--format", "json")
+    full = plan_items(after)["tb/full"]
+    assert full["action"] == "submit", after
+    assert full["reason"] == "smoke_passed"
+    assert full["attempts"] == full_attempts
+    assert full["smoke"] == {
+        "stage": "full",
+        "smoke_attempts": 0,
+        "full_attempts": full_attempts,
+        "tasks": [],
+        "smoke_run_id": smoke_run,
+    }
+    assert "(full run: the smoke run ended well)" in osm.plan().out
+
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 0, applied
+    lock = read_lock(repo)
+    entry = lock["runs"]["tb/full"]
+    assert "stage" not in entry
+    assert entry["attempts"] == full_attempts
+    assert entry["run_id"] != smoke_run
+    history = [h for h in lock["history"] if h["address"] == "tb/full"]
+    assert [(h["run_id"], h["reason"], h["stage"]) for h in history] == [
+        (smoke_run, "smoke", "smoke")
+    ]
+
+
+def test_failing_endpoint_blocks_the_full_run(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    text = full_config("my-org/model", endpoint="https://always-errors.example.invalid/v1")
+    repo = repo_with(tmp_path, text)
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve").code == 0
+    smoke_run = read_lock(repo)["runs"]["tb/full"]["run_id"]
+    clock.advance(FINISHED)
+
+    plan = osm.plan("--format", "json")
+    item = plan_items(plan)["tb/full"]
+    assert item["action"] == "blocked"
+    assert item["reason"] == "smoke_failed"
+    assert item["attempts"] == 0
+    assert any("the smoke run ended failed" in d for d in item["details"])
+    # The attempts not paid, and no drift: the failed smoke run is the item's business.
+    assert any("the full run (178 attempts) is not submitted" in d for d in item["details"])
+    assert plan.json()["drift"] == []
+    assert any("--skip-smoke tb/full" in d for d in item["details"])
+    text_plan = osm.plan().out
+    assert "(full run blocked: the smoke run did not end well)" in text_plan
+
+    # Applying does not submit the full run: the smoke run is the only run there is.
+    applied = osm.apply("--auto-approve")
+    assert applied.code != 0 or "blocked" in applied.text
+    assert platform.submits() == 1
+    assert "not submitted" in applied.text or "blocked" in applied.text
+    lock = read_lock(repo)
+    assert lock["runs"]["tb/full"]["run_id"] == smoke_run
+    assert lock["runs"]["tb/full"]["stage"] == "smoke"
+
+    # Editing the config starts a new smoke run.
+    write_config(repo, "tb/full", full_config("my-org/model", "https://fixed.example.invalid/v1"))
+    commit(repo, "Fix the endpoint")
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert item["action"] == "submit"
+    assert item["smoke"]["stage"] == "smoke"
+    assert item["attempts"] == 1
+
+
+def test_skip_smoke_flag_and_trailer(tmp_path: Path, platform: Platform) -> None:
+    repo = repo_with(tmp_path, full_config())
+    osm = Osmosis(repo, platform)
+    item = plan_items(osm.plan("--format", "json", "--skip-smoke", "tb/*"))["tb/full"]
+    assert item["smoke"]["stage"] == "skipped"
+    assert item["attempts"] == item["smoke"]["full_attempts"] > 10
+    assert "+ tb/full (smoke stage skipped on request)" in osm.plan("--skip-smoke", "tb/full").out
+
+    commit(repo, "Run it in full\n\nOsmosis-Skip-Smoke: tb/full", allow_empty=True)
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert item["smoke"]["stage"] == "skipped"
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 0, applied
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert "stage" not in entry
+    assert entry["attempts"] == item["attempts"]
+
+
+def test_apply_wait_carries_both_stages(tmp_path: Path) -> None:
+    from .helpers import start_platform
+
+    # A Platform on the real clock, sped up, so `--wait` sees both runs end.
+    platform = start_platform(tmp_path / "fast-platform", speed=400.0)
+    try:
+        repo = repo_with(tmp_path, full_config())
+        osm = Osmosis(repo, platform)
+        applied = osm.apply("--auto-approve", "--wait", "--wait-timeout", "120")
+        assert applied.code == 0, applied
+        lock = read_lock(repo)
+        entry = lock["runs"]["tb/full"]
+        assert "stage" not in entry
+        assert entry["status"] in ("finished", "failed")
+        assert entry["attempts"] > 10
+        history = [h for h in lock["history"] if h["address"] == "tb/full"]
+        assert [(h["reason"], h["stage"]) for h in history] == [("smoke", "smoke")]
+    finally:
+        platform.close()
+
+
+def test_a_crash_after_the_smoke_post_adopts_the_smoke_run(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    repo = repo_with(tmp_path, full_config())
+    osm = Osmosis(repo, platform)
+    crashed = osm.run(
+        "osmosis-apply", "--auto-approve", env={"OSMOSIS_CRASH_AT": "submit.after_post"}
+    )
+    assert crashed.code == -9, crashed
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert entry["intent"]["stage"] == "smoke"
+    assert "run_id" not in entry
+
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert item["action"] == "adopt"
+    assert item["smoke"]["stage"] == "smoke"
+    assert osm.apply("--auto-approve").code == 0
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert entry["stage"] == "smoke"
+    assert "intent" not in entry
+    # One run on the Platform: the smoke run, paid once.
+    assert platform.submits() == 1
+    assert [r.id for r in platform.client().list_runs()] == [entry["run_id"]]
+
+    clock.advance(FINISHED)
+    full = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert (full["action"], full["smoke"]["stage"]) == ("submit", "full")

@@ -1,0 +1,52 @@
+"""plan/smoke.py's verdicts: what "ended well" means, as data (docs/smoke.md)."""
+
+from __future__ import annotations
+
+from reconciler.model import ObservedRun, RecordedRun, RunResults, SmokeRule
+from reconciler.plan.smoke import ended_badly, narrowed_spec
+
+ENTRY = RecordedRun(address="a", spec_digest="sha256:x", run_id="r", stage="smoke")
+
+
+def run(status: str, score: float | None = None) -> ObservedRun:
+    return ObservedRun(id="r", status=status, best_pass_at_1=score)
+
+
+def test_finished_is_well_without_a_min_score() -> None:
+    assert ended_badly(ENTRY, run("finished"), SmokeRule(above=1)) is None
+
+
+def test_failed_and_stopped_are_not_well() -> None:
+    assert ended_badly(ENTRY, run("failed"), None) == "the smoke run ended failed"
+    assert ended_badly(ENTRY, run("stopped"), None) == "the smoke run ended stopped"
+
+
+def test_errored_tasks_are_not_well() -> None:
+    entry = ENTRY.model_copy(update={"results": RunResults(errored=1)})
+    assert ended_badly(entry, run("finished"), None) == "1 task(s) of the smoke run errored"
+
+
+def test_min_score() -> None:
+    rule = SmokeRule(above=1, min_score=0.5)
+    assert ended_badly(ENTRY, run("finished", 0.5), rule) is None
+    assert ended_badly(ENTRY, run("finished", 0.25), rule) == (
+        "the smoke run scored best pass@1 0.25, below min_score = 0.50"
+    )
+    assert ended_badly(ENTRY, run("finished"), rule) == (
+        "the smoke run has no score, and min_score = 0.50 asks for one"
+    )
+
+
+def test_narrowed_spec_keeps_the_rest_and_does_not_touch_the_original() -> None:
+    spec = {
+        "experiment_config": {"benchmark": "hle"},
+        "tasks_config": {"task_set": "parity"},
+        "execution_config": {"attempts_per_task": 3, "max_concurrent_attempts": 4},
+        "agents": [{"harness": "x"}],
+    }
+    body = narrowed_spec(spec, ["t1"])
+    assert body["tasks_config"] == {"task_names": ["t1"]}
+    assert body["execution_config"] == {"attempts_per_task": 1, "max_concurrent_attempts": 4}
+    assert body["agents"] == spec["agents"]
+    assert spec["tasks_config"] == {"task_set": "parity"}
+    assert spec["execution_config"]["attempts_per_task"] == 3
