@@ -52,7 +52,8 @@ if TYPE_CHECKING:  # imported lazily at run time: start-up must not pay for them
     from reconciler.cli.output import ApplyReport
     from reconciler.engine.apply import ApplyResult
     from reconciler.engine.context import Invocation
-    from reconciler.engine.session import Session, Snapshots
+    from reconciler.engine.session import Session
+    from reconciler.engine.snapshots import Snapshots
 
 EXIT_WAIT_TIMEOUT = 4
 """osmosis-apply --wait ran out while runs were still active (design.md §4: a new outcome)."""

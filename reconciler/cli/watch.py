@@ -21,7 +21,8 @@ from reconciler.render import plan_to_dict
 
 if TYPE_CHECKING:
     from reconciler.cli.output import Output
-    from reconciler.engine.session import Session, Snapshots
+    from reconciler.engine.session import Session
+    from reconciler.engine.snapshots import Snapshots
     from reconciler.model import DesiredRun, Observation
 
 CLEAR = "\x1b[2J\x1b[H"

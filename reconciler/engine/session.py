@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -25,20 +25,24 @@ from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
+    Configs,
+    LockfileReader,
+    Snapshots,
+    TrailerRequests,
+)
 from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
     Action,
     DesiredRun,
-    GeneratorProduct,
     LocalOutputs,
     LockState,
     Observation,
     Plan,
     RecordedChange,
     RunStatus,
-    Settings,
     glob_match,
 )
 from reconciler.paths import UnsafeInputError, read_regular
@@ -69,93 +73,6 @@ from reconciler.state.locking import LockKind, choose_lock, hold_lock, machine_l
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
     from reconciler.engine.apply import Applier, ApplyResult, Outcome
-
-LockfileReader = Callable[[Path, str], bytes | None]
-"""Reads the lockfile at a path (named as the user wrote it): its bytes, None when there is
-none (``state.lockfile.read_lockfile_bytes``)."""
-
-
-@dataclass(frozen=True)
-class Configs:
-    """The desired runs as loaded from the config files, with what loading them noticed."""
-
-    runs: tuple[DesiredRun, ...]
-    """Every valid config, with git provenance (``requested_by``) where history has it."""
-    ignored: tuple[tuple[str, str], ...] = ()
-    """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
-    provenance_note: str | None = None
-    """In a shallow clone whose history misses some configs: which, and how to deepen."""
-    generators: tuple[GeneratorProduct, ...] = ()
-    """What each run generator (``*.matrix.toml``) expanded to (``LoadResult.generators``)."""
-
-
-@dataclass(frozen=True)
-class Snapshots:
-    """The inputs of one plan, loaded once per command and handed on as a value:
-    ``Session.load`` -> ``Snapshots`` -> ``Session.plan`` -> ``Session.apply``."""
-
-    desired: tuple[DesiredRun, ...]
-    """The configs, with ``Osmosis-Rerun`` trailers' commits as their ``requested_by``."""
-    state: LockState
-    """The lockfile as read (one read per command), or as this command last wrote it."""
-    observation: Observation
-    """What the Platform and the local disk said when this command looked."""
-    settings: Settings
-    """The settings a plan of these snapshots uses: flags over the settings file, plus the
-    re-runs and skips the commit trailers ask for."""
-    ignored: tuple[tuple[str, str], ...] = ()
-    """Config files left out on purpose (``Configs.ignored``)."""
-    notes: tuple[str, ...] = ()
-    """Warnings loading found (trailers that match nothing, a shallow clone's gaps)."""
-    generators: tuple[GeneratorProduct, ...] = ()
-    """What each run generator expanded to (``Configs.generators``)."""
-
-
-@dataclass(frozen=True)
-class TrailerRequests:
-    """What the ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers since the lockfile's last
-    commit ask for (``Session.trailer_requests``)."""
-
-    replace: tuple[str, ...] = ()
-    """Addresses to re-run, in the order first asked for."""
-    skip: tuple[str, ...] = ()
-    """Address globs to hold back."""
-    requested: Mapping[str, tuple[str, str]] | None = None
-    """Address -> (commit, subject) of the trailer that asked to re-run it."""
-    notes: tuple[str, ...] = ()
-    """Trailers that match no config."""
-    skip_smoke: tuple[str, ...] = ()
-    """Address globs whose smoke stage is skipped (``Osmosis-Skip-Smoke``)."""
-
-    def settings(self, settings: Settings) -> Settings:
-        """``settings`` with these re-runs and skips added."""
-        if not self.replace and not self.skip and not self.skip_smoke:
-            return settings
-        added = tuple(a for a in self.replace if a not in settings.replace)
-        replace_ = (*settings.replace, *added)
-        return settings.model_copy(
-            update={
-                "replace": replace_,
-                "skip": (*settings.skip, *self.skip),
-                "skip_smoke": (*settings.skip_smoke, *self.skip_smoke),
-            }
-        )
-
-    def desired(self, runs: tuple[DesiredRun, ...]) -> tuple[DesiredRun, ...]:
-        """``runs`` with the requesting trailer's commit as ``requested_by`` where one asked
-        to re-run it."""
-        requested = self.requested or {}
-        return tuple(
-            r.model_copy(
-                update={
-                    "requested_by": requested[r.address][0],
-                    "requested_subject": requested[r.address][1],
-                }
-            )
-            if r.address in requested
-            else r
-            for r in runs
-        )
 
 
 class Session:

@@ -11,9 +11,8 @@ without a path) raise ``ValueError``; the client turns that into ``InvalidRespon
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +29,20 @@ from reconciler.model import (
     digest,
     fingerprint_fields,
 )
+from reconciler.platform.coercion import (  # noqa: F401  (re-exported)
+    _bool,
+    _datetime,
+    _float,
+    _int,
+    _list,
+    _nonempty,
+    _obj,
+    _plain,
+    _require_id,
+    _shape,
+    _str,
+    _str_map,
+)
 
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
 
@@ -43,89 +56,6 @@ class PlatformModel(BaseModel):
 # --------------------------------------------------------------------------- coercion
 # The Platform is tolerant in what it may omit; these helpers are tolerant in the same
 # way: wrong types count as absent instead of crashing the whole listing.
-
-
-def _obj(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _nonempty(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return None
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _bool(value: Any, default: bool = False) -> bool:
-    return value if isinstance(value, bool) else default
-
-
-def _datetime(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    # A naive timestamp from the Platform is UTC; comparing naive and aware datetimes
-    # would raise later in the plan.
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def _str_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _obj(value).items() if v is not None}
-
-
-def _plain(value: Any) -> Any:
-    """A JSON value with non-finite floats dropped, for pass-through dicts."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _shape(value: Any) -> str:
-    """A value's type for an error message (never the value: it may be anything)."""
-    if value is None:
-        return "nothing"
-    return type(value).__name__
-
-
-def _require_id(raw: Mapping[str, Any], what: str) -> str:
-    value = raw.get("id")
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} without an 'id'")
-    return value
 
 
 # --------------------------------------------------------------------------- benchmarks

@@ -16,7 +16,8 @@ import pytest
 
 from reconciler.cli.output import ApplyReport, Output
 from reconciler.engine.context import Invocation
-from reconciler.engine.session import Session, Snapshots
+from reconciler.engine.session import Session
+from reconciler.engine.snapshots import Snapshots
 from reconciler.log import configure_logging
 from reconciler.model import Action
 from reconciler.state.lockfile import read_lockfile_bytes
