@@ -12,21 +12,8 @@ from reconciler.errors import (
     UnsafePathError,
 )
 from reconciler.model import DOWNLOAD_TYPES
-from reconciler.outputs.seam import (  # noqa: F401  (re-exported)
-    CHUNK_SIZE,
-    MSG_BAD_SIZE,
-    MSG_DUPLICATE,
+from reconciler.outputs.seam import (
     MSG_LAYOUT,
-    MSG_NO_URL,
-    MSG_NO_USABLE,
-    MSG_NOTHING,
-    MSG_SYMLINK,
-    DownloadResult,
-    DownloadUrlLike,
-    ManifestEntry,
-    ManifestLike,
-    OutputSource,
-    _FileFailed,
 )
 
 _FIXED_FILES = {"summary.csv": "summary", "results.csv": "results", "logs.txt": "logs"}

@@ -12,34 +12,11 @@ from pathlib import Path
 from reconciler.errors import (
     DownloadError,
 )
-from reconciler.outputs.layout import (  # noqa: F401  (re-exported)
-    _FIXED_FILES,
-    _MAX_NAME,
-    _SANITISE,
-    _WINDOWS_RESERVED,
-    _guard_reserved,
+from reconciler.outputs.layout import (
     _is_within,
-    _sanitise,
-    _segment_is_unsafe,
-    classify_path,
-    normalize_types,
-    run_dir_name,
-    validate_path,
 )
-from reconciler.outputs.seam import (  # noqa: F401  (re-exported)
-    CHUNK_SIZE,
-    MSG_BAD_SIZE,
-    MSG_DUPLICATE,
-    MSG_LAYOUT,
-    MSG_NO_URL,
-    MSG_NO_USABLE,
-    MSG_NOTHING,
+from reconciler.outputs.seam import (
     MSG_SYMLINK,
-    DownloadResult,
-    DownloadUrlLike,
-    ManifestEntry,
-    ManifestLike,
-    OutputSource,
     _FileFailed,
 )
 from reconciler.paths import check_inside

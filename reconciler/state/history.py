@@ -12,42 +12,6 @@ from reconciler.model import (
     model_identity,
     selection_digest,
 )
-from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
-    _BARE_KEY,
-    _ESCAPES,
-    _NEEDS_ESCAPE,
-    _emit_mapping,
-    _emit_table,
-    _escape_char,
-    _inline,
-    _toml_datetime,
-    _toml_float,
-    _toml_key,
-    _toml_str,
-)
-from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
-    _F_ARRAY_WS,
-    _F_BARE,
-    _F_COMMENT,
-    _F_DATETIME,
-    _F_EOL,
-    _F_FLAT_PAIR,
-    _F_FLAT_TABLE,
-    _F_HEADER_KEY,
-    _F_HEADER_LINE,
-    _F_NUMBER,
-    _F_SIMPLE_LINE,
-    _F_STR,
-    _F_STR_BODY,
-    _F_WORDS,
-    _F_WS,
-    _AlwaysMatches,
-    _f_key,
-    _f_value,
-    _fast_load,
-    _NotCanonical,
-    _utc,
-)
 
 HISTORY_LIMIT_PER_ADDRESS = 20
 """At most this many ``[[history]]`` entries are kept per address (the newest)."""

@@ -18,73 +18,12 @@ from reconciler.model import (
     RunResults,
 )
 from reconciler.paths import relative_path_problem
-from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
-    _CONFLICT_END,
-    _CONFLICT_MIDDLE,
-    _CONFLICT_START,
-    _TOML_POSITION,
-    _conflict_regions,
-    _describe_regions,
+from reconciler.state.diagnostics import (
     _Locator,
     _path_str,
 )
-from reconciler.state.history import (  # noqa: F401  (re-exported)
-    HISTORY_LIMIT_PER_ADDRESS,
+from reconciler.state.history import (
     HISTORY_REASONS,
-    OUTPUTS_DUE_REASONS,
-    OUTPUTS_DUE_STATUSES,
-    _history_entry,
-    add_history,
-    cap_history,
-    put_run,
-    rekey_run,
-    retire_run,
-)
-from reconciler.state.provenance import (  # noqa: F401  (re-exported)
-    _PEEK_BYTES,
-    _PEEK_LINEAGE,
-    _PEEK_REPOSITORY,
-    _PEEK_SERIAL,
-    FOREIGN_STATE_FLAG,
-    check_provenance,
-    peek_header,
-    same_repository,
-)
-from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
-    _BARE_KEY,
-    _ESCAPES,
-    _NEEDS_ESCAPE,
-    _emit_mapping,
-    _emit_table,
-    _escape_char,
-    _inline,
-    _toml_datetime,
-    _toml_float,
-    _toml_key,
-    _toml_str,
-)
-from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
-    _F_ARRAY_WS,
-    _F_BARE,
-    _F_COMMENT,
-    _F_DATETIME,
-    _F_EOL,
-    _F_FLAT_PAIR,
-    _F_FLAT_TABLE,
-    _F_HEADER_KEY,
-    _F_HEADER_LINE,
-    _F_NUMBER,
-    _F_SIMPLE_LINE,
-    _F_STR,
-    _F_STR_BODY,
-    _F_WORDS,
-    _F_WS,
-    _AlwaysMatches,
-    _f_key,
-    _f_value,
-    _fast_load,
-    _NotCanonical,
-    _utc,
 )
 
 _RESTORE_HINT = (

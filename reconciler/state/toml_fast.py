@@ -9,20 +9,6 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
-from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
-    _BARE_KEY,
-    _ESCAPES,
-    _NEEDS_ESCAPE,
-    _emit_mapping,
-    _emit_table,
-    _escape_char,
-    _inline,
-    _toml_datetime,
-    _toml_float,
-    _toml_key,
-    _toml_str,
-)
-
 
 class _NotCanonical(Exception):
     """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
