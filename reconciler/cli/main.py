@@ -109,8 +109,11 @@ def _plain_usage(parser: argparse.ArgumentParser, message: str) -> str:
             f"single-dash ones are -q and -v"
         )
     unrecognized = _UNRECOGNIZED.match(message)
-    if unrecognized:
-        first = unrecognized.group(1).split()[0]
+    words = unrecognized.group(1).split() if unrecognized else []
+    if not words and unrecognized:
+        return "an empty argument was given (a variable that expanded to nothing?); remove it"
+    if words:
+        first = words[0]
         if first.startswith("-"):
             close = difflib.get_close_matches(first.split("=")[0], options, n=1)
             if close:

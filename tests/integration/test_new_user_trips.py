@@ -48,3 +48,12 @@ def test_a_terraform_style_var_flag_is_named_plainly(tmp_path: Path, platform: P
     )
     typo = Osmosis(repo, platform).plan("--tragets", "x")
     assert "unrecognized arguments: --tragets x (did you mean --target?)" in typo.err
+
+
+def test_an_empty_argument_is_a_usage_error_not_a_crash(tmp_path: Path, platform: Platform) -> None:
+    # `osmosis-plan "$EXTRA"` with EXTRA unset: found by `make fuzz` as an internal error.
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+    result = Osmosis(repo, platform).plan("")
+    assert result.code == 1
+    assert "an empty argument was given" in result.err
+    assert "internal error" not in result.err

@@ -184,7 +184,13 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
             tally.notes.append(f"taker exit {taker.returncode}: {taker.stderr.strip()[-600:]}")
         else:
             tally.taken_over += 1
+        missed = tally.never_submitted + tally.duplicates
         count_runs(server, configs, tally)
+        if tally.never_submitted + tally.duplicates != missed:
+            tally.notes.append(
+                f"holder: {err.strip()[-600:]}\ntaker: {taker.stdout.strip()[-800:]}\n"
+                f"{taker.stderr.strip()[-600:]}"
+            )
         if _git_lock_held(b):
             tally.notes.append("the taker left the git lock behind")
             tally.not_taken_over += 1
