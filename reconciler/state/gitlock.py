@@ -319,6 +319,8 @@ class GitLock:
         self.commit: str | None = None
         """The lock commit we pushed last (the lease of our next renewal or release)."""
         self.lost = threading.Event()
+        self.on_lost: Callable[[], None] | None = None
+        """Called from the renewal thread when the lock is lost (``hold_git_lock``'s)."""
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._state_seen: str | None = None
@@ -484,6 +486,8 @@ class GitLock:
     def _lose(self, why: str) -> None:
         get_logger().error("lost the git apply lock", reason=why)
         self.lost.set()
+        if self.on_lost is not None:
+            self.on_lost()
 
     def _delete(self) -> None:
         if self.commit is not None and not self.lost.is_set():
@@ -615,24 +619,14 @@ def hold_git_lock(
         ttl=ttl,
         state_path=state_path,
     )
+    # Told by the renewal thread itself: a watcher thread polling ``lost`` made every
+    # release wait for its next poll (up to half a second per apply).
+    lock.on_lost = on_lost
     lock.acquire(timeout, on_wait)
-    watcher: threading.Thread | None = None
-    if on_lost is not None:
-
-        def watch() -> None:
-            while not lock._stop.is_set():
-                if lock.lost.wait(0.5):
-                    on_lost()
-                    return
-
-        watcher = threading.Thread(target=watch, name="git-lock-watch", daemon=True)
-        watcher.start()
     try:
         yield lock
     finally:
         lock.release()
-        if watcher is not None:
-            watcher.join(timeout=2)
 
 
 def read_state_record(root: Path, refs: GuardedRefs) -> bytes | None:

@@ -243,3 +243,41 @@ def test_concurrent_acquires_in_threads_one_wins(clones: tuple[Path, Path]) -> N
     for t in threads:
         t.join(60)
     assert sorted(results) == ["held", "held", "held", "won"]
+
+
+def test_hold_git_lock_is_told_of_a_lost_lock_by_its_renewal_thread(
+    clones: tuple[Path, Path],
+) -> None:
+    """Found by the lifecycle suite's profile: a watcher thread polling ``lost`` every half
+    second made every release (every apply with the git lock) wait for its next poll. The
+    renewal thread says so itself, and no other thread runs beside it."""
+    from reconciler.state.gitlock import hold_git_lock
+
+    a, b = clones
+    told: list[str] = []
+    noticed = threading.Event()
+
+    def on_lost() -> None:
+        told.append(threading.current_thread().name)
+        noticed.set()
+
+    before = set(threading.enumerate())
+    with hold_git_lock(
+        a,
+        refs=REFS,
+        lock_id="held",
+        command="osmosis-apply",
+        ci_url=None,
+        ttl=0.9,
+        state_path=a / "state" / "osmosis.lock",
+        timeout=0,
+        on_lost=on_lost,
+    ):
+        started = [t.name for t in set(threading.enumerate()) - before]
+        assert started == ["git-lock"], started
+        thief = lock_for(b, ttl=30)
+        current = read_git_holder(b)
+        assert current is not None
+        assert thief.git.push([(thief._new_commit(), LOCK_REF, current[0])]) is True
+        assert noticed.wait(30), "the holder was not told it lost the lock"
+    assert told == ["git-lock"]
