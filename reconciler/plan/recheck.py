@@ -36,17 +36,32 @@ def still_planned(saved: Plan, current: Plan) -> Plan:
             key = (intended, item.address, item.from_address, item.run_id, item.after_digest)
             now.setdefault(key, item)
     kept: list[PlanItem] = []
+    taken: set[ItemKey] = set()
     for item in saved.items:
-        fresh = now.get(item_key(item))
-        if fresh is not None:
+        key = item_key(item)
+        fresh = now.get(key)
+        if fresh is not None and key not in taken:
+            # Each recomputed item is carried out once, however often the file names it
+            # (a submit copied in the file would otherwise pay twice).
+            taken.add(key)
             kept.append(fresh)
         elif item.action is not Action.BLOCKED:
-            kept.append(_refused(item))
+            kept.append(_refused(item, duplicate=fresh is not None))
     return current.model_copy(update={"items": tuple(kept)})
 
 
-def _refused(item: PlanItem) -> PlanItem:
+def _refused(item: PlanItem, *, duplicate: bool = False) -> PlanItem:
     run = f" of run {item.run_name or item.run_id}" if item.run_id else ""
+    if duplicate:
+        why = (
+            f"refused: the saved plan's {item.action.value}{run} at {item.address} appears "
+            "in it more than once; it is carried out once"
+        )
+    else:
+        why = (
+            f"refused: the saved plan's {item.action.value}{run} at {item.address} is not in "
+            "the plan recomputed now for the same observed run, so it is not carried out"
+        )
     return PlanItem(
         action=Action.BLOCKED,
         address=item.address,
@@ -55,8 +70,7 @@ def _refused(item: PlanItem) -> PlanItem:
         run_name=item.run_name,
         blocked=Blocked(intended_action=item.action, intended_reason=item.reason),
         details=(
-            f"refused: the saved plan's {item.action.value}{run} at {item.address} is not in "
-            "the plan recomputed now for the same observed run, so it is not carried out",
+            why,
             "fix: make a new plan (`osmosis-plan --out PLANFILE`), review it and apply that",
         ),
     )

@@ -215,6 +215,25 @@ def test_an_edited_saved_plan_cannot_stop_an_unmanaged_run(
     assert platform.submits() == 2  # theirs, and the saved plan's own submit
 
 
+def test_a_submit_doubled_in_a_saved_plan_is_paid_once(tmp_path: Path, platform: Platform) -> None:
+    """Found by the lifecycle suite: every copy of a saved item matched the recomputed
+    item, so a submit copied in the file was carried out (and paid for) twice."""
+    osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+    planfile = tmp_path / "doubled.plan.json"
+    assert osm.plan("--out", str(planfile)).code == 0
+    saved = json.loads(planfile.read_text())
+    (submit,) = saved["plan"]["actions"]
+    saved["plan"]["actions"].append(dict(submit))
+    planfile.write_text(json.dumps(saved))
+
+    applied = osm.apply(str(planfile))
+    assert applied.code == 3, applied
+    assert "ok: submitted" in applied.out
+    assert "refused: the saved plan's submit at tb/a appears in it more than once" in applied.out
+    assert platform.submits() == 1
+    assert read_lock(osm.repo)["runs"]["tb/a"]["run_id"] in platform.statuses()
+
+
 # --------------------------------------------------------------------------- item 8
 
 
