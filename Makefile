@@ -60,4 +60,4 @@ lifecycle: install
 	$(BIN)/python -m tests.lifecycle.run
 
 clean:
-	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt
+	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt .lifecycle-failure.py

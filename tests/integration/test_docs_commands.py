@@ -29,6 +29,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (README, "## Quick start"): "this file: quick start",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
+    (DOCS / "development.md", "## The lifecycle suite"): "tests/lifecycle/test_lifecycle_doc.py",
     (DOCS / "generators.md", "# Generators: many runs from one file"): "test_docs_authoring.py",
     (DOCS / "authoring.md", "# Authoring: the front door, fmt, show, policy rules, "
      "installing"): "test_docs_authoring.py",

@@ -1,10 +1,14 @@
 """``make lifecycle``: the long lifecycle suite, with its seed, the failing sequence shrunk
-to a script that replays it, and tables of invariant violations and of coverage.
+to a script that replays it (printed, and written to ``.lifecycle-failure.py`` for
+``python -m tests.lifecycle.replay``), and tables of invariant violations and checks and of
+how often each rule, fault and outcome was exercised.
 
 Settings (environment): ``LIFECYCLE_EXAMPLES`` sequences (default 200), ``LIFECYCLE_STEPS``
 steps each (default 15), ``LIFECYCLE_SEED`` (default: random, printed),
 ``LIFECYCLE_JOBS`` processes (default 2, one per core; each runs its share of the
-sequences with its own seed), ``LIFECYCLE_PLANT=lost-record`` plants the harness bug described in ``machine.py``.
+sequences with its own seed), ``LIFECYCLE_MIN_COVERAGE`` (default 20: the run fails when a
+rule or fault ran fewer times), ``LIFECYCLE_PLANT=lost-record`` plants the harness bug
+described in ``machine.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,37 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from .machine import CHECKS, FAULTS, INVARIANTS, PLANT, RULES, VIOLATIONS, machine_for, world
+from .machine import (
+    CHECKS,
+    EXPECTED_FAULTS,
+    EXPECTED_RULES,
+    FAULTS,
+    INVARIANTS,
+    OUTCOMES,
+    PLANT,
+    RULES,
+    VIOLATIONS,
+    machine_for,
+    world,
+)
+
+MIN_COVERAGE = int(os.environ.get("LIFECYCLE_MIN_COVERAGE", "20"))
+"""Every rule and fault must be exercised this often in a run, or the run fails."""
+
+
+SCRIPT = Path(".lifecycle-failure.py")
+"""Where the shrunk failing sequence is written, for ``tests.lifecycle.replay``."""
+
+
+def _script(notes: list[str]) -> str:
+    """The replayable lines of Hypothesis's notes on a failure (the script it printed)."""
+    lines = [str(line) for line in notes]
+    keep = [
+        line
+        for line in lines
+        if line.startswith(("state = ", "state.", "    ")) or line.strip() == ""
+    ]
+    return "\n".join(keep).strip() + "\n" if keep else "\n".join(lines) + "\n"
 
 
 def _table(title: str, rows: dict[str, int]) -> str:
@@ -65,6 +99,7 @@ def worker(examples: int, steps: int, chosen: int, out: Path) -> int:
         "faults": dict(FAULTS),
         "checks": dict(CHECKS),
         "violations": dict(VIOLATIONS),
+        "outcomes": dict(OUTCOMES),
         "failure": None
         if failed is None
         else {"error": str(failed), "script": list(getattr(failed, "__notes__", []))},
@@ -88,7 +123,7 @@ def main() -> int:
     )
     started = time.monotonic()
     totals: dict[str, Counter[str]] = {
-        k: Counter() for k in ("rules", "faults", "checks", "violations")
+        k: Counter() for k in ("rules", "faults", "checks", "violations", "outcomes")
     }
     failures: list[tuple[int, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="lifecycle-reports-") as tmp:
@@ -108,7 +143,7 @@ def main() -> int:
                 continue
             report = json.loads(out.read_text())
             for key in totals:
-                totals[key].update(report[key])
+                totals[key].update(report.get(key, {}))
             if report["failure"] is not None:
                 failures.append((index, report["failure"]))
     elapsed = time.monotonic() - started
@@ -117,17 +152,32 @@ def main() -> int:
     print()
     print(_table("invariant (checks)", {n: totals["checks"][n] for n in INVARIANTS}))
     print()
-    print(_table("rule (times run)", dict(totals["rules"])))
+    rules = {name: totals["rules"][name] for name in EXPECTED_RULES} | dict(totals["rules"])
+    faults = {name: totals["faults"][name] for name in EXPECTED_FAULTS} | dict(totals["faults"])
+    print(_table("rule (times run)", rules))
     print()
-    print(_table("fault (times injected)", dict(totals["faults"])))
-    print(f"\nlifecycle: {examples} sequences x {steps} steps in {elapsed:.0f}s, seed {chosen}")
+    print(_table("fault (times injected)", faults))
+    print()
+    print(_table("outcome (times seen)", dict(totals["outcomes"])))
+    print(
+        f"\nlifecycle: {examples} sequences x {steps} steps in {elapsed:.0f}s "
+        f"(load average {os.getloadavg()[0]:.1f}), seed {chosen}"
+    )
+    thin = sorted(name for name, count in (rules | faults).items() if count < MIN_COVERAGE)
+    if thin and not failures:
+        print(
+            f"\nFAILED: exercised fewer than {MIN_COVERAGE} times: {', '.join(thin)} "
+            "(more sequences or steps: LIFECYCLE_EXAMPLES, LIFECYCLE_STEPS)"
+        )
     for index, failure in failures:
-        script = "\n".join(str(line) for line in failure["script"])
+        script = _script(failure["script"])
+        SCRIPT.write_text(script)
         print(
             f"\nFAILED (seed {chosen + index}): {failure['error']}\n\n"
-            f"The shrunk sequence, a script that replays it:\n{script}"
+            f"The shrunk sequence (written to {SCRIPT.name}; replay it with "
+            f"`.venv/bin/python -m tests.lifecycle.replay {SCRIPT.name}`):\n{script}"
         )
-    return 1 if failures else 0
+    return 1 if failures or thin or sum(totals["violations"].values()) else 0
 
 
 if __name__ == "__main__":
