@@ -52,10 +52,13 @@ SCRIPT = Path(".lifecycle-failure.py")
 def _script(notes: list[str]) -> str:
     """The replayable lines of Hypothesis's notes on a failure (the script it printed)."""
     lines = [str(line) for line in notes]
+    # Hypothesis writes the invariant checks between the steps; the replay makes them
+    # after every step itself, so the script keeps the steps only.
+    checks = tuple(f"state.{name}()" for name in INVARIANTS)
     keep = [
         line
         for line in lines
-        if line.startswith(("state = ", "state.", "    ")) or line.strip() == ""
+        if line.startswith(("state = ", "state.")) and line.strip() not in checks
     ]
     return "\n".join(keep).strip() + "\n" if keep else "\n".join(lines) + "\n"
 
