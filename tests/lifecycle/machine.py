@@ -861,7 +861,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         if "--allow-mass-stop" in result.text or saved:
             allowed = allowed | {1}  # a guard or a stale saved plan refused: exit 1
         if "blocked" in result.text:
-            allowed = allowed | {4}  # blocked items (a smoke run that did not end well)
+            # Blocked items (a smoke run that did not end well): a plan exits 4, an apply
+            # fails on them (1 when nothing else was applied, 3 when something was).
+            allowed = allowed | ({4} if command == "plan" else {1, 3})
         if command == "apply" and wait:
             allowed = allowed | {4}  # the wait ran out while runs were still active
         if result.code not in allowed:
