@@ -27,9 +27,9 @@ SMALL = {
 """The scale of the test (the page's sizes are for the real run)."""
 PLANTED = """\
 state = LifecycleMachine()
-state.commit_new_config(attempts=1, model='openai/gpt-5.2', pick=0)
-state.ci_apply(mode='apply')
-state.ci_apply(mode='apply')
+state.first_config(pick=0, model='openai/gpt-5.2', attempts=1)
+state.apply()
+state.apply()
 state.teardown()
 """
 
