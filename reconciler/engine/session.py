@@ -5,7 +5,9 @@ The CLI builds an ``Invocation`` (what the command line asks, as values), opens 
 ``Snapshots`` (desired, recorded, observed), ``plan`` computes the ``Plan`` of them, and
 ``apply`` carries out that plan against the same snapshots. The lockfile is read once per
 command (``Session.lockfile`` is the seam a test counts reads through). The steps tell
-people and scripts what happens only through the ``output`` layer they are given.
+people and scripts what happens only through the ``output`` they are given (a ``Notices``)
+and an apply through its ``ApplyProgress`` (``engine/report.py``): the CLI's one printer
+implements both, and the engine imports nothing of the CLI.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
 from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
     Configs,
     LockfileReader,
@@ -80,7 +82,7 @@ class Session:
     every step takes and returns them as values."""
 
     def __init__(
-        self, ctx: Context, output: Output, lockfile: LockfileReader = read_lockfile_bytes
+        self, ctx: Context, output: Notices, lockfile: LockfileReader = read_lockfile_bytes
     ) -> None:
         self.ctx = ctx
         self.output = output
@@ -94,7 +96,7 @@ class Session:
     def open(
         cls,
         invocation: Invocation,
-        output: Output,
+        output: Notices,
         *,
         lockfile: LockfileReader = read_lockfile_bytes,
     ) -> Iterator[Session]:
@@ -555,9 +557,7 @@ class Session:
             )
 
         def lost() -> None:
-            self.output.err.write(
-                "Lost the apply lock on the git remote: no new action is started.\n"
-            )
+            self.output.alert("Lost the apply lock on the git remote: no new action is started.")
             self.cancel.set()
 
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
@@ -644,7 +644,7 @@ class Session:
         plan: Plan,
         snapshots: Snapshots,
         *,
-        report: ApplyReport,
+        report: ApplyProgress,
         wait: bool,
         wait_timeout: float,
     ) -> ApplyResult:
@@ -673,12 +673,13 @@ class Session:
             desired={d.address: d for d in snapshots.desired},
         )
         waited: list[str] = []
+        waits: list[WaitReport] = []
         try:
             result = applier.apply(plan, parallelism=self.ctx.settings.parallelism)
             if wait and not self.cancel.is_set():
                 result.outcomes.extend(
                     self._wait_and_download(
-                        applier, store, report, wait_timeout, waited, snapshots.desired
+                        applier, store, report, wait_timeout, waited, waits, snapshots.desired
                     )
                 )
         except KeyboardInterrupt:
@@ -688,8 +689,10 @@ class Session:
             unsaved = _flush(store)
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
+        result.wait = waits[-1] if waits else None
+        result.unsuccessful = tuple(_unsuccessful(store.state, result, waited))
         report.summarise(
-            _unsuccessful(store.state, result, waited),
+            result.unsuccessful,
             unsaved=result.unsaved,
             # A try-out's state stays beside the embedded Platform's data: nothing to commit.
             lockfile=None if self.ctx.tryout else self.ctx.settings.state,
@@ -700,9 +703,10 @@ class Session:
         self,
         applier: Applier,
         store: StateStore,
-        report: ApplyReport,
+        report: ApplyProgress,
         timeout: float,
         waited: list[str],
+        waits: list[WaitReport],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
         from reconciler.engine.apply import wait_for_runs
@@ -742,11 +746,11 @@ class Session:
                 for r in active
                 if RunStatus.of(statuses.get(r.run_id or "", r.status)).is_active
             )
-            report.waited(
-                WaitReport(
-                    timeout, timed_out=bool(still) and not self.cancel.is_set(), active=still
-                )
+            wait_report = WaitReport(
+                timeout, timed_out=bool(still) and not self.cancel.is_set(), active=still
             )
+            waits.append(wait_report)
+            report.waited(wait_report)
         # Re-plan with fresh observations: only downloads remain for finished runs.
         observation = self.observe(desired, store.state)
         refreshed = refresh_statuses(store.state, observation)
@@ -771,10 +775,12 @@ class Session:
         sub = plan.model_copy(update={"items": (*downloads, *full_runs)})
         outcomes = applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
         if any(o.ok and o.item.smoke is not None for o in outcomes):
-            outcomes += self._wait_and_download(applier, store, report, timeout, waited, desired)
+            outcomes += self._wait_and_download(
+                applier, store, report, timeout, waited, waits, desired
+            )
         return outcomes
 
-    def exit_code(self, result: ApplyResult, report: ApplyReport) -> int:
+    def exit_code(self, result: ApplyResult) -> int:
         """0 all done; 1 nothing applied; 3 partial; 4 the ``--wait`` ran out (cli.EXIT_CODES).
 
         Partial (``ApplyResult.exit_code``) includes a failure whose paid call reached the
@@ -782,7 +788,7 @@ class Session:
         """
         if result.failures or result.unsaved is not None:
             return result.exit_code
-        if report.wait is not None and report.wait.timed_out:
+        if result.wait is not None and result.wait.timed_out:
             return 4
         return 0
 
