@@ -83,7 +83,6 @@ from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
     _TOML_POSITION,
     _conflict_regions,
     _describe_regions,
-    _Locator,
     _path_str,
 )
 from reconciler.state.history import (  # noqa: F401  (re-exported)
@@ -159,6 +158,7 @@ from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
     _NotCanonical,
     _utc,
 )
+from reconciler.toml_locate import KeyLines
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -436,7 +436,7 @@ def parse(text: str, filename: str) -> LockState:
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
-    locator = _Locator(text)
+    locator = KeyLines(text)
     version = raw.get("version")
     if "version" not in raw:
         raise _shape_error(filename, locator, ["version"], "missing required key")
