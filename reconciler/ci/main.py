@@ -119,7 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--branch", required=True)
     push.add_argument("--state", default="state/osmosis.lock")
     push.add_argument(
-        "--results-dir", help="also copy each ended run's summary/results files here and commit"
+        "--results-dir",
+        help="also copy each ended run's summary/results files here, write the HTML report "
+        "there (report.html) and commit them",
     )
 
     ann = sub.add_parser(
@@ -211,6 +213,11 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
             state = read_state(state_text(root / args.state, root), args.state)
             assert state is not None
             written = copy_results(root, state, args.results_dir)
+            from reconciler.ci.report import write_report
+
+            report = write_report(root, state, args.results_dir.rstrip("/"))
+            if report is not None:
+                written.append(report)
             output.err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
             paths.append(args.results_dir)
         message = _read_text(args.message_file, "--message-file")
