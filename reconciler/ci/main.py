@@ -376,12 +376,16 @@ def _github_command(
         return 0
     if args.command == "announce":
         from reconciler.ci.announce import announce
+        from reconciler.engine.context import resolve_settings
 
+        margin = resolve_settings(root, {}).regression_margin_pp / 100
         report = announce(
             api,
             root / args.state,
             run_url=run_url,
             max_age=timedelta(days=args.max_age_days),
+            repo_root=root,
+            margin=margin,
         )
         for line in report.posted:
             say(f"results comment: {line}")

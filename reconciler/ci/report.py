@@ -22,11 +22,11 @@ from reconciler.model import LockState
 from reconciler.outputs.layout import run_dir_name
 from reconciler.paths import read_regular, relative_path_problem, write_inside
 from reconciler.results import html as html_report
-from reconciler.results.build import build_address_reports
+from reconciler.results.build import Loader, build_address_reports
 from reconciler.results.data import RunOutcomes, parse_results_csv
 from reconciler.results.runs import RecordedResult
 
-__all__ = ["REPORT_NAME", "write_report"]
+__all__ = ["REPORT_NAME", "repo_loader", "write_report"]
 
 REPORT_NAME = "report.html"
 KEPT_DIR = "results"
@@ -62,12 +62,9 @@ def _candidates(state: LockState, run: RecordedResult, results_dir: str) -> list
     return found
 
 
-def write_report(root: Path, state: LockState, results_dir: str) -> str | None:
-    """Write ``<results_dir>/report.html`` for every recorded address of ``state``; the
-    repository-relative path when it changed, None when it was already up to date (or the
-    lockfile records no run). ``root`` is resolved; ``results_dir`` checked by the caller."""
-    if not state.runs and not any(h.run_id for h in state.history):
-        return None
+def repo_loader(root: Path, state: LockState, results_dir: str = KEPT_DIR) -> Loader:
+    """A loader of runs' per-task outcomes from the files in the repository at ``root``
+    (resolved): never fetched, never through a symlink; None for a run without them."""
     cache: dict[str, RunOutcomes | None] = {}
 
     def load(run: RecordedResult) -> RunOutcomes | None:
@@ -83,7 +80,18 @@ def write_report(root: Path, state: LockState, results_dir: str) -> str | None:
         cache[run.run_id] = outcomes
         return outcomes
 
+    return load
+
+
+def write_report(root: Path, state: LockState, results_dir: str) -> str | None:
+    """Write ``<results_dir>/report.html`` for every recorded address of ``state``; the
+    repository-relative path when it changed, None when it was already up to date (or the
+    lockfile records no run). ``root`` is resolved; ``results_dir`` checked by the caller."""
+    if not state.runs and not any(h.run_id for h in state.history):
+        return None
+    load = repo_loader(root, state, results_dir)
     reports = build_address_reports(state, (), load)
+
     paired: dict[str, RunOutcomes] = {}
     for report in reports:
         for line in report.runs:
