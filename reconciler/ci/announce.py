@@ -22,7 +22,7 @@ marked without posting: nobody wants a comment on a pull request from last year.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as with_fields
 from datetime import UTC, datetime, timedelta
@@ -33,6 +33,7 @@ from reconciler.ci.commit import state_text
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 from reconciler.errors import GitHubError, UsageError
 from reconciler.model import (
+    GeneratorProduct,
     LockState,
     RecordedRun,
     ResultRow,
@@ -42,6 +43,7 @@ from reconciler.plan import result_rows
 from reconciler.render import render_results_markdown
 from reconciler.results.build import Loader, build_address_reports, build_compare
 from reconciler.results.compare import DEFAULT_MARGIN
+from reconciler.results.grid import build_grids, render_grids_markdown
 from reconciler.results.report import mermaid_trend, render_compare_markdown
 from reconciler.results.runs import RunRef, address_runs, previous_comparable, what_changed
 from reconciler.state.lockfile import parse, write_lockfile
@@ -145,6 +147,22 @@ def comparison_markdown(
     return "\n".join(out).strip("\n") + "\n"
 
 
+def generator_grid_markdown(
+    state: LockState,
+    address: str,
+    products: Sequence[GeneratorProduct],
+    cells: Mapping[str, Mapping[str, str]],
+    load: Loader = _no_outcomes,
+) -> str:
+    """The grid of the run generator ``address`` is a cell of (empty: none)."""
+    chosen = [p for p in products if address in p.cells]
+    if not chosen:
+        return ""
+    recorded = sorted({a for p in chosen for a in p.cells if a in state.runs})
+    reports = {r.address: r for r in build_address_reports(state, recorded, load)}
+    return render_grids_markdown(build_grids(chosen, cells, state, reports))
+
+
 def results_comment(
     entry: RecordedRun,
     rows: Sequence[ResultRow],
@@ -218,10 +236,14 @@ def announce_state(
     context_prefix: str = "osmosis",
     load: Loader = _no_outcomes,
     margin: float = DEFAULT_MARGIN,
+    generators: Sequence[GeneratorProduct] = (),
+    cells: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[LockState, AnnounceReport]:
     """Announce every due run of ``state``; returns the state with ``announced_at`` set on
     the runs that were announced (or skipped) and what was done. ``load`` gives a run's
-    per-task outcomes for a paired comparison (None: compared from the summaries)."""
+    per-task outcomes for a paired comparison (None: compared from the summaries); a run of
+    a generator cell (``generators``, ``cells``: address -> axis -> key, from the configs)
+    also shows its generator's grid."""
     report = AnnounceReport()
     rows = result_rows(state)
     runs = dict(state.runs)
@@ -238,6 +260,9 @@ def announce_state(
         mine = [r for r in rows if r.address == address and r.run_id == entry.run_id]
         try:
             comparison = comparison_markdown(state, address, load, margin)
+            grid = generator_grid_markdown(state, address, generators, cells or {}, load)
+            if grid:
+                comparison += "\n" + grid
             body = results_comment(entry, mine, run_url=run_url, comparison=comparison)
             for number in _pulls(api, entry.requested_by):
                 kind = _post(api, number, body, entry.run_id)
@@ -268,6 +293,8 @@ def announce(
     max_age: timedelta = MAX_AGE,
     repo_root: Path | None = None,
     margin: float = DEFAULT_MARGIN,
+    generators: Sequence[GeneratorProduct] = (),
+    cells: Mapping[str, Mapping[str, str]] | None = None,
 ) -> AnnounceReport:
     """Announce the due runs of the lockfile at ``state_path`` and record it there; with
     ``repo_root``, comparisons are paired on the runs' files in that repository."""
@@ -282,7 +309,15 @@ def announce(
 
             load = repo_loader(repo_root.resolve(), state)
         updated, report = announce_state(
-            api, state, now=now(), run_url=run_url, max_age=max_age, load=load, margin=margin
+            api,
+            state,
+            now=now(),
+            run_url=run_url,
+            max_age=max_age,
+            load=load,
+            margin=margin,
+            generators=generators,
+            cells=cells,
         )
         if updated is not state:
             write_lockfile(state_path, updated)

@@ -376,16 +376,28 @@ def _github_command(
         return 0
     if args.command == "announce":
         from reconciler.ci.announce import announce
+        from reconciler.config.load import load_configs
         from reconciler.engine.context import resolve_settings
 
-        margin = resolve_settings(root, {}).regression_margin_pp / 100
+        settings = resolve_settings(root, {})
+        # The run generators, for the grid of a cell's run (configs with errors: left out).
+        loaded = load_configs(
+            root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy
+        )
+        cells = {
+            run.address: dict(run.source.cell)
+            for run in loaded.runs
+            if run.source is not None and run.source.kind == "generator"
+        }
         report = announce(
             api,
             root / args.state,
             run_url=run_url,
             max_age=timedelta(days=args.max_age_days),
             repo_root=root,
-            margin=margin,
+            margin=settings.regression_margin_pp / 100,
+            generators=loaded.generators,
+            cells=cells,
         )
         for line in report.posted:
             say(f"results comment: {line}")

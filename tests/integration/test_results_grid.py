@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jsonschema import Draft202012Validator, FormatChecker
 
+from reconciler.ci.announce import announce_state
+from reconciler.ci.github import GitHubAPI
 from reconciler.cli.output import SCHEMA_FILE
+from reconciler.config.load import load_configs
+from reconciler.state.lockfile import read_lockfile
+from tests.github_fake import FakeGitHub
 from tests.support.browser import PageVisit
 from tests.support.clock import FakeClock
 from tests.support.git import commit
@@ -79,6 +85,45 @@ def test_a_generators_runs_are_shown_as_its_grid(
                 assert SCORE.fullmatch(cell), line
     assert tb.rstrip().endswith("pending") and gd.rstrip().endswith("excluded")
     assert len(SCORE.findall(text[text.index(title) :])) >= 2
+
+    # The PR comment: the plan's finished-run results carry the grid ...
+    markdown = osm.plan("--format", "markdown").out
+    heading = "**benchmarks/compare/frontier.matrix.toml**: pass@1"
+    assert heading in markdown, markdown
+    grid_md = markdown[markdown.index(heading) :]
+    assert "| benchmark | gpt-5-2 | gpt-5 | gpt-5-mini |" in grid_md
+    assert re.search(r"\| gdpval \| [^|]+ \| [^|]+ \| excluded \|", grid_md), grid_md
+    assert re.search(r"\| tb-smoke \| [^|]+ \| [^|]+ \| no ended run \|", grid_md), grid_md
+    # ... and so does the announcement of a cell's ended run (the collect job's comment).
+    state = read_lockfile(osm.repo / "state" / "osmosis.lock", platform=None, workspace=None)
+    loaded = load_configs(osm.repo)
+    cells = {r.address: dict(r.source.cell) for r in loaded.runs if r.source is not None}
+    announced = f"{PREFIX}/gdpval/gpt-5"
+    github = FakeGitHub(repo="o/r").start()
+    try:
+        sha = state.runs[announced].requested_by
+        assert sha is not None
+        github.add_pull(7, sha)
+        due = state.model_copy(
+            update={
+                "runs": {
+                    a: e if a == announced else e.model_copy(update={"announced_at": e.observed_at})
+                    for a, e in state.runs.items()
+                }
+            }
+        )
+        with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+            _updated, report = announce_state(
+                api, due, now=datetime.now(UTC), generators=loaded.generators, cells=cells
+            )
+        assert report.failed == [] and len(report.posted) == 1, report
+        (body,) = github.bodies(7)
+    finally:
+        github.close()
+    assert f"| `{announced}` |" in body
+    assert "**benchmarks/compare/frontier.matrix.toml: benchmark (rows) × model (columns)" in body
+    assert "| benchmark | gpt-5-2 | gpt-5 | gpt-5-mini |" in body
+    assert re.search(r"\| tb-smoke \| [^|]+ \| [^|]+ \| pending \|", body), body
 
     # Narrow: the columns go to further blocks, each with the row labels; nothing is cut.
     narrow = osm.results("--width", "50", "--no-fetch").out
