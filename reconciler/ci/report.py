@@ -2,7 +2,7 @@
 
 ``osmosis-ci commit-lockfile --results-dir DIR`` writes ``DIR/report.html`` (the same
 self-contained page as ``osmosis-results --html``: per-address trends, agents side by side,
-cost against pass@1, per-task grids) next to the summary and results files, so the report
+cost against pass@1, per-task grids, each run generator's grid) next to the summary and results files, so the report
 is browsable in the repository and committed with the lockfile.
 
 Nothing is fetched: the per-task outcomes come from files already in the repository (the
@@ -15,15 +15,17 @@ the repository); a run without them is shown from its recorded scores.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reconciler.errors import StateError
-from reconciler.model import LockState
+from reconciler.model import GeneratorProduct, LockState
 from reconciler.outputs.layout import run_dir_name
 from reconciler.paths import read_regular, relative_path_problem, write_inside
 from reconciler.results import html as html_report
 from reconciler.results.build import Loader, build_address_reports
 from reconciler.results.data import RunOutcomes, parse_results_csv
+from reconciler.results.grid import build_grids
 from reconciler.results.runs import RecordedResult
 
 __all__ = ["REPORT_NAME", "repo_loader", "write_report"]
@@ -83,10 +85,18 @@ def repo_loader(root: Path, state: LockState, results_dir: str = KEPT_DIR) -> Lo
     return load
 
 
-def write_report(root: Path, state: LockState, results_dir: str) -> str | None:
+def write_report(
+    root: Path,
+    state: LockState,
+    results_dir: str,
+    *,
+    generators: Sequence[GeneratorProduct] = (),
+    cells: Mapping[str, Mapping[str, str]] | None = None,
+) -> str | None:
     """Write ``<results_dir>/report.html`` for every recorded address of ``state``; the
     repository-relative path when it changed, None when it was already up to date (or the
-    lockfile records no run). ``root`` is resolved; ``results_dir`` checked by the caller."""
+    lockfile records no run). ``root`` is resolved; ``results_dir`` checked by the caller;
+    ``generators`` and ``cells`` (address -> axis -> key) give the run generators' grids."""
     if not state.runs and not any(h.run_id for h in state.history):
         return None
     load = repo_loader(root, state, results_dir)
@@ -98,7 +108,9 @@ def write_report(root: Path, state: LockState, results_dir: str) -> str | None:
             got = load(line.report.run)
             if got is not None and got.paired:
                 paired[line.report.run.run_id] = got
-    text = html_report.render_html(reports, paired).encode("utf-8")
+    by_address = {r.address: r for r in reports}
+    grids = build_grids(generators, cells or {}, state, by_address)
+    text = html_report.render_html(reports, paired, grids=grids).encode("utf-8")
     target = f"{results_dir}/{REPORT_NAME}"
     current = _read(root, target)
     if current == text:

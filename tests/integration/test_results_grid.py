@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.ci.announce import announce_state
 from reconciler.ci.github import GitHubAPI
+from reconciler.ci.report import write_report
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.config.load import load_configs
 from reconciler.state.lockfile import read_lockfile
@@ -124,6 +125,15 @@ def test_a_generators_runs_are_shown_as_its_grid(
     assert "**benchmarks/compare/frontier.matrix.toml: benchmark (rows) × model (columns)" in body
     assert "| benchmark | gpt-5-2 | gpt-5 | gpt-5-mini |" in body
     assert re.search(r"\| tb-smoke \| [^|]+ \| [^|]+ \| pending \|", body), body
+
+    # ... and the collect job's committed report has it too.
+    written = write_report(
+        osm.repo.resolve(), state, "results", generators=loaded.generators, cells=cells
+    )
+    assert written == "results/report.html"
+    committed = (osm.repo / written).read_text(encoding="utf-8")
+    assert committed.count("<td class=n data-cell") == 6
+    assert 'data-state="excluded"' in committed and 'data-state="pending"' in committed
 
     # Narrow: the columns go to further blocks, each with the row labels; nothing is cut.
     narrow = osm.results("--width", "50", "--no-fetch").out
