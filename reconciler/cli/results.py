@@ -302,8 +302,6 @@ def _list(
     else:
         width = terminal_width(args.width)
         text = render_addresses_text(reports, width)
-        if grids:
-            text += "\n" + render_grids_text(grids, width)
         unsuccessful = [
             (r.address, line.report.run.run_id, line.report.run.label)
             for r in reports
@@ -313,6 +311,8 @@ def _list(
         if unsuccessful and not args.no_fetch:
             source, _http = platform()
             text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
+        if grids:
+            text += "\n" + render_grids_text(grids, width)
         if gates:
             text += "\nAgainst the accepted baselines:\n\n" + render_compare_text(gates, width)
         elif args.fail_on_regression:
