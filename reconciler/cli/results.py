@@ -23,17 +23,25 @@ import httpx
 from reconciler.cli.logs import explain_failures
 from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
+from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
 from reconciler.engine.state_commands import hold_state_lock, utcnow
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
-from reconciler.model import Baseline, LockState, RunStatus
+from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
 from reconciler.outputs.kept import ResultsStore
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
 from reconciler.results.compare import Verdict
 from reconciler.results.data import RunOutcomes
+from reconciler.results.grid import (
+    Grid,
+    build_grids,
+    grid_to_dict,
+    render_grids_markdown,
+    render_grids_text,
+)
 from reconciler.results.report import (
     AddressReport,
     CompareReport,
@@ -187,9 +195,44 @@ def _command(args: argparse.Namespace, output: Output) -> int:
             return _accept(args, output, root, settings.state, words[1:])
         if words[:1] == ["compare"]:
             return _compare(args, output, state, words[1:], load, margin, store)
-        return _list(args, output, state, words, load, margin, store, platform)
+        grids = _generator_grids(root, settings, state, words, load, args.seed)
+        return _list(args, output, state, words, load, margin, store, platform, grids)
     finally:
         platform.close()
+
+
+def _generator_grids(
+    root: Path,
+    settings: Settings,
+    state: LockState,
+    patterns: list[str],
+    load: Callable[[RecordedResult], RunOutcomes | None],
+    seed: int,
+) -> list[Grid]:
+    """The grid of each run generator (``*.matrix.toml``) with a cell matching
+    ``patterns`` (all when none). The configs are read for their generators only: a config
+    with errors leaves its generator out (``osmosis-plan`` reports it)."""
+    loaded = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
+    if not loaded.generators:
+        return []
+    cells = {
+        run.address: dict(run.source.cell)
+        for run in loaded.runs
+        if run.source is not None and run.source.kind == "generator"
+    }
+    products = [
+        p
+        for p in loaded.generators
+        if not patterns or any(glob_match(a, tuple(patterns)) for a in p.cells)
+    ]
+    recorded = {a for p in products for a in p.cells if a in state.runs}
+    recorded |= {h.address for h in state.history if h.run_id and h.address in recorded}
+    reports = (
+        {r.address: r for r in build_address_reports(state, sorted(recorded), load, seed=seed)}
+        if recorded
+        else {}
+    )
+    return build_grids(products, cells, state, reports)
 
 
 def _notes(output: Output, store: ResultsStore) -> None:
@@ -210,6 +253,7 @@ def _list(
     margin: float,
     store: ResultsStore,
     platform: _Platform,
+    grids: Sequence[Grid] = (),
 ) -> int:
     def kept(run: RecordedResult) -> str | None:
         return store.relative_dir(run) if (store.run_dir(run) / "results.csv").is_file() else None
@@ -235,7 +279,7 @@ def _list(
             )
     _notes(output, store)
     if args.html:
-        _write_html(args.html, reports, gates, load, state)
+        _write_html(args.html, reports, gates, load, state, grids)
     worse = [g for g in gates if g.comparison.verdict is Verdict.WORSE]
     if output.machine:
         output.result(
@@ -245,10 +289,13 @@ def _list(
                 "regression_checks": [compare_to_dict(g) for g in gates],
                 "regressed": bool(worse),
                 "html": args.html,
+                "generators": [grid_to_dict(g) for g in grids],
             },
         )
     elif args.format == "markdown":
         text = render_addresses_markdown(reports)
+        if grids:
+            text += "\n" + render_grids_markdown(grids)
         if gates:
             text += "\n#### Against the accepted baselines\n\n" + render_compare_markdown(gates)
         output.show(text)
@@ -264,6 +311,8 @@ def _list(
         if unsuccessful and not args.no_fetch:
             source, _http = platform()
             text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
+        if grids:
+            text += "\n" + render_grids_text(grids, width)
         if gates:
             text += "\nAgainst the accepted baselines:\n\n" + render_compare_text(gates, width)
         elif args.fail_on_regression:
@@ -323,6 +372,7 @@ def _write_html(
     comparisons: Sequence[CompareReport],
     load: Callable[[RecordedResult], RunOutcomes | None],
     state: LockState,
+    grids: Sequence[Grid] = (),
 ) -> None:
     outcomes: dict[str, RunOutcomes] = {}
     for report in reports:
@@ -330,7 +380,7 @@ def _write_html(
             found = load(line.report.run)
             if found is not None and found.paired:
                 outcomes[line.report.run.run_id] = found
-    text = html_report.render_html(reports, outcomes, comparisons)
+    text = html_report.render_html(reports, outcomes, comparisons, grids=grids)
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

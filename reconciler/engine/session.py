@@ -756,7 +756,10 @@ class Session:
         refreshed = refresh_statuses(store.state, observation)
         if refreshed != store.state:
             store.update(lambda s: refresh_statuses(s, observation))
-        plan = compute_plan(desired, store.state, observation, self.ctx.settings)
+        # Without --replace: a re-run this apply submitted has ended, so what is left of the
+        # request is its download, not another paid re-run.
+        settings = self.ctx.settings.model_copy(update={"replace": ()})
+        plan = compute_plan(desired, store.state, observation, settings)
         downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
         # The full runs whose smoke run ended well while waiting: the plan this apply carried
         # out showed them ("smoke first: ..., then N"), so the same command submits them and

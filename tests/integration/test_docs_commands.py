@@ -44,6 +44,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "results.md", "## Every recorded run"): "test_docs_results.py",
     (DOCS / "results.md", "## Comparing two runs"): "test_docs_results.py",
     (DOCS / "results.md", "## A baseline and the regression gate"): "test_docs_results.py",
+    (DOCS / "results.md", "## A generator's grid"): "test_docs_results.py",
     (DOCS / "results.md", "## The report"): "test_docs_results.py",
     (DOCS / "results.md", "## Logs"): "test_docs_results.py",
 }  # fmt: skip
