@@ -20,6 +20,7 @@ from reconciler.model import (
     Blocked,
     DesiredRun,
     Fix,
+    LockState,
     ObservedRun,
     PlanItem,
     Reason,
@@ -61,16 +62,19 @@ def stage_paid_item(
     selected: tuple[str, ...] | None,
     *,
     after_smoke: str | None = None,
+    resend_full: bool = False,
 ) -> PlanItem:
     """``item`` (a submit or replace of ``wanted``) as its smoke stage when a rule asks for
-    one; ``after_smoke`` is the run id of a smoke run that ended well (the full run now)."""
+    one; ``after_smoke`` is the run id of a smoke run that ended well (the full run now);
+    ``resend_full``: the item sends again a full run whose submit was lost (never a smoke
+    run in its place)."""
     if item.action not in (Action.SUBMIT, Action.REPLACE):
         return item
     rule = rule_for(settings, item.address)
     if rule is None or item.attempts <= rule.above:
         return item
     agents = len(wanted.spec.get("agents") or ())
-    if after_smoke is not None:
+    if after_smoke is not None or resend_full:
         smoke = Smoke(stage="full", full_attempts=item.attempts, smoke_run_id=after_smoke)
         return item.model_copy(update={"smoke": smoke})
     if skipped(settings, item.address):
@@ -98,6 +102,25 @@ def stage_paid_item(
             "cost": None,
         }
     )
+
+
+def passed_smoke_run(recorded: LockState, address: str, digest: str) -> str | None:
+    """The smoke run of the config ``digest`` that left ``address`` for its full run, or None.
+
+    It is the address's newest history entry: a smoke run of this config retired by the
+    full run's submit (history reason ``smoke``). The full run it made way for was then
+    never recorded (its submit was lost, or settled with ``osmosis-state resolve
+    --not-submitted``), so what is sent next is that full run, never a second smoke run.
+    """
+    newest = next((h for h in recorded.history if h.address == address), None)  # newest first
+    if (
+        newest is None
+        or newest.stage != SMOKE
+        or newest.reason != SMOKE
+        or newest.spec_digest != digest
+    ):
+        return None
+    return newest.run_id
 
 
 def ended_badly(entry: RecordedRun, run: ObservedRun | None, rule: SmokeRule | None) -> str | None:

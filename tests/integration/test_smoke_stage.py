@@ -3,6 +3,7 @@ real git repositories, through the CLI entry points."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.support.clock import FakeClock as ManualClock
@@ -222,3 +223,90 @@ def test_a_crash_after_the_smoke_post_adopts_the_smoke_run(
     clock.advance(FINISHED)
     full = plan_items(osm.plan("--format", "json"))["tb/full"]
     assert (full["action"], full["smoke"]["stage"]) == ("submit", "full")
+
+
+RECOVERY = """\
+unknown_outcome_listings = 1
+unknown_outcome_quiet_minutes = 0
+"""
+
+
+def _smoke_ended_well(tmp_path: Path, platform: Platform, clock: ManualClock, extra: str = ""):
+    """A repository whose smoke run of tb/full ended well: (repo, osm, smoke run id)."""
+    settings = SETTINGS.replace(
+        "[tool.osmosis-reconciler]\n", "[tool.osmosis-reconciler]\n" + extra
+    )
+    repo = init_repo(tmp_path / "repo", configs={"tb/full": full_config()}, pyproject=settings)
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve").code == 0
+    smoke_run = read_lock(repo)["runs"]["tb/full"]["run_id"]
+    clock.advance(FINISHED)
+    return repo, osm, smoke_run
+
+
+def test_a_crash_before_the_full_runs_post_goes_on_with_the_full_run(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    # A run list that settles an unknown outcome at once: the lost full submit is sent
+    # again by the next apply, as the full run (the smoke run ended well and is recorded).
+    repo, osm, smoke_run = _smoke_ended_well(tmp_path, platform, clock, RECOVERY)
+    crashed = osm.run(
+        "osmosis-apply", "--auto-approve", env={"OSMOSIS_CRASH_AT": "submit.before_post:1"}
+    )
+    assert crashed.code == -9, crashed
+    assert platform.submits() == 1  # the full run was never created
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert "stage" not in entry["intent"]
+    # The next plan's run list is read after the submit (whole seconds, on the real clock).
+    time.sleep(1.1)
+
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert item["action"] == "submit", item
+    assert item["reason"] == "resubmit_after_lost"
+    assert item["smoke"]["stage"] == "full"
+    assert item["smoke"]["smoke_run_id"] == smoke_run
+    assert item["attempts"] == item["smoke"]["full_attempts"] > 10
+    assert "(full run: the smoke run ended well)" in osm.plan().out
+
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 0, applied
+    assert platform.submits() == 2  # the smoke run and the full run, each paid once
+    lock = read_lock(repo)
+    entry = lock["runs"]["tb/full"]
+    assert "stage" not in entry and "intent" not in entry
+    assert entry["attempts"] == item["attempts"]
+    history = [(h["run_id"], h["stage"]) for h in lock["history"] if h["address"] == "tb/full"]
+    assert (smoke_run, "smoke") in history
+    assert all(run_id == smoke_run for run_id, stage in history if stage == "smoke")
+
+
+def test_a_lost_full_submit_is_an_unknown_outcome_never_a_new_smoke_run(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    # The shipped quiet period: the full run's outcome stays unknown (`?`) for a while.
+    repo, osm, smoke_run = _smoke_ended_well(tmp_path, platform, clock)
+    crashed = osm.run(
+        "osmosis-apply", "--auto-approve", env={"OSMOSIS_CRASH_AT": "submit.before_post:1"}
+    )
+    assert crashed.code == -9, crashed
+    plan = osm.plan("--format", "json")
+    item = plan_items(plan)["tb/full"]
+    assert item["action"] == "unknown", item
+    assert item["smoke"]["stage"] == "full"
+    assert item["smoke"]["smoke_run_id"] == smoke_run
+    assert "? tb/full (full run: the smoke run ended well)" in osm.plan().out
+    applied = osm.apply("--auto-approve")
+    assert platform.submits() == 1, applied
+    assert read_lock(repo)["runs"]["tb/full"]["intent"] is not None
+
+    # A person who knows the POST never went out says so: the next apply sends the full
+    # run, never a second smoke run.
+    resolved = osm.run("osmosis-state", "resolve", "tb/full", "--not-submitted")
+    assert resolved.code == 0, resolved
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert (item["action"], item["smoke"]["stage"]) == ("submit", "full"), item
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 2
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert "stage" not in entry and "intent" not in entry
+    assert entry["attempts"] > 10

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from reconciler.model import ObservedRun, RecordedRun, RunResults, SmokeRule
-from reconciler.plan.smoke import ended_badly, narrowed_spec
+from reconciler.model import (
+    HistoryEntry,
+    LockState,
+    ObservedRun,
+    RecordedRun,
+    RunResults,
+    SmokeRule,
+)
+from reconciler.plan.smoke import ended_badly, narrowed_spec, passed_smoke_run
 
 ENTRY = RecordedRun(address="a", spec_digest="sha256:x", run_id="r", stage="smoke")
 
@@ -50,3 +57,33 @@ def test_narrowed_spec_keeps_the_rest_and_does_not_touch_the_original() -> None:
     assert body["agents"] == spec["agents"]
     assert spec["tasks_config"] == {"task_set": "parity"}
     assert spec["execution_config"]["attempts_per_task"] == 3
+
+
+def _left(run_id: str, *, stage: str | None, reason: str, digest: str = "sha256:x") -> HistoryEntry:
+    return HistoryEntry(
+        address="a",
+        run_id=run_id,
+        run_name=None,
+        spec_digest=digest,
+        status="finished",
+        reason=reason,
+        stage=stage,
+    )
+
+
+def test_passed_smoke_run_is_the_addresss_newest_history_entry() -> None:
+    def state(*history: HistoryEntry) -> LockState:
+        return LockState(lineage="l", platform="local", workspace="w", history=history)
+
+    smoke = _left("s2", stage="smoke", reason="smoke")
+    assert passed_smoke_run(state(smoke), "a", "sha256:x") == "s2"
+    assert passed_smoke_run(state(smoke), "a", "sha256:other") is None  # another config
+    assert passed_smoke_run(state(smoke), "b", "sha256:x") is None
+    # History is newest first: a full run that left after the smoke run means the full run
+    # was recorded once, so a submit now is a new one (smoke first).
+    full = _left("f1", stage=None, reason="replaced")
+    assert passed_smoke_run(state(full, smoke), "a", "sha256:x") is None
+    assert passed_smoke_run(state(smoke, full), "a", "sha256:x") == "s2"
+    # A smoke run forgotten by a person made way for nothing.
+    forgotten = _left("s3", stage="smoke", reason="forgotten")
+    assert passed_smoke_run(state(forgotten), "a", "sha256:x") is None
