@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from reconciler.escaping import escape_text
 from reconciler.model import (
     Action,
     Blocked,
@@ -33,6 +34,11 @@ from reconciler.model import (
 )
 
 SMOKE = "smoke"
+
+LOG_LINES = 3
+"""The smoke run's last error lines a blocked full run quotes."""
+LOG_WIDTH = 160
+"""The most characters of each quoted line (escaped), the cut marked with ``...``."""
 
 
 def rule_for(settings: Settings, address: str) -> SmokeRule | None:
@@ -155,7 +161,7 @@ def smoke_failed_item(
     details = (
         f"{why}: smoke run {label} of {wanted.address} did not end well, so the full run "
         f"({full_attempts:,} attempts) is not submitted",
-        f"see why: `osmosis benchmark runs logs {shlex.quote(label)}`"
+        f"see why: `{logs_command(wanted.address, label)}`"
         + (f" or the run page {entry.platform_url}" if entry.platform_url else ""),
         f"fix: correct the config ({wanted.path}); the changed config starts a new smoke run. "
         f"To submit the full run anyway: `{skip}` (or an `Osmosis-Skip-Smoke: "
@@ -181,3 +187,34 @@ def smoke_failed_item(
         ),
         smoke=Smoke(stage=SMOKE, full_attempts=full_attempts, smoke_run_id=entry.run_id),
     )
+
+
+def logs_command(address: str, run: str) -> str:
+    """The command that shows a smoke run's warning and error lines."""
+    return f"osmosis-logs {shlex.quote(f'{address}@{run}')} --level warning"
+
+
+def quoted_line(line: str, width: int = LOG_WIDTH) -> str:
+    """A log line as a blocked full run quotes it: escaped (a log is the Platform's text; no
+    terminal escape or forged line gets through) and cut to ``width`` characters."""
+    # Controls escaped here, so that no consumer of the plan (its JSON included) meets them;
+    # backslashes are left to the renderers, which escape every detail once more.
+    text = escape_text(line, keep_newlines=True).replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def with_log_lines(item: PlanItem, lines: Sequence[str] | None, problem: str | None) -> PlanItem:
+    """A full run blocked by its smoke run (``smoke_failed_item``) with the smoke run's last
+    error lines (``lines``, at most ``LOG_LINES`` shown), or why they could not be fetched
+    (``problem``): a log that cannot be read never fails the plan."""
+    if problem is not None or lines is None:
+        said = f"the smoke run's log lines could not be fetched: {problem or 'no answer'}"
+        return item.model_copy(update={"details": (*item.details[:2], said, *item.details[2:])})
+    shown = [quoted_line(line) for line in lines[-LOG_LINES:]]
+    head = (
+        "the smoke run's last error lines:"
+        if shown
+        else "the smoke run's log has no warning or error line"
+    )
+    quoted = (head, *(f"    {line}" for line in shown))
+    return item.model_copy(update={"details": (*item.details[:2], *quoted, *item.details[2:])})

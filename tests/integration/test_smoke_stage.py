@@ -310,3 +310,72 @@ def test_a_lost_full_submit_is_an_unknown_outcome_never_a_new_smoke_run(
     entry = read_lock(repo)["runs"]["tb/full"]
     assert "stage" not in entry and "intent" not in entry
     assert entry["attempts"] > 10
+
+
+def _failed_smoke(tmp_path: Path, platform: Platform, clock: ManualClock) -> tuple[Path, Osmosis]:
+    text = full_config("my-org/model", endpoint="https://always-errors.example.invalid/v1")
+    repo = repo_with(tmp_path, text)
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(FINISHED)
+    return repo, osm
+
+
+def test_the_blocked_full_run_quotes_the_smoke_runs_last_error_lines(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    repo, osm = _failed_smoke(tmp_path, platform, clock)
+    run = read_lock(repo)["runs"]["tb/full"]
+    label = run.get("run_name") or run["run_id"]
+    why = "Run failed: every attempt errored: the model endpoint answered 502 Bad Gateway"
+
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    details = item["details"]
+    assert f"see why: `osmosis-logs tb/full@{label} --level warning`" in details[1]
+    assert details[2] == "the smoke run's last error lines:"
+    quoted = [d for d in details if d.startswith("    ")]
+    assert 1 <= len(quoted) <= 3
+    assert why in quoted[-1] and "ERROR" in quoted[-1]
+    assert details[-1].startswith("fix: correct the config")
+
+    text = osm.plan()
+    assert "* the smoke run's last error lines:" in text.out
+    assert why in text.out
+    comment = osm.plan("--format", "markdown").out
+    assert "the smoke run's last error lines:" in comment
+    assert "the model endpoint answered 502 Bad Gateway" in comment
+    # The command the blocked reason names shows the same line.
+    logs = osm.run("osmosis-logs", f"tb/full@{label}", "--level", "warning")
+    assert logs.code == 0, logs
+    assert why in logs.out
+
+
+def test_a_log_that_cannot_be_read_never_fails_the_plan(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    from reconciler.platform.local import Faults
+
+    repo, osm = _failed_smoke(tmp_path, platform, clock)
+    normal = osm.plan()
+    assert "the smoke run's last error lines:" in normal.out
+
+    # The log store answers errors: the plan says so, and is otherwise the same plan.
+    platform.platform.faults = Faults(failing_logs=True)
+    failing = osm.plan("--format", "json")
+    assert failing.code == normal.code, failing
+    item = plan_items(failing)["tb/full"]
+    assert (item["action"], item["reason"]) == ("blocked", "smoke_failed")
+    (said,) = [d for d in item["details"] if "log lines could not be fetched" in d]
+    assert "Injected log store error" in said or "500" in said, said
+    assert not any(d.startswith("    ") for d in item["details"])
+
+    # The log never answers: the plan's deadline for it runs out, and the plan goes on.
+    platform.platform.faults = Faults(silent_logs=True)
+    started = time.monotonic()
+    silent = osm.run("osmosis-plan", env={"OSMOSIS_SMOKE_LOG_DEADLINE": "1"})
+    took = time.monotonic() - started
+    assert silent.code == normal.code, silent
+    assert "* the smoke run's log lines could not be fetched: not within the 1 s" in silent.out
+    assert "(full run blocked: the smoke run did not end well)" in silent.out
+    print(f"plan with a silent log store and a 1 s deadline: {took:.1f} s")
+    platform.platform.faults = Faults()

@@ -87,3 +87,44 @@ def test_passed_smoke_run_is_the_addresss_newest_history_entry() -> None:
     # A smoke run forgotten by a person made way for nothing.
     forgotten = _left("s3", stage="smoke", reason="forgotten")
     assert passed_smoke_run(state(forgotten), "a", "sha256:x") is None
+
+
+def test_quoted_log_lines_are_escaped_and_cut() -> None:
+    from reconciler.plan.smoke import LOG_WIDTH, quoted_line
+
+    hostile = "2026 ERROR [x] \x1b]0;owned\x07\x1b[2J red\nforged line \u202e C:\\tmp"
+    quoted = quoted_line(hostile)
+    assert "\x1b" not in quoted and "\x07" not in quoted and "\n" not in quoted
+    assert "\u202e" not in quoted
+    assert "\\x1b]0;owned\\x07" in quoted and "red\\nforged line" in quoted
+    assert quoted.endswith("C:\\tmp")  # backslashes are the renderers' to escape
+    long = quoted_line("E " + "x" * 1000)
+    assert len(long) == LOG_WIDTH and long.endswith("...")
+    assert len(quoted_line("\x1b" * 1000)) == LOG_WIDTH  # cut after escaping
+
+
+def test_with_log_lines_quotes_at_most_three_or_says_why_not() -> None:
+    from reconciler.model import Action, PlanItem, Reason
+    from reconciler.plan.smoke import with_log_lines
+
+    item = PlanItem(
+        action=Action.BLOCKED,
+        address="a",
+        reason=Reason.SMOKE_FAILED,
+        details=("why", "see why: ...", "fix: ..."),
+    )
+    quoted = with_log_lines(item, [f"line {n}" for n in range(5)], None).details
+    assert quoted == (
+        "why",
+        "see why: ...",
+        "the smoke run's last error lines:",
+        "    line 2",
+        "    line 3",
+        "    line 4",
+        "fix: ...",
+    )
+    empty = with_log_lines(item, [], None).details
+    assert empty[2] == "the smoke run's log has no warning or error line"
+    failed = with_log_lines(item, None, "timed out").details
+    assert failed[2] == "the smoke run's log lines could not be fetched: timed out"
+    assert failed[3] == "fix: ..."
