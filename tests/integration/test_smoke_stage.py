@@ -379,3 +379,52 @@ def test_a_log_that_cannot_be_read_never_fails_the_plan(
     assert "(full run blocked: the smoke run did not end well)" in silent.out
     print(f"plan with a silent log store and a 1 s deadline: {took:.1f} s")
     platform.platform.faults = Faults()
+
+
+def test_a_smoke_run_is_never_a_baseline_nor_the_gates_newest_run(
+    tmp_path: Path, platform: Platform, clock: ManualClock
+) -> None:
+    repo, osm, smoke_run = _smoke_ended_well(tmp_path, platform, clock)
+    smoke = read_lock(repo)["runs"]["tb/full"]
+    smoke_label = smoke.get("run_name") or smoke_run
+
+    refused = osm.run("osmosis-results", "accept", f"tb/full@{smoke_label}")
+    assert refused.code == 1, refused
+    assert f"tb/full@{smoke_label} is a smoke run" in refused.err
+    assert "a smoke run is never a baseline" in refused.err
+    assert "has none yet" in refused.err  # no full run to accept instead yet
+    assert "baselines" not in read_lock(repo)
+
+    # The full run, ended and downloaded: the run to accept, and the one the error names.
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(FINISHED)
+    assert osm.apply("--auto-approve").code == 0
+    full = read_lock(repo)["runs"]["tb/full"]
+    full_label = full.get("run_name") or full["run_id"]
+    refused = osm.run("osmosis-results", "accept", f"tb/full@{smoke_label}")
+    assert refused.code == 1, refused
+    assert f"`osmosis-results accept tb/full@{full_label}`" in refused.err
+    accepted = osm.run("osmosis-results", "accept", f"tb/full@{full_label}")
+    assert accepted.code == 0, accepted
+
+    # A changed config starts a new smoke run: the address's newest run, but the gate checks
+    # the newest full run (the baseline itself here), never the smoke run.
+    write_config(repo, "tb/full", full_config("openai/gpt-5.2-mini"))
+    commit(repo, "Try the smaller model")
+    assert osm.apply("--auto-approve").code == 0
+    new_smoke = read_lock(repo)["runs"]["tb/full"]
+    assert new_smoke["stage"] == "smoke"
+    clock.advance(FINISHED)
+    gate = osm.run("osmosis-results", "--fail-on-regression", "--format", "json")
+    assert gate.code == 0, gate
+    doc = gate.json()
+    assert doc["regression_checks"] == []
+    assert doc["regressed"] is False
+    # "vs previous": no run is compared with a smoke run, nor a smoke run with a run.
+    runs = {r["run_id"]: r for r in doc["addresses"][0]["runs"]}
+    smoke_ids = {smoke_run, new_smoke["run_id"]}
+    for run_id, run in runs.items():
+        if run_id in smoke_ids:
+            assert run["previous_comparable"] is None, run
+        else:
+            assert run["previous_comparable"] not in {smoke_label, *smoke_ids}, run
