@@ -428,3 +428,32 @@ def test_a_smoke_run_is_never_a_baseline_nor_the_gates_newest_run(
             assert run["previous_comparable"] is None, run
         else:
             assert run["previous_comparable"] not in {smoke_label, *smoke_ids}, run
+
+
+def test_a_lost_submit_of_a_full_run_that_skipped_its_smoke_stage_is_sent_again_in_full(
+    tmp_path: Path, platform: Platform
+) -> None:
+    settings = SETTINGS.replace(
+        "[tool.osmosis-reconciler]\n", "[tool.osmosis-reconciler]\n" + RECOVERY
+    )
+    repo = init_repo(tmp_path / "repo", configs={"tb/full": full_config()}, pyproject=settings)
+    osm = Osmosis(repo, platform)
+    crashed = osm.run(
+        "osmosis-apply",
+        "--auto-approve",
+        "--skip-smoke",
+        "tb/full",
+        env={"OSMOSIS_CRASH_AT": "submit.before_post:1"},
+    )
+    assert crashed.code == -9, crashed
+    assert platform.submits() == 0
+    time.sleep(1.1)  # the next plan's run list is read after the submit (whole seconds)
+    # No --skip-smoke now: what was sent (the full run) is what is sent again.
+    item = plan_items(osm.plan("--format", "json"))["tb/full"]
+    assert (item["action"], item["reason"]) == ("submit", "resubmit_after_lost"), item
+    assert item["smoke"]["stage"] == "full" and item["smoke"]["smoke_run_id"] is None
+    assert item["attempts"] == item["smoke"]["full_attempts"] > 10
+    assert "+ tb/full (full run: its lost submit sent again)" in osm.plan().out
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 1
+    assert "stage" not in read_lock(repo)["runs"]["tb/full"]
