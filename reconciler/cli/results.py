@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -52,7 +53,7 @@ from reconciler.results.report import (
     render_compare_markdown,
     render_compare_text,
 )
-from reconciler.results.runs import RecordedResult, parse_ref, resolve
+from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 
 EXIT_REGRESSION = 2
@@ -264,8 +265,9 @@ def _list(
         for address, baseline in sorted(state.baselines.items()):
             if patterns and address not in {r.address for r in reports}:
                 continue
-            newest = resolve(state, parse_ref(address))
-            if newest.run_id == baseline.run_id:
+            # The newest full run: a smoke run is never the address's result.
+            newest = next((r for r in address_runs(state, address) if not r.smoke), None)
+            if newest is None or newest.run_id == baseline.run_id:
                 continue
             gates.extend(
                 build_compare(
@@ -394,6 +396,21 @@ def _write_html(
         ) from None
 
 
+def _accept_instead(state: LockState, address: str) -> str:
+    """Which run of ``address`` can be accepted instead: its newest complete full run."""
+    run = next((r for r in address_runs(state, address) if not r.smoke and not r.partial), None)
+    if run is None:
+        return (
+            f"accept a full run that finished with all its outputs; {address} has none yet "
+            "(`osmosis-apply` submits the full run once its smoke run ended well, and "
+            "downloads its outputs when it has finished)"
+        )
+    return (
+        f"accept a full run that finished with all its outputs, e.g. its newest: "
+        f"`osmosis-results accept {shlex.quote(f'{address}@{run.label}')}`"
+    )
+
+
 def _accept(
     args: argparse.Namespace, output: Output, root: Path, display: str, words: list[str]
 ) -> int:
@@ -411,11 +428,17 @@ def _accept(
     with hold_state_lock(path, timeout=0.0, command=f"osmosis-results accept {words[0]}"):
         state = read_lockfile(path, platform=None, workspace=None, display_path=display)
         run = resolve(state, ref)
+        if run.smoke:
+            raise UsageError(
+                f"{ref.address}@{run.label} is a smoke run (a one-attempt test of the config "
+                "before its full run, docs/smoke.md): a smoke run is never a baseline",
+                _accept_instead(state, ref.address),
+            )
         if run.partial:
             raise UsageError(
                 f"{ref.address}@{run.label} is partial ({run.status}): a partial run is never a "
                 "baseline",
-                "accept a run that finished with all its outputs",
+                _accept_instead(state, ref.address),
             )
         baseline = Baseline(
             run_id=run.run_id,

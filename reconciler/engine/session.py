@@ -27,6 +27,7 @@ from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
+from reconciler.engine.smoke_logs import with_smoke_logs
 from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
     Configs,
     LockfileReader,
@@ -354,6 +355,9 @@ class Session:
             settings,
             snapshots.generators,
         )
+        # The smoke runs that block a full run quote their last error lines (not pure: read
+        # here, with a deadline; a log that cannot be read is said, never a failure).
+        plan = with_smoke_logs(plan, self.ctx.client)
         log = get_logger()
         log.info(
             "plan computed",

@@ -105,10 +105,11 @@ def paid_item(
     before: str | None = None,
     changes: tuple[str, ...] = (),
     after_smoke: str | None = None,
+    resend_full: bool = False,
 ) -> PlanItem:
     """A submit or replace, with its cost, after preflight; ``blocked`` when it would fail;
     its smoke stage when a ``smoke`` rule applies (``after_smoke``: the smoke run that ended
-    well, so this is the full run)."""
+    well, so this is the full run; ``resend_full``: a lost full run's submit sent again)."""
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     found = preflight(wanted, benchmark, draft.observed)
     tasks = found.selection.count if found.selection is not None else task_count(wanted, None)
@@ -166,6 +167,7 @@ def paid_item(
         wanted,
         found.selection.names if found.selection is not None else None,
         after_smoke=after_smoke,
+        resend_full=resend_full,
     )
 
 

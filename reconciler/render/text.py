@@ -80,6 +80,8 @@ def smoke_suffix(item: PlanItem) -> str:
             f"then {smoke.full_attempts:,})"
         )
     if smoke.stage == "full":
+        if smoke.smoke_run_id is None:
+            return " (full run: its lost submit sent again)"
         return " (full run: the smoke run ended well)"
     if smoke.stage == "skipped":
         return " (smoke stage skipped on request)"
