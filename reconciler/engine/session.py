@@ -25,13 +25,21 @@ from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.engine.precheck import try_catalog_issues
 from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
     Configs,
     LockfileReader,
     Snapshots,
     TrailerRequests,
 )
-from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
+from reconciler.errors import (
+    ConfigError,
+    ConfigIssue,
+    GitError,
+    StalePlanError,
+    StateError,
+    UsageError,
+)
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
@@ -135,7 +143,7 @@ class Session:
         for issue in warnings:
             self.output.issue(issue)
         if not result.ok:
-            raise ConfigError(list(result.issues))
+            raise ConfigError(self._all_issues(result.runs, result.issues))
         if on_valid is not None:
             on_valid(result.runs)
         runs = result.runs
@@ -171,6 +179,28 @@ class Session:
         return Configs(
             runs=runs, ignored=ignored, provenance_note=note, generators=result.generators
         )
+
+    def _all_issues(
+        self, parsed: Sequence[DesiredRun], issues: Sequence[ConfigIssue]
+    ) -> list[ConfigIssue]:
+        """The errors of the files that did not validate and, in the same report, every
+        preflight error of those that did (``engine.precheck``), sorted by file and line."""
+        found = list(issues)
+        if parsed:
+            extra = try_catalog_issues(
+                self.ctx.client,
+                parsed,
+                self.ctx.repo_root,
+                platform=self.ctx.platform_id,
+                workspace=self.ctx.workspace,
+                now=datetime.now(UTC).replace(microsecond=0),
+                where=self.ctx.settings.benchmarks,
+            )
+            for issue in extra:
+                if issue.severity == "warning":
+                    self.output.issue(issue)
+            found += [issue for issue in extra if issue.severity != "warning"]
+        return sorted(found, key=lambda i: (i.file, i.line or 0, i.column or 0))
 
     def read_lockfile(self) -> bytes | None:
         """The lockfile's bytes (None: there is none), through ``self.lockfile``."""

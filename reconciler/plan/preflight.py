@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.loopback import is_loopback_url
@@ -265,6 +265,15 @@ def preflight(
     found = Preflight()
     if benchmark is None:
         found.problems.append(_not_found(wanted, observed))
+        meant = meant_benchmark(wanted.benchmark, observed)
+        if meant is not None:
+            # The rest of the config is checked against the benchmark it most likely names,
+            # so fixing the name does not reveal its other errors one plan later.
+            note = f" (checked against {meant.name}, the benchmark it most likely names)"
+            found.problems.extend(
+                replace(problem, message=problem.message.rstrip(".") + note)
+                for problem in _rule_problems(wanted, meant, facts_of(meant), observed)
+            )
     else:
         if benchmark.sync_status != "ready":
             found.problems.append(_not_ready(benchmark, observed))
@@ -316,6 +325,15 @@ def _not_found(wanted: DesiredRun, observed: Observation) -> Problem:
         advice=f"correct [experiment].benchmark in {wanted.path} (list them with "
         f"`{listing}`), or {add}",
     )
+
+
+def meant_benchmark(ref: str, observed: Observation) -> BenchmarkInfo | None:
+    """The catalog entry (E2) of the benchmark an unknown ``ref`` most likely names, when
+    the observation read it (``engine.observe`` reads the nearest of each unknown name)."""
+    nearest = nearest_benchmark(ref, observed.catalog or ())
+    if nearest is None:
+        return None
+    return observed.benchmarks.get(nearest.key)
 
 
 def nearest_benchmark(ref: str, catalog: Sequence[BenchmarkRef]) -> BenchmarkRef | None:

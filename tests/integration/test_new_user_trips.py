@@ -57,3 +57,66 @@ def test_an_empty_argument_is_a_usage_error_not_a_crash(tmp_path: Path, platform
     assert result.code == 1
     assert "an empty argument was given" in result.err
     assert "internal error" not in result.err
+
+
+def test_one_plan_reports_every_mistake_of_every_kind_at_once(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # Five independent mistakes of five kinds in four files: a schema error (unknown key), a
+    # missing table, a misspelt benchmark whose task list is also wrong, a misspelt secret
+    # and an out-of-range setting. A new user used to meet them over three or four plans.
+    unknown_key = smoke_config().replace(
+        'benchmark = "terminal-bench-2-1"\n', 'benchmark = "terminal-bench-2-1"\ncolour = 1\n'
+    )
+    no_model = (
+        '[experiment]\nbenchmark = "terminal-bench-2-1"\n\n[[agents]]\nharness = "terminus-2"\n'
+    )
+    misspelt_benchmark = smoke_config(task="terminal-bench/no-such-task").replace(
+        '"terminal-bench-2-1"', '"termnal-bench-2-1"'
+    )
+    bad_secret_and_range = smoke_config(secret="OPENAI_APIKEY").replace(
+        "max_concurrent_attempts = 1", "max_concurrent_attempts = 500"
+    )
+    repo = init_repo(
+        tmp_path / "repo",
+        configs={
+            "tb/a-schema": unknown_key,
+            "tb/b-missing": no_model,
+            "tb/c-benchmark": misspelt_benchmark,
+            "tb/d-secret": bad_secret_and_range,
+        },
+    )
+    lock = repo / "state" / "osmosis.lock"
+    before = lock.read_bytes() if lock.exists() else None
+    osmosis = Osmosis(repo, platform)
+    result = osmosis.plan()
+    assert result.code == 1, result
+    errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: benchmarks/tb/a-schema.toml:4:1: experiment.colour: Unrecognized key 'colour' "
+        "in [experiment] (allowed keys: benchmark)",
+        "error: benchmarks/tb/b-missing.toml:4:1: agents[0].model: Field required (add an "
+        '[agents.model] table to agent 1 with type = "provider", "endpoint" or "hosted")',
+        "error: benchmarks/tb/c-benchmark.toml:3:1: experiment.benchmark: Benchmark "
+        "'termnal-bench-2-1' was not found in this workspace. Benchmark names are "
+        "case-sensitive; use its key, exact name or ID, and add Harbor registry benchmarks to "
+        "the workspace from the Platform first. Did you mean terminal-bench-2-1 (Terminal-Bench "
+        '2.1)? (set `experiment.benchmark = "terminal-bench-2-1"` in '
+        "benchmarks/tb/c-benchmark.toml)",
+        "error: benchmarks/tb/c-benchmark.toml:6:1: tasks.task_names: Unknown task "
+        "'terminal-bench/no-such-task' in Terminal-Bench 2.1 (did you mean "
+        "'terminal-bench/train-ssh-tunnel'?) (checked against Terminal-Bench 2.1, the benchmark "
+        "it most likely names) (set `tasks.task_names = [\"terminal-bench/train-ssh-tunnel\"]` "
+        "in benchmarks/tb/c-benchmark.toml)",
+        "error: benchmarks/tb/d-secret.toml:14:1: agents[0].model.api_key_secret: Secret(s) "
+        "not found: OPENAI_APIKEY (referenced by benchmarks/tb/d-secret.toml; did you mean "
+        '"OPENAI_API_KEY", which exists? Then fix the name in benchmarks/tb/d-secret.toml '
+        "instead of creating OPENAI_APIKEY) (`echo VALUE | osmosis-platform-emulator secret "
+        "set OPENAI_APIKEY --scope workspace --workspace e2e --platform " + platform.url + "`)",
+        "error: benchmarks/tb/d-secret.toml:18:1: execution.max_concurrent_attempts: "
+        "max_concurrent_attempts must be an integer from 1 to 64 (set "
+        "`execution.max_concurrent_attempts = 64` in benchmarks/tb/d-secret.toml)",
+    ]
+    assert "6 error(s) in 4 config file(s)" in result.err
+    assert platform.submits() == 0
+    assert (lock.read_bytes() if lock.exists() else None) == before
