@@ -912,7 +912,7 @@ def test_benchmark_not_found_offers_the_nearest_key_as_an_edit():
     # The rest of the config is checked against the benchmark it most likely names, so
     # fixing the name does not reveal the next error one plan later.
     assert item.details[1] == (
-        'Agent 1: Terminal-Bench 2.1 requires a harness (its published scores use harness = '
+        "Agent 1: Terminal-Bench 2.1 requires a harness (its published scores use harness = "
         '"terminus-2") (checked against Terminal-Bench 2.1, the benchmark it most likely '
         'names); fix: set `agents[0].harness = "terminus-2"` in benchmarks/x/a.toml'
     )
