@@ -143,7 +143,15 @@ class Session:
         for issue in warnings:
             self.output.issue(issue)
         if not result.ok:
-            raise ConfigError(self._all_issues(result.runs, result.issues))
+            issues = self._all_issues(result.runs, result.issues)
+            # --validate-only does not ask the Platform: with its errors listed too, only a
+            # plan shows whether they are gone.
+            hint = (
+                "fix the configs listed above, then run `osmosis-plan` again"
+                if len(issues) > len(result.issues)
+                else None
+            )
+            raise ConfigError(issues, hint)
         if on_valid is not None:
             on_valid(result.runs)
         runs = result.runs

@@ -119,6 +119,7 @@ def test_one_plan_reports_every_mistake_of_every_kind_at_once(
         "`execution.max_concurrent_attempts = 64` in benchmarks/tb/d-secret.toml)",
     ]
     assert "6 error(s) in 4 config file(s)" in result.err
+    assert "fix the configs listed above, then run `osmosis-plan` again" in result.err
     assert platform.submits() == 0
     assert (lock.read_bytes() if lock.exists() else None) == before
 
