@@ -226,6 +226,19 @@ def test_a_holder_killed_on_another_host_is_taken_over_with_no_duplicate(tmp_pat
     assert tally.duplicates == 0 and tally.never_submitted == 0, tally.notes
 
 
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+def test_a_holder_killed_between_an_intent_and_its_post_leaves_an_unknown_outcome(
+    tmp_path: Path,
+) -> None:
+    # Killed at its 4th submit's POST: that intent is written, the POST never sent. The
+    # taker must show it as `?` and not pay it; settled by a person, it is paid once.
+    tally = GitTally()
+    killed_holder_elsewhere(tmp_path / "kill", tally, configs=4, crash_at="submit.before_post:4")
+    assert tally.holders_killed == 1 and tally.taken_over == 1, tally.notes
+    assert tally.unknown_outcomes_settled >= 1, tally.notes
+    assert tally.duplicates == 0 and tally.never_submitted == 0, tally.notes
+
+
 def test_concurrent_acquires_in_threads_one_wins(clones: tuple[Path, Path]) -> None:
     a, b = clones
     results: list[str] = []
