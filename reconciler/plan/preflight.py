@@ -274,6 +274,13 @@ def preflight(
                 replace(problem, message=problem.message.rstrip(".") + note)
                 for problem in _rule_problems(wanted, meant, facts_of(meant), observed)
             )
+        else:
+            # The [execution] ranges hold for every benchmark: check them anyway.
+            execution = wanted.spec.get("execution_config")
+            found.problems.extend(
+                _execution_problem(violation, wanted.path, execution or {})
+                for violation in submit_rules.execution_violations(execution)
+            )
     else:
         if benchmark.sync_status != "ready":
             found.problems.append(_not_ready(benchmark, observed))
@@ -387,10 +394,7 @@ def _rule_problems(
     for violation in found:
         reason = RULE_REASONS[violation.rule]
         if violation.rule is Rule.EXECUTION_RANGE:
-            name = violation.key.rsplit(".", 1)[1]
-            value = _clamped(name, execution.get(name))
-            fix = Fix(file=path, key=f"execution.{name}", value=value)
-            problems.append(Problem(reason, violation.message, (fix,)))
+            problems.append(_execution_problem(violation, path, execution))
         elif violation.rule is Rule.VERIFIER_REJECTED:
             fix = Fix(file=path, key="verifier", remove=True)
             problems.append(Problem(reason, violation.message, (fix,)))
@@ -437,6 +441,13 @@ def _rule_problems(
                     Problem(reason, violation.message, advice=f"edit [tasks] in {path}")
                 )
     return problems
+
+
+def _execution_problem(violation: Violation, path: str, execution: Mapping[str, Any]) -> Problem:
+    """An ``[execution]`` value out of range, with the nearest valid value as the fix."""
+    name = violation.key.rsplit(".", 1)[1]
+    fix = Fix(file=path, key=f"execution.{name}", value=_clamped(name, execution.get(name)))
+    return Problem(RULE_REASONS[violation.rule], violation.message, (fix,))
 
 
 def _agent(violation: Violation) -> str:

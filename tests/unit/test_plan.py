@@ -946,6 +946,20 @@ def test_benchmark_not_found_without_a_near_key_lists_the_catalog():
     assert "`osmosis benchmark list`" in item.details[0]
 
 
+def test_an_unknown_benchmark_does_not_hide_the_execution_range_errors():
+    # No catalog name is near "zzzz", so nothing else can be checked; [execution] can.
+    want = desired("x/a", "zzzz")
+    want = want.model_copy(
+        update={"spec": {**want.spec, "execution_config": {"max_concurrent_attempts": 500}}}
+    )
+    item = only_item(want, catalog=CATALOG)
+    assert item.reason is Reason.BENCHMARK_NOT_FOUND
+    assert item.details[1] == (
+        "max_concurrent_attempts must be an integer from 1 to 64; fix: set "
+        "`execution.max_concurrent_attempts = 64` in benchmarks/x/a.toml"
+    )
+
+
 def test_benchmark_missing_from_the_observation_is_not_found():
     item = only_item(desired("x/a", "never-looked-up"))
     assert item.reason is Reason.BENCHMARK_NOT_FOUND
