@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.engine.precheck import try_catalog_issues
 from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
 from reconciler.engine.smoke_logs import with_smoke_logs
 from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
@@ -34,7 +35,14 @@ from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
     Snapshots,
     TrailerRequests,
 )
-from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
+from reconciler.errors import (
+    ConfigError,
+    ConfigIssue,
+    GitError,
+    StalePlanError,
+    StateError,
+    UsageError,
+)
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
@@ -138,7 +146,15 @@ class Session:
         for issue in warnings:
             self.output.issue(issue)
         if not result.ok:
-            raise ConfigError(list(result.issues))
+            issues = self._all_issues(result.runs, result.issues)
+            # --validate-only does not ask the Platform: with its errors listed too, only a
+            # plan shows whether they are gone.
+            hint = (
+                "fix the configs listed above, then run `osmosis-plan` again"
+                if len(issues) > len(result.issues)
+                else None
+            )
+            raise ConfigError(issues, hint)
         if on_valid is not None:
             on_valid(result.runs)
         runs = result.runs
@@ -174,6 +190,28 @@ class Session:
         return Configs(
             runs=runs, ignored=ignored, provenance_note=note, generators=result.generators
         )
+
+    def _all_issues(
+        self, parsed: Sequence[DesiredRun], issues: Sequence[ConfigIssue]
+    ) -> list[ConfigIssue]:
+        """The errors of the files that did not validate and, in the same report, every
+        preflight error of those that did (``engine.precheck``), sorted by file and line."""
+        found = list(issues)
+        if parsed:
+            extra = try_catalog_issues(
+                self.ctx.client,
+                parsed,
+                self.ctx.repo_root,
+                platform=self.ctx.platform_id,
+                workspace=self.ctx.workspace,
+                now=datetime.now(UTC).replace(microsecond=0),
+                where=self.ctx.settings.benchmarks,
+            )
+            for issue in extra:
+                if issue.severity == "warning":
+                    self.output.issue(issue)
+            found += [issue for issue in extra if issue.severity != "warning"]
+        return sorted(found, key=lambda i: (i.file, i.line or 0, i.column or 0))
 
     def read_lockfile(self) -> bytes | None:
         """The lockfile's bytes (None: there is none), through ``self.lockfile``."""
