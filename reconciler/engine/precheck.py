@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reconciler.config import locate
+from reconciler import toml_locate as locate
 from reconciler.errors import ConfigIssue, PlatformError
 from reconciler.model import DesiredRun, Observation, Reason
 from reconciler.plan.preflight import Problem, preflight

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.engine.outcomes import recorded_changes, unsuccessful_runs
 from reconciler.engine.precheck import try_catalog_issues
+from reconciler.engine.prefetch import Prefetch
 from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
 from reconciler.engine.smoke_logs import with_smoke_logs
 from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
@@ -342,7 +344,7 @@ class Session:
         The run list (the bulk of a plan's wall time on a large workspace) is fetched
         while provenance and the lockfile are parsed; they do not depend on each other.
         """
-        prefetches: list[_Prefetch] = []
+        prefetches: list[Prefetch] = []
         lockfile: list[bytes | None] = []
         parsed: list[LockState] = []
 
@@ -356,7 +358,7 @@ class Session:
             # Before the first Platform request: a misspelt address is a usage error.
             self._check_addresses({r.address for r in runs}, state)
             data = lockfile[0]
-            prefetches.append(_Prefetch(lambda: self._start_walk(data)))
+            prefetches.append(Prefetch(lambda: self._start_walk(data)))
 
         configs = self.load_desired(on_valid=valid)
         recorded = state()
@@ -732,7 +734,7 @@ class Session:
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
         result.wait = waits[-1] if waits else None
-        result.unsuccessful = tuple(_unsuccessful(store.state, result, waited))
+        result.unsuccessful = tuple(unsuccessful_runs(store.state, result, waited))
         report.summarise(
             result.unsuccessful,
             unsaved=result.unsaved,
@@ -847,34 +849,6 @@ def _flush(store: StateStore) -> str | None:
     return None
 
 
-class _Prefetch:
-    """Runs ``fetch`` on a daemon thread; ``result()`` returns its value or raises its error.
-
-    Daemon, so a config error that ends the command never waits for the fetch to finish
-    (its own error, if any, is then dropped).
-    """
-
-    def __init__(self, fetch: Callable[[], RunWalk]) -> None:
-        self._fetch = fetch
-        self._value: RunWalk | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="prefetch-runs", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._fetch()
-        except BaseException as exc:  # re-raised by result(), in the caller's thread
-            self._error = exc
-
-    def result(self) -> RunWalk:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
-
-
 def _address_of(path: str, benchmarks: str) -> str:
     prefix = benchmarks.rstrip("/") + "/"
     return path.removeprefix(prefix).removesuffix(".toml")
@@ -887,45 +861,6 @@ def _ci_url() -> str | None:
     if server and repo and run:
         return f"{server}/{repo}/actions/runs/{run}"
     return None
-
-
-def recorded_changes(before: LockState, after: LockState) -> tuple[RecordedChange, ...]:
-    """What ``after`` records that ``before`` does not (statuses, by address)."""
-    changes = []
-    for address, entry in sorted(after.runs.items()):
-        old = before.runs.get(address)
-        if old is not None and old.status != entry.status:
-            changes.append(
-                RecordedChange(
-                    address=address,
-                    run_id=entry.run_id,
-                    run_name=entry.run_name,
-                    before=old.status,
-                    after=entry.status,
-                )
-            )
-    return tuple(changes)
-
-
-def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) -> list[RunRef]:
-    """Runs this apply submitted, adopted, downloaded or waited for that ended failed or
-    stopped (a stop it made itself is not news)."""
-    touched = {
-        o.item.address
-        for o in result.outcomes
-        if o.ok and o.item.action in (Action.SUBMIT, Action.REPLACE, Action.ADOPT, Action.DOWNLOAD)
-    }
-    touched.update(waited)
-    runs = []
-    for address in sorted(touched):
-        entry = state.runs.get(address)
-        if entry is not None and RunStatus.of(entry.status).is_unsuccessful:
-            runs.append(RunRef(address, entry.run_id, entry.run_name, entry.status))
-    return runs
-
-
-def terminal_runs(state: LockState) -> Sequence[str]:
-    return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]
 
 
 def read_saved_plan(path: Path) -> Plan:
