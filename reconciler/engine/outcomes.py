@@ -4,11 +4,14 @@ runs it touched that ended failed or stopped."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from reconciler.engine.apply import ApplyResult
 from reconciler.engine.report import RunRef
 from reconciler.model import Action, LockState, RecordedChange
 from reconciler.model.status import RunStatus
+
+if TYPE_CHECKING:  # the apply engine is imported only by apply (tests/unit/test_startup_imports.py)
+    from reconciler.engine.apply import ApplyResult
 
 
 def recorded_changes(before: LockState, after: LockState) -> tuple[RecordedChange, ...]:
