@@ -162,9 +162,14 @@ def test_the_holder_renews_and_notices_when_its_lock_is_taken(clones: tuple[Path
         # Someone force-takes the ref: the next renewal is refused and the holder knows.
         thief = lock_for(b, ttl=30)
         assert thief.git.push([(thief._new_commit(), LOCK_REF, None)]) is False
-        current = read_git_holder(b)
-        assert current is not None
-        assert thief.git.push([(thief._new_commit(), LOCK_REF, current[0])]) is True
+        # The holder renews every ttl/3: a renewal between the thief's read and its push
+        # makes the compare-and-swap fail, so the thief reads again, as a real one would.
+        stolen = False
+        while not stolen and time.monotonic() < deadline:
+            current = read_git_holder(b)
+            assert current is not None
+            stolen = thief.git.push([(thief._new_commit(), LOCK_REF, current[0])])
+        assert stolen, "the thief never took the ref"
         assert held.lost.wait(30), "the holder did not notice it lost the lock"
     finally:
         held.release()

@@ -439,47 +439,104 @@ def download_scenario(work: Path, k: int, runs: int, latency_ms: int = 0) -> Non
 # --------------------------------------------------------------------------- start-up
 
 
+def instructions(argv: list[str]) -> float | None:
+    """Millions of instructions ``argv`` executes (valgrind's callgrind, the process itself,
+    not its children such as git): unlike seconds, the count does not depend on what else
+    the machine runs. None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    for line in out.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip()) / 1e6
+    return None
+
+
+# What a no-op plan's start-up is made of, cumulatively (instruction counts): each probe
+# imports what the one before it did and more, so the differences are the parts' costs.
+STARTUP_PARTS = (
+    ("the libraries: pydantic, httpx", "import pydantic, httpx"),
+    ("+ the tool's modules", "import reconciler.cli.main, reconciler.engine.session"),
+)
+
+
 def startup_scenario(work: Path, k: int) -> None:
+    # An installed wheel ships compiled bytecode; an editable install compiles on first
+    # import, which PYTHONDONTWRITEBYTECODE (set in some CI and dev shells) turns into every
+    # import. Compile first, so the figure is the tool's start-up, not the compiler's.
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "reconciler")],
+        capture_output=True, check=False,
+    )  # fmt: skip
     data = work / "startup" / "platform"
     seed_platform(data, 10, 0)
     with Server(data) as server:
         repo = build_plan_repo(data.parent, server, 10, 10, churn=False)
         plan = str(BIN / "osmosis-plan")
         args = ["--dir", str(repo.root), "--platform", server.url, "--workspace", WORKSPACE]
+        noop = [plan, *args, "--detailed-exitcode"]
         process_seconds([plan, "--help"])  # warm the page cache
-        helps = Stat([process_seconds([plan, "--help"]) for _ in range(max(5, k))])
-        noops = Stat(
-            [process_seconds([plan, *args, "--detailed-exitcode"]) for _ in range(max(5, k))]
-        )
-        check = subprocess.run(
-            [plan, *args, "--detailed-exitcode"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            check=False,
-        )
-    python = Stat([process_seconds([sys.executable, "-c", "pass"]) for _ in range(max(5, k))])
+        helps, noops, pythons = [], [], []
+        for _ in range(max(5, k)):  # interleaved, so load from elsewhere hits all alike
+            pythons.append(process_seconds([sys.executable, "-c", "pass"]))
+            helps.append(process_seconds([plan, "--help"]))
+            noops.append(process_seconds(noop))
+        check = subprocess.run(noop, capture_output=True, text=True, cwd=ROOT, check=False)
+        counts = {
+            "python": instructions([sys.executable, "-c", "pass"]),
+            **{label: instructions([sys.executable, "-c", code]) for label, code in STARTUP_PARTS},
+            "no-op plan": instructions([sys.executable, plan, *noop[1:]]),
+        }
+    python, help_s, noop_s = Stat(pythons), Stat(helps), Stat(noops)
     row(
         "start-up",
         "osmosis-plan --help, s",
-        helps,
+        help_s,
         ".3f",
         f"python {python.median:.3f}",
-        f"+{helps.median - python.median:.3f}",
+        f"+{help_s.median - python.median:.3f}",
         "< 0.3 s",
-        helps.median < 0.3,
+        help_s.median < 0.3,
     )
     row(
         "",
         "no-op plan, 10 configs, s",
-        noops,
+        noop_s,
         ".3f",
         f"python {python.median:.3f}",
-        f"+{noops.median - python.median:.3f}",
+        f"{noop_s.median / python.median:.1f}x",
+        "<= 10x python",
+        noop_s.median <= 10 * python.median,
     )
+    bare = counts["python"]
+    if bare is not None and counts["no-op plan"] is not None:
+        total = counts["no-op plan"]
+        row(
+            "",
+            "no-op plan, M instructions",
+            total,
+            ".0f",
+            f"python {bare:.0f}",
+            f"{total / bare:.1f}x",
+            "<= 10x python",
+            total <= 10 * bare,
+        )
+        before = bare
+        for label, _code in STARTUP_PARTS:
+            now = counts[label]
+            if now is not None:
+                row("", f"  {label}", now - before, ".0f", "", f"{(now - before) / total:.0%}")
+                before = now
+        row("", "  + the plan itself", total - before, ".0f", "", f"{(total - before) / total:.0%}")
+    else:
+        NOTES.append("start-up: valgrind is not installed, so no instruction counts.")
     NOTES.append(
         f"no-op plan of 10 configs exits {check.returncode} "
-        "(0 = nothing to do with --detailed-exitcode)."
+        "(0 = nothing to do with --detailed-exitcode); instruction counts are callgrind's, "
+        "of the Python process only (not git), one run each (they do not vary with load)."
     )
 
 

@@ -6,6 +6,7 @@ answered by a small handler, and ``sleep`` is injected so retries never wait.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,7 @@ from reconciler.errors import (
     UpgradeRequiredError,
     UsageError,
 )
+from reconciler.log import configure_logging, reset_logging
 from reconciler.platform import (
     PlatformClient,
     RetryPolicy,
@@ -1051,13 +1053,20 @@ def test_secret_values_are_redacted_from_submit_and_set_errors() -> None:
     assert value not in _all_text(info.value)
 
 
-def test_token_not_in_log_output(capsys: pytest.CaptureFixture[str]) -> None:
-    rec = Recorder(httpx.ReadError(f"reset {TOKEN}"), ok(RUN_DETAIL))
-    client, _ = make_client(rec)
-    client.get_run("r")
-    captured = capsys.readouterr()
-    assert "platform.retry" in captured.out + captured.err
-    assert TOKEN not in captured.out + captured.err
+def test_token_not_in_log_output() -> None:
+    # Logging is process-global: an in-process command run earlier leaves its own stream and
+    # level configured, so this test sets up its own (as `-v` does: a retry is an info line)
+    # and resets it.
+    stream = io.StringIO()
+    configure_logging(fmt="json", verbosity=1, command="osmosis-plan", stream=stream)
+    try:
+        rec = Recorder(httpx.ReadError(f"reset {TOKEN}"), ok(RUN_DETAIL))
+        client, _ = make_client(rec)
+        client.get_run("r")
+    finally:
+        reset_logging()
+    assert "platform.retry" in stream.getvalue()
+    assert TOKEN not in stream.getvalue()
 
 
 def test_token_with_control_characters_is_refused_without_echo() -> None:

@@ -10,7 +10,27 @@ from __future__ import annotations
 import subprocess
 import sys
 
-NOT_AT_START = ["deepdiff", "structlog", "reconciler.engine.apply", "asyncio", "tomlkit"]
+NOT_AT_START = [
+    "deepdiff",
+    "structlog",
+    "reconciler.engine.apply",
+    "asyncio",
+    "tomlkit",
+    # Issue 26: what only other commands use stays out of a plan's start-up too.
+    "watchfiles",
+    "sqlite3",  # the embedded Platform's store, only with --platform local
+    "multiprocessing",
+    "reconciler.platform.local",
+    "reconciler.ci",
+    "reconciler.config.edit",
+    "reconciler.config.fmt",
+    "reconciler.results.html",
+    "reconciler.results.svg",
+    "reconciler.engine.importer",
+    "reconciler.engine.state_commands",
+    "reconciler.cli.watch",
+    "reconciler.cli.results",
+]
 
 PROBE = """
 import sys
