@@ -41,6 +41,7 @@ from reconciler.model import (
     RecordedRun,
     RunStatus,
     canonical_digest,
+    creator_digest,
     spec_fingerprint,
 )
 from reconciler.outputs.downloads import scan_outputs
@@ -182,6 +183,19 @@ def listing_horizon(state: LockState) -> datetime | None:
     return since
 
 
+def _who_submits(client: PlatformClient, state: LockState) -> str | None:
+    """The token's own user (its ``creator_digest``), when a submit's outcome is pending and
+    the Platform says; None otherwise (the plan then adopts by the body alone, as before)."""
+    if not any(e.intent and e.intent.op == "submit" for e in state.runs.values()):
+        return None
+    try:
+        user = client.verify().get("user")
+    except PlatformError:
+        return None
+    email = user.get("email") if isinstance(user, dict) else None
+    return creator_digest(email if isinstance(email, str) else None)
+
+
 def observe(
     client: PlatformClient,
     desired: Sequence[DesiredRun],
@@ -236,6 +250,7 @@ def observe(
 
     benchmarks = read_benchmarks(client, desired)
     secrets, personal_secrets = read_secrets(client, desired, benchmarks)
+    me = _who_submits(client, state)
     catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
     read_meant(client, benchmarks, catalog)
     runs = _fingerprint_candidates(
@@ -269,6 +284,7 @@ def observe(
         benchmarks=benchmarks,
         secrets=secrets,
         personal_secrets=personal_secrets,
+        me=me,
         outputs=dict(outputs),
         head=head,
         notes=tuple(notes),

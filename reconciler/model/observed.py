@@ -130,6 +130,9 @@ class Observation(Frozen):
     personal_secrets: frozenset[str] = frozenset()
     """Those of them found only at personal scope (the token's own user): runs submitted
     with another identity, such as CI's, do not see them."""
+    me: str | None = None
+    """``creator_digest`` of the token's own user (``GET /api/cli/verify``), read only when
+    a submit's outcome is pending: a run another user created is never adopted for it."""
     outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
     """Address -> local files of its recorded run."""
     head: str | None = None

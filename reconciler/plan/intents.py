@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from reconciler.model import (
     Action,
     Intent,
+    ObservedRun,
     PlanItem,
     Reason,
     RecordedRun,
@@ -39,6 +40,13 @@ def resolve_intents(draft: Draft) -> None:
         if entry.intent is not None and entry.intent.op == "submit":
             draft.handled.add(address)
             _resolve_submit_intent(draft, entry)
+
+
+def _someone_elses(run: ObservedRun, me: str | None) -> bool:
+    """Whether the Platform says another user created ``run``: then this repository's
+    interrupted submit cannot have made it (found by the lifecycle suite: a colleague's
+    identical run was adopted for a submit that crashed before its POST)."""
+    return me is not None and run.creator is not None and run.creator != me
 
 
 def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
@@ -70,6 +78,7 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
         for run in draft.unrecorded
         if run.id not in draft.claimed
         and (run.created_at is None or timestamp(run.created_at) >= since)
+        and not _someone_elses(run, draft.observed.me)
     ]
     match = next((run for run in window if fingerprint and run.fingerprint == fingerprint), None)
     before = entry.spec_digest if entry.run_id else None

@@ -32,6 +32,7 @@ from .helpers import (
     Platform,
     RequestLog,
     init_repo,
+    plan_items,
     read_lock,
     smoke_config,
     start_platform,
@@ -391,3 +392,29 @@ def test_swapped_run_ids_are_blocked_not_stopped(tmp_path: Path, platform: Platf
     applied = osm.apply("--auto-approve")
     assert applied.code == 1, applied
     assert set(platform.statuses().values()) <= {"pending", "queued", "running"}
+
+
+def test_a_colleagues_identical_run_is_never_adopted_for_a_submit_lost_before_its_post(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # Found by the lifecycle suite: apply is killed between its intent and its POST, then a
+    # colleague (another user) submits the same config by hand. The run matches the intent's
+    # body, but the Platform says who made it: not this repository's, so never adopted.
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+    osm = Osmosis(repo, platform)
+    crashed = osm.run(
+        "osmosis-apply", "--auto-approve", env={"OSMOSIS_CRASH_AT": "submit.before_post:1"}
+    )
+    assert crashed.code == -9, crashed
+    assert platform.submits() == 0
+    theirs, _name = submit_by_hand(platform, smoke_config())
+
+    planned = osm.plan("--format", "json")
+    assert planned.code == 0, planned
+    item = plan_items(planned)["tb/a"]
+    assert item["action"] == "unknown", item
+    assert item.get("run_id") != theirs
+    assert osm.apply("--auto-approve").code == 0
+    assert theirs not in (repo / "state" / "osmosis.lock").read_text()
+    assert platform.submits() == 1  # the colleague's run only: nothing paid for ours yet
+    assert platform.statuses()[theirs] in ("pending", "queued", "running", "finished")
