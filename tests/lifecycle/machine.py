@@ -269,8 +269,10 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Addresses whose smoke stage a person skipped (trailer or flag) in this sequence."""
         self.others: set[str] = set()
         self.ambiguous: set[str] = set()
-        """Colleague runs made with this repository's token for a config whose submit was
-        pending (see ``_colleague_run``): neither ours nor provably theirs."""
+        """Colleague runs neither ours nor provably theirs (``_note_ambiguous``)."""
+        self.same_token_twins: dict[str, str] = {}
+        """Run id -> address of colleague runs made with this repository's token and the
+        same config as ours."""
         """Runs that are not this repository's: the colleague's and the solo repository's."""
         self.solo_done = False
         self.crashes = 0
@@ -571,17 +573,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         before = self._all_run_ids()
         self._clear_fault()
         token = COLLEAGUE_TOKEN if another_user else TOKEN
-        pending = address in self._pending_submits()
         result = self._cli(self.colleague, apply_main, "--auto-approve", token=token)
         made = self._all_run_ids() - before
-        if identical and not another_user and pending:
-            # Same token, same body, after our intent and before its outcome is known: the
-            # Platform cannot tell this run from the one our lost POST may have made, and
-            # the pending intent is the evidence the design accepts (issue 22: ownership by
-            # evidence). Adopting it is allowed; paying a second run is what is checked.
-            self.ambiguous |= made
-        else:
-            self.others |= made
+        self.others |= made
+        if identical and not another_user:
+            self.same_token_twins.update(dict.fromkeys(made, address))
         CHECKS["exit_codes_documented"] += 1
         if result.code not in (0, 3):
             self._violate("exit_codes_documented", f"colleague apply: {result}")
@@ -939,9 +935,23 @@ class LifecycleMachine(RuleBasedStateMachine):
                     f"ended well\n{self.last_apply}",
                 )
 
+    def _note_ambiguous(self) -> None:
+        """A colleague's run made with this repository's token and the same body, unrecorded
+        while our submit of that config has its outcome pending: the Platform cannot tell it
+        from the run our lost POST may have made, and the pending intent is the evidence the
+        design accepts (issue 22, ownership by evidence; the plan matches within its clock-skew
+        window). Adopting it is allowed; paying a second run is still checked."""
+        pending = self._pending_submits()
+        recorded = self._recorded_ids()
+        for run_id, address in self.same_token_twins.items():
+            if address in pending and run_id not in recorded and run_id in self.others:
+                self.others.discard(run_id)
+                self.ambiguous.add(run_id)
+
     @invariant()
     def unmanaged_never_touched(self) -> None:
         CHECKS["unmanaged_never_touched"] += 1
+        self._note_ambiguous()
         recorded = self._recorded_ids() & self.others
         if recorded:
             self._violate("unmanaged_never_touched", f"recorded a colleague's run {recorded}")
