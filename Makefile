@@ -40,6 +40,8 @@ demo: install
 # pyproject's addopts deselect perf and reliability; these two targets select them again.
 perf: install
 	$(BIN)/python -m tests.perf.run
+	$(BIN)/python -m tests.perf.bench_toml_emit
+	$(BIN)/python -m tests.perf.bench_retry
 	$(BIN)/python -m pytest -m perf -p no:xdist -s -q tests
 
 reliability: install

@@ -101,12 +101,12 @@ class ConfigIssue:
 class ConfigError(ReconcilerError):
     """One or more configs are invalid; ``issues`` lists every problem of every file."""
 
-    def __init__(self, issues: list[ConfigIssue]) -> None:
+    def __init__(self, issues: list[ConfigIssue], hint: str | None = None) -> None:
         errors = [i for i in issues if i.severity == "error"]
         files = sorted({i.file for i in errors})
         super().__init__(
             f"{len(errors)} error(s) in {len(files)} config file(s)",
-            "fix the configs listed above, then run `osmosis-plan --validate-only` again",
+            hint or "fix the configs listed above, then run `osmosis-plan --validate-only` again",
         )
         self.issues = issues
 

@@ -13,9 +13,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.support.http_server import LoopbackServer
 
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 
@@ -47,41 +49,22 @@ class FakeGitHub:
     next_issue: int = 1
     _next: int = 1000
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+    _server: LoopbackServer | None = None
 
     # -- lifecycle ------------------------------------------------------------
 
     def start(self) -> FakeGitHub:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._handle(self, "POST")
-
-            def do_PATCH(self) -> None:
-                fake._handle(self, "PATCH")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = LoopbackServer(self._handle)
         return self
 
     def close(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
 
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_port}"
+        return self._server.url
 
     def env(self) -> dict[str, str]:
         """What a workflow step passes to ``osmosis-ci``."""

@@ -3,7 +3,12 @@
 A run is announced when it has ended and its outputs were downloaded (its scores are in
 the lockfile). Its results table (pass@1 with its confidence interval, cost per task, the
 change against the previous run of the same address; the plan's own renderer) is posted
-on the pull request whose merge requested it, found from the run's recorded
+on the pull request whose merge requested it, with the comparison's verdict (against the
+address's accepted baseline when it has one, else against its previous comparable run, and
+labelled which) and, once the address has two comparable complete runs, a Mermaid
+``xychart-beta`` trend of pass@1 (GitHub renders it). The comparison is paired on the
+per-task files already in the repository when they are there, else unpaired from the
+recorded summaries, and says so. The comment is found from the run's recorded
 ``requested_by`` commit through GitHub's "pull requests for a commit" route, and set as a
 commit status (context ``osmosis/<address>``) on that commit.
 
@@ -17,16 +22,18 @@ marked without posting: nobody wants a comment on a pull request from last year.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
 from reconciler.ci.commit import state_text
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
-from reconciler.errors import GitHubError
+from reconciler.errors import GitHubError, UsageError
 from reconciler.model import (
+    GeneratorProduct,
     LockState,
     RecordedRun,
     ResultRow,
@@ -34,6 +41,11 @@ from reconciler.model import (
 )
 from reconciler.plan import result_rows
 from reconciler.render import render_results_markdown
+from reconciler.results.build import Loader, build_address_reports, build_compare
+from reconciler.results.compare import DEFAULT_MARGIN
+from reconciler.results.grid import build_grids, render_grids_markdown
+from reconciler.results.report import mermaid_trend, render_compare_markdown
+from reconciler.results.runs import RunRef, address_runs, previous_comparable, what_changed
 from reconciler.state.lockfile import parse, write_lockfile
 from reconciler.state.locking import hold_lock
 
@@ -79,10 +91,87 @@ def status_description(entry: RecordedRun, rows: Sequence[ResultRow]) -> str:
     return "; ".join(parts)[:140]
 
 
-def results_comment(
-    entry: RecordedRun, rows: Sequence[ResultRow], *, run_url: str | None = None
+def _no_outcomes(_run: object) -> None:
+    return None
+
+
+def comparison_markdown(
+    state: LockState, address: str, load: Loader = _no_outcomes, margin: float = DEFAULT_MARGIN
 ) -> str:
-    """The pull-request comment announcing one ended run."""
+    """The verdict of the address's newest run against its accepted baseline (else its
+    previous comparable run, labelled which), then its pass@1 trend over the comparable
+    complete runs when there are at least two. Empty when the address has no run."""
+    runs = address_runs(state, address)
+    if not runs:
+        return ""
+    newest = runs[0]
+    out: list[str] = []
+    baseline = state.baselines.get(address)
+    left: RunRef | None = None
+    if baseline is not None and baseline.run_id != newest.run_id:
+        if any(r.run_id == baseline.run_id for r in runs):
+            left = RunRef(address, baseline.run_id)
+            name = baseline.run_name or baseline.run_id
+            out.append(f"#### Against the accepted baseline `{address}@{name}`")
+    if left is None:
+        older, changes = previous_comparable(runs, 0)
+        if older is not None:
+            left = RunRef(address, older.run_id)
+            out.append(f"#### Against the previous comparable run `{address}@{older.label}`")
+            out.append("")
+            out.append(
+                "_For reading: the regression gate compares with an accepted baseline "
+                f"(`osmosis-results accept {address}@RUN`), never with a moving one._"
+            )
+        else:
+            why = f" ({'; '.join(changes)})" if changes else ""
+            out.append(f"_No earlier comparable run of `{address}` to compare with{why}._")
+    if left is not None:
+        out.append("")
+        try:
+            compared = build_compare(
+                state, left, RunRef(address, newest.run_id), load, margin=margin
+            )
+            out.append(render_compare_markdown(compared).rstrip("\n"))
+        except UsageError as exc:
+            out.append(f"_Not compared: {exc.message}_")
+    (report,) = build_address_reports(state, [address], load)
+    comparable = tuple(
+        line
+        for line in report.runs
+        if line.report.run.run_id == newest.run_id or not what_changed(newest, line.report.run)
+    )
+    trend = mermaid_trend(with_fields(report, runs=comparable))
+    if trend:
+        out += ["", trend]
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def generator_grid_markdown(
+    state: LockState,
+    address: str,
+    products: Sequence[GeneratorProduct],
+    cells: Mapping[str, Mapping[str, str]],
+    load: Loader = _no_outcomes,
+) -> str:
+    """The grid of the run generator ``address`` is a cell of (empty: none)."""
+    chosen = [p for p in products if address in p.cells]
+    if not chosen:
+        return ""
+    recorded = sorted({a for p in chosen for a in p.cells if a in state.runs})
+    reports = {r.address: r for r in build_address_reports(state, recorded, load)}
+    return render_grids_markdown(build_grids(chosen, cells, state, reports))
+
+
+def results_comment(
+    entry: RecordedRun,
+    rows: Sequence[ResultRow],
+    *,
+    run_url: str | None = None,
+    comparison: str = "",
+) -> str:
+    """The pull-request comment announcing one ended run (``comparison``: its
+    ``comparison_markdown``, shown under the table)."""
     run = entry.run_name or entry.run_id or "?"
     lines = [
         marker(entry.run_id or ""),
@@ -94,8 +183,12 @@ def results_comment(
     if entry.platform_url:
         intro += f"; see it on the Osmosis Platform: {entry.platform_url}"
     lines += [intro + ".", ""]
-    table = render_results_markdown(rows, max_chars=COMMENT_LIMIT - 2000)
+    if len(comparison) > COMMENT_LIMIT // 2:
+        comparison = ""  # the table stays the primary content
+    table = render_results_markdown(rows, max_chars=COMMENT_LIMIT - 2000 - len(comparison))
     lines.append(table.rstrip("\n") if table else "_The run recorded no scores._")
+    if comparison:
+        lines += ["", comparison.rstrip("\n")]
     footer = "<sub>Posted once by `osmosis-ci announce`"
     if run_url:
         footer += f" · [workflow run]({run_url})"
@@ -141,9 +234,16 @@ def announce_state(
     run_url: str | None = None,
     max_age: timedelta = MAX_AGE,
     context_prefix: str = "osmosis",
+    load: Loader = _no_outcomes,
+    margin: float = DEFAULT_MARGIN,
+    generators: Sequence[GeneratorProduct] = (),
+    cells: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[LockState, AnnounceReport]:
     """Announce every due run of ``state``; returns the state with ``announced_at`` set on
-    the runs that were announced (or skipped) and what was done."""
+    the runs that were announced (or skipped) and what was done. ``load`` gives a run's
+    per-task outcomes for a paired comparison (None: compared from the summaries); a run of
+    a generator cell (``generators``, ``cells``: address -> axis -> key, from the configs)
+    also shows its generator's grid."""
     report = AnnounceReport()
     rows = result_rows(state)
     runs = dict(state.runs)
@@ -159,7 +259,11 @@ def announce_state(
             continue
         mine = [r for r in rows if r.address == address and r.run_id == entry.run_id]
         try:
-            body = results_comment(entry, mine, run_url=run_url)
+            comparison = comparison_markdown(state, address, load, margin)
+            grid = generator_grid_markdown(state, address, generators, cells or {}, load)
+            if grid:
+                comparison += "\n" + grid
+            body = results_comment(entry, mine, run_url=run_url, comparison=comparison)
             for number in _pulls(api, entry.requested_by):
                 kind = _post(api, number, body, entry.run_id)
                 report.posted.append(f"{address} {entry.run_id} -> #{number} ({kind})")
@@ -187,14 +291,34 @@ def announce(
     now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(microsecond=0),
     run_url: str | None = None,
     max_age: timedelta = MAX_AGE,
+    repo_root: Path | None = None,
+    margin: float = DEFAULT_MARGIN,
+    generators: Sequence[GeneratorProduct] = (),
+    cells: Mapping[str, Mapping[str, str]] | None = None,
 ) -> AnnounceReport:
-    """Announce the due runs of the lockfile at ``state_path`` and record it there."""
+    """Announce the due runs of the lockfile at ``state_path`` and record it there; with
+    ``repo_root``, comparisons are paired on the runs' files in that repository."""
     if not state_path.is_file():
         return AnnounceReport()
     lock_path = state_path.parent / ".osmosis.lock.held"
     with hold_lock(lock_path, timeout=60.0, command="osmosis-ci announce"):
         state = parse(state_text(state_path), str(state_path))
-        updated, report = announce_state(api, state, now=now(), run_url=run_url, max_age=max_age)
+        load: Loader = _no_outcomes
+        if repo_root is not None:
+            from reconciler.ci.report import repo_loader
+
+            load = repo_loader(repo_root.resolve(), state)
+        updated, report = announce_state(
+            api,
+            state,
+            now=now(),
+            run_url=run_url,
+            max_age=max_age,
+            load=load,
+            margin=margin,
+            generators=generators,
+            cells=cells,
+        )
         if updated is not state:
             write_lockfile(state_path, updated)
     return report

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
@@ -42,6 +42,9 @@ from reconciler.paths import read_regular
 from reconciler.redact import redact as redact_text
 from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
+
+if TYPE_CHECKING:
+    from reconciler.model import GeneratorProduct
 
 CI_FORMATS = ("text", "json")
 
@@ -119,7 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--branch", required=True)
     push.add_argument("--state", default="state/osmosis.lock")
     push.add_argument(
-        "--results-dir", help="also copy each ended run's summary/results files here and commit"
+        "--results-dir",
+        help="also copy each ended run's summary/results files here, write the HTML report "
+        "there (report.html) and commit them",
     )
 
     ann = sub.add_parser(
@@ -172,6 +177,24 @@ def _read_text(path: Path, what: str) -> str:
         raise UsageError(f"{what} {path}: not UTF-8 text ({exc.reason})") from None
 
 
+def _generators(
+    root: Path,
+) -> tuple[tuple[GeneratorProduct, ...], dict[str, dict[str, str]]]:
+    """The repository's run generators and each expanded address's cell, for the results
+    grids (a config with errors is left out: the plan job reports it)."""
+    from reconciler.config.load import load_configs
+    from reconciler.engine.context import resolve_settings
+
+    settings = resolve_settings(root, {})
+    loaded = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
+    cells = {
+        run.address: dict(run.source.cell)
+        for run in loaded.runs
+        if run.source is not None and run.source.kind == "generator"
+    }
+    return loaded.generators, cells
+
+
 def _dispatch(args: argparse.Namespace, output: Output) -> int:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
@@ -211,6 +234,14 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
             state = read_state(state_text(root / args.state, root), args.state)
             assert state is not None
             written = copy_results(root, state, args.results_dir)
+            from reconciler.ci.report import write_report
+
+            generators, cells = _generators(root)
+            report = write_report(
+                root, state, args.results_dir.rstrip("/"), generators=generators, cells=cells
+            )
+            if report is not None:
+                written.append(report)
             output.err.write(f"results: {len(written)} file(s) updated under {args.results_dir}/\n")
             paths.append(args.results_dir)
         message = _read_text(args.message_file, "--message-file")
@@ -369,12 +400,19 @@ def _github_command(
         return 0
     if args.command == "announce":
         from reconciler.ci.announce import announce
+        from reconciler.engine.context import resolve_settings
 
+        settings = resolve_settings(root, {})
+        generators, cells = _generators(root)
         report = announce(
             api,
             root / args.state,
             run_url=run_url,
             max_age=timedelta(days=args.max_age_days),
+            repo_root=root,
+            margin=settings.regression_margin_pp / 100,
+            generators=generators,
+            cells=cells,
         )
         for line in report.posted:
             say(f"results comment: {line}")

@@ -20,13 +20,12 @@ from reconciler.engine.context import open_context, resolve_settings
 from reconciler.errors import ReconcilerError, UsageError
 from reconciler.model import RunStatus
 from reconciler.platform import PlatformClient
+from reconciler.platform.logs import LEVELS, PAGE_MAX, last_error_lines, line_text
+from reconciler.platform.logs import level_rank as _rank
 from reconciler.platform.models import LogEntry
 from reconciler.redact import redact
 from reconciler.results.runs import parse_ref, resolve
 from reconciler.state.lockfile import read_lockfile
-
-LEVELS = ("debug", "info", "warning", "error")
-PAGE_MAX = 200
 
 DESCRIPTION = """\
 Show a recorded run's log lines (the Platform's run log, E6).
@@ -73,20 +72,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     return run_command("osmosis-logs", _parser, argv, _command)
-
-
-def _rank(level: str) -> int:
-    text = level.lower()
-    text = {"warn": "warning", "err": "error", "critical": "error", "fatal": "error"}.get(
-        text, text
-    )
-    return LEVELS.index(text) if text in LEVELS else 1
-
-
-def line_text(entry: LogEntry) -> str:
-    """One log line as people read it; any registered secret value is redacted (a log line
-    is the Platform's text, and may echo what an agent was given)."""
-    return redact(f"{entry.timestamp} {entry.level.upper():7} [{entry.step}] {entry.message}")
 
 
 def _key(entry: LogEntry) -> tuple[str, str, str, str]:
@@ -212,18 +197,6 @@ def _since(
     if last not in keys:
         return entries
     return entries[len(keys) - 1 - keys[::-1].index(last) + 1 :]
-
-
-def last_error_lines(
-    client: PlatformClient, run_id: str, *, count: int = 3, scan: int = PAGE_MAX
-) -> list[str]:
-    """The last ``count`` warning-or-worse lines of a run's log (from its newest ``scan``
-    lines): why a failed run failed, without reading the whole log."""
-    page = client.get_logs(run_id, limit=scan, direction="older")
-    worst = [e for e in page.entries if _rank(e.level) >= _rank("error")]
-    if not worst:
-        worst = [e for e in page.entries if _rank(e.level) >= _rank("warning")]
-    return [line_text(e) for e in worst[-count:]]
 
 
 def explain_failures(

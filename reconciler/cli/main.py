@@ -49,7 +49,6 @@ from reconciler.log import configure_logging
 from reconciler.redact import redact, register_environment_secrets
 
 if TYPE_CHECKING:  # imported lazily at run time: start-up must not pay for them
-    from reconciler.cli.output import ApplyReport
     from reconciler.engine.apply import ApplyResult
     from reconciler.engine.context import Invocation
     from reconciler.engine.session import Session
@@ -777,16 +776,16 @@ def _apply(args: argparse.Namespace, output: Output) -> int:
         )
         if args.wait and not output.machine:
             _show_downloaded_results(session, snapshots, result, output)
-        if report.unsuccessful and not output.machine:
-            _explain_unsuccessful(session, report, output)
-        return session.exit_code(result, report)
+        if result.unsuccessful and not output.machine:
+            _explain_unsuccessful(session, result, output)
+        return session.exit_code(result)
 
 
-def _explain_unsuccessful(session: Session, report: ApplyReport, output: Output) -> None:
+def _explain_unsuccessful(session: Session, result: ApplyResult, output: Output) -> None:
     """A run that ended failed or stopped: its last error lines, and how to see the rest."""
     from reconciler.cli.logs import explain_failures
 
-    runs = [(r.address, r.run_id, r.run_name or r.run_id) for r in report.unsuccessful if r.run_id]
+    runs = [(r.address, r.run_id, r.run_name or r.run_id) for r in result.unsuccessful if r.run_id]
     for line in explain_failures(session.ctx.client, runs):
         output.progress(line, essential=True)
 

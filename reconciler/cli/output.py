@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from reconciler.engine.report import RunRef, WaitReport
 from reconciler.errors import (
     ConfigError,
     ConfigIssue,
@@ -279,6 +280,10 @@ class Output:
             self._write(self.err, github_annotation(issue) + "\n")
         self.diagnose(issue_diagnostic(issue))
 
+    def alert(self, text: str) -> None:
+        """A line people must read even with -q (the apply lock was lost): stderr."""
+        self._write(self.err, redact(text) + "\n")
+
     def show(self, text: str) -> None:
         """The command's result for people (a plan): stdout, in text and markdown only."""
         if not self.machine:
@@ -443,42 +448,11 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class RunRef:
-    """A recorded run named in an apply's report (still active, or ended unsuccessfully)."""
-
-    address: str
-    run_id: str | None
-    run_name: str | None
-    status: str | None
-
-    def label(self) -> str:
-        run = self.run_name or self.run_id or ""
-        return f"{self.address} {run}".rstrip()
-
-
-@dataclass(frozen=True)
-class WaitReport:
-    """How a ``--wait`` ended."""
-
-    timeout: float
-    timed_out: bool
-    active: tuple[RunRef, ...] = ()
-    """Runs still active when the wait ended (empty unless it timed out or was cut short)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "timeout_s": self.timeout,
-            "timed_out": self.timed_out,
-            "active": [asdict(r) for r in self.active],
-        }
-
-
 class ApplyReport:
     """An apply as it happens: lines for people, events, and the ``apply`` document.
 
-    The ``Applier`` calls ``started``/``finished`` from its worker threads; the session
-    calls the rest in order.
+    The engine's ``ApplyProgress`` (``reconciler.engine.report``): the ``Applier`` calls
+    ``started``/``finished`` from its worker threads; the session calls the rest in order.
     """
 
     def __init__(self, output: Output) -> None:

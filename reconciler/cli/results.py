@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -23,17 +24,25 @@ import httpx
 from reconciler.cli.logs import explain_failures
 from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
+from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
 from reconciler.engine.state_commands import hold_state_lock, utcnow
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
-from reconciler.model import Baseline, LockState, RunStatus
+from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
 from reconciler.outputs.kept import ResultsStore
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
 from reconciler.results.compare import Verdict
 from reconciler.results.data import RunOutcomes
+from reconciler.results.grid import (
+    Grid,
+    build_grids,
+    grid_to_dict,
+    render_grids_markdown,
+    render_grids_text,
+)
 from reconciler.results.report import (
     AddressReport,
     CompareReport,
@@ -44,7 +53,7 @@ from reconciler.results.report import (
     render_compare_markdown,
     render_compare_text,
 )
-from reconciler.results.runs import RecordedResult, parse_ref, resolve
+from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 
 EXIT_REGRESSION = 2
@@ -187,9 +196,44 @@ def _command(args: argparse.Namespace, output: Output) -> int:
             return _accept(args, output, root, settings.state, words[1:])
         if words[:1] == ["compare"]:
             return _compare(args, output, state, words[1:], load, margin, store)
-        return _list(args, output, state, words, load, margin, store, platform)
+        grids = _generator_grids(root, settings, state, words, load, args.seed)
+        return _list(args, output, state, words, load, margin, store, platform, grids)
     finally:
         platform.close()
+
+
+def _generator_grids(
+    root: Path,
+    settings: Settings,
+    state: LockState,
+    patterns: list[str],
+    load: Callable[[RecordedResult], RunOutcomes | None],
+    seed: int,
+) -> list[Grid]:
+    """The grid of each run generator (``*.matrix.toml``) with a cell matching
+    ``patterns`` (all when none). The configs are read for their generators only: a config
+    with errors leaves its generator out (``osmosis-plan`` reports it)."""
+    loaded = load_configs(root, settings.benchmarks, ignore=settings.ignore, policy=settings.policy)
+    if not loaded.generators:
+        return []
+    cells = {
+        run.address: dict(run.source.cell)
+        for run in loaded.runs
+        if run.source is not None and run.source.kind == "generator"
+    }
+    products = [
+        p
+        for p in loaded.generators
+        if not patterns or any(glob_match(a, tuple(patterns)) for a in p.cells)
+    ]
+    recorded = {a for p in products for a in p.cells if a in state.runs}
+    recorded |= {h.address for h in state.history if h.run_id and h.address in recorded}
+    reports = (
+        {r.address: r for r in build_address_reports(state, sorted(recorded), load, seed=seed)}
+        if recorded
+        else {}
+    )
+    return build_grids(products, cells, state, reports)
 
 
 def _notes(output: Output, store: ResultsStore) -> None:
@@ -210,6 +254,7 @@ def _list(
     margin: float,
     store: ResultsStore,
     platform: _Platform,
+    grids: Sequence[Grid] = (),
 ) -> int:
     def kept(run: RecordedResult) -> str | None:
         return store.relative_dir(run) if (store.run_dir(run) / "results.csv").is_file() else None
@@ -220,8 +265,9 @@ def _list(
         for address, baseline in sorted(state.baselines.items()):
             if patterns and address not in {r.address for r in reports}:
                 continue
-            newest = resolve(state, parse_ref(address))
-            if newest.run_id == baseline.run_id:
+            # The newest full run: a smoke run is never the address's result.
+            newest = next((r for r in address_runs(state, address) if not r.smoke), None)
+            if newest is None or newest.run_id == baseline.run_id:
                 continue
             gates.extend(
                 build_compare(
@@ -235,7 +281,7 @@ def _list(
             )
     _notes(output, store)
     if args.html:
-        _write_html(args.html, reports, gates, load, state)
+        _write_html(args.html, reports, gates, load, state, grids)
     worse = [g for g in gates if g.comparison.verdict is Verdict.WORSE]
     if output.machine:
         output.result(
@@ -245,10 +291,13 @@ def _list(
                 "regression_checks": [compare_to_dict(g) for g in gates],
                 "regressed": bool(worse),
                 "html": args.html,
+                "generators": [grid_to_dict(g) for g in grids],
             },
         )
     elif args.format == "markdown":
         text = render_addresses_markdown(reports)
+        if grids:
+            text += "\n" + render_grids_markdown(grids)
         if gates:
             text += "\n#### Against the accepted baselines\n\n" + render_compare_markdown(gates)
         output.show(text)
@@ -264,6 +313,8 @@ def _list(
         if unsuccessful and not args.no_fetch:
             source, _http = platform()
             text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
+        if grids:
+            text += "\n" + render_grids_text(grids, width)
         if gates:
             text += "\nAgainst the accepted baselines:\n\n" + render_compare_text(gates, width)
         elif args.fail_on_regression:
@@ -323,6 +374,7 @@ def _write_html(
     comparisons: Sequence[CompareReport],
     load: Callable[[RecordedResult], RunOutcomes | None],
     state: LockState,
+    grids: Sequence[Grid] = (),
 ) -> None:
     outcomes: dict[str, RunOutcomes] = {}
     for report in reports:
@@ -330,7 +382,7 @@ def _write_html(
             found = load(line.report.run)
             if found is not None and found.paired:
                 outcomes[line.report.run.run_id] = found
-    text = html_report.render_html(reports, outcomes, comparisons)
+    text = html_report.render_html(reports, outcomes, comparisons, grids=grids)
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -342,6 +394,21 @@ def _write_html(
             f"--html {path}: cannot write the report: {exc.strerror or exc}",
             "pass a writable file path",
         ) from None
+
+
+def _accept_instead(state: LockState, address: str) -> str:
+    """Which run of ``address`` can be accepted instead: its newest complete full run."""
+    run = next((r for r in address_runs(state, address) if not r.smoke and not r.partial), None)
+    if run is None:
+        return (
+            f"accept a full run that finished with all its outputs; {address} has none yet "
+            "(`osmosis-apply` submits the full run once its smoke run ended well, and "
+            "downloads its outputs when it has finished)"
+        )
+    return (
+        f"accept a full run that finished with all its outputs, e.g. its newest: "
+        f"`osmosis-results accept {shlex.quote(f'{address}@{run.label}')}`"
+    )
 
 
 def _accept(
@@ -361,11 +428,17 @@ def _accept(
     with hold_state_lock(path, timeout=0.0, command=f"osmosis-results accept {words[0]}"):
         state = read_lockfile(path, platform=None, workspace=None, display_path=display)
         run = resolve(state, ref)
+        if run.smoke:
+            raise UsageError(
+                f"{ref.address}@{run.label} is a smoke run (a one-attempt test of the config "
+                "before its full run, docs/smoke.md): a smoke run is never a baseline",
+                _accept_instead(state, ref.address),
+            )
         if run.partial:
             raise UsageError(
                 f"{ref.address}@{run.label} is partial ({run.status}): a partial run is never a "
                 "baseline",
-                "accept a run that finished with all its outputs",
+                _accept_instead(state, ref.address),
             )
         baseline = Baseline(
             run_id=run.run_id,

@@ -307,12 +307,9 @@ def _header_json(state: LockState | None, display: str) -> dict[str, Any]:
     }
 
 
-def _entry_json(entry: RecordedRun) -> dict[str, Any]:
-    return entry.model_dump(mode="json", exclude_none=True)
-
-
-def _history_json(entry: HistoryEntry) -> dict[str, Any]:
-    return entry.model_dump(mode="json", exclude_none=True)
+def _record_json(record: RecordedRun | HistoryEntry) -> dict[str, Any]:
+    """A run's record or one of its history entries, every field it holds, as JSON."""
+    return record.model_dump(mode="json", exclude_none=True)
 
 
 def list_json(state: LockState | None, display: str, chosen: list[RecordedRun]) -> dict[str, Any]:
@@ -340,8 +337,8 @@ def show_json(
 ) -> dict[str, Any]:
     return {
         "lockfile": _header_json(state, display),
-        "run": _entry_json(entry),
-        "history": [_history_json(h) for h in history],
+        "run": _record_json(entry),
+        "history": [_record_json(h) for h in history],
     }
 
 

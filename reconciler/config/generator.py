@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.config import locate
+from reconciler import toml_locate as locate
 from reconciler.model import CellSource, GeneratorMove, GeneratorProduct, GeneratorRemoval
 
 GENERATOR_SUFFIX = ".matrix.toml"

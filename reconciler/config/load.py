@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
-from reconciler.config import locate, rules
+from reconciler import toml_locate as locate
+from reconciler.config import rules
 from reconciler.config.discover import Found, RootError, discover, special_kind
 from reconciler.config.generator import (
     GENERATOR_SUFFIX,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from reconciler.config import locate
+from reconciler import toml_locate as locate
 from reconciler.errors import ConfigIssue
 from reconciler.model import DesiredRun, PolicyRule, glob_match, model_identity
 

@@ -25,6 +25,7 @@ import httpx
 
 from reconciler.crashpoints import crash_point
 from reconciler.engine.observe import find_submitted_run, poll_statuses
+from reconciler.engine.report import RunRef, WaitReport
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -115,6 +116,10 @@ class ApplyResult:
     cancelled: bool = False
     unsaved: str | None = None
     """Why the last lockfile write failed, when it did (some records are not on disk)."""
+    wait: WaitReport | None = None
+    """How the ``--wait`` ended (the last wait, when the apply waited more than once)."""
+    unsuccessful: tuple[RunRef, ...] = ()
+    """Runs the apply touched that ended failed or stopped (set when the apply ends)."""
 
     @property
     def failures(self) -> list[Outcome]:

@@ -46,6 +46,7 @@ from reconciler.model import (
 from reconciler.outputs.downloads import scan_outputs
 from reconciler.plan import CLOCK_SKEW
 from reconciler.plan.draft import recorded_digest
+from reconciler.plan.preflight import nearest_benchmark
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 
@@ -237,9 +238,10 @@ def observe(
         for run in walk.runs.values():
             runs.setdefault(run.id, run)
 
-    benchmarks = _benchmarks(client, desired)
-    secrets, personal_secrets = _secrets(client, desired, benchmarks)
+    benchmarks = read_benchmarks(client, desired)
+    secrets, personal_secrets = read_secrets(client, desired, benchmarks)
     catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
+    read_meant(client, benchmarks, catalog)
     runs = _fingerprint_candidates(
         client, runs, desired, state, benchmarks, missing, seen_before=since
     )
@@ -290,6 +292,25 @@ def list_catalog(client: PlatformClient) -> tuple[BenchmarkRef, ...] | None:
         return None
 
 
+def read_meant(
+    client: PlatformClient,
+    benchmarks: dict[str, Any],
+    catalog: Sequence[BenchmarkRef] | None,
+) -> None:
+    """Add to ``benchmarks`` the entry of the benchmark each unknown name most likely means
+    (preflight checks the rest of such a config against it), by its key."""
+    if not catalog:
+        return
+    for name in [n for n, info in benchmarks.items() if info is None]:
+        nearest = nearest_benchmark(name, catalog)
+        if nearest is None or nearest.key in benchmarks:
+            continue
+        try:
+            benchmarks[nearest.key] = client.get_benchmark(nearest.key).to_info()
+        except PlatformError:
+            continue
+
+
 def _recorded_since(state: LockState, run_id: str) -> datetime | None:
     for entry in state.runs.values():
         if entry.run_id == run_id:
@@ -338,7 +359,9 @@ def _read_recorded(
     return missing
 
 
-def _benchmarks(client: PlatformClient, desired: Sequence[DesiredRun]) -> dict[str, Any]:
+def read_benchmarks(client: PlatformClient, desired: Sequence[DesiredRun]) -> dict[str, Any]:
+    """The catalog entry (E2) of every benchmark the configs name; None for a name the
+    Platform does not know."""
     benchmarks: dict[str, Any] = {}
     for name in sorted({d.benchmark for d in desired}):
         try:
@@ -348,7 +371,7 @@ def _benchmarks(client: PlatformClient, desired: Sequence[DesiredRun]) -> dict[s
     return benchmarks
 
 
-def _secrets(
+def read_secrets(
     client: PlatformClient, desired: Sequence[DesiredRun], benchmarks: Mapping[str, Any]
 ) -> tuple[frozenset[str] | None, frozenset[str]]:
     """(every stored secret record name, or None when the lookup failed; the names found

@@ -5,7 +5,9 @@ The CLI builds an ``Invocation`` (what the command line asks, as values), opens 
 ``Snapshots`` (desired, recorded, observed), ``plan`` computes the ``Plan`` of them, and
 ``apply`` carries out that plan against the same snapshots. The lockfile is read once per
 command (``Session.lockfile`` is the seam a test counts reads through). The steps tell
-people and scripts what happens only through the ``output`` layer they are given.
+people and scripts what happens only through the ``output`` they are given (a ``Notices``)
+and an apply through its ``ApplyProgress`` (``engine/report.py``): the CLI's one printer
+implements both, and the engine imports nothing of the CLI.
 """
 
 from __future__ import annotations
@@ -21,17 +23,28 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reconciler.cli.output import ApplyReport, Output, RunRef, WaitReport
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
+from reconciler.engine.outcomes import recorded_changes, unsuccessful_runs
+from reconciler.engine.precheck import try_catalog_issues
+from reconciler.engine.prefetch import Prefetch
+from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
+from reconciler.engine.smoke_logs import with_smoke_logs
 from reconciler.engine.snapshots import (  # noqa: F401  (re-exported)
     Configs,
     LockfileReader,
     Snapshots,
     TrailerRequests,
 )
-from reconciler.errors import ConfigError, GitError, StalePlanError, StateError, UsageError
+from reconciler.errors import (
+    ConfigError,
+    ConfigIssue,
+    GitError,
+    StalePlanError,
+    StateError,
+    UsageError,
+)
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import (
@@ -81,7 +94,7 @@ class Session:
     every step takes and returns them as values."""
 
     def __init__(
-        self, ctx: Context, output: Output, lockfile: LockfileReader = read_lockfile_bytes
+        self, ctx: Context, output: Notices, lockfile: LockfileReader = read_lockfile_bytes
     ) -> None:
         self.ctx = ctx
         self.output = output
@@ -95,7 +108,7 @@ class Session:
     def open(
         cls,
         invocation: Invocation,
-        output: Output,
+        output: Notices,
         *,
         lockfile: LockfileReader = read_lockfile_bytes,
     ) -> Iterator[Session]:
@@ -136,7 +149,15 @@ class Session:
         for issue in warnings:
             self.output.issue(issue)
         if not result.ok:
-            raise ConfigError(list(result.issues))
+            issues = self._all_issues(result.runs, result.issues)
+            # --validate-only does not ask the Platform: with its errors listed too, only a
+            # plan shows whether they are gone.
+            hint = (
+                "fix the configs listed above, then run `osmosis-plan` again"
+                if len(issues) > len(result.issues)
+                else None
+            )
+            raise ConfigError(issues, hint)
         if on_valid is not None:
             on_valid(result.runs)
         runs = result.runs
@@ -172,6 +193,28 @@ class Session:
         return Configs(
             runs=runs, ignored=ignored, provenance_note=note, generators=result.generators
         )
+
+    def _all_issues(
+        self, parsed: Sequence[DesiredRun], issues: Sequence[ConfigIssue]
+    ) -> list[ConfigIssue]:
+        """The errors of the files that did not validate and, in the same report, every
+        preflight error of those that did (``engine.precheck``), sorted by file and line."""
+        found = list(issues)
+        if parsed:
+            extra = try_catalog_issues(
+                self.ctx.client,
+                parsed,
+                self.ctx.repo_root,
+                platform=self.ctx.platform_id,
+                workspace=self.ctx.workspace,
+                now=datetime.now(UTC).replace(microsecond=0),
+                where=self.ctx.settings.benchmarks,
+            )
+            for issue in extra:
+                if issue.severity == "warning":
+                    self.output.issue(issue)
+            found += [issue for issue in extra if issue.severity != "warning"]
+        return sorted(found, key=lambda i: (i.file, i.line or 0, i.column or 0))
 
     def read_lockfile(self) -> bytes | None:
         """The lockfile's bytes (None: there is none), through ``self.lockfile``."""
@@ -302,7 +345,7 @@ class Session:
         The run list (the bulk of a plan's wall time on a large workspace) is fetched
         while provenance and the lockfile are parsed; they do not depend on each other.
         """
-        prefetches: list[_Prefetch] = []
+        prefetches: list[Prefetch] = []
         lockfile: list[bytes | None] = []
         parsed: list[LockState] = []
 
@@ -324,7 +367,7 @@ class Session:
             del data
             # Before the first Platform request: a misspelt address is a usage error.
             self._check_addresses({r.address for r in runs}, state)
-            prefetches.append(_Prefetch(lambda: self._start_walk(head)))
+            prefetches.append(Prefetch(lambda: self._start_walk(head)))
 
         configs = self.load_desired(on_valid=valid)
         recorded = state()
@@ -361,6 +404,9 @@ class Session:
             settings,
             snapshots.generators,
         )
+        # The smoke runs that block a full run quote their last error lines (not pure: read
+        # here, with a deadline; a log that cannot be read is said, never a failure).
+        plan = with_smoke_logs(plan, self.ctx.client)
         log = get_logger()
         log.info(
             "plan computed",
@@ -564,9 +610,7 @@ class Session:
             )
 
         def lost() -> None:
-            self.output.err.write(
-                "Lost the apply lock on the git remote: no new action is started.\n"
-            )
+            self.output.alert("Lost the apply lock on the git remote: no new action is started.")
             self.cancel.set()
 
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
@@ -653,7 +697,7 @@ class Session:
         plan: Plan,
         snapshots: Snapshots,
         *,
-        report: ApplyReport,
+        report: ApplyProgress,
         wait: bool,
         wait_timeout: float,
     ) -> ApplyResult:
@@ -682,12 +726,13 @@ class Session:
             desired={d.address: d for d in snapshots.desired},
         )
         waited: list[str] = []
+        waits: list[WaitReport] = []
         try:
             result = applier.apply(plan, parallelism=self.ctx.settings.parallelism)
             if wait and not self.cancel.is_set():
                 result.outcomes.extend(
                     self._wait_and_download(
-                        applier, store, report, wait_timeout, waited, snapshots.desired
+                        applier, store, report, wait_timeout, waited, waits, snapshots.desired
                     )
                 )
         except KeyboardInterrupt:
@@ -697,8 +742,10 @@ class Session:
             unsaved = _flush(store)
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
+        result.wait = waits[-1] if waits else None
+        result.unsuccessful = tuple(unsuccessful_runs(store.state, result, waited))
         report.summarise(
-            _unsuccessful(store.state, result, waited),
+            result.unsuccessful,
             unsaved=result.unsaved,
             # A try-out's state stays beside the embedded Platform's data: nothing to commit.
             lockfile=None if self.ctx.tryout else self.ctx.settings.state,
@@ -709,9 +756,10 @@ class Session:
         self,
         applier: Applier,
         store: StateStore,
-        report: ApplyReport,
+        report: ApplyProgress,
         timeout: float,
         waited: list[str],
+        waits: list[WaitReport],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
         from reconciler.engine.apply import wait_for_runs
@@ -751,17 +799,20 @@ class Session:
                 for r in active
                 if RunStatus.of(statuses.get(r.run_id or "", r.status)).is_active
             )
-            report.waited(
-                WaitReport(
-                    timeout, timed_out=bool(still) and not self.cancel.is_set(), active=still
-                )
+            wait_report = WaitReport(
+                timeout, timed_out=bool(still) and not self.cancel.is_set(), active=still
             )
+            waits.append(wait_report)
+            report.waited(wait_report)
         # Re-plan with fresh observations: only downloads remain for finished runs.
         observation = self.observe(desired, store.state)
         refreshed = refresh_statuses(store.state, observation)
         if refreshed != store.state:
             store.update(lambda s: refresh_statuses(s, observation))
-        plan = compute_plan(desired, store.state, observation, self.ctx.settings)
+        # Without --replace: a re-run this apply submitted has ended, so what is left of the
+        # request is its download, not another paid re-run.
+        settings = self.ctx.settings.model_copy(update={"replace": ()})
+        plan = compute_plan(desired, store.state, observation, settings)
         downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
         # The full runs whose smoke run ended well while waiting: the plan this apply carried
         # out showed them ("smoke first: ..., then N"), so the same command submits them and
@@ -780,10 +831,12 @@ class Session:
         sub = plan.model_copy(update={"items": (*downloads, *full_runs)})
         outcomes = applier.apply(sub, parallelism=self.ctx.settings.parallelism).outcomes
         if any(o.ok and o.item.smoke is not None for o in outcomes):
-            outcomes += self._wait_and_download(applier, store, report, timeout, waited, desired)
+            outcomes += self._wait_and_download(
+                applier, store, report, timeout, waited, waits, desired
+            )
         return outcomes
 
-    def exit_code(self, result: ApplyResult, report: ApplyReport) -> int:
+    def exit_code(self, result: ApplyResult) -> int:
         """0 all done; 1 nothing applied; 3 partial; 4 the ``--wait`` ran out (cli.EXIT_CODES).
 
         Partial (``ApplyResult.exit_code``) includes a failure whose paid call reached the
@@ -791,7 +844,7 @@ class Session:
         """
         if result.failures or result.unsaved is not None:
             return result.exit_code
-        if report.wait is not None and report.wait.timed_out:
+        if result.wait is not None and result.wait.timed_out:
             return 4
         return 0
 
@@ -803,34 +856,6 @@ def _flush(store: StateStore) -> str | None:
     except StateError as exc:
         return exc.message
     return None
-
-
-class _Prefetch:
-    """Runs ``fetch`` on a daemon thread; ``result()`` returns its value or raises its error.
-
-    Daemon, so a config error that ends the command never waits for the fetch to finish
-    (its own error, if any, is then dropped).
-    """
-
-    def __init__(self, fetch: Callable[[], RunWalk]) -> None:
-        self._fetch = fetch
-        self._value: RunWalk | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="prefetch-runs", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._fetch()
-        except BaseException as exc:  # re-raised by result(), in the caller's thread
-            self._error = exc
-
-    def result(self) -> RunWalk:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
 
 
 def _address_of(path: str, benchmarks: str) -> str:
@@ -845,45 +870,6 @@ def _ci_url() -> str | None:
     if server and repo and run:
         return f"{server}/{repo}/actions/runs/{run}"
     return None
-
-
-def recorded_changes(before: LockState, after: LockState) -> tuple[RecordedChange, ...]:
-    """What ``after`` records that ``before`` does not (statuses, by address)."""
-    changes = []
-    for address, entry in sorted(after.runs.items()):
-        old = before.runs.get(address)
-        if old is not None and old.status != entry.status:
-            changes.append(
-                RecordedChange(
-                    address=address,
-                    run_id=entry.run_id,
-                    run_name=entry.run_name,
-                    before=old.status,
-                    after=entry.status,
-                )
-            )
-    return tuple(changes)
-
-
-def _unsuccessful(state: LockState, result: ApplyResult, waited: Sequence[str]) -> list[RunRef]:
-    """Runs this apply submitted, adopted, downloaded or waited for that ended failed or
-    stopped (a stop it made itself is not news)."""
-    touched = {
-        o.item.address
-        for o in result.outcomes
-        if o.ok and o.item.action in (Action.SUBMIT, Action.REPLACE, Action.ADOPT, Action.DOWNLOAD)
-    }
-    touched.update(waited)
-    runs = []
-    for address in sorted(touched):
-        entry = state.runs.get(address)
-        if entry is not None and RunStatus.of(entry.status).is_unsuccessful:
-            runs.append(RunRef(address, entry.run_id, entry.run_name, entry.status))
-    return runs
-
-
-def terminal_runs(state: LockState) -> Sequence[str]:
-    return [a for a, e in state.runs.items() if RunStatus.of(e.status).is_terminal]
 
 
 def read_saved_plan(path: Path) -> Plan:

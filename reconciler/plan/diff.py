@@ -26,7 +26,14 @@ from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
 from reconciler.plan.ownership import evidence_of
 from reconciler.plan.preflight import paid_item
-from reconciler.plan.smoke import SMOKE, ended_badly, rule_for, skipped, smoke_failed_item
+from reconciler.plan.smoke import (
+    SMOKE,
+    ended_badly,
+    passed_smoke_run,
+    rule_for,
+    skipped,
+    smoke_failed_item,
+)
 
 
 def diff_configs(draft: Draft, new_addresses: list[str]) -> None:
@@ -90,7 +97,10 @@ def _plan_new(draft: Draft, wanted: DesiredRun) -> None:
     if match is not None:
         draft.items.append(_adopt(wanted, match, before=None))
         return
-    item = paid_item(draft, Action.SUBMIT, Reason.NEW_CONFIG, wanted)
+    # A config whose smoke run ended well and whose full run's submit was then settled as
+    # never sent (``osmosis-state resolve --not-submitted``): the full run, not a new smoke.
+    after_smoke = passed_smoke_run(draft.recorded, wanted.address, wanted.spec_digest)
+    item = paid_item(draft, Action.SUBMIT, Reason.NEW_CONFIG, wanted, after_smoke=after_smoke)
     if others:
         item = item.model_copy(update={"warnings": (*item.warnings, *_not_adopted(wanted, others))})
     draft.items.append(item)

@@ -29,7 +29,7 @@ from reconciler.model import (
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, run_label, timestamp
 from reconciler.plan.preflight import paid_item
-from reconciler.plan.smoke import SMOKE
+from reconciler.plan.smoke import SMOKE, passed_smoke_run, rule_for
 
 
 def resolve_intents(draft: Draft) -> None:
@@ -147,8 +147,17 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
             )
         )
         return
+    # A lost full run's submit (its smoke run, if any, already ended well: it is in the
+    # history) is the full run's unknown outcome, and is sent again as the full run.
+    full_run = intent.stage != SMOKE and wanted.spec_digest == sent
+    after_smoke = passed_smoke_run(draft.recorded, entry.address, sent) if full_run else None
     if not _quiet_period_over(draft, intent):
-        draft.items.append(_unknown_item(draft, entry, intent, before, sent))
+        item = _unknown_item(draft, entry, intent, before, sent)
+        if after_smoke is not None:
+            full = paid_item(draft, Action.SUBMIT, Reason.RESUBMIT_AFTER_LOST, wanted)
+            smoke = Smoke(stage="full", full_attempts=full.attempts, smoke_run_id=after_smoke)
+            item = item.model_copy(update={"smoke": smoke})
+        draft.items.append(item)
         return
     changes: tuple[str, ...] = ()
     if entry.run_id and wanted.spec_digest != entry.spec_digest:
@@ -163,6 +172,8 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
             run_name=entry.run_name,
             before=before,
             changes=changes,
+            after_smoke=after_smoke,
+            resend_full=full_run and rule_for(draft.settings, entry.address) is not None,
         )
     )
 

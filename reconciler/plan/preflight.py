@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.loopback import is_loopback_url
@@ -105,10 +105,11 @@ def paid_item(
     before: str | None = None,
     changes: tuple[str, ...] = (),
     after_smoke: str | None = None,
+    resend_full: bool = False,
 ) -> PlanItem:
     """A submit or replace, with its cost, after preflight; ``blocked`` when it would fail;
     its smoke stage when a ``smoke`` rule applies (``after_smoke``: the smoke run that ended
-    well, so this is the full run)."""
+    well, so this is the full run; ``resend_full``: a lost full run's submit sent again)."""
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     found = preflight(wanted, benchmark, draft.observed)
     tasks = found.selection.count if found.selection is not None else task_count(wanted, None)
@@ -166,6 +167,7 @@ def paid_item(
         wanted,
         found.selection.names if found.selection is not None else None,
         after_smoke=after_smoke,
+        resend_full=resend_full,
     )
 
 
@@ -265,6 +267,22 @@ def preflight(
     found = Preflight()
     if benchmark is None:
         found.problems.append(_not_found(wanted, observed))
+        meant = meant_benchmark(wanted.benchmark, observed)
+        if meant is not None:
+            # The rest of the config is checked against the benchmark it most likely names,
+            # so fixing the name does not reveal its other errors one plan later.
+            note = f" (checked against {meant.name}, the benchmark it most likely names)"
+            found.problems.extend(
+                replace(problem, message=problem.message.rstrip(".") + note)
+                for problem in _rule_problems(wanted, meant, facts_of(meant), observed)
+            )
+        else:
+            # The [execution] ranges hold for every benchmark: check them anyway.
+            execution = wanted.spec.get("execution_config")
+            found.problems.extend(
+                _execution_problem(violation, wanted.path, execution or {})
+                for violation in submit_rules.execution_violations(execution)
+            )
     else:
         if benchmark.sync_status != "ready":
             found.problems.append(_not_ready(benchmark, observed))
@@ -318,6 +336,15 @@ def _not_found(wanted: DesiredRun, observed: Observation) -> Problem:
     )
 
 
+def meant_benchmark(ref: str, observed: Observation) -> BenchmarkInfo | None:
+    """The catalog entry (E2) of the benchmark an unknown ``ref`` most likely names, when
+    the observation read it (``engine.observe`` reads the nearest of each unknown name)."""
+    nearest = nearest_benchmark(ref, observed.catalog or ())
+    if nearest is None:
+        return None
+    return observed.benchmarks.get(nearest.key)
+
+
 def nearest_benchmark(ref: str, catalog: Sequence[BenchmarkRef]) -> BenchmarkRef | None:
     """The catalog entry ``ref`` most plausibly meant: the same key, name or id in another
     case or with stray spaces, else the closest key or name (``difflib``)."""
@@ -369,10 +396,7 @@ def _rule_problems(
     for violation in found:
         reason = RULE_REASONS[violation.rule]
         if violation.rule is Rule.EXECUTION_RANGE:
-            name = violation.key.rsplit(".", 1)[1]
-            value = _clamped(name, execution.get(name))
-            fix = Fix(file=path, key=f"execution.{name}", value=value)
-            problems.append(Problem(reason, violation.message, (fix,)))
+            problems.append(_execution_problem(violation, path, execution))
         elif violation.rule is Rule.VERIFIER_REJECTED:
             fix = Fix(file=path, key="verifier", remove=True)
             problems.append(Problem(reason, violation.message, (fix,)))
@@ -419,6 +443,13 @@ def _rule_problems(
                     Problem(reason, violation.message, advice=f"edit [tasks] in {path}")
                 )
     return problems
+
+
+def _execution_problem(violation: Violation, path: str, execution: Mapping[str, Any]) -> Problem:
+    """An ``[execution]`` value out of range, with the nearest valid value as the fix."""
+    name = violation.key.rsplit(".", 1)[1]
+    fix = Fix(file=path, key=f"execution.{name}", value=_clamped(name, execution.get(name)))
+    return Problem(RULE_REASONS[violation.rule], violation.message, (fix,))
 
 
 def _agent(violation: Violation) -> str:

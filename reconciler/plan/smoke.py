@@ -15,11 +15,13 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from reconciler.escaping import escape_text
 from reconciler.model import (
     Action,
     Blocked,
     DesiredRun,
     Fix,
+    LockState,
     ObservedRun,
     PlanItem,
     Reason,
@@ -32,6 +34,11 @@ from reconciler.model import (
 )
 
 SMOKE = "smoke"
+
+LOG_LINES = 3
+"""The smoke run's last error lines a blocked full run quotes."""
+LOG_WIDTH = 160
+"""The most characters of each quoted line (escaped), the cut marked with ``...``."""
 
 
 def rule_for(settings: Settings, address: str) -> SmokeRule | None:
@@ -61,16 +68,19 @@ def stage_paid_item(
     selected: tuple[str, ...] | None,
     *,
     after_smoke: str | None = None,
+    resend_full: bool = False,
 ) -> PlanItem:
     """``item`` (a submit or replace of ``wanted``) as its smoke stage when a rule asks for
-    one; ``after_smoke`` is the run id of a smoke run that ended well (the full run now)."""
+    one; ``after_smoke`` is the run id of a smoke run that ended well (the full run now);
+    ``resend_full``: the item sends again a full run whose submit was lost (never a smoke
+    run in its place)."""
     if item.action not in (Action.SUBMIT, Action.REPLACE):
         return item
     rule = rule_for(settings, item.address)
     if rule is None or item.attempts <= rule.above:
         return item
     agents = len(wanted.spec.get("agents") or ())
-    if after_smoke is not None:
+    if after_smoke is not None or resend_full:
         smoke = Smoke(stage="full", full_attempts=item.attempts, smoke_run_id=after_smoke)
         return item.model_copy(update={"smoke": smoke})
     if skipped(settings, item.address):
@@ -98,6 +108,25 @@ def stage_paid_item(
             "cost": None,
         }
     )
+
+
+def passed_smoke_run(recorded: LockState, address: str, digest: str) -> str | None:
+    """The smoke run of the config ``digest`` that left ``address`` for its full run, or None.
+
+    It is the address's newest history entry: a smoke run of this config retired by the
+    full run's submit (history reason ``smoke``). The full run it made way for was then
+    never recorded (its submit was lost, or settled with ``osmosis-state resolve
+    --not-submitted``), so what is sent next is that full run, never a second smoke run.
+    """
+    newest = next((h for h in recorded.history if h.address == address), None)  # newest first
+    if (
+        newest is None
+        or newest.stage != SMOKE
+        or newest.reason != SMOKE
+        or newest.spec_digest != digest
+    ):
+        return None
+    return newest.run_id
 
 
 def ended_badly(entry: RecordedRun, run: ObservedRun | None, rule: SmokeRule | None) -> str | None:
@@ -132,7 +161,7 @@ def smoke_failed_item(
     details = (
         f"{why}: smoke run {label} of {wanted.address} did not end well, so the full run "
         f"({full_attempts:,} attempts) is not submitted",
-        f"see why: `osmosis benchmark runs logs {shlex.quote(label)}`"
+        f"see why: `{logs_command(wanted.address, label)}`"
         + (f" or the run page {entry.platform_url}" if entry.platform_url else ""),
         f"fix: correct the config ({wanted.path}); the changed config starts a new smoke run. "
         f"To submit the full run anyway: `{skip}` (or an `Osmosis-Skip-Smoke: "
@@ -158,3 +187,34 @@ def smoke_failed_item(
         ),
         smoke=Smoke(stage=SMOKE, full_attempts=full_attempts, smoke_run_id=entry.run_id),
     )
+
+
+def logs_command(address: str, run: str) -> str:
+    """The command that shows a smoke run's warning and error lines."""
+    return f"osmosis-logs {shlex.quote(f'{address}@{run}')} --level warning"
+
+
+def quoted_line(line: str, width: int = LOG_WIDTH) -> str:
+    """A log line as a blocked full run quotes it: escaped (a log is the Platform's text; no
+    terminal escape or forged line gets through) and cut to ``width`` characters."""
+    # Controls escaped here, so that no consumer of the plan (its JSON included) meets them;
+    # backslashes are left to the renderers, which escape every detail once more.
+    text = escape_text(line, keep_newlines=True).replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def with_log_lines(item: PlanItem, lines: Sequence[str] | None, problem: str | None) -> PlanItem:
+    """A full run blocked by its smoke run (``smoke_failed_item``) with the smoke run's last
+    error lines (``lines``, at most ``LOG_LINES`` shown), or why they could not be fetched
+    (``problem``): a log that cannot be read never fails the plan."""
+    if problem is not None or lines is None:
+        said = f"the smoke run's log lines could not be fetched: {problem or 'no answer'}"
+        return item.model_copy(update={"details": (*item.details[:2], said, *item.details[2:])})
+    shown = [quoted_line(line) for line in lines[-LOG_LINES:]]
+    head = (
+        "the smoke run's last error lines:"
+        if shown
+        else "the smoke run's log has no warning or error line"
+    )
+    quoted = (head, *(f"    {line}" for line in shown))
+    return item.model_copy(update={"details": (*item.details[:2], *quoted, *item.details[2:])})

@@ -19,6 +19,7 @@ from reconciler.model import (
     GeneratorRemoval,
     Plan,
     PlanItem,
+    ResultRow,
 )
 
 
@@ -95,6 +96,74 @@ def generator_grids(plan: Plan) -> str:
                 row.append(_cell_text(by_address.get(address), address in cells))
             out += "| " + " | ".join(_md(c) for c in row) + " |\n"
         out += "\n"
+    return out
+
+
+def _score_text(row: ResultRow) -> str:
+    agent = row.agent
+    if agent.pass_at_1 is None:
+        return row.status or "no scores"
+    text = f"{agent.pass_at_1 * 100:.1f}%"
+    if agent.ci_low is not None and agent.ci_high is not None:
+        text += f" ({agent.ci_low * 100:.1f}–{agent.ci_high * 100:.1f})"
+    return text + ("*" if row.status != "finished" else "")
+
+
+def generator_result_grids(plan: Plan) -> str:
+    """The finished-run results of each generator as its grid (markdown, for the PR
+    comment): rows the first axis, columns the others; a cell shows its ended run's pass@1
+    with its 95% CI (the first agent's; ``*`` a run that did not finish), else why it has
+    none: what this plan does to it (``+ submit``, ``↓ download``, ...), ``no ended run``, or
+    ``excluded``. Only generators with at least one ended run are shown."""
+    if not plan.generators or not plan.results:
+        return ""
+    scores: dict[str, ResultRow] = {}
+    for row in plan.results:
+        if (
+            row.address not in scores
+            or row.agent.agent_index < scores[row.address].agent.agent_index
+        ):
+            scores[row.address] = row
+    planned: dict[str, PlanItem] = {}
+    for item in plan.items:
+        planned.setdefault(item.address, item)
+    out = ""
+    partial = False
+    for product in plan.generators:
+        if not any(address in scores for address in product.cells):
+            continue
+        names = list(product.axes)
+        first, rest = names[0], names[1:]
+        columns: list[tuple[str, ...]] = (
+            list(itertools.product(*(product.axes[name] for name in rest))) if rest else [()]
+        )
+        heads = [" / ".join(column) for column in columns]
+        cells = set(product.cells)
+        out += (
+            f"**{_md(product.file)}**: pass@1 (95% CI) of each cell's ended run, "
+            f"{_md(first)} (rows) × {_md(' × '.join(rest) or 'run')} (columns)\n\n"
+        )
+        out += "| " + " | ".join([_md(first), *map(_md, heads or ["pass@1"])]) + " |\n"
+        out += "|---" + "|---:" * len(columns) + "|\n"
+        for key in product.axes[first]:
+            texts = [key]
+            for column in columns:
+                address = product.prefix + "/" + "/".join((key, *column))
+                if address in scores:
+                    text = _score_text(scores[address])
+                    partial = partial or text.endswith("*")
+                elif address not in cells:
+                    text = "excluded"
+                elif address in planned:
+                    item = planned[address]
+                    text = f"{item.action.symbol} {item.action.value}"
+                else:
+                    text = "no ended run"
+                texts.append(text)
+            out += "| " + " | ".join(_md(c) for c in texts) + " |\n"
+        out += "\n"
+    if partial:
+        out += "_* the run did not finish: a partial score._\n\n"
     return out
 
 

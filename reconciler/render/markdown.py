@@ -8,7 +8,7 @@ from reconciler.model import (
     PlanItem,
 )
 from reconciler.render import _md_results
-from reconciler.render.generators import generator_grids
+from reconciler.render.generators import generator_grids, generator_result_grids
 from reconciler.render.pieces import (
     DRIFT_TEXT,
     MARKDOWN_MARKER,
@@ -55,6 +55,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         if plan.results:
             section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
             text += "\n" + section
+            result_grids = generator_result_grids(plan)
+            if section and result_grids and len(text) + len(result_grids) <= max_chars - 400:
+                text += result_grids
             if left:
                 text += _truncation_note([_count(left, "result row")], max_chars)
         return _cap(text, max_chars)
@@ -126,6 +129,9 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
             room //= 2
         section, left_results = _md_results(plan.results, room)
         text += section
+        result_grids = generator_result_grids(plan)
+        if section and result_grids and fits(result_grids):
+            text += result_grids
 
     groups: dict[str, list[PlanItem]] = {}
     for item in plan.items:

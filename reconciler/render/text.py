@@ -59,7 +59,14 @@ def summary_line(plan: Plan) -> str:
         cost = f", est. {_usd_range(s.cost_usd_low, s.cost_usd_high)}"
         if s.unestimated:
             cost += f" (+{s.unestimated:,} without an estimate)"
+    elif s.unestimated:
+        cost = ", dollars unknown"
     return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
+
+
+UNKNOWN_COST = "dollars unknown (no recorded run of its model)"
+"""A paid item without an estimate: the only basis of one is what recorded runs of the same
+model cost (``plan.cost``), and there is none; no figure is better than a made-up one."""
 
 
 def _usd_range(low: float | None, high: float) -> str:
@@ -80,6 +87,8 @@ def smoke_suffix(item: PlanItem) -> str:
             f"then {smoke.full_attempts:,})"
         )
     if smoke.stage == "full":
+        if smoke.smoke_run_id is None:
+            return " (full run: its lost submit sent again)"
         return " (full run: the smoke run ended well)"
     if smoke.stage == "skipped":
         return " (smoke stage skipped on request)"
@@ -100,7 +109,7 @@ def _item_body(item: PlanItem) -> list[str]:
         item.task_count is not None or item.attempts
     ):
         tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
-        estimate = ""
+        estimate = f", {UNKNOWN_COST}"
         if item.cost is not None:
             estimate = f", est. {_usd_range(item.cost.usd_low, item.cost.usd_high)}"
         lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")

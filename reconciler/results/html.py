@@ -14,6 +14,7 @@ from html import escape
 
 from reconciler.results import svg
 from reconciler.results.data import RunOutcomes
+from reconciler.results.grid import Grid
 from reconciler.results.report import (
     AddressReport,
     CompareReport,
@@ -182,15 +183,55 @@ def _compare_section(reports: Sequence[CompareReport]) -> str:
     )
 
 
+def _generator_section(grids: Sequence[Grid]) -> str:
+    """Each generator's grid as a heat-map table: one row per element of its first axis,
+    one column per combination of the others; a cell's shade is its pass@1 (none: grey,
+    with why it has no score)."""
+    parts: list[str] = []
+    for grid in grids:
+        head = "".join(f"<th>{_e(c)}</th>" for c in grid.columns)
+        rows = []
+        for row in grid.rows:
+            cells = []
+            for column in grid.columns:
+                cell = grid.cell(row, column)
+                if cell.scored and cell.pass_at_1 is not None:
+                    hue = round(cell.pass_at_1 * 120)
+                    style = f' style="background:hsl({hue},70%,85%)"'
+                else:
+                    style = ' style="background:#eee;color:#666"'
+                title = f"{cell.address} · {cell.run}" if cell.address and cell.run else ""
+                cells.append(
+                    f'<td class=n data-cell data-state="{_e(cell.state)}"{style}'
+                    f' title="{_e(title or cell.address)}">{_e(cell.text)}</td>'
+                )
+            rows.append(f"<tr><th>{_e(row)}</th>{''.join(cells)}</tr>")
+        across = " × ".join(grid.column_axes) or "pass@1"
+        parts.append(
+            f"<h3>{_e(grid.file)}</h3>"
+            f"<p>{_e(grid.row_axis)} (rows) × {_e(across)} (columns): pass@1 of each cell's "
+            "newest run with its 95% CI; * partial (did not finish or outputs incomplete)</p>"
+            f'<table data-grid="{_e(grid.file)}"><tr><th>{_e(grid.row_axis)}</th>{head}</tr>'
+            + "".join(rows)
+            + "</table>"
+        )
+    if not parts:
+        return ""
+    return "<h2>Generators</h2>" + "".join(parts)
+
+
 def render_html(
     reports: Sequence[AddressReport],
     outcomes: Mapping[str, RunOutcomes],
     comparisons: Sequence[CompareReport] = (),
     *,
     title: str = "Benchmark results",
+    grids: Sequence[Grid] = (),
 ) -> str:
-    """The whole report; ``outcomes``: run id -> per-task outcomes (for the grids)."""
-    body = "".join(_address_section(r, outcomes) for r in reports)
+    """The whole report; ``outcomes``: run id -> per-task outcomes (for the grids);
+    ``grids``: the run generators' grids (``results.grid``)."""
+    body = _generator_section(grids)
+    body += "".join(_address_section(r, outcomes) for r in reports)
     body += _cost_section(reports) + _compare_section(comparisons)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

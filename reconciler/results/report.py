@@ -341,6 +341,10 @@ def render_compare_markdown(reports: Sequence[CompareReport]) -> str:
         )
         out.append("")
         out.append(_md(verdict_sentence(c)))
+        for note in (c.note, *r.notes):
+            if note:
+                out.append("")
+                out.append(f"_note: {_md(note)}_")
         if c.up or c.down:
             out.append("")
             out.append("<details><summary>Tasks that flipped</summary>")

@@ -57,6 +57,13 @@ class RecordedResult:
     results: RunResults | None = None
     outputs_complete: bool = True
     spec: Mapping[str, Any] = field(default_factory=dict)
+    stage: str | None = None
+    """``smoke`` for a smoke run (docs/smoke.md): a narrowed test of the config, never a
+    baseline nor the address's result."""
+
+    @property
+    def smoke(self) -> bool:
+        return self.stage == "smoke"
 
     @property
     def partial(self) -> bool:
@@ -94,6 +101,7 @@ def address_runs(state: LockState, address: str) -> list[RecordedResult]:
                 results=entry.results,
                 outputs_complete=entry.downloads.complete if entry.downloads else True,
                 spec=entry.spec,
+                stage=entry.stage,
             )
         )
     for old in state.history:
@@ -113,6 +121,7 @@ def address_runs(state: LockState, address: str) -> list[RecordedResult]:
                 task_count=old.task_count,
                 selection=old.selection,
                 results=old.results,
+                stage=old.stage,
             )
         )
     return out

@@ -30,7 +30,7 @@ Why not tomlkit here: the stack names tomlkit for TOML, and it is the right tool
 human-written file must keep its comments and style. The lockfile is machine-written, and on
 the reference machine (2 cores) a 2 MB, 5,000-entry document took tomlkit 5.3 s to parse and
 0.5 s to dump, against a sub-second budget for the whole read. So this module writes the
-TOML text itself (a small deterministic emitter with proper string escaping) and reads it
+TOML text itself (``toml_emit.py`` has the measurement against tomli-w and tomlkit) (a small deterministic emitter with proper string escaping) and reads it
 in two tiers:
 
 * ``_fast_load`` reads exactly the TOML subset the emitter produces, mostly one regex per
@@ -83,7 +83,6 @@ from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
     _TOML_POSITION,
     _conflict_regions,
     _describe_regions,
-    _Locator,
     _path_str,
 )
 from reconciler.state.history import (  # noqa: F401  (re-exported)
@@ -159,6 +158,7 @@ from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
     _NotCanonical,
     _utc,
 )
+from reconciler.toml_locate import KeyLines
 
 __all__ = [
     "HISTORY_LIMIT_PER_ADDRESS",
@@ -436,7 +436,7 @@ def parse(text: str, filename: str) -> LockState:
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
-    locator = _Locator(text)
+    locator = KeyLines(text)
     version = raw.get("version")
     if "version" not in raw:
         raise _shape_error(filename, locator, ["version"], "missing required key")

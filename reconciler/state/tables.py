@@ -19,12 +19,12 @@ from reconciler.model import (
 )
 from reconciler.paths import relative_path_problem
 from reconciler.state.diagnostics import (
-    _Locator,
     _path_str,
 )
 from reconciler.state.history import (
     HISTORY_REASONS,
 )
+from reconciler.toml_locate import KeyLines
 
 _RESTORE_HINT = (
     "restore the last good version from git (`git checkout HEAD -- {file}`), "
@@ -33,7 +33,7 @@ _RESTORE_HINT = (
 
 
 def _shape_error(
-    filename: str, locator: _Locator, path: list[str | int], problem: str, hint: str | None = None
+    filename: str, locator: KeyLines, path: list[str | int], problem: str, hint: str | None = None
 ) -> StateError:
     line = locator.line_of(path)
     where = f"{filename}:{line}" if line else filename
@@ -56,7 +56,7 @@ def _validate(
     model: type[BaseModel],
     data: dict[str, Any],
     filename: str,
-    locator: _Locator,
+    locator: KeyLines,
     base: list[str | int],
 ) -> Any:
     try:
@@ -114,7 +114,7 @@ _HISTORY_NULLABLE = _nullable_required(HistoryEntry)
 _RUN_NESTED = {"spec", "downloads", "intent", "results"}
 
 
-def _build_results(table: Any, filename: str, locator: _Locator, base: list[str | int]) -> Any:
+def _build_results(table: Any, filename: str, locator: KeyLines, base: list[str | int]) -> Any:
     """A ``results`` table as ``RunResults``; anything else is left for the model to refuse."""
     if not isinstance(table, dict):
         return table
@@ -125,7 +125,7 @@ def _build_results(table: Any, filename: str, locator: _Locator, base: list[str 
 
 
 def _check_path_value(
-    value: Any, filename: str, locator: _Locator, path: list[str | int], what: str
+    value: Any, filename: str, locator: KeyLines, path: list[str | int], what: str
 ) -> None:
     """Lockfile values that become paths (addresses, download directories, file names) are
     validated as relative paths when read (issue 23): never ``..``, absolute or controls."""
@@ -150,7 +150,7 @@ def _check_path_value(
         )
 
 
-def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> RecordedRun:
+def _build_run(address: str, table: Any, filename: str, locator: KeyLines) -> RecordedRun:
     base: list[str | int] = ["runs", address]
     _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
@@ -184,7 +184,7 @@ def _build_run(address: str, table: Any, filename: str, locator: _Locator) -> Re
     return _validate(RecordedRun, data, filename, locator, base)
 
 
-def _build_rejection(address: str, table: Any, filename: str, locator: _Locator) -> Rejection:
+def _build_rejection(address: str, table: Any, filename: str, locator: KeyLines) -> Rejection:
     base: list[str | int] = ["rejections", address]
     _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
@@ -195,14 +195,14 @@ def _build_rejection(address: str, table: Any, filename: str, locator: _Locator)
     return _validate(Rejection, data, filename, locator, base)
 
 
-def _build_baseline(address: str, table: Any, filename: str, locator: _Locator) -> Baseline:
+def _build_baseline(address: str, table: Any, filename: str, locator: KeyLines) -> Baseline:
     base: list[str | int] = ["baselines", address]
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
     return _validate(Baseline, dict(table), filename, locator, base)
 
 
-def _build_history(index: int, table: Any, filename: str, locator: _Locator) -> HistoryEntry:
+def _build_history(index: int, table: Any, filename: str, locator: KeyLines) -> HistoryEntry:
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")

@@ -19,12 +19,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.http_server import LoopbackServer
 
 CHUNK = b" " * 65536
 
@@ -38,45 +38,31 @@ class HostileServer:
     location: str = "https://elsewhere.example/api"
     requests: int = 0
     sent: int = 0
-    _server: ThreadingHTTPServer | None = field(default=None, repr=False)
+    _server: LoopbackServer | None = field(default=None, repr=False)
 
     def start(self) -> HostileServer:
-        hostile = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _any(self) -> None:
-                hostile.requests += 1
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                try:
-                    getattr(hostile, "_" + hostile.mode)(self)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            do_GET = do_POST = do_PATCH = do_DELETE = _any
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = LoopbackServer(self._any, http11=True)
         return self
 
     def close(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
 
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_port}"
+        return self._server.url
+
+    def _any(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        del method  # every request gets the same treatment
+        self.requests += 1
+        length = int(handler.headers.get("Content-Length") or 0)
+        if length:
+            handler.rfile.read(length)
+        try:
+            getattr(self, "_" + self.mode)(handler)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     # -- the treatments ---------------------------------------------------------------
 

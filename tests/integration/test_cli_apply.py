@@ -219,6 +219,43 @@ def test_wait_then_download_records_every_file_hash(tmp_path: Path) -> None:
         server.close()
 
 
+def test_wait_replace_downloads_the_rerun_once_it_ends_and_pays_once(
+    tmp_path: Path, platform: Platform, clock: FakeClock
+) -> None:
+    # The re-plan after the wait must not carry --replace over: the re-run has ended, so what
+    # is left is its download (a stopped run's too), not another paid re-run.
+    osm = repo_with(tmp_path, platform, 1)
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(86400)
+    assert osm.apply("--auto-approve").code == 0
+    old = read_lock(osm.repo)["runs"]["tb/r0"]
+    assert old["downloads"]["complete"] is True
+    proc = osm.popen(
+        "osmosis-apply", "--auto-approve", "--wait", "--wait-timeout", "300", "--replace", "tb/r0"
+    )
+    assert proc.stdout is not None
+    reader = LineReader(proc.stdout)
+    try:
+        reader.wait_for("Waiting for", timeout=30)
+        entry = read_lock(osm.repo)["runs"]["tb/r0"]
+        assert entry["run_id"] != old["run_id"]
+        with platform.client() as client:  # the re-run ends (stopped) while apply waits
+            client.stop_run(entry["run_id"])
+        assert proc.wait(timeout=60) == 0, reader.finish()
+    finally:
+        stop_process(proc)
+    out = reader.finish()
+    assert platform.submits() == 2, out
+    assert f"↓ tb/r0: download {entry['run_name']} (run stopped): ok:" in out, out
+    after = read_lock(osm.repo)["runs"]["tb/r0"]
+    assert after["run_id"] == entry["run_id"] and after["status"] == "stopped"
+    assert after["downloads"]["complete"] is True, after
+    # Nothing is left to do, and another apply pays nothing.
+    assert osm.plan("--detailed-exitcode").code == 0
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 2
+
+
 # --------------------------------------------------------------------------- partial failure
 
 

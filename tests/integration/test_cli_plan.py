@@ -475,7 +475,7 @@ def test_figures_plan_over_1000_configs_with_1000_recorded_terminal_runs(tmp_pat
         server.close()
 
 
-def test_an_invalid_config_makes_no_platform_call_and_writes_nothing(tmp_path: Path) -> None:
+def test_an_invalid_config_makes_no_paid_or_run_call_and_writes_nothing(tmp_path: Path) -> None:
     from .helpers import RequestLog
 
     log = RequestLog()
@@ -489,7 +489,13 @@ def test_an_invalid_config_makes_no_platform_call_and_writes_nothing(tmp_path: P
         for result in (osm.plan(), osm.apply("--auto-approve")):
             assert result.code == 1, result
             assert "benchmarks/tb/broken.toml:2" in result.err
-        assert log.lines == []
+        # The valid configs are still checked against the catalog and the secret records
+        # (issue 25: errors in one report, not in rounds): reads of those, nothing else.
+        assert log.lines, "the valid configs' preflight reads the catalog"
+        for line in log.lines:
+            method, path = line.split()[:2]
+            assert method == "GET", line
+            assert path.startswith(("/api/cli/benchmarks", "/api/cli/environment-secrets")), line
         assert (lockfile.read_bytes() if lockfile.exists() else None) == before
         assert server.submits() == 0
     finally:

@@ -39,11 +39,13 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
     (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
+    (DOCS / "smoke.md", "## When the smoke run did not end well"): "test_smoke_doc.py",
     (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
     (DOCS / "results.md", "## Two runs of one config"): "test_docs_results.py",
     (DOCS / "results.md", "## Every recorded run"): "test_docs_results.py",
     (DOCS / "results.md", "## Comparing two runs"): "test_docs_results.py",
     (DOCS / "results.md", "## A baseline and the regression gate"): "test_docs_results.py",
+    (DOCS / "results.md", "## A generator's grid"): "test_docs_results.py",
     (DOCS / "results.md", "## The report"): "test_docs_results.py",
     (DOCS / "results.md", "## Logs"): "test_docs_results.py",
 }  # fmt: skip

@@ -8,16 +8,17 @@ import shlex
 from pathlib import Path
 
 from tests.support import docs
+from tests.support.clock import FakeClock
 
-from .helpers import Osmosis, Platform, init_repo, read_lock
-from .test_smoke_stage import SETTINGS, full_config
+from .helpers import Osmosis, Platform, init_repo, plan_items, read_lock
+from .test_smoke_stage import FINISHED, SETTINGS, full_config
 
 DOC = docs.DOCS / "smoke.md"
 SECTION = "## Trying it on the local Platform"
 
 
-def doc_commands() -> list[list[str]]:
-    (block,) = [b for b in docs.blocks(DOC) if b.lang == "sh" and SECTION in b.headings]
+def doc_commands(section: str = SECTION) -> list[list[str]]:
+    (block,) = [b for b in docs.blocks(DOC) if b.lang == "sh" and section in b.headings]
     return [shlex.split(line) for line in block.body.splitlines() if line.strip()]
 
 
@@ -43,3 +44,42 @@ def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:
         "(smoke stage skipped on request)",
     ):
         assert shown in page
+
+
+def test_how_to_go_on_after_a_smoke_run_that_did_not_end_well(
+    tmp_path: Path, platform: Platform, clock: FakeClock
+) -> None:
+    text = full_config("my-org/model", endpoint="https://always-errors.example.invalid/v1")
+    repo = init_repo(tmp_path / "repo", configs={"tb/full": text}, pyproject=SETTINGS)
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve").code == 0
+    clock.advance(FINISHED)
+
+    # The blocked reason reads as the page shows it (run names and times aside).
+    plan = osm.plan().out
+    page = DOC.read_text(encoding="utf-8")
+    (shown,) = [
+        b.body
+        for b in docs.blocks(DOC)
+        if b.lang == "text" and "## When the smoke run did not end well" in b.headings
+    ]
+    run = read_lock(repo)["runs"]["tb/full"]["run_name"]
+    for line in shown.splitlines():
+        if "run page" in line or line.lstrip().startswith(("run:", "*     ")):
+            continue
+        assert line.replace("eager-hare", run) in plan, line
+    quoted = [line for line in plan.splitlines() if line.lstrip().startswith("*     ")]
+    assert len(quoted) == 1 and "ERROR   [complete] Run failed: every attempt errored" in quoted[0]
+    assert "OSMOSIS_SMOKE_LOG_DEADLINE" in page
+
+    logs, skip = doc_commands("## When the smoke run did not end well")
+    shown_logs = osm.run(*logs)
+    assert shown_logs.code == 0, shown_logs
+    assert "the model endpoint answered 502 Bad Gateway" in shown_logs.out
+    applied = osm.run(*skip)
+    assert applied.code == 0, applied
+    assert "+ tb/full (smoke stage skipped on request)" in applied.out
+    entry = read_lock(repo)["runs"]["tb/full"]
+    assert "stage" not in entry and entry["attempts"] == 178
+    assert platform.submits() == 2
+    assert "tb/full" not in plan_items(osm.plan("--format", "json"))

@@ -62,6 +62,7 @@ class GitTally:
     not_taken_over: int = 0
     duplicates: int = 0
     never_submitted: int = 0
+    unknown_outcomes_settled: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -137,9 +138,39 @@ def _restore_state_record(repo: Path) -> None:
     (repo / "state" / "osmosis.lock").write_bytes(shown.stdout)
 
 
-def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> None:
+def _settle_unknown_outcomes(
+    repo: Path, server: Server, configs: int, tally: GitTally, taker_out: str
+) -> None:
+    """With parallel submits, the holder may be killed after writing a submit's intent and
+    before sending it. That submit's outcome is unknown: the taker must show it as ``?`` and
+    never pay it on its own. A person who checked the Platform settles it
+    (``osmosis-state resolve ADDR --not-submitted``, as the plan says); the next apply then
+    submits it exactly once. A config missing with no ``?`` shown stays a miss."""
+    listed = {_index_of(run["body"]) for run in server.runs()}
+    missing = [index for index in range(configs) if str(index) not in listed]
+    settled_here = 0
+    for index in missing:
+        address = f"tb/c{index:02d}"
+        if not re.search(rf"\? {re.escape(address)}\b", taker_out):
+            continue
+        settled = run("osmosis-state", repo, server.url, "resolve", address, "--not-submitted")
+        if settled.returncode != 0:
+            tally.notes.append(f"resolve {address} exit {settled.returncode}: {settled.stderr}")
+            continue
+        settled_here += 1
+    tally.unknown_outcomes_settled += settled_here
+    if settled_here:
+        again = run("osmosis-apply", repo, server.url, *APPLY_ARGS, timeout=300)
+        if again.returncode != 0:
+            tally.notes.append(f"apply after resolve exit {again.returncode}: {again.stderr}")
+
+
+def killed_holder_elsewhere(
+    root: Path, tally: GitTally, *, configs: int, crash_at: str = "submit.after_post:3"
+) -> None:
     """Clone ``a`` applies under another host name (its own UTS namespace, so the waiter
-    cannot tell that its pid is dead) and is SIGKILLed after its third submit, holding the
+    cannot tell that its pid is dead) and is SIGKILLed at ``crash_at`` (by default after its
+    third submit), holding the
     git lock. Clone ``b`` waits for the lock: it must take it over once it expires and
     adopt, not pay again, the runs ``a`` created."""
     _remote, a, b = two_clones(root, configs, ttl=3)
@@ -154,7 +185,7 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
                 "sh",
                 *command("osmosis-apply", a, server.url, *APPLY_ARGS),
             ],
-            env=cli_env({"OSMOSIS_CRASH_AT": "submit.after_post:3"}),
+            env=cli_env({"OSMOSIS_CRASH_AT": crash_at}),
             cwd=a,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -184,6 +215,7 @@ def killed_holder_elsewhere(root: Path, tally: GitTally, *, configs: int) -> Non
             tally.notes.append(f"taker exit {taker.returncode}: {taker.stderr.strip()[-600:]}")
         else:
             tally.taken_over += 1
+        _settle_unknown_outcomes(b, server, configs, tally, taker.stdout)
         missed = tally.never_submitted + tally.duplicates
         count_runs(server, configs, tally)
         if tally.never_submitted + tally.duplicates != missed:

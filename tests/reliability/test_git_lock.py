@@ -36,6 +36,7 @@ def _publish() -> None:
     r("git lock", "holders SIGKILLed on another host", t.holders_killed)
     r("git lock", "  taken over after expiry", t.taken_over)
     r("git lock", "  not taken over", t.not_taken_over, must_be_zero=True)
+    r("git lock", "  unknown outcomes (?) settled by hand", t.unknown_outcomes_settled)
     r("git lock", "duplicate submits", t.duplicates, must_be_zero=True)
     r("git lock", "desired runs never submitted", t.never_submitted, must_be_zero=True)
 

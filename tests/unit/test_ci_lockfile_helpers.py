@@ -16,7 +16,7 @@ from reconciler.ci.announce import announce, announce_state, marker, status_desc
 from reconciler.ci.commit import commit_lockfile, commit_message, copy_results, lockfile_changes
 from reconciler.ci.github import GitHubAPI
 from reconciler.errors import GitError
-from reconciler.model import Downloads, HistoryEntry, Intent
+from reconciler.model import Baseline, Downloads, HistoryEntry, Intent, LockState, selection_digest
 from reconciler.state.lockfile import parse, serialize, write_lockfile
 from tests.github_fake import FakeGitHub
 from tests.support.git import AUTHOR, git
@@ -305,3 +305,101 @@ def test_status_description_fits_githubs_140_characters() -> None:
 
     rows = result_rows(lock(finished(results=many)))
     assert len(status_description(finished(results=many), rows)) <= 140
+
+
+# --------------------------------------------------------------------------- announce: verdicts
+
+
+def _gone(run_id: str, p1: float, status: str = "finished") -> HistoryEntry:
+    base = finished("tb/a", run_id)
+    return HistoryEntry(
+        address="tb/a",
+        run_id=run_id,
+        run_name=f"name-{run_id}",
+        spec_digest=base.spec_digest,
+        status=status,
+        reason="rerun",
+        requested_by=SHA,
+        results=results(agent(0, p1)),
+        benchmark_id=base.benchmark_id,
+        task_count=base.task_count,
+        selection=selection_digest(base.spec),
+    )
+
+
+def _announced(github: FakeGitHub, state: LockState, **kw: object) -> str:
+    github.add_pull(7, SHA)
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        _updated, report = announce_state(api, state, now=NOW, **kw)  # type: ignore[arg-type]
+    assert report.failed == [], report.failed
+    (body,) = github.bodies(7)
+    return body
+
+
+def test_the_announcement_compares_with_the_previous_comparable_run_and_draws_a_trend(
+    github: FakeGitHub,
+) -> None:
+    current = finished(results=results(agent(0, 0.75, n=200)))
+    state = lock(current, history=(_gone("r0", 0.70),))
+    body = _announced(github, state)
+    table = body.index("| `tb/a` |")
+    against = body.index("#### Against the previous comparable run `tb/a@name-r0`")
+    assert table < against  # the table stays the primary content
+    assert "For reading: the regression gate compares with an accepted baseline" in body
+    assert "**tb/a@name-r1** vs **tb/a@name-r0**: **" in body
+    assert "| normal (unpaired), p = " in body
+    assert "_note: unpaired comparison of the Platform summaries (name-r0: results.csv not" in body
+    assert "```mermaid\nxychart-beta\n" in body
+    assert '  x-axis ["name-r0", "name-r1"]' in body
+    assert "  line [70.0, 75.0]" in body
+
+
+def test_the_announcement_compares_with_the_accepted_baseline_when_there_is_one(
+    github: FakeGitHub,
+) -> None:
+    baseline = Baseline(run_id="rb", run_name="name-rb", accepted_at=NOW)
+    state = lock(finished(), history=(_gone("r0", 0.74), _gone("rb", 0.2))).model_copy(
+        update={"baselines": {"tb/a": baseline}}
+    )
+    body = _announced(github, state)
+    assert "#### Against the accepted baseline `tb/a@name-rb`" in body
+    assert "previous comparable run" not in body
+    assert "**tb/a@name-r1** vs **tb/a@name-rb**: **better**" in body
+    assert "  line [20.0, 74.0, 75.0]" in body  # oldest first
+
+
+def test_a_partial_or_lone_run_gets_no_comparison_and_no_trend(github: FakeGitHub) -> None:
+    # The only older run failed: partial, so never the previous one, nor a trend point.
+    state = lock(finished(), history=(_gone("r0", 0.9, status="failed"),))
+    body = _announced(github, state)
+    assert (
+        "_No earlier comparable run of `tb/a` to compare with (name-r0 is partial (failed))._"
+        in body
+    )
+    assert "mermaid" not in body and "Against" not in body
+
+
+def test_the_announcement_pairs_on_the_runs_files_in_the_repository(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    # Per-task files of both runs kept in the repository: the comparison is paired, with the
+    # tasks that flipped; the verdict on 40 tasks, 30 of them down, is "worse".
+    def csv(passed: int) -> str:
+        rows = [f"t{i:02d},{'passed' if i < passed else 'failed'}" for i in range(40)]
+        return "task,outcome\n" + "\n".join(rows) + "\n"
+
+    for run_id, passed in (("r0", 36), ("r1", 6)):
+        kept = tmp_path / "results" / "tb" / "a" / f"name-{run_id}"
+        kept.mkdir(parents=True)
+        (kept / "results.csv").write_text(csv(passed))
+    path = tmp_path / "state" / "osmosis.lock"
+    current = finished(results=results(agent(0, 0.15, n=40)))
+    write_lockfile(path, lock(current, history=(_gone("r0", 0.9),)))
+    github.add_pull(7, SHA)
+    with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+        report = announce(api, path, now=lambda: NOW, repo_root=tmp_path)
+    assert report.failed == []
+    (body,) = github.bodies(7)
+    assert "**tb/a@name-r1** vs **tb/a@name-r0**: **worse**" in body
+    assert "| mcnemar exact, p = &lt; 0.001 | worse |" in body and "_note: unpaired" not in body
+    assert "down in RIGHT (30): t06, t07" in body

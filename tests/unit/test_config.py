@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.config import LoadResult, build_spec, load_configs, rules, spec_digest
-from reconciler.config.locate import scan
 from reconciler.config.validate import looks_like_credential
 from reconciler.model import digest
+from reconciler.toml_locate import scan
 from tests.support.bodies import tb_body
 
 REPO = Path(__file__).resolve().parents[2]

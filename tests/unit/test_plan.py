@@ -908,7 +908,15 @@ def test_benchmark_not_found_offers_the_nearest_key_as_an_edit():
     item = only_item(desired("x/a", "terminal-bench", task_set=None), catalog=CATALOG)
     assert item.reason is Reason.BENCHMARK_NOT_FOUND
     assert "Did you mean terminal-bench-2-1 (Terminal-Bench 2.1)?" in item.details[0]
-    (fix,) = item.fixes
+    fix, harness = item.fixes
+    # The rest of the config is checked against the benchmark it most likely names, so
+    # fixing the name does not reveal the next error one plan later.
+    assert item.details[1] == (
+        "Agent 1: Terminal-Bench 2.1 requires a harness (its published scores use harness = "
+        '"terminus-2") (checked against Terminal-Bench 2.1, the benchmark it most likely '
+        'names); fix: set `agents[0].harness = "terminus-2"` in benchmarks/x/a.toml'
+    )
+    assert (harness.key, harness.value) == ("agents[0].harness", "terminus-2")
     assert (fix.file, fix.key, fix.value) == (
         "benchmarks/x/a.toml",
         "experiment.benchmark",
@@ -918,7 +926,7 @@ def test_benchmark_not_found_offers_the_nearest_key_as_an_edit():
         'fix: set `experiment.benchmark = "terminal-bench-2-1"` in benchmarks/x/a.toml'
     )
     # A name in the wrong case resolves to its key too.
-    (fix,) = only_item(desired("x/a", "terminal-bench 2.1"), catalog=CATALOG).fixes
+    fix = only_item(desired("x/a", "terminal-bench 2.1"), catalog=CATALOG).fixes[0]
     assert fix.value == "terminal-bench-2-1"
 
 
@@ -936,6 +944,20 @@ def test_benchmark_not_found_without_a_near_key_lists_the_catalog():
     )
     item = only_item(desired("x/a", "zzzz"), catalog=CATALOG, platform=REAL)
     assert "`osmosis benchmark list`" in item.details[0]
+
+
+def test_an_unknown_benchmark_does_not_hide_the_execution_range_errors():
+    # No catalog name is near "zzzz", so nothing else can be checked; [execution] can.
+    want = desired("x/a", "zzzz")
+    want = want.model_copy(
+        update={"spec": {**want.spec, "execution_config": {"max_concurrent_attempts": 500}}}
+    )
+    item = only_item(want, catalog=CATALOG)
+    assert item.reason is Reason.BENCHMARK_NOT_FOUND
+    assert item.details[1] == (
+        "max_concurrent_attempts must be an integer from 1 to 64; fix: set "
+        "`execution.max_concurrent_attempts = 64` in benchmarks/x/a.toml"
+    )
 
 
 def test_benchmark_missing_from_the_observation_is_not_found():

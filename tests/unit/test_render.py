@@ -355,7 +355,7 @@ def test_each_item_line_and_reason():
     assert '      requested by 3f9c2a1 "Add HLE parity run"\n' in text
     assert "secret set WANDB_API_KEY --scope workspace" in text
     assert "Plan: 2 to submit, 1 to replace, 1 to stop, 2 to download, 2 to forget" in text
-    assert "1 blocked, 1 unknown outcome; 677 attempts." in text
+    assert "1 blocked, 1 unknown outcome; 677 attempts, dollars unknown." in text
 
 
 # --------------------------------------------------------------------------- markdown rules

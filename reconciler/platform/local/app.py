@@ -64,7 +64,7 @@ class LocalPlatform(RunRoutes, History, OutputRoutes, SecretRoutes, PageRoutes, 
     def fault_counts(self) -> dict[str, int]:
         """How many faults of each kind were injected (``error``, ``rate_limit``, ``drop``,
         ``drop_after_submit``, ``latency_spike``, ``feature_gate``, ``silent``, ``trickle``,
-        ``stalled_download``; ``presigned_get`` counts GETs while downloads may stall)."""
+        ``logs``, ``stalled_download``; ``presigned_get`` counts GETs while downloads may stall)."""
         return dict(self.injector.counts)
 
     # ------------------------------------------------------------------ entry point
@@ -90,6 +90,13 @@ class LocalPlatform(RunRoutes, History, OutputRoutes, SecretRoutes, PageRoutes, 
             # drawn from the fault sequence the API's requests share.
             return self._page_answer(method, path, query, lowered, body)
         draw = self.injector.draw()
+        if path.endswith("/logs") and (self.faults.silent_logs or self.faults.failing_logs):
+            self.injector.count("logs")
+            if self.faults.silent_logs:
+                return Response(0, silent=True)
+            return json_response(
+                500, {"error": "Injected log store error", "code": "INTERNAL_ERROR"}
+            )
         if self.faults.silent:
             self.injector.count("silent")
             return Response(0, silent=True)

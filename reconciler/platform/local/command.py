@@ -20,6 +20,8 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from reconciler import __version__
+from reconciler.config.project import find_root
+from reconciler.errors import UsageError
 from reconciler.platform.local.app import LocalPlatform
 from reconciler.platform.local.benchmarks import SYNC_STATUSES
 from reconciler.platform.local.faults import Faults
@@ -28,6 +30,8 @@ from reconciler.platform.local.server import start_server
 from reconciler.platform.local.users import parse_creator, users_from_specs
 
 DEFAULT_DATA_DIR = ".osmosis/local-platform"
+USER_DATA_DIR = "osmosis-reconciler/local-platform"
+"""Under ``$XDG_DATA_HOME``: the data of commands run outside any repository."""
 SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
 """Sets the stored speed when ``--speed`` is not given (what ``make demo`` uses: 2000)."""
 SEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SEED"
@@ -44,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the Platform API on 127.0.0.1")
     serve.add_argument("--port", type=int, default=0, help="port (0 = a free port, printed)")
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
-    serve.add_argument("--data", default=DEFAULT_DATA_DIR, help="data directory (SQLite)")
+    _data_arg(serve, "data directory (SQLite)")
     serve.add_argument(
         "--speed", type=float,
         help=f"simulated-time factor, stored in the data dir (default: ${SPEED_ENV}, else "
@@ -170,14 +174,51 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     seed.add_argument("--seed", type=int, help="seed (default: the data dir's own)")
     seed.add_argument("--json", action="store_true", help="print the result as JSON")
-    seed.add_argument("--data", default=DEFAULT_DATA_DIR, help="data directory")
+    _data_arg(seed, "data directory")
     return parser
 
 
-def _target_args(parser: argparse.ArgumentParser, *, workspace: bool = True) -> None:
+def _data_arg(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
-        "--data", default=DEFAULT_DATA_DIR, help="data directory, when no --platform is given"
-    )
+        "--data-dir", "--data", dest="data", metavar="DIR",
+        help=f"{what} (default: {DEFAULT_DATA_DIR} at the root of the repository this runs "
+        f"in; outside a repository, $XDG_DATA_HOME/{USER_DATA_DIR}, printed)",
+    )  # fmt: skip
+
+
+def data_dir(given: str | None, cwd: Path | None = None) -> tuple[Path, bool]:
+    """The data directory and whether it is the user's (outside any repository).
+
+    ``--data-dir`` when given; else ``.osmosis/local-platform`` at the root of the
+    repository the command runs in (found as every other command finds it), so a command
+    run in a subdirectory sees the data the plan uses; else, outside any repository, the
+    user's data directory (``$XDG_DATA_HOME``, by default ``~/.local/share``), so running
+    it in ``$HOME`` or ``/tmp`` never leaves a ``.osmosis/`` there.
+    """
+    if given:
+        return Path(given), False
+    here = cwd or Path.cwd()
+    try:
+        return find_root(here) / DEFAULT_DATA_DIR, False
+    except UsageError:
+        pass
+    base = os.environ.get("XDG_DATA_HOME", "").strip()
+    # The XDG rule: a relative XDG_DATA_HOME is invalid and is ignored.
+    home = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return home / USER_DATA_DIR, True
+
+
+def _open_data(args: argparse.Namespace) -> Path:
+    """``data_dir`` for a command, saying on stderr where the data lives when it is the
+    user's directory (nothing in the current directory tells)."""
+    path, user = data_dir(args.data)
+    if user:
+        print(f"local Platform data: {path} (not inside a repository)", file=sys.stderr)
+    return path
+
+
+def _target_args(parser: argparse.ArgumentParser, *, workspace: bool = True) -> None:
+    _data_arg(parser, "data directory, when no --platform is given")
     parser.add_argument(
         "--platform",
         metavar="URL",
@@ -208,7 +249,7 @@ class _Target:
             self.headers["X-Osmosis-Git"] = git
         else:
             self.headers["X-Osmosis-Workspace"] = getattr(args, "workspace", None) or "default"
-        self.platform = None if self.url else LocalPlatform(Path(args.data))
+        self.platform = None if self.url else LocalPlatform(_open_data(args))
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
         raw = b"" if body is None else json.dumps(body).encode("utf-8")
@@ -287,7 +328,7 @@ def _serve(args: argparse.Namespace) -> int:
         seed=args.fault_seed,
     )
     platform = LocalPlatform(
-        Path(args.data),
+        _open_data(args),
         speed=speed,
         seed=None if seed is None else int(seed),
         token=args.token,
@@ -397,7 +438,7 @@ def _benchmark_sync(args: argparse.Namespace) -> int:
         if status != 200:
             return _fail(status, payload)
     else:
-        platform = LocalPlatform(Path(args.data))
+        platform = LocalPlatform(_open_data(args))
         try:
             platform.set_benchmark_sync(
                 args.ref,
@@ -469,7 +510,7 @@ def _runs_seed(args: argparse.Namespace) -> int:
     )
     seed = args.seed if args.seed is not None else _env_number(SEED_ENV, int)
     platform = LocalPlatform(
-        Path(args.data), seed=None if seed is None else int(seed), auto_workspaces=True
+        _open_data(args), seed=None if seed is None else int(seed), auto_workspaces=True
     )
     if platform._existing_workspace(args.workspace) is None:  # noqa: SLF001
         print(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from reconciler.model.status import RunStatus
 from reconciler.platform.local import rules, simulation
 from reconciler.platform.local.answers import ApiError, Response, json_response
 from reconciler.platform.local.catalog import with_sync
@@ -42,7 +43,7 @@ CATALOG_ALL = "all"
 """A workspace whose catalog is the whole catalog (auto-created on first use)."""
 CATALOG_ADDED = "added"
 """A workspace whose catalog is what was added to it (``--strict-workspaces``)."""
-TERMINAL = ("finished", "failed", "stopped")
+TERMINAL = tuple(status for status in RunStatus if status.is_terminal)
 ADJECTIVES = (
     "amber", "bold", "brave", "bright", "brisk", "calm", "clever", "cosmic", "crisp", "dapper",
     "eager", "fancy", "fierce", "gentle", "glad", "golden", "grand", "happy", "hardy", "jolly",
@@ -426,20 +427,20 @@ class PlatformCore:
 
     # ------------------------------------------------------------------ runs
 
-    def _row_status(self, row: sqlite3.Row, now: float, speed: float | None = None) -> str:
+    def _row_status(self, row: sqlite3.Row, now: float, speed: float | None = None) -> RunStatus:
         """Status from the stored schedule alone (no catalog, no results): same integer
         millisecond rule as ``simulation.status_at``."""
         if row["stopped_at"] is not None:
-            return "stopped"
+            return RunStatus.STOPPED
         factor = self.speed if speed is None else speed
         t_ms = math.floor(max(0.0, (now - row["created_at"]) * factor) * 1000)
         if t_ms >= simulation.off_ms(row["end_off"]):
-            return str(row["final_status"])
+            return RunStatus.of(row["final_status"])
         if t_ms >= simulation.off_ms(row["start_off"]):
-            return "running"
+            return RunStatus.RUNNING
         if t_ms >= simulation.off_ms(row["queue_off"]):
-            return "queued"
-        return "pending"
+            return RunStatus.QUEUED
+        return RunStatus.PENDING
 
     def _find_run(self, ws: Workspace, ref: str, db: sqlite3.Connection | None = None) -> Any:
         """A run of ``ws`` by id, else by name (on ``db`` when inside a write)."""
@@ -474,7 +475,11 @@ class PlatformCore:
                 (list(tasks) + [f"task-{i}" for i in range(row["task_count"])])[: row["task_count"]]
             )
         sched = simulation.Schedule(
-            row["queue_off"], row["start_off"], row["full_dur"], row["end_off"], row["final_status"]
+            row["queue_off"],
+            row["start_off"],
+            row["full_dur"],
+            row["end_off"],
+            RunStatus.of(row["final_status"]),
         )
         return simulation.Run(
             id=row["id"],
@@ -537,7 +542,7 @@ class PlatformCore:
             "start_off": sched.start_off,
             "full_dur": sched.full_dur,
             "end_off": sched.end_off,
-            "final_status": sched.final_status,
+            "final_status": sched.final_status.value,
             "stopped_at": stopped_at,
             "seed": self.seed,
             "creator_name": creator.name,

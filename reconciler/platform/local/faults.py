@@ -51,6 +51,9 @@ class Faults:
       until the client gives up.
     * ``stall_downloads_after``: presigned GETs after the first N (counted from 0) send
       their headers and half of the body, then nothing more; -1 (default) never stalls.
+    * ``silent_logs`` / ``failing_logs``: a run's log (E6) is never answered (as
+      ``silent``), or answered 500; every other request is served (a plan quoting a smoke
+      run's log lines must not fail for them).
 
     The three submit knobs draw from a generator of their own, only on committed submits, so
     the other knobs meet the same requests whatever they are set to.
@@ -74,6 +77,8 @@ class Faults:
     trickle_ms: int = 0
     silent: bool = False
     stall_downloads_after: int = -1
+    silent_logs: bool = False
+    failing_logs: bool = False
     seed: int = 0
 
 

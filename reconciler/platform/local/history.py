@@ -12,19 +12,20 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from reconciler.model.status import RunStatus
 from reconciler.platform.local import rules, simulation
 from reconciler.platform.local.core import PlatformCore, strip_secret_values
 from reconciler.platform.local.users import LOCAL_USER, User, make_user
 
-DEFAULT_STATUS_MIX: Mapping[str, float] = {
-    "finished": 0.75,
-    "failed": 0.1,
-    "stopped": 0.05,
-    "running": 0.05,
-    "queued": 0.03,
-    "pending": 0.02,
+DEFAULT_STATUS_MIX: Mapping[RunStatus, float] = {
+    RunStatus.FINISHED: 0.75,
+    RunStatus.FAILED: 0.1,
+    RunStatus.STOPPED: 0.05,
+    RunStatus.RUNNING: 0.05,
+    RunStatus.QUEUED: 0.03,
+    RunStatus.PENDING: 0.02,
 }
-RUN_STATUSES = ("pending", "queued", "running", "finished", "failed", "stopped")
+RUN_STATUSES = RunStatus.reported()
 HISTORY_TEAM: tuple[User, ...] = (
     make_user("Ada Park", "ada@acme.example"),
     make_user("Bruno Diaz", "bruno@acme.example"),
@@ -34,15 +35,16 @@ HISTORY_TEAM: tuple[User, ...] = (
 """Who made the history ``runs seed`` makes when no ``--creator`` is given."""
 
 
-def parse_status_mix(text: str) -> dict[str, float]:
+def parse_status_mix(text: str) -> dict[RunStatus, float]:
     """``finished=0.8,failed=0.2`` -> weights; ``ValueError`` names the bad part."""
-    mix: dict[str, float] = {}
+    mix: dict[RunStatus, float] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         status, sep, weight = part.partition("=")
         status = status.strip()
-        if status not in RUN_STATUSES:
+        known = RunStatus.parse(status)
+        if known is None:
             raise ValueError(
                 f"--status-mix: unknown status {status!r} (use {', '.join(RUN_STATUSES)})"
             )
@@ -52,7 +54,7 @@ def parse_status_mix(text: str) -> dict[str, float]:
             raise ValueError(f"--status-mix: {part!r} needs a number after '='") from None
         if value < 0:
             raise ValueError(f"--status-mix: {status} has a negative weight")
-        mix[status] = value
+        mix[known] = value
     if not mix or sum(mix.values()) <= 0:
         raise ValueError("--status-mix needs at least one status with a positive weight")
     return mix
@@ -67,7 +69,7 @@ class History(PlatformCore):
         n: int,
         *,
         benchmark_key: str = "terminal-bench-2-1",
-        status_mix: Mapping[str, float] | None = None,
+        status_mix: Mapping[RunStatus, float] | None = None,
         created_from: datetime | float | None = None,
         body: Mapping[str, Any] | None = None,
         creators: Sequence[User] = (LOCAL_USER,),
@@ -113,7 +115,8 @@ class History(PlatformCore):
         agents = len(body["agents"])
         attempts = (body.get("execution_config") or {}).get("attempts_per_task", 1)
         expected = len(tasks) * agents * (attempts if isinstance(attempts, int) else 1)
-        mix = dict(status_mix or DEFAULT_STATUS_MIX)
+        # Callers outside the command line may name the statuses as plain strings.
+        mix = {RunStatus(str(s)): w for s, w in (status_mix or DEFAULT_STATUS_MIX).items()}
         total_weight = sum(mix.values())
         now = self.clock()
         if created_from is None:
@@ -143,22 +146,25 @@ class History(PlatformCore):
                     roll -= weight
                 created = start + (now - start) * (i / max(n, 1))
                 sched = simulation.make_schedule(f"seed:{self.seed}:{i}:{n}", self.seed, expected)
-                if status in ("finished", "failed") and sched.final_status != status:
-                    frac = 1.0 if status == "finished" else 0.5
+                if (
+                    status in (RunStatus.FINISHED, RunStatus.FAILED)
+                    and sched.final_status != status
+                ):
+                    frac = 1.0 if status is RunStatus.FINISHED else 0.5
                     sched = simulation.Schedule(
                         sched.queue_off, sched.start_off, sched.full_dur,
                         sched.start_off + sched.full_dur * frac, status,
                     )  # fmt: skip
                 stopped_at = None
-                if status == "pending":
+                if status is RunStatus.PENDING:
                     created = now - sched.queue_off * 0.5 / speed
-                elif status == "queued":
+                elif status is RunStatus.QUEUED:
                     created = now - (sched.queue_off + sched.start_off) * 0.5 / speed
-                elif status == "running":
+                elif status is RunStatus.RUNNING:
                     # Halfway through its running time (to its end, failed or not), so it
                     # stays running as long as it can after the seeding.
                     created = now - (sched.start_off + sched.end_off) * 0.5 / speed
-                elif status == "stopped":
+                elif status is RunStatus.STOPPED:
                     created = min(created, now - sched.end_off / speed - 1)
                     stopped_at = (
                         created

@@ -28,7 +28,7 @@ class OutputRoutes(PlatformCore):
         row = self._find_run(ws, ref)
         run = self._run(row, self._run_specs(ws))
         t_ms = simulation.sim_now_ms(run, self.clock(), self.speed)
-        if simulation.status_at(run, t_ms) in ("pending", "queued"):
+        if not simulation.status_at(run, t_ms).may_have_outputs:
             raise ApiError(409, NOT_DOWNLOADABLE_MESSAGE, "CONFLICT")
         return row, run, t_ms
 

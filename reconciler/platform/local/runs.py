@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.model.status import RunStatus
 from reconciler.plan import submit_rules
 from reconciler.platform.local import rules, simulation
 from reconciler.platform.local.answers import ApiError, Response, json_response
@@ -143,7 +144,7 @@ class RunRoutes(PlatformCore):
             {
                 "id": row["id"],
                 "name": row["name"],
-                "status": "pending",
+                "status": RunStatus.PENDING.value,
                 "workflow_id": f"benchmark-run/{row['id']}",
                 "task_count": len(tasks),
                 "created_at": simulation.iso(row["created_at"]),
@@ -180,7 +181,7 @@ class RunRoutes(PlatformCore):
         completed = None
         if run.stopped_at is not None:
             completed = run.stopped_at
-        elif status in ("finished", "failed"):
+        elif status in (RunStatus.FINISHED, RunStatus.FAILED):
             completed = run.created_at + s.end_off / speed
         return {
             "id": row["id"],
@@ -273,10 +274,10 @@ class RunRoutes(PlatformCore):
             agg = m["aggregates"][i]
             agent_status = summary["status"]
             if (
-                agent_status == "running"
+                agent_status == RunStatus.RUNNING
                 and agg["passed"] + agg["failed"] + agg["errored"] >= len(run.tasks) * run.attempts
             ):
-                agent_status = "finished"
+                agent_status = RunStatus.FINISHED.value
             agents.append(
                 {
                     "id": simulation.agent_id(run, i),
@@ -384,7 +385,7 @@ class RunRoutes(PlatformCore):
             {
                 "id": row["id"],
                 "name": row["name"],
-                "status": "stopped",
+                "status": RunStatus.STOPPED.value,
                 "completed_at": simulation.iso(now),
             },
         )

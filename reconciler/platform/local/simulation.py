@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from reconciler.model.status import RunStatus
 from reconciler.platform.local.catalog import wilson
 
 PENDING_S = (2.0, 6.0)
@@ -61,7 +62,7 @@ class Schedule:
     start_off: float
     full_dur: float
     end_off: float
-    final_status: str
+    final_status: RunStatus
 
 
 ERRORING_ENDPOINT = "always-errors"
@@ -83,11 +84,11 @@ def make_schedule(run_id: str, seed: int, expected: int, *, errors: bool = False
     full = min(RUN_MAX_S, RUN_BASE_S + RUN_PER_RESULT_S * expected)
     full *= 0.8 + 0.4 * h01(seed, run_id, "dur")
     if errors:
-        return Schedule(queue_off, start_off, full, start_off + full * 0.2, "failed")
+        return Schedule(queue_off, start_off, full, start_off + full * 0.2, RunStatus.FAILED)
     if h01(seed, run_id, "fail") < FAILED_SHARE:
         frac = 0.2 + 0.6 * h01(seed, run_id, "fail-at")
-        return Schedule(queue_off, start_off, full, start_off + full * frac, "failed")
-    return Schedule(queue_off, start_off, full, start_off + full, "finished")
+        return Schedule(queue_off, start_off, full, start_off + full * frac, RunStatus.FAILED)
+    return Schedule(queue_off, start_off, full, start_off + full, RunStatus.FINISHED)
 
 
 @dataclass(frozen=True)
@@ -135,25 +136,29 @@ def sim_now_ms(run: Run, now: float, speed: float) -> int:
     return min(raw, off_ms(run.schedule.end_off))
 
 
-def status_at(run: Run, t_ms: int) -> str:
+def status_at(run: Run, t_ms: int) -> RunStatus:
     """Run status at simulated snapshot ``t_ms`` (from ``sim_now_ms``)."""
     if run.stopped_at is not None:
-        return "stopped"
+        return RunStatus.STOPPED
     s = run.schedule
     if t_ms >= off_ms(s.end_off):
         return s.final_status
     if t_ms >= off_ms(s.start_off):
-        return "running"
+        return RunStatus.RUNNING
     if t_ms >= off_ms(s.queue_off):
-        return "queued"
-    return "pending"
+        return RunStatus.QUEUED
+    return RunStatus.PENDING
 
 
 def ingested_count(run: Run, t_ms: int) -> int:
     s = run.schedule
     if t_ms < off_ms(s.start_off) or s.full_dur <= 0:
         return 0
-    if t_ms >= off_ms(s.end_off) and s.final_status == "finished" and run.stopped_at is None:
+    if (
+        t_ms >= off_ms(s.end_off)
+        and s.final_status is RunStatus.FINISHED
+        and run.stopped_at is None
+    ):
         return run.expected
     done = (t_ms / 1000.0 - s.start_off) / s.full_dur * run.expected
     return max(0, min(run.expected, int(math.floor(done))))
@@ -407,7 +412,7 @@ def metrics(run: Run, t_ms: int) -> dict[str, Any]:
     for m in agent_metrics:
         m["rank"] = values.index(m["pass_at_1"]["value"]) + 1  # competition ranking
     status = status_at(run, t_ms)
-    cancelled = run.expected - len(results) if status in ("stopped", "failed") else 0
+    cancelled = run.expected - len(results) if status.is_unsuccessful else 0
     totals = {
         "passed": sum(r.outcome == "passed" for r in results),
         "failed": sum(r.outcome == "failed" for r in results),
@@ -493,7 +498,7 @@ def log_events(run: Run, t_ms: int, speed: float) -> list[dict[str, Any]]:
             }
         )
     elif t_ms >= off_ms(s.end_off):
-        if s.final_status == "failed":
+        if s.final_status is RunStatus.FAILED:
             events.append(
                 {
                     "timestamp": at(s.end_off),

@@ -1,8 +1,12 @@
 """Find where a key or value stands in a TOML text (slow path, only for files with issues).
 
+The one key-path locator of the project: the config loader (``config/``) points at the line
+and column of each issue with ``scan``, and the lockfile reader (``state/``) names the line
+of a shape error with ``KeyLines``. Both layers import it, so it lives below both.
+
 ``tomllib`` parses fast but keeps no positions, and tomlkit keeps no line numbers either, so
 this is a small scanner of our own. It is run only on files that already have an issue, and
-it understands exactly the TOML shapes a benchmark config uses: ``[table]`` and
+it understands exactly the TOML shapes a benchmark config and the lockfile use: ``[table]`` and
 ``[[array.of.tables]]`` headers, dotted keys, quoted keys, inline tables, arrays (nested),
 every string form and bare scalars. It is lenient: on text it does not understand it stops
 and keeps what it found, because a position is a help, never a reason to fail.
@@ -126,6 +130,41 @@ class Positions:
                 at_key = anchor == "key" and exact and depth == len(path) - 1
                 return self.line_col(spot.key if at_key else spot.value)
         return 1, 1
+
+    def line_of(self, path: Path) -> int | None:
+        """The line of ``path``'s key, or of the closest enclosing key or table the text
+        holds (a missing key: its table's header); None when not even the first part of
+        the path is in the text."""
+        node = self._root
+        found: list[_Node] = []
+        for part in path:
+            child = node.children.get(part) if node.children else None
+            if child is None:
+                break
+            found.append(child)
+            node = child
+        for depth in range(len(found) - 1, -1, -1):
+            spot = found[depth].spot
+            if spot is not None:
+                exact = depth == len(path) - 1
+                return self.line_col(spot.key if exact else spot.value)[0]
+        return None
+
+
+class KeyLines:
+    """The line of a key path in a text, scanned only when first asked: a valid file read
+    with one never pays for the scan (the lockfile reader makes one per read)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._positions: Positions | None = None
+
+    def line_of(self, path: Path | list[str | int]) -> int | None:
+        if not self.text:
+            return None
+        if self._positions is None:
+            self._positions = scan(self.text)
+        return self._positions.line_of(tuple(path))
 
 
 def scan(text: str, stop_line: int | None = None) -> Positions:

@@ -1,0 +1,99 @@
+"""The engine's seam to the printer: what a step tells people and scripts while it works.
+
+The engine never prints (style.md, "Import direction"): a ``Session`` is handed a
+``Notices`` for its notes and warnings, and ``Session.apply`` an ``ApplyProgress`` for the
+apply's live report (each action as it starts and ends, the ``--wait``, the closing
+summary). Both are protocols: the one printer, ``reconciler.cli.output.Output`` and its
+``ApplyReport``, implements them, and a test may hand in anything with these methods. The
+values an apply reports (``RunRef``, ``WaitReport``) are defined here, with the engine that
+makes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from reconciler.engine.apply import Outcome
+    from reconciler.errors import ConfigIssue
+    from reconciler.model import PlanItem
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A recorded run named in an apply's report (still active, or ended unsuccessfully)."""
+
+    address: str
+    run_id: str | None
+    run_name: str | None
+    status: str | None
+
+    def label(self) -> str:
+        run = self.run_name or self.run_id or ""
+        return f"{self.address} {run}".rstrip()
+
+
+@dataclass(frozen=True)
+class WaitReport:
+    """How a ``--wait`` ended."""
+
+    timeout: float
+    timed_out: bool
+    active: tuple[RunRef, ...] = ()
+    """Runs still active when the wait ended (empty unless it timed out or was cut short)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "timeout_s": self.timeout,
+            "timed_out": self.timed_out,
+            "active": [asdict(r) for r in self.active],
+        }
+
+
+class Notices(Protocol):
+    """Notes and warnings a step gives while it works (the printer decides where they go)."""
+
+    def info(self, text: str) -> None:
+        """A note (the Platform banner, waiting for a lock); silenced by ``-q``."""
+
+    def warning(self, message: str, *, hint: str | None = None) -> None:
+        """A warning, also recorded as a diagnostic."""
+
+    def issue(self, issue: ConfigIssue) -> None:
+        """A problem in a config file (warnings; errors end the command as a ``ConfigError``)."""
+
+    def alert(self, text: str) -> None:
+        """A line people must read even with ``-q`` (the apply lock was lost)."""
+
+
+class ApplyProgress(Protocol):
+    """The live report of one apply. ``started`` and ``finished`` are called from the
+    ``Applier``'s worker threads; the rest by the session, in order."""
+
+    def started(self, item: PlanItem) -> None:
+        """An action is about to start."""
+
+    def finished(self, outcome: Outcome) -> None:
+        """An action ended (well or not)."""
+
+    def waiting(self, runs: Sequence[RunRef], timeout: float) -> None:
+        """``--wait`` starts waiting for these active runs."""
+
+    def wait_progress(self, counts: Mapping[str, int]) -> None:
+        """The runs waited for, counted by status (called when the counts change)."""
+
+    def waited(self, report: WaitReport) -> None:
+        """The wait ended: every run ended, the time ran out, or it was cancelled."""
+
+    def summarise(
+        self,
+        unsuccessful: Sequence[RunRef],
+        *,
+        unsaved: str | None = None,
+        lockfile: str | None = None,
+    ) -> None:
+        """The apply ended. ``unsuccessful``: runs it touched that ended failed or stopped;
+        ``unsaved``: why the lockfile could not be written at the end, when it could not;
+        ``lockfile``: its path, when there is something to commit."""
