@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -65,13 +65,15 @@ have their run (possible duplicate payments); newest first."""
 class RunWalk:
     """The run list (E4) read newest first, as far as needed and no further.
 
-    ``runs`` keeps every run seen, once. ``ordered`` stays True while every page continued
+    ``runs`` keeps every run seen, once, as the plan needs it (``ObservedRun``, a slots
+    dataclass): each page is reduced as it arrives, so the list is never held as models
+    (20,000 runs: ~3 MB instead of ~30). ``ordered`` stays True while every page continued
     the order the walk relies on (``created_at`` non-increasing); ``complete`` once the end
     of the list was read.
     """
 
     client: PlatformClient
-    runs: dict[str, RunSummary] = field(default_factory=dict)
+    runs: dict[str, ObservedRun] = field(default_factory=dict)
     total: int | None = None
     pages: int = 0
     complete: bool = False
@@ -92,16 +94,16 @@ class RunWalk:
         self.pages += 1
         if self.total is None:
             self.total = page.total_count
-        for run in page.runs:
-            if run.id in self.runs:
+        for summary in page.runs:
+            if summary.id in self.runs:
                 continue  # runs created meanwhile shift the offsets: seen on two pages
-            self.runs[run.id] = run
+            run = self.runs[summary.id] = summary.to_observed()
             self._check_order(run)
         self._next = page.next_offset
         if self._next is None:
             self.complete = True
 
-    def _check_order(self, run: RunSummary) -> None:
+    def _check_order(self, run: ObservedRun) -> None:
         created = run.created_at
         if created is not None and (self.newest is None or created > self.newest):
             self.newest = created
@@ -136,11 +138,13 @@ class RunWalk:
             self.read_page()
         if self.complete:
             return
-        rest = self.client.list_runs(ahead=LIST_READ_AHEAD, start=self._next or 0)
-        self.pages += max(1, math.ceil(len(rest) / PAGE_LIMIT))
-        for run in rest:
-            if run.id not in self.runs:
-                self.runs[run.id] = run
+        pages = self.client.iter_run_pages(ahead=LIST_READ_AHEAD, start=self._next or 0)
+        for page in pages:
+            self.pages += 1
+            for summary in page:
+                if summary.id in self.runs:
+                    continue
+                run = self.runs[summary.id] = summary.to_observed()
                 if run.created_at is not None and (
                     self.newest is None or run.created_at > self.newest
                 ):
@@ -235,7 +239,7 @@ def observe(
             )
             walk.all()
 
-    runs = {run.id: run.to_observed() for run in walk.runs.values()}
+    runs = dict(walk.runs)
     missing = _read_recorded(client, walk, state, runs)
     if missing and not walk.complete:
         # A missing run's config first looks for its run among the unrecorded ones: list back
@@ -246,7 +250,7 @@ def observe(
         else:
             walk.until(min(start for start in starts if start is not None))
         for run in walk.runs.values():
-            runs.setdefault(run.id, run.to_observed())
+            runs.setdefault(run.id, run)
 
     benchmarks = read_benchmarks(client, desired)
     secrets, personal_secrets = read_secrets(client, desired, benchmarks)
@@ -350,7 +354,7 @@ def _read_recorded(
     if not walk.complete and len(wanted) > max(DIRECT_READS_MIN, walk.remaining_pages):
         walk.all()
         for run in walk.runs.values():
-            runs.setdefault(run.id, run.to_observed())
+            runs.setdefault(run.id, run)
     complete = walk.complete
     missing: set[str] = set()
     for entry in sorted(state.runs.values(), key=lambda e: e.address):
@@ -520,7 +524,7 @@ def _fingerprint_candidates(
             detail = client.get_run(run_id)
         except NotFoundError:
             continue
-        updated[run_id] = runs[run_id].model_copy(update={"fingerprint": detail.fingerprint()})
+        updated[run_id] = replace(runs[run_id], fingerprint=detail.fingerprint())
     return updated
 
 

@@ -4,15 +4,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from reconciler.model.base import Frozen
 
 
-class ObservedRun(Frozen):
-    """A run as the Platform lists it."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObservedRun:
+    """A run as the Platform lists it.
+
+    A slots dataclass, not a ``Frozen`` model: a plan holds one per listed run (tens of
+    thousands in a shared workspace), and a model instance costs ~1.3 KB of ``__dict__``
+    and fields-set where this costs ~150 bytes. Pydantic fields of this type (``Observation``,
+    ``Plan.unmanaged``) validate and serialise it as they did the model: same keys, same
+    order, unknown keys refused (``__pydantic_config__``). Copy with ``dataclasses.replace``.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     id: str
     name: str = ""

@@ -215,10 +215,17 @@ class PlatformClient(PlatformConnection):
 
     # ------------------------------------------------------------------ runs
 
-    def iter_run_pages(self, *, benchmark_id: str | None = None) -> Iterator[list[RunSummary]]:
-        """E4 one page at a time (limit 50), optionally filtered by benchmark id."""
+    def iter_run_pages(
+        self, *, benchmark_id: str | None = None, ahead: int = 1, start: int = 0
+    ) -> Iterator[list[RunSummary]]:
+        """E4 one page at a time (limit 50) from offset ``start``, optionally filtered by
+        benchmark id; ``ahead`` pages are requested at a time. A caller that keeps only part
+        of each run (``engine.observe.RunWalk``) never holds the whole list as models; a run
+        listed on two pages (offsets shift while runs are created) comes twice."""
         extra = {"benchmark": benchmark_id} if benchmark_id else None
-        for page in self._pages("/benchmark-runs", "benchmark_runs", extra):
+        for page in self._pages(
+            "/benchmark-runs", "benchmark_runs", extra, start=start, ahead=ahead
+        ):
             yield [self._build(RunSummary.from_api, raw, "benchmark run") for raw in page]
 
     def list_runs(

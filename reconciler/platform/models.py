@@ -11,6 +11,7 @@ without a path) raise ``ValueError``; the client turns that into ``InvalidRespon
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -362,6 +363,10 @@ class BenchmarkDetail(Benchmark):
 # --------------------------------------------------------------------------- runs
 
 
+def _interned(value: str | None) -> str | None:
+    return None if value is None else sys.intern(value)
+
+
 class RunSummary(PlatformModel):
     """A run as E4 lists it (and ``benchmark_run`` of E5), fallbacks applied."""
 
@@ -414,14 +419,14 @@ class RunSummary(PlatformModel):
 
     def to_observed(self, fingerprint: str | None = None) -> ObservedRun:
         """The shared core type the plan compares against."""
-        # Every value was validated into this model with the same types: skip a second
-        # validation (one per listed run, tens of thousands on a large workspace).
-        return ObservedRun.model_construct(
+        # A slots dataclass: no second validation of values this model already checked.
+        # The strings most runs share are interned: one object each, not one per run.
+        return ObservedRun(
             id=self.id,
             name=self.name,
-            status=self.status,
-            benchmark_id=self.benchmark_id,
-            benchmark_name=self.benchmark_name,
+            status=sys.intern(self.status),
+            benchmark_id=_interned(self.benchmark_id),
+            benchmark_name=_interned(self.benchmark_name),
             created_at=self.created_at,
             completed_at=self.completed_at,
             platform_url=self.platform_url,

@@ -514,9 +514,12 @@ def parse(text: str, filename: str) -> LockState:
     runs_table = raw.get("runs", {})
     if not isinstance(runs_table, dict):
         raise _shape_error(filename, locator, ["runs"], "must be a table of addresses")
+    # Each table is dropped from the parsed document once its entry is built, so the
+    # document and the entries are never both whole in memory (the largest of a big
+    # lockfile's transients).
     runs = {
-        address: _build_run(address, table, filename, locator)
-        for address, table in runs_table.items()
+        address: _build_run(address, runs_table.pop(address), filename, locator)
+        for address in list(runs_table)
     }
     rejections_table = raw.get("rejections", {})
     if not isinstance(rejections_table, dict):
@@ -531,7 +534,8 @@ def parse(text: str, filename: str) -> LockState:
             filename, locator, ["history"], "must be an array of tables ([[history]])"
         )
     history = tuple(
-        _build_history(index, table, filename, locator) for index, table in enumerate(history_list)
+        _build_history(index, _take(history_list, index), filename, locator)
+        for index in range(len(history_list))
     )
     baselines_table = raw.get("baselines", {})
     if not isinstance(baselines_table, dict):
@@ -554,6 +558,13 @@ def parse(text: str, filename: str) -> LockState:
         history=history,
         baselines=baselines,
     )
+
+
+def _take(items: list[Any], index: int) -> Any:
+    """``items[index]``, leaving None in its place (see ``parse``: built entries drop their
+    parsed tables)."""
+    item, items[index] = items[index], None
+    return item
 
 
 def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -658,15 +669,11 @@ def read_lockfile_bytes(path: Path, name: str) -> bytes | None:
         ) from None
 
 
-def load_lockfile(
-    data: bytes | None, *, name: str, platform: str | None, workspace: str | None
-) -> LockState:
-    """The state in a lockfile's bytes (None: no lockfile, an empty state); see
-    ``read_lockfile`` for what is refused."""
-    if data is None:
-        return new_state(platform or "", workspace or "")
+def lockfile_text(data: bytes, name: str) -> str:
+    """A lockfile's bytes as text; ``StateError`` (line and column) when not UTF-8. A
+    caller that passes its only reference to the bytes has them freed before the parse."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -675,6 +682,17 @@ def load_lockfile(
             f"{exc.start})",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=name),
         ) from None
+
+
+def load_lockfile(
+    data: bytes | str | None, *, name: str, platform: str | None, workspace: str | None
+) -> LockState:
+    """The state in a lockfile's bytes or text (None: no lockfile, an empty state); see
+    ``read_lockfile`` for what is refused."""
+    if data is None:
+        return new_state(platform or "", workspace or "")
+    text = data if isinstance(data, str) else lockfile_text(data, name)
+    del data  # the bytes of a big lockfile are not kept through the parse
     state = parse(text, name)
     mismatches = []
     flags = []

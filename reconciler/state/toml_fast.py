@@ -187,6 +187,9 @@ def _fast_load(text: str) -> dict[str, Any] | None:
     current = root
     pos, end = 0, len(text)
     simple_line = _F_SIMPLE_LINE.match
+    # One object per distinct short string and per date-time: a big lockfile repeats the
+    # same statuses, benchmark ids, addresses and timestamps thousands of times.
+    shared: dict[str, Any] = {}
     try:
         while pos < end:
             # Most lines are `key = "plain string" | integer | datetime | bool`: one regex.
@@ -196,7 +199,8 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                 if key in current:
                     raise _NotCanonical
                 if match.group(3) is not None:
-                    current[key] = match.group(3)
+                    value = match.group(3)
+                    current[key] = shared.setdefault(value, value) if len(value) <= 48 else value
                 elif match.group(4) is not None:
                     current[key] = int(match.group(4))
                 elif match.group(5) is not None:
@@ -205,10 +209,14 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                     current[key] = value = json.loads(match.group(12))
                     frozen.add(id(value))
                 else:
-                    try:
-                        current[key] = _utc(match.group(6, 7, 8, 9, 10, 11))
-                    except ValueError:
-                        raise _NotCanonical from None
+                    stamp = text[match.start(6) : match.end(11)]
+                    value = shared.get(stamp)
+                    if value is None:
+                        try:
+                            value = shared[stamp] = _utc(match.group(6, 7, 8, 9, 10, 11))
+                        except ValueError:
+                            raise _NotCanonical from None
+                    current[key] = value
                 pos = match.end()
                 continue
             pos = _F_WS.match(text, pos).end()

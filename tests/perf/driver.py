@@ -7,6 +7,9 @@ Run: ``python -m tests.perf.driver MODE REPO URL [ARG ...]``; prints one JSON li
   import;
 * ``naive``: the baseline a script around ``osmosis benchmark runs info`` gives: read the
   configs and the lockfile, then one E5 info request per recorded run (current and history);
+* ``parse``: the memory floor: import the tool, then ``tomllib`` parsing the same configs
+  and lockfile into dicts;
+* ``trace``: ``plan`` under ``tracemalloc`` (traced peak, what is held, top sites by file);
 * ``floor``: ``tomllib`` parsing the same configs and lockfile, then the minimum number of
   list requests (one per 50 runs of the workspace) with a plain httpx loop;
 * ``apply WORKSPACE PARALLELISM``: plan (untimed), then ``Session.apply`` of its submits;
@@ -28,7 +31,9 @@ import time
 from pathlib import Path
 
 
-def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
+def _plan(
+    repo: Path, url: str, refresh: str = "incremental", snapshots: list | None = None
+) -> dict:
     started = time.perf_counter()
     import argparse
     import io
@@ -49,6 +54,10 @@ def _plan(repo: Path, url: str, refresh: str = "incremental") -> dict:
         t0 = time.perf_counter()
         plan, _snapshots = session.make_plan()
         t1 = time.perf_counter()
+        if snapshots is not None:  # ``trace``: what the plan holds once it is made
+            import tracemalloc
+
+            snapshots.append(tracemalloc.take_snapshot())
         text = session.render(plan, "text", color=False)
         t2 = time.perf_counter()
         requests = session.ctx.client.request_count
@@ -107,6 +116,41 @@ def _floor(repo: Path, url: str) -> dict:
             offset = body.get("next_offset") if body.get("benchmark_runs") else None
     t2 = time.perf_counter()
     return {"seconds": t2 - t0, "parse": t1 - t0, "list": t2 - t1, "requests": pages}
+
+
+def _parse(repo: Path, url: str) -> dict:
+    """The memory floor: import what ``osmosis-plan`` imports, then parse the same configs
+    and lockfile into dicts with ``tomllib`` (each dropped after it is parsed)."""
+    import tomllib
+
+    import reconciler.cli.main  # noqa: F401
+    import reconciler.engine.session  # noqa: F401
+
+    paths = sorted((repo / "benchmarks").rglob("*.toml")) + [repo / "state" / "osmosis.lock"]
+    t0 = time.perf_counter()
+    for path in paths:
+        with open(path, "rb") as handle:
+            tomllib.load(handle)
+    return {"seconds": time.perf_counter() - t0}
+
+
+def _trace(repo: Path, url: str) -> dict:
+    """``plan`` under ``tracemalloc``: the traced peak, what is held once the plan is made,
+    and the top allocation sites then (by file), to say where the bytes go."""
+    import tracemalloc
+
+    tracemalloc.start()
+    snapshots: list = []
+    result = _plan(repo, url, snapshots=snapshots)
+    _now, peak = tracemalloc.get_traced_memory()
+    snapshot = snapshots[0].filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    top = snapshot.statistics("filename")[:12]
+    return {
+        **result,
+        "traced_peak_mb": peak / 1e6,
+        "traced_held_mb": sum(s.size for s in snapshot.statistics("filename")) / 1e6,
+        "top": [(str(s.traceback[0].filename), round(s.size / 1e6, 1), s.count) for s in top],
+    }
 
 
 def _session_args(repo: Path, url: str, workspace: str, extra: list[str]):
@@ -299,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         "plan": _plan,
         "naive": _naive,
         "floor": _floor,
+        "parse": _parse,
+        "trace": _trace,
         "apply": _apply,
         "download": _download,
         "plain": _plain,

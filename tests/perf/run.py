@@ -137,10 +137,12 @@ def plan_size(
         repo: PlanRepo = build_plan_repo(data.parent, server, n, m)
         with server.client() as client:  # warm the server's caches before measuring
             client.list_runs()
-        plans, floors = [], []
+        plans, floors, parses = [], [], []
         for _ in range(k):  # interleaved, so load from elsewhere hits both alike
             floors.append(driver("floor", repo.root, server.url))
             plans.append(driver("plan", repo.root, server.url))
+            if headline:
+                parses.append(driver("parse", repo.root, server.url))
         naives = [driver("naive", repo.root, server.url) for _ in range(naive)]
     wall, floor = stat(plans, "seconds"), stat(floors, "seconds")
     req, floor_req = plans[0]["requests"], floors[0]["requests"]
@@ -171,15 +173,24 @@ def plan_size(
             f"floor + 2 + {candidates} cand.",
             req <= floor_req + 2 + candidates,
         )
+        rss, floor_rss = stat(plans, "rss_mb"), stat(parses, "rss_mb")
         row(
             "",
             "peak RSS MB",
-            stat(plans, "rss_mb"),
+            rss,
             ".0f",
-            "",
-            "",
-            "< 300",
-            stat(plans, "rss_mb").median < 300,
+            f"parse {floor_rss.median:.0f}",
+            f"{rss.median / floor_rss.median:.2f}x",
+            "< 150",
+            rss.median < 150,
+        )
+        traced = driver("trace", repo.root, server.url)
+        NOTES.append(
+            f"{label}: under tracemalloc the plan's traced peak is "
+            f"{traced['traced_peak_mb']:.0f} MB, {traced['traced_held_mb']:.0f} MB held once "
+            "planned; top files: "
+            + ", ".join(f"{Path(f).name} {mb} MB" for f, mb, _n in traced["top"][:6])
+            + "; the floor imports the tool and parses the same files with tomllib."
         )
         NOTES.append(
             f"{label}: the plan prints {plans[0]['summary']!r} "

@@ -921,3 +921,29 @@ def test_a_root_commit_that_is_not_a_sha_names_the_key(tmp_path: Path) -> None:
     text = HEADER.replace("version = 1", "version = 2") + 'root_commit = "nope"\n'
     error = read_error(write_text(tmp_path, text))
     assert error.message == "state/osmosis.lock:6: root_commit: must be a commit sha (found 'nope')"
+
+
+def test_entries_read_from_one_lockfile_share_their_fields_set() -> None:
+    """A big lockfile's entries hold one fields-set per set of keys, not one each; the
+    shared set never leaks a change from one entry's copy into another."""
+    history = tuple(
+        HistoryEntry(
+            address=f"a/{i % 3}",
+            run_id=f"r{i}",
+            run_name=None,
+            spec_digest="sha256:x",
+            status="finished",
+            ended_at=T0,
+            reason="replaced",
+        )  # fmt: skip
+        for i in range(6)
+    )
+    state = new_state("local", "demo").model_copy(update={"history": history})
+    parsed = parse(serialize(state), NAME)
+    first, second = parsed.history[0], parsed.history[1]
+    assert first.model_fields_set is second.model_fields_set
+    assert first.ended_at is second.ended_at  # one object per repeated timestamp
+    changed = first.model_copy(update={"outputs_pending": True})
+    assert "outputs_pending" in changed.model_fields_set
+    assert "outputs_pending" not in second.model_fields_set
+    assert serialize(parsed) == serialize(state)

@@ -1114,3 +1114,26 @@ def test_submit_retries_pool_timeout_because_nothing_was_sent() -> None:
     client, _ = make_client(rec)
     assert client.submit_run({}).id == "run-9"
     assert len(rec.requests) == 2
+
+
+def test_iter_run_pages_starts_at_the_given_offset() -> None:
+    rec = Recorder(_runs_page(50, 50, 100), _runs_page(100, 20, None))
+    client, _ = make_client(rec)
+    pages = list(client.iter_run_pages(start=50))
+    assert [page[0].id for page in pages] == ["run-50", "run-100"]
+    assert [r.url.params["offset"] for r in rec.requests] == ["50", "100"]
+
+
+def test_run_walk_keeps_each_listed_run_as_an_observed_run_once() -> None:
+    from reconciler.engine.observe import RunWalk
+    from reconciler.model import ObservedRun
+
+    # The second page repeats the first page's last run (a run created meanwhile).
+    rec = Recorder(_runs_page(0, 50, 50), _runs_page(49, 3, None))
+    client, _ = make_client(rec)
+    walk = RunWalk(client)
+    walk.all()
+    assert walk.complete and walk.pages == 2
+    assert list(walk.runs) == [f"run-{i}" for i in range(52)]
+    assert all(type(run) is ObservedRun for run in walk.runs.values())
+    assert walk.runs["run-7"] == ObservedRun(id="run-7", name="n7", status="finished")
