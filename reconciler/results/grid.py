@@ -213,7 +213,7 @@ def render_grids_text(grids: Sequence[Grid], width: int = 100) -> str:
             out.append("")
     legend = _legend(grids)
     if legend:
-        out += [legend, ""]
+        out += [*textwrap.wrap(legend, width, subsequent_indent="  "), ""]
     return "\n".join(out)
 
 
