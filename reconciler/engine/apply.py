@@ -94,6 +94,18 @@ def retire(state: LockState, address: str, reason: str, now: datetime) -> LockSt
 # --------------------------------------------------------------------------- apply
 
 
+def _one_line(details: Sequence[str]) -> str:
+    """A blocked item's details on one line: "; " between them, except after a detail that
+    introduces the lines under it (ending in ":", such as a smoke run's last error lines)."""
+    parts: list[str] = []
+    for detail in details:
+        if parts and parts[-1].endswith(":"):
+            parts[-1] += " " + detail.strip()
+        else:
+            parts.append(detail.strip())
+    return "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What happened to one plan item."""
@@ -182,7 +194,7 @@ class Applier:
         # fails its apply job visibly instead of passing with nothing done.
         for item in plan.items:
             if item.action is Action.BLOCKED:
-                outcome = Outcome(item, False, "; ".join(item.details) or "cannot succeed")
+                outcome = Outcome(item, False, _one_line(item.details) or "cannot succeed")
                 self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]
