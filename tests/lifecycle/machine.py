@@ -98,6 +98,8 @@ FAULTS: Counter[str] = Counter()
 CHECKS: Counter[str] = Counter()
 VIOLATIONS: Counter[str] = Counter()
 OUTCOMES: Counter[str] = Counter()
+DETAILS: list[str] = []
+"""The first violations' messages (a violation Hypothesis could not replay still shows)."""
 """Process-wide tallies across sequences, printed by ``tests.lifecycle.run``: rules run,
 faults injected, invariant checks and violations, and what the product did (smoke stages)."""
 INVARIANTS = (
@@ -209,7 +211,8 @@ def _body_of(spec: dict[str, Any]) -> tuple[str, int]:
     """(model, attempts per task) of a submit body as the lockfile's intent records it."""
     agents = spec.get("agents") or [{}]
     model = (agents[0].get("model") or {}).get("model", "")
-    return model, int((spec.get("execution") or {}).get("attempts_per_task", 1))
+    execution = spec.get("execution_config") or spec["execution"]
+    return model, int(execution["attempts_per_task"])
 
 
 PICK = st.integers(0, 7)
@@ -363,6 +366,8 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def _violate(self, name: str, detail: str) -> None:
         VIOLATIONS[name] += 1
+        if len(DETAILS) < 5:
+            DETAILS.append(f"{name}: {detail}\n{self.last_apply}")
         raise Violation(f"invariant {name} violated: {detail}")
 
     # -- rules: configs --------------------------------------------------------
@@ -1067,6 +1072,7 @@ def world(base: Path) -> Iterator[None]:
 
 __all__ = [
     "CHECKS",
+    "DETAILS",
     "EXPECTED_FAULTS",
     "EXPECTED_RULES",
     "FAULTS",
