@@ -64,7 +64,8 @@ from reconciler.outputs.downloads import (
 )
 from reconciler.plan.smoke import SMOKE
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
-from reconciler.state.lockfile import StateStore, put_run, rekey_run, retire_run
+from reconciler.state.lockfile import put_run, rekey_run, retire_run
+from reconciler.state.store import StateStore
 
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8
