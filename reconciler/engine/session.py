@@ -27,7 +27,6 @@ from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.engine.outcomes import recorded_changes, unsuccessful_runs
-from reconciler.engine.precheck import try_catalog_issues
 from reconciler.engine.prefetch import Prefetch
 from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
 from reconciler.engine.smoke_logs import with_smoke_logs
@@ -68,7 +67,6 @@ from reconciler.render import (
     render_text,
     saved_plan_text,
 )
-from reconciler.state.gitlock import GitLock, GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     check_provenance,
@@ -87,6 +85,7 @@ from reconciler.state.store import StateStore
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
     from reconciler.engine.apply import Applier, ApplyResult, Outcome
+    from reconciler.state.gitlock import GitLock, GuardedRefs
 
 
 class Session:
@@ -201,6 +200,8 @@ class Session:
         preflight error of those that did (``engine.precheck``), sorted by file and line."""
         found = list(issues)
         if parsed:
+            from reconciler.engine.precheck import try_catalog_issues  # only on config errors
+
             extra = try_catalog_issues(
                 self.ctx.client,
                 parsed,
@@ -308,6 +309,8 @@ class Session:
         git = self.ctx.git
         if git is None or self.lock_kind() is not LockKind.GIT:
             return frozenset()
+        from reconciler.state.gitlock import read_state_record  # the git lock only
+
         try:
             data = read_state_record(git.root, self.guarded_refs())
         except GitError as exc:
@@ -642,6 +645,8 @@ class Session:
                 )
             if kind is LockKind.GIT:
                 assert git is not None
+                from reconciler.state.gitlock import hold_git_lock
+
                 # Across machines too (laptop and CI): see gitlock.py.
                 self.git_lock = stack.enter_context(
                     hold_git_lock(
@@ -673,6 +678,8 @@ class Session:
 
     def guarded_refs(self) -> GuardedRefs:
         """The git lock and state refs of this Platform and workspace."""
+        from reconciler.state.gitlock import GuardedRefs
+
         return GuardedRefs(self.ctx.platform_id, self.ctx.workspace)
 
     def refresh(self, *, record: bool) -> tuple[Plan, tuple[RecordedChange, ...]]:

@@ -29,7 +29,6 @@ from reconciler.model import (
 )
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, run_label, timestamp
-from reconciler.plan.preflight import paid_item
 from reconciler.plan.smoke import SMOKE, passed_smoke_run, rule_for
 
 
@@ -65,6 +64,8 @@ def _moved_to(draft: Draft, entry: RecordedRun, sent: str) -> str | None:
 
 def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     """A submit was in flight when apply stopped: adopt its run, or submit again."""
+    from reconciler.plan.preflight import paid_item  # a pending submit: loaded only then
+
     intent = entry.intent
     assert intent is not None
     wanted = draft.desired.get(entry.address)
