@@ -102,9 +102,12 @@ from reconciler.state.provenance import (  # noqa: F401  (re-exported)
     _PEEK_LINEAGE,
     _PEEK_REPOSITORY,
     _PEEK_SERIAL,
+    _PEEK_WATERMARK,
     FOREIGN_STATE_FLAG,
     check_provenance,
     peek_header,
+    peek_watermark,
+    peek_watermark_in,
     same_repository,
 )
 from reconciler.state.tables import (  # noqa: F401  (re-exported)
@@ -360,37 +363,6 @@ _HEADER_KEYS = frozenset(
 
 HEADER_BYTES = _PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
-_PEEK_WATERMARK = re.compile(
-    r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
-)
-
-
-def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
-    """(known, watermark) from the lockfile's first lines, without reading the whole file:
-    lets the run list start (on a thread) before the lockfile is parsed. ``known`` is False
-    when the header cannot be read this way (the full parse decides then)."""
-    try:
-        with open(path, "rb") as handle:
-            return peek_watermark_in(handle.read(_PEEK_BYTES))
-    except FileNotFoundError:
-        return True, None
-    except OSError:
-        return False, None
-
-
-def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
-    """``peek_watermark`` of lockfile bytes already read (None: no lockfile)."""
-    if data is None:
-        return True, None
-    head = data[:_PEEK_BYTES].decode("utf-8", "replace")
-    body, _, _ = head.partition("\n[")
-    match = _PEEK_WATERMARK.search(body)
-    if match:
-        try:
-            return True, _utc(match.groups())
-        except ValueError:
-            return False, None
-    return ("\n[" in head or len(head) < _PEEK_BYTES), None
 
 
 def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> LockState:
