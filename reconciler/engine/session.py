@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
@@ -222,14 +222,18 @@ class Session:
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         return self.lockfile(self.ctx.state_path, self.ctx.settings.state)
 
-    def parse_state(self, data: bytes | str | None) -> LockState:
+    def parse_state(
+        self, data: bytes | str | None, specs: Mapping[str, Any] | None = None
+    ) -> LockState:
         """The state in the lockfile's bytes (or their text, ``lockfile_text``), checked to
-        be this repository's own (``check_provenance``)."""
+        be this repository's own (``check_provenance``). ``specs``: address -> the body its
+        config builds, shared by entries that recorded the same one (``parse``)."""
         state = load_lockfile(
             data,
             name=self.ctx.settings.state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
+            specs=specs,
         )
         git = self.ctx.git
         if git is not None:
@@ -351,6 +355,7 @@ class Session:
         prefetches: list[Prefetch] = []
         lockfile: list[bytes | None] = []
         parsed: list[LockState] = []
+        specs: dict[str, Any] = {}
 
         def state() -> LockState:
             if not parsed:
@@ -359,10 +364,12 @@ class Session:
                 data = lockfile.pop()
                 text = None if data is None else lockfile_text(data, self.ctx.settings.state)
                 del data
-                parsed.append(self.parse_state(text))
+                parsed.append(self.parse_state(text, specs))
             return parsed[0]
 
         def valid(runs: tuple[DesiredRun, ...]) -> None:
+            # An unchanged config's recorded body is its body: held once, not twice.
+            specs.update((r.address, r.spec) for r in runs)
             lockfile.append(self.read_lockfile())
             data = lockfile[0]
             # The walk needs only the header (the watermark); it runs on past the parse.

@@ -144,6 +144,8 @@ def plan_size(
             if headline:
                 parses.append(driver("parse", repo.root, server.url))
         naives = [driver("naive", repo.root, server.url) for _ in range(naive)]
+        # While the server is up (it closes with this block).
+        traced = driver("trace", repo.root, server.url) if headline else {}
     wall, floor = stat(plans, "seconds"), stat(floors, "seconds")
     req, floor_req = plans[0]["requests"], floors[0]["requests"]
     label = f"plan N={n:,} M={m:,}"
@@ -184,7 +186,6 @@ def plan_size(
             "< 150",
             rss.median < 150,
         )
-        traced = driver("trace", repo.root, server.url)
         NOTES.append(
             f"{label}: under tracemalloc the plan's traced peak is "
             f"{traced['traced_peak_mb']:.0f} MB, {traced['traced_held_mb']:.0f} MB held once "
