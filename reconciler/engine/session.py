@@ -753,7 +753,7 @@ class Session:
             self.cancel.set()
             raise
         finally:
-            unsaved = _flush(store)
+            unsaved = store.flush_or_why()
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
         result.wait = waits[-1] if waits else None
@@ -861,15 +861,6 @@ class Session:
         if result.wait is not None and result.wait.timed_out:
             return 4
         return 0
-
-
-def _flush(store: StateStore) -> str | None:
-    """Write what is pending; why it failed, if it did (a full disk must not hide the result)."""
-    try:
-        store.flush()
-    except StateError as exc:
-        return exc.message
-    return None
 
 
 def _address_of(path: str, benchmarks: str) -> str:
