@@ -282,6 +282,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Addresses whose smoke stage a person skipped (trailer or flag) in this sequence."""
         self.others: set[str] = set()
         """Runs that are not this repository's: the colleague's and the solo repository's."""
+        self.stopped_by_others: set[str] = set()
+        """Runs of others that their own repository's apply stopped (a replace there)."""
         self.ambiguous: set[str] = set()
         """Runs of others neither ours nor provably theirs (``_note_ambiguous``)."""
         self.same_token: dict[str, tuple[str, int]] = {}
@@ -603,11 +605,16 @@ class LifecycleMachine(RuleBasedStateMachine):
         _git(self.colleague, "add", "-A")
         _git(self.colleague, "commit", "-q", "--allow-empty", "-m", "colleague")
         before = self._all_run_ids()
+        active = {k for k, (v, _t) in self._statuses().items() if v in ACTIVE}
         self._clear_fault()
         token = COLLEAGUE_TOKEN if another_user else TOKEN
         result = self._cli(self.colleague, apply_main, "--auto-approve", token=token)
         made = self._all_run_ids() - before
         self.others |= made
+        # The colleague's apply replaces its own run when its config there changed.
+        self.stopped_by_others |= (
+            {k for k, (v, _t) in self._statuses().items() if v == "stopped"} & active & self.others
+        )
         if not another_user:
             self.same_token.update(dict.fromkeys(made, (model, attempts)))
         CHECKS["exit_codes_documented"] += 1
@@ -994,7 +1001,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         stopped = [
             run_id
             for run_id, (status, _t) in self._statuses().items()
-            if run_id in self.others and status == "stopped"
+            if run_id in self.others
+            and status == "stopped"
+            and run_id not in self.stopped_by_others
         ]
         if stopped:
             self._violate("unmanaged_never_touched", f"stopped a colleague's run {stopped}")
