@@ -762,7 +762,7 @@ class Session:
         waits: list[WaitReport],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
-        from reconciler.engine.apply import wait_for_runs
+        from reconciler.engine.observe import wait_for_runs
 
         entries = [
             (address, e)
