@@ -25,7 +25,8 @@ from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
 from reconciler.escaping import escape_text
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
-from reconciler.state.lockfile import StateStore, read_lockfile
+from reconciler.state.lockfile import read_lockfile
+from reconciler.state.store import StateStore
 
 DESCRIPTION = """\
 Bring existing Platform runs under management: write a config generated from the run's

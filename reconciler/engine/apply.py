@@ -64,7 +64,8 @@ from reconciler.outputs.downloads import (
 )
 from reconciler.plan.smoke import SMOKE
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
-from reconciler.state.lockfile import StateStore, put_run, rekey_run, retire_run
+from reconciler.state.lockfile import put_run, rekey_run, retire_run
+from reconciler.state.store import StateStore
 
 Clock = Callable[[], datetime]
 DOWNLOAD_WORKERS = 8
@@ -96,6 +97,18 @@ def retire(state: LockState, address: str, reason: str, now: datetime) -> LockSt
 
 
 # --------------------------------------------------------------------------- apply
+
+
+def _one_line(details: Sequence[str]) -> str:
+    """A blocked item's details on one line: "; " between them, except after a detail that
+    introduces the lines under it (ending in ":", such as a smoke run's last error lines)."""
+    parts: list[str] = []
+    for detail in details:
+        if parts and parts[-1].endswith(":"):
+            parts[-1] += " " + detail.strip()
+        else:
+            parts.append(detail.strip())
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -189,7 +202,7 @@ class Applier:
         # fails its apply job visibly instead of passing with nothing done.
         for item in plan.items:
             if item.action is Action.BLOCKED:
-                outcome = Outcome(item, False, "; ".join(item.details) or "cannot succeed")
+                outcome = Outcome(item, False, _one_line(item.details) or "cannot succeed")
                 self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]

@@ -71,7 +71,8 @@ from reconciler.model import (
 from reconciler.plan import spec_changes
 from reconciler.plan.preflight import task_count
 from reconciler.platform import BenchmarkDetail, PlatformClient, RunDetail, RunSummary
-from reconciler.state.lockfile import StateStore, put_run, retire_run
+from reconciler.state.lockfile import put_run, retire_run
+from reconciler.state.store import StateStore
 
 __all__ = [
     "EVERY_AGENT",

@@ -71,7 +71,6 @@ from reconciler.render import (
 from reconciler.state.gitlock import GitLock, GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
-    StateStore,
     check_provenance,
     check_state_path,
     load_lockfile,
@@ -83,6 +82,7 @@ from reconciler.state.lockfile import (
     write_lockfile,
 )
 from reconciler.state.locking import LockKind, choose_lock, hold_lock, machine_lock_path
+from reconciler.state.store import StateStore
 
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.

@@ -97,6 +97,7 @@ from reconciler.model.settings import (
     SmokeRule,
 )
 from reconciler.model.status import (
+    OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
     RunStatus,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "ResultRow",
     "RunResults",
     "RunStatus",
+    "OUTPUTS_DUE_STATUSES",
     "Settings",
     "Smoke",
     "SmokeRule",

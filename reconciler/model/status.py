@@ -80,6 +80,10 @@ _TERMINAL = frozenset({RunStatus.FINISHED, RunStatus.FAILED, RunStatus.STOPPED})
 _UNSUCCESSFUL = frozenset({RunStatus.FAILED, RunStatus.STOPPED})
 _NOT_STARTED = frozenset({RunStatus.PENDING, RunStatus.QUEUED})
 
+OUTPUTS_DUE_STATUSES = frozenset({RunStatus.FINISHED, RunStatus.FAILED})
+"""A run that ran to its end on its own: its outputs are results to keep (a run stopped
+because its config went has nothing worth a download)."""
+
 RERUN_HINT = (
     "re-run it with `osmosis-apply --replace {address}`, or from CI with an empty commit: "
     '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'

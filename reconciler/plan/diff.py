@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from reconciler.model import (
+    OUTPUTS_DUE_STATUSES,
     Action,
     DesiredRun,
     DriftKind,
@@ -73,11 +74,6 @@ def _plan_history_downloads(draft: Draft) -> None:
                 details=(f"an earlier run of {old.address} ({old.reason}); kept in the history",),
             )
         )
-
-
-OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
-"""A run that ran to its end on its own: its outputs are results to keep (a run stopped
-because its config went has nothing worth a download)."""
 
 
 def _outputs_before_leaving(draft: Draft, entry: RecordedRun, run: ObservedRun | None) -> None:

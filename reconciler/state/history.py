@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from reconciler.model import (
+    OUTPUTS_DUE_STATUSES,
     HistoryEntry,
     LockState,
     RecordedRun,
@@ -45,10 +46,6 @@ def add_history(state: LockState, entry: HistoryEntry) -> LockState:
 OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
 """History reasons after which an ended run's outputs are still fetched (``moved`` carries
 the run on under its new address; ``lost`` has no run to fetch from)."""
-
-
-OUTPUTS_DUE_STATUSES = frozenset({"finished", "failed"})
-"""Statuses of a run that ran to its end on its own: its outputs are results to keep."""
 
 
 def _history_entry(

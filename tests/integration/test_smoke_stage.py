@@ -344,6 +344,11 @@ def test_the_blocked_full_run_quotes_the_smoke_runs_last_error_lines(
     comment = osm.plan("--format", "markdown").out
     assert "the smoke run's last error lines:" in comment
     assert "the model endpoint answered 502 Bad Gateway" in comment
+    # The apply reports the blocked item on one line, the quoted lines after their colon.
+    applied = osm.apply("--auto-approve")
+    assert applied.code == 1, applied
+    line = next(x for x in applied.out.splitlines() if "lines: " in x and "tb/full" in x)
+    assert "last error lines: " in line and ":;" not in line and why in line, line
     # The command the blocked reason names shows the same line.
     logs = osm.run("osmosis-logs", f"tb/full@{label}", "--level", "warning")
     assert logs.code == 0, logs

@@ -12,8 +12,8 @@ The world of one sequence:
   applied with this repository's token (one service token for the organisation: the
   harder case for ownership, the creator is the same) or as another user
   (``COLLEAGUE_TOKEN``);
-* a ``solo`` repository started without a remote that gains one later (at most once a
-  sequence), in the same workspace: a fresh clone of it must accept its lockfile;
+* ``solo`` repositories started without a remote that gain one later, in the same
+  workspace, with this repository's token: a fresh clone of each must accept its lockfile;
 * the served local Platform (one per process, a fresh workspace per sequence) on a clock
   moved only by the ``time_passes`` rule, and its fault knobs. A config whose model is
   ``ERRORING`` meets an endpoint that answers errors: its runs fail, smoke runs included.
@@ -98,6 +98,8 @@ FAULTS: Counter[str] = Counter()
 CHECKS: Counter[str] = Counter()
 VIOLATIONS: Counter[str] = Counter()
 OUTCOMES: Counter[str] = Counter()
+DETAILS: list[str] = []
+"""The first violations' messages (a violation Hypothesis could not replay still shows)."""
 """Process-wide tallies across sequences, printed by ``tests.lifecycle.run``: rules run,
 faults injected, invariant checks and violations, and what the product did (smoke stages)."""
 INVARIANTS = (
@@ -205,6 +207,14 @@ def _config(model: str, attempts: int) -> str:
     )
 
 
+def _body_of(spec: dict[str, Any]) -> tuple[str, int]:
+    """(model, attempts per task) of a submit body as the lockfile's intent records it."""
+    agents = spec.get("agents") or [{}]
+    model = (agents[0].get("model") or {}).get("model", "")
+    execution = spec.get("execution_config") or spec["execution"]
+    return model, int(execution["attempts_per_task"])
+
+
 PICK = st.integers(0, 7)
 """Which of the addresses (or runs) a rule acts on, by position: a plain number, so the
 printed sequence replays as it is (``tests.lifecycle.replay``)."""
@@ -268,13 +278,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.skip_smoke: set[str] = set()
         """Addresses whose smoke stage a person skipped (trailer or flag) in this sequence."""
         self.others: set[str] = set()
-        self.ambiguous: set[str] = set()
-        """Colleague runs neither ours nor provably theirs (``_note_ambiguous``)."""
-        self.same_token_twins: dict[str, str] = {}
-        """Run id -> address of colleague runs made with this repository's token and the
-        same config as ours."""
         """Runs that are not this repository's: the colleague's and the solo repository's."""
-        self.solo_done = False
+        self.ambiguous: set[str] = set()
+        """Runs of others neither ours nor provably theirs (``_note_ambiguous``)."""
+        self.same_token: dict[str, tuple[str, int]] = {}
+        """Run id -> the body it was made from, (model, attempts per task), of the other
+        repositories' runs made with this repository's token."""
         self.crashes = 0
         self.fault: str | None = None
         self.last_apply: Result | None = None
@@ -338,14 +347,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         found += [(h.get("address", ""), h) for h in lock.get("history", [])]
         return found
 
-    def _pending_submits(self) -> set[str]:
-        """Addresses whose submit's outcome the lockfile still has pending (an intent)."""
-        lock = self._lockfile()
-        return {
-            address
-            for address, entry in lock.get("runs", {}).items()
-            if (entry.get("intent") or {}).get("op") == "submit"
-        }
+    def _pending_bodies(self) -> set[tuple[str, int]]:
+        """The bodies, (model, attempts per task), of the submits whose outcome the
+        lockfile still has pending (an intent; a smoke run's body is its own, 1 attempt)."""
+        bodies = set()
+        for entry in self._lockfile().get("runs", {}).values():
+            intent = entry.get("intent") or {}
+            if intent.get("op") == "submit":
+                bodies.add(_body_of(intent.get("spec") or {}))
+        return bodies
 
     def _recorded_ids(self) -> set[str]:
         return {e["run_id"] for _a, e in self._entries() if e.get("run_id")}
@@ -356,6 +366,8 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def _violate(self, name: str, detail: str) -> None:
         VIOLATIONS[name] += 1
+        if len(DETAILS) < 5:
+            DETAILS.append(f"{name}: {detail}\n{self.last_apply}")
         raise Violation(f"invariant {name} violated: {detail}")
 
     # -- rules: configs --------------------------------------------------------
@@ -576,8 +588,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         result = self._cli(self.colleague, apply_main, "--auto-approve", token=token)
         made = self._all_run_ids() - before
         self.others |= made
-        if identical and not another_user:
-            self.same_token_twins.update(dict.fromkeys(made, address))
+        if not another_user:
+            self.same_token.update(dict.fromkeys(made, (model, attempts)))
         CHECKS["exit_codes_documented"] += 1
         if result.code not in (0, 3):
             self._violate("exit_codes_documented", f"colleague apply: {result}")
@@ -615,8 +627,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Another repository's first week, in the same workspace: started without a
         remote, applied, the lockfile committed; then ``origin`` is added and pushed, and a
         fresh clone of it must accept that lockfile (and pay nothing again)."""
-        self.solo_done = True
-        solo = self.dir / "solo"
+        name = f"solo-{uuid.uuid4().hex[:6]}"
+        solo = self.dir / name
         (solo / "benchmarks" / "tb").mkdir(parents=True)
         (solo / "benchmarks" / "tb" / "solo.toml").write_text(_config(model, 1))
         (solo / ".gitignore").write_text(".osmosis/\n")
@@ -629,14 +641,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         applied = self._cli(solo, apply_main, "--auto-approve")
         paid = self._all_run_ids() - before
         self.others |= paid
+        self.same_token.update(dict.fromkeys(paid, (model, 1)))
         self._check_exit("apply", applied, faulted=False)
         _git(solo, "add", "-A")
         _git(solo, "commit", "-q", "-m", "Record apply")
-        bare = self.dir / "solo.git"
+        bare = self.dir / f"{name}.git"
         _git(self.dir, "init", "-q", "--bare", "-b", "main", str(bare))
         _git(solo, "remote", "add", "origin", str(bare))
         _git(solo, "push", "-q", "-u", "origin", "main")
-        clone = self.dir / "solo-clone"
+        clone = self.dir / f"{name}-clone"
         _git(self.dir, "clone", "-q", str(bare), str(clone))
         name = "a_clone_accepts_a_lockfile_written_before_the_remote"
         CHECKS[name] += 1
@@ -647,6 +660,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._check_exit("apply", again, faulted=False)
         extra = self._all_run_ids() - before - paid
         self.others |= extra
+        self.same_token.update(dict.fromkeys(extra, (model, 1)))
         if len(paid) != 1 or extra:
             self._violate(name, f"paid {len(paid)} then {len(extra)} runs for one config")
 
@@ -831,7 +845,6 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._rule("laptop_tryout")
         self._laptop_tryout()
 
-    @precondition(lambda self: not self.solo_done)
     @rule(model=st.sampled_from(MODELS[:2]))
     def remote_added_later(self, model: str) -> None:
         self._rule("remote_added_later")
@@ -937,15 +950,17 @@ class LifecycleMachine(RuleBasedStateMachine):
                 )
 
     def _note_ambiguous(self) -> None:
-        """A colleague's run made with this repository's token and the same body, unrecorded
-        while our submit of that config has its outcome pending: the Platform cannot tell it
-        from the run our lost POST may have made, and the pending intent is the evidence the
-        design accepts (issue 22, ownership by evidence; the plan matches within its clock-skew
-        window). Adopting it is allowed; paying a second run is still checked."""
-        pending = self._pending_submits()
+        """Another repository's run made with this repository's token from the same body as
+        a submit of ours whose outcome is pending, and not recorded yet: the Platform cannot
+        tell it from the run our lost POST may have made, and the pending intent is the
+        evidence the design accepts (docs/ownership.md; the plan matches within its
+        clock-skew window, and a whole sequence lies inside that window). Adopting it is
+        allowed; paying a second run is still checked. Found by the suite: the solo
+        repository's run, and a colleague's 1-attempt run matching our smoke run's body."""
+        pending = self._pending_bodies()
         recorded = self._recorded_ids()
-        for run_id, address in self.same_token_twins.items():
-            if address in pending and run_id not in recorded and run_id in self.others:
+        for run_id, body in self.same_token.items():
+            if body in pending and run_id not in recorded and run_id in self.others:
                 self.others.discard(run_id)
                 self.ambiguous.add(run_id)
 
@@ -992,21 +1007,24 @@ class LifecycleMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """By the end of a sequence every ended managed run's outputs are downloaded: the
         runs end, the CI job applies again (with the fault knobs off) until an apply submits
-        nothing more (a full run after its smoke run, a resubmit), every run then ended.
+        and records nothing more (a full run after its smoke run, a resubmit, an adoption
+        whose outputs the next apply fetches), every run then ended.
         (The clock is moved instead of ``--wait``: a wait sleeps at least a second.)"""
         try:
             if not hasattr(self, "ci"):
                 return
             self._clear_fault()
-            for _round in range(4):
+            for _round in range(6):
                 self.clock.advance(3600 * 48 / 300)
                 before = self._all_run_ids()
+                recorded = self._committed_lock
                 result = self._cli(self.ci, apply_main, "--auto-approve", "--allow-mass-stop")
                 if PLANT == "lost-record":
                     return
                 self._commit_state()
-                if self._all_run_ids() == before:
-                    break
+                if self._all_run_ids() == before and self._committed_lock == recorded:
+                    break  # converged: nothing paid, nothing recorded (an adoption is
+                    # recorded by one apply and its outputs fetched by the next)
             self.one_paid_run_per_request()
             self.smoke_run_once_and_gates_the_full_run()
             CHECKS["ended_runs_downloaded"] += 1
@@ -1054,6 +1072,7 @@ def world(base: Path) -> Iterator[None]:
 
 __all__ = [
     "CHECKS",
+    "DETAILS",
     "EXPECTED_FAULTS",
     "EXPECTED_RULES",
     "FAULTS",

@@ -29,6 +29,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from .machine import (
     CHECKS,
+    DETAILS,
     EXPECTED_FAULTS,
     EXPECTED_RULES,
     FAULTS,
@@ -108,6 +109,7 @@ def worker(examples: int, steps: int, chosen: int, out: Path) -> int:
         "checks": dict(CHECKS),
         "violations": dict(VIOLATIONS),
         "outcomes": dict(OUTCOMES),
+        "details": DETAILS,
         "failure": None
         if failed is None
         else {"error": str(failed), "script": list(getattr(failed, "__notes__", []))},
@@ -134,6 +136,7 @@ def main() -> int:
         k: Counter() for k in ("rules", "faults", "checks", "violations", "outcomes")
     }
     failures: list[tuple[int, dict[str, Any]]] = []
+    details: list[str] = []
     with tempfile.TemporaryDirectory(prefix="lifecycle-reports-") as tmp:
         share = [examples // jobs + (1 if i < examples % jobs else 0) for i in range(jobs)]
         procs = []
@@ -152,6 +155,7 @@ def main() -> int:
             report = json.loads(out.read_text())
             for key in totals:
                 totals[key].update(report.get(key, {}))
+            details += report.get("details", [])
             if report["failure"] is not None:
                 failures.append((index, report["failure"]))
     elapsed = time.monotonic() - started
@@ -177,6 +181,9 @@ def main() -> int:
             f"\nFAILED: exercised fewer than {MIN_COVERAGE} times: {', '.join(thin)} "
             "(more sequences or steps: LIFECYCLE_EXAMPLES, LIFECYCLE_STEPS)"
         )
+    if details and not failures:
+        # Counted but not reported by Hypothesis (it could not replay the sequence).
+        print("\nViolations Hypothesis did not replay:\n" + "\n---\n".join(details))
     for index, failure in failures:
         script = _script(failure["script"])
         SCRIPT.write_text(script)

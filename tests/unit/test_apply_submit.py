@@ -10,7 +10,8 @@ import httpx
 from reconciler.engine.apply import Applier
 from reconciler.model import Action, Plan, PlanItem, Reason, Settings
 from reconciler.platform import PlatformClient
-from reconciler.state.lockfile import StateStore, new_state, read_lockfile
+from reconciler.state.lockfile import new_state, read_lockfile
+from reconciler.state.store import StateStore
 
 
 def applier_answering(task_count: int, tmp_path: Path) -> tuple[Applier, StateStore]:

@@ -273,3 +273,24 @@ def test_the_type_gate_is_strict_for_the_core_and_the_engine() -> None:
         if unit != "reconciler"
     }
     assert wanted <= patterns, wanted - patterns
+
+
+# --------------------------------------------------------------------------- the house limits
+
+TOP_LEVEL_MODULES = 14
+"""At most this many modules directly under ``reconciler/`` (issue 20): the rest live in
+packages named for their concerns."""
+MAX_LINES = 900
+"""No file under ``reconciler/`` longer than this (issue 20): a longer one holds more than
+one job."""
+
+
+def test_the_house_limits_hold() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= TOP_LEVEL_MODULES, top
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"files over {MAX_LINES} lines: {long}"

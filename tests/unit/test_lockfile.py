@@ -18,7 +18,6 @@ from reconciler.paths import relative_path_problem
 from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
     MAX_LOCKFILE_BYTES,
-    StateStore,
     add_history,
     cap_history,
     new_state,
@@ -30,6 +29,7 @@ from reconciler.state.lockfile import (
     serialize,
     write_lockfile,
 )
+from reconciler.state.store import StateStore
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 T0 = datetime(2026, 3, 1, 12, 30, 45, tzinfo=UTC)
