@@ -166,7 +166,8 @@ class Applier:
     client: PlatformClient
     store: StateStore
     http: httpx.Client | Callable[[], httpx.Client]
-    """The client for presigned GETs, or what returns it (asked for at the first download)."""
+    """The client for presigned GETs, or what returns it (asked for by each download once
+    its manifest is read)."""
     repo_root: Path
     download_root: Path
     settings: Settings
@@ -686,7 +687,7 @@ class Applier:
         try:
             result = download_run(
                 self.client,
-                self._http(),
+                self.http,
                 run_id=run_id,
                 run_name=entry.run_name,
                 root=self.download_root,
@@ -732,9 +733,6 @@ class Applier:
             entry.status,
         )
 
-    def _http(self) -> httpx.Client:
-        return self.http if isinstance(self.http, httpx.Client) else self.http()
-
     @contextmanager
     def _slot(self, start: Callable[[], None] = lambda: None) -> Iterator[None]:
         """Hold one slot of the download gate (when there is one), then call ``start``."""
@@ -760,7 +758,7 @@ class Applier:
         types = tuple(item.download_types or self.settings.download_types)
         result = download_run(
             self.client,
-            self._http(),
+            self.http,
             run_id=run_id,
             run_name=old.run_name,
             root=self.download_root,

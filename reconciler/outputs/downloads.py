@@ -629,7 +629,7 @@ class _Stream:
 
 def download_run(
     source: OutputSource,
-    http: httpx.Client,
+    http: httpx.Client | Callable[[], httpx.Client],
     *,
     run_id: str,
     run_name: str | None,
@@ -646,7 +646,8 @@ def download_run(
 ) -> DownloadResult:
     """Download one run's outputs into ``<root>/<run_dir_name(run_name, run_id)>``.
 
-    ``http`` is a plain client for the presigned GETs (no Platform headers). Refusing a
+    ``http`` is a plain client for the presigned GETs (no Platform headers), or what
+    returns it, asked for once the manifest is read (an apply builds it meanwhile). Refusing a
     ``pending``/``queued`` run is the caller's job (it knows the status). Per-file problems
     are collected in ``failures``; Platform refusals that are not transient (401, 404, other
     4xx on E8/E9) raise ``PlatformError``; a manifest with no usable file raises
@@ -693,7 +694,7 @@ def download_run(
 
 def _download_run(
     source: OutputSource,
-    http: httpx.Client,
+    http: httpx.Client | Callable[[], httpx.Client],
     *,
     run_id: str,
     run_name: str | None,
@@ -760,7 +761,8 @@ def _download_run(
         if deadline is not None
         else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
     )
-    engine = _Downloader(source, deadlines.guard(http), run_id, tree, on_progress, sleep, base)
+    client = http if isinstance(http, httpx.Client) else http()
+    engine = _Downloader(source, deadlines.guard(client), run_id, tree, on_progress, sleep, base)
     sha: dict[str, str] = {}
     downloaded = skipped = bytes_downloaded = 0
     pending: list[_Item] = []

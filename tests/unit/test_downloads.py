@@ -1065,3 +1065,21 @@ def test_gate_is_released_when_the_platform_refuses_the_urls(tmp_path):
         run(source, Server({"summary.csv": b"abc"}), tmp_path, gate=gate)
     assert gate.entered == 1 and not gate.held
     assert partials(tmp_path) == []
+
+
+TYPES_ALL = ("summary", "results", "artifacts", "logs")
+
+
+def test_a_client_factory_is_asked_once_the_manifest_is_read(tmp_path):
+    files, bodies = standard_files()
+    source = Source(files)
+    asked: list[int] = []
+
+    def factory() -> httpx.Client:
+        asked.append(len(source.manifest_types))
+        return make_http(Server(bodies))
+
+    result = download_run(
+        source, factory, run_id=RUN_ID, run_name="hle-smoke", root=tmp_path, types=TYPES_ALL
+    )
+    assert result.complete and asked == [1]
