@@ -32,7 +32,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.engine.report import RunRef, WaitReport
 from reconciler.errors import (
     ConfigError,
     ConfigIssue,
@@ -45,6 +44,7 @@ from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
     from reconciler.engine.apply import Outcome
+    from reconciler.engine.report import RunRef, WaitReport
     from reconciler.model import Plan, PlanItem
 
 FORMAT_VERSION = "1.0"

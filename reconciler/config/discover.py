@@ -17,12 +17,26 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reconciler.paths import check_inside, describe_link
 
 CONFIG_SUFFIX = ".toml"
+GENERATOR_SUFFIX = ".matrix.toml"
+
+
+def is_generator(relpath: str) -> bool:
+    """A run generator's file name (``config.generator`` expands it; here so a plan of plain
+    configs need not import the generator)."""
+    return relpath.endswith(GENERATOR_SUFFIX)
+
+
+def looks_like_generator(parsed: Mapping[str, Any]) -> bool:
+    """A plain config with generator tables (G15): it gets one targeted error."""
+    return any(key in parsed for key in ("generate", "base", "axis"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,9 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import toml_locate as locate
+from reconciler.config.discover import (  # noqa: F401  (re-exported)
+    GENERATOR_SUFFIX,
+    is_generator,
+    looks_like_generator,
+)
 from reconciler.model import CellSource, GeneratorMove, GeneratorProduct, GeneratorRemoval
 
-GENERATOR_SUFFIX = ".matrix.toml"
 HARD_MAX_RUNS = 256
 """Whatever ``max_runs`` says: one generator never expands past this (GitHub's matrix cap)."""
 ON_REMOVE = ("stop", "forget", "finish")
@@ -46,15 +50,6 @@ _REPLACED_WHOLE = (("agent", "model"),)
 """Tables that are one value, not a set of settings: a fragment replaces them whole."""
 
 TomlPath = tuple[str | int, ...]
-
-
-def is_generator(relpath: str) -> bool:
-    return relpath.endswith(GENERATOR_SUFFIX)
-
-
-def looks_like_generator(parsed: Mapping[str, Any]) -> bool:
-    """A plain config with generator tables (G15): it gets one targeted error."""
-    return any(key in parsed for key in ("generate", "base", "axis"))
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,14 @@ from typing import Any, overload
 
 from reconciler import toml_locate as locate
 from reconciler.config import rules
-from reconciler.config.discover import Found, RootError, discover, special_kind
-from reconciler.config.generator import (
+from reconciler.config.discover import (
     GENERATOR_SUFFIX,
-    expand_generator,
+    Found,
+    RootError,
+    discover,
     is_generator,
     looks_like_generator,
+    special_kind,
 )
 from reconciler.config.policy import check_policy
 from reconciler.config.spec import build_spec, spec_digest
@@ -351,6 +353,9 @@ def load_generator_file(
     parsed, text, issues = _read_toml(item, marked)
     if parsed is None:
         return [], None, issues
+    # Imported here: a repository without run generators never pays for the expander.
+    from reconciler.config.generator import expand_generator
+
     rel = item.relpath
     expansion = expand_generator(parsed, text, rel, item.address)
     positions = locate.scan(text)

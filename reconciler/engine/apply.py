@@ -634,6 +634,11 @@ class Applier:
         digest_ = item.after_digest or (desired.spec_digest if desired else "")
 
         def record(state: LockState) -> LockState:
+            source = item.from_address
+            if source and source in state.runs and item.address not in state.runs:
+                # The config moved while the submit's outcome was pending: the entry that
+                # holds the intent moves with it, then takes the run.
+                state = rekey_run(state, source, item.address, ended_at=self.clock())
             old = state.runs.get(item.address)
             if old is not None and old.run_id is not None and old.run_id != run.id:
                 why = SMOKE if old.stage == SMOKE else "replaced"

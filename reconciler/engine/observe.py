@@ -46,10 +46,9 @@ from reconciler.model import (
     creator_digest,
     spec_fingerprint,
 )
-from reconciler.outputs.downloads import scan_outputs
+from reconciler.outputs.scan import scan_outputs
 from reconciler.plan import CLOCK_SKEW
 from reconciler.plan.draft import recorded_digest
-from reconciler.plan.preflight import nearest_benchmark
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 
@@ -319,6 +318,8 @@ def read_meant(
     (preflight checks the rest of such a config against it), by its key."""
     if not catalog:
         return
+    from reconciler.plan.preflight import nearest_benchmark  # an unknown name: loaded only then
+
     for name in [n for n, info in benchmarks.items() if info is None]:
         nearest = nearest_benchmark(name, catalog)
         if nearest is None or nearest.key in benchmarks:

@@ -21,13 +21,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler.config import load_configs
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, refresh_statuses, scan_recorded_outputs
 from reconciler.engine.outcomes import recorded_changes, unsuccessful_runs
-from reconciler.engine.precheck import try_catalog_issues
 from reconciler.engine.prefetch import Prefetch
 from reconciler.engine.report import ApplyProgress, Notices, RunRef, WaitReport
 from reconciler.engine.smoke_logs import with_smoke_logs
@@ -68,7 +67,6 @@ from reconciler.render import (
     render_text,
     saved_plan_text,
 )
-from reconciler.state.gitlock import GitLock, GuardedRefs, hold_git_lock, read_state_record
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     check_provenance,
@@ -87,6 +85,7 @@ from reconciler.state.store import StateStore
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
     from reconciler.engine.apply import Applier, ApplyResult, Outcome
+    from reconciler.state.gitlock import GitLock, GuardedRefs
 
 
 class Session:
@@ -201,6 +200,8 @@ class Session:
         preflight error of those that did (``engine.precheck``), sorted by file and line."""
         found = list(issues)
         if parsed:
+            from reconciler.engine.precheck import try_catalog_issues  # only on config errors
+
             extra = try_catalog_issues(
                 self.ctx.client,
                 parsed,
@@ -221,14 +222,18 @@ class Session:
         check_state_path(self.ctx.repo_root, self.ctx.settings.state)
         return self.lockfile(self.ctx.state_path, self.ctx.settings.state)
 
-    def parse_state(self, data: bytes | str | None) -> LockState:
+    def parse_state(
+        self, data: bytes | str | None, specs: Mapping[str, Any] | None = None
+    ) -> LockState:
         """The state in the lockfile's bytes (or their text, ``lockfile_text``), checked to
-        be this repository's own (``check_provenance``)."""
+        be this repository's own (``check_provenance``). ``specs``: address -> the body its
+        config builds, shared by entries that recorded the same one (``parse``)."""
         state = load_lockfile(
             data,
             name=self.ctx.settings.state,
             platform=self.ctx.platform_id,
             workspace=self.ctx.workspace,
+            specs=specs,
         )
         git = self.ctx.git
         if git is not None:
@@ -308,6 +313,8 @@ class Session:
         git = self.ctx.git
         if git is None or self.lock_kind() is not LockKind.GIT:
             return frozenset()
+        from reconciler.state.gitlock import read_state_record  # the git lock only
+
         try:
             data = read_state_record(git.root, self.guarded_refs())
         except GitError as exc:
@@ -348,6 +355,7 @@ class Session:
         prefetches: list[Prefetch] = []
         lockfile: list[bytes | None] = []
         parsed: list[LockState] = []
+        specs: dict[str, Any] = {}
 
         def state() -> LockState:
             if not parsed:
@@ -356,10 +364,12 @@ class Session:
                 data = lockfile.pop()
                 text = None if data is None else lockfile_text(data, self.ctx.settings.state)
                 del data
-                parsed.append(self.parse_state(text))
+                parsed.append(self.parse_state(text, specs))
             return parsed[0]
 
         def valid(runs: tuple[DesiredRun, ...]) -> None:
+            # An unchanged config's recorded body is its body: held once, not twice.
+            specs.update((r.address, r.spec) for r in runs)
             lockfile.append(self.read_lockfile())
             data = lockfile[0]
             # The walk needs only the header (the watermark); it runs on past the parse.
@@ -642,6 +652,8 @@ class Session:
                 )
             if kind is LockKind.GIT:
                 assert git is not None
+                from reconciler.state.gitlock import hold_git_lock
+
                 # Across machines too (laptop and CI): see gitlock.py.
                 self.git_lock = stack.enter_context(
                     hold_git_lock(
@@ -673,6 +685,8 @@ class Session:
 
     def guarded_refs(self) -> GuardedRefs:
         """The git lock and state refs of this Platform and workspace."""
+        from reconciler.state.gitlock import GuardedRefs
+
         return GuardedRefs(self.ctx.platform_id, self.ctx.workspace)
 
     def refresh(self, *, record: bool) -> tuple[Plan, tuple[RecordedChange, ...]]:
@@ -741,7 +755,7 @@ class Session:
             self.cancel.set()
             raise
         finally:
-            unsaved = _flush(store)
+            unsaved = store.flush_or_why()
         if unsaved is not None and result.unsaved is None:
             result.unsaved = unsaved
         result.wait = waits[-1] if waits else None
@@ -849,15 +863,6 @@ class Session:
         if result.wait is not None and result.wait.timed_out:
             return 4
         return 0
-
-
-def _flush(store: StateStore) -> str | None:
-    """Write what is pending; why it failed, if it did (a full disk must not hide the result)."""
-    try:
-        store.flush()
-    except StateError as exc:
-        return exc.message
-    return None
 
 
 def _address_of(path: str, benchmarks: str) -> str:

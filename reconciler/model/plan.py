@@ -172,7 +172,8 @@ class PlanItem(Frozen):
     Facts that belong to some actions only are optional groups, and an item that carries
     one for another action cannot be built (``ValueError``): ``blocked`` only on a blocked
     item, ``cost``/``benchmark``/``context`` only on a paid one (submit, replace, blocked),
-    ``from_address`` only on a move.
+    ``from_address`` only on a move (or on the adoption that carries a renamed config's
+    pending submit to its new address).
     """
 
     action: Action
@@ -190,7 +191,8 @@ class PlanItem(Frozen):
     after_digest: str | None = None
     """Spec digest of the config now (None for a deleted config)."""
     from_address: str | None = None
-    """For ``move`` only: the old address."""
+    """For ``move``, the old address; for ``adopt``, the address whose pending submit made
+    the run, when its config has moved to ``address`` since."""
     spec: dict[str, Any] | None = None
     """The submit body: for submit/replace the body to POST; for adopt, the config's."""
     benchmark_id: str | None = None
@@ -249,7 +251,7 @@ class PlanItem(Frozen):
                 )
                 if value is not None
             ]
-        if self.from_address is not None and self.action is not Action.MOVE:
+        if self.from_address is not None and self.action not in (Action.MOVE, Action.ADOPT):
             wrong.append("from_address")
         if self.listed_at is not None and self.action is not Action.UNKNOWN:
             wrong.append("listed_at")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from reconciler.model import (
     BenchmarkInfo,
@@ -23,6 +24,8 @@ from reconciler.model import (
     recorded_benchmark,
 )
 from reconciler.plan.cost import CostSample, cost_table
+
+M = TypeVar("M", DesiredRun, RecordedRun)
 
 CLOCK_SKEW = timedelta(minutes=10)
 """How far before an intent's ``started_at`` a run may have been created and still be its run:
@@ -134,9 +137,16 @@ def canonical_desired(run: DesiredRun, observed: Observation) -> DesiredRun:
     if info is None:
         return run
     canonical = canonical_digest(run.spec, info.id)
-    return (
-        run if canonical == run.spec_digest else run.model_copy(update={"spec_digest": canonical})
-    )
+    return run if canonical == run.spec_digest else _with_digest(run, canonical)
+
+
+def _with_digest(model: M, spec_digest: str) -> M:
+    """``model`` with another ``spec_digest``, sharing its fields-set (``spec_digest`` is
+    required, so already in it): a plan makes one such copy per config and per entry
+    recorded before digests were canonical, ~700 bytes each for a new set."""
+    copy = model.model_copy(update={"spec_digest": spec_digest})
+    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__)
+    return copy
 
 
 def canonical_state(
@@ -155,7 +165,7 @@ def canonical_state(
         if not entry.spec and same is not None and entry.spec_digest == same.spec_digest:
             canonical = canonical_desired(same, observed).spec_digest
         if canonical != entry.spec_digest:
-            entry = entry.model_copy(update={"spec_digest": canonical})
+            entry = _with_digest(entry, canonical)
             changed = True
         runs[address] = entry
     return state.model_copy(update={"runs": runs}) if changed else state

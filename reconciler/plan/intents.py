@@ -29,7 +29,6 @@ from reconciler.model import (
 )
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, run_label, timestamp
-from reconciler.plan.preflight import paid_item
 from reconciler.plan.smoke import SMOKE, passed_smoke_run, rule_for
 
 
@@ -49,8 +48,24 @@ def _someone_elses(run: ObservedRun, me: str | None) -> bool:
     return me is not None and run.creator is not None and run.creator != me
 
 
+def _moved_to(draft: Draft, entry: RecordedRun, sent: str) -> str | None:
+    """The new address of a config renamed while its submit's outcome was pending: an
+    address not recorded yet whose config is the body that was sent (or whose generator's
+    ``[[moved]]`` names this address). Its run, if the submit made one, is that config's;
+    it must never be paid for again (found by the lifecycle suite)."""
+    for address in sorted(draft.desired):
+        if address in draft.recorded.runs or address in draft.handled:
+            continue
+        wanted = draft.desired[address]
+        if entry.address in wanted.moved_from or wanted.spec_digest == sent:
+            return address
+    return None
+
+
 def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     """A submit was in flight when apply stopped: adopt its run, or submit again."""
+    from reconciler.plan.preflight import paid_item  # a pending submit: loaded only then
+
     intent = entry.intent
     assert intent is not None
     wanted = draft.desired.get(entry.address)
@@ -72,6 +87,10 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     if intent.stage == SMOKE:
         # A smoke run's submit: what it was for is the full config (its digest).
         sent = intent.body_digest
+    moved_to = _moved_to(draft, entry, sent) if wanted is None else None
+    if moved_to is not None:
+        # The renamed config waits on this submit's outcome (or takes its run).
+        draft.handled.add(moved_to)
     since = timestamp(intent.started_at) - CLOCK_SKEW.total_seconds()
     window = [
         run
@@ -85,7 +104,13 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     if match is not None:
         draft.claimed.add(match.id)
         warnings: list[str] = []
-        if wanted is None:
+        if moved_to is not None:
+            wanted = draft.desired[moved_to]
+            if wanted.spec_digest != sent:
+                warnings.append(
+                    "its config changed since the submit; the next plan will show the change"
+                )
+        elif wanted is None:
             warnings.append(
                 "its config was deleted since the submit; the next plan will stop or "
                 "forget the adopted run"
@@ -97,7 +122,8 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
         draft.items.append(
             PlanItem(
                 action=Action.ADOPT,
-                address=entry.address,
+                address=moved_to or entry.address,
+                from_address=entry.address if moved_to else None,
                 reason=Reason.INTENT_PENDING,
                 run_id=match.id,
                 run_name=match.name or None,
@@ -143,7 +169,22 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
             )
         )
         return
+    if wanted is None and not _quiet_period_over(draft, intent):
+        # Deleted or renamed: the run may still appear (the list can be late); until the
+        # quiet period is over it is adopted if it does, and a renamed config is not paid
+        # for again.
+        item = _unknown_item(draft, entry, intent, before, sent)
+        if moved_to is not None:
+            waits = (
+                f"its config is now {moved_to} (renamed): {moved_to} takes this run if it "
+                "appears, and is submitted only once the outcome is known",
+            )
+            item = item.model_copy(update={"details": waits + item.details})
+        draft.items.append(item)
+        return
     if wanted is None:
+        if moved_to is not None:
+            draft.handled.discard(moved_to)  # no run came of it: the new address is new
         draft.items.append(
             PlanItem(
                 action=Action.FORGET,

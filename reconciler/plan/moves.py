@@ -29,8 +29,8 @@ def pair_moves(draft: Draft) -> list[str]:
         vanished.setdefault(entry.spec_digest, []).append(address)
     unpaired: list[str] = []
     for address in sorted(draft.desired):
-        if address in draft.recorded.runs:
-            continue
+        if address in draft.recorded.runs or address in draft.handled:
+            continue  # recorded, or waiting on a pending submit made at its old address
         wanted = draft.desired[address]
         # A generator's [[moved]] names the old address: it wins over the digest pairing
         # (the content may have changed too; that change shows once the move is applied).

@@ -94,7 +94,7 @@ _e = escape_text
 def reason_text(item: PlanItem) -> str:
     """The ``# ...`` comment of an item, in words (names escaped)."""
     text = REASON_TEXT[item.reason]
-    if item.action is Action.MOVE and item.from_address:
+    if item.action in (Action.MOVE, Action.ADOPT) and item.from_address:
         return f"{text}: {_e(item.from_address)} -> {_e(item.address)}"
     blocked = item.blocked
     if blocked is not None and blocked.intended_action is not None:

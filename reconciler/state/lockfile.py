@@ -100,9 +100,12 @@ from reconciler.state.provenance import (  # noqa: F401  (re-exported)
     _PEEK_LINEAGE,
     _PEEK_REPOSITORY,
     _PEEK_SERIAL,
+    _PEEK_WATERMARK,
     FOREIGN_STATE_FLAG,
     check_provenance,
     peek_header,
+    peek_watermark,
+    peek_watermark_in,
     same_repository,
 )
 from reconciler.state.tables import (  # noqa: F401  (re-exported)
@@ -118,7 +121,9 @@ from reconciler.state.tables import (  # noqa: F401  (re-exported)
     _describe_input,
     _nullable_required,
     _shape_error,
+    _take,
     _validate,
+    entry_builder,
 )
 from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
     _BARE_KEY,
@@ -355,41 +360,11 @@ _HEADER_KEYS = frozenset(
 
 HEADER_BYTES = _PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
-_PEEK_WATERMARK = re.compile(
-    r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
-)
 
 
-def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
-    """(known, watermark) from the lockfile's first lines, without reading the whole file:
-    lets the run list start (on a thread) before the lockfile is parsed. ``known`` is False
-    when the header cannot be read this way (the full parse decides then)."""
-    try:
-        with open(path, "rb") as handle:
-            return peek_watermark_in(handle.read(_PEEK_BYTES))
-    except FileNotFoundError:
-        return True, None
-    except OSError:
-        return False, None
-
-
-def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
-    """``peek_watermark`` of lockfile bytes already read (None: no lockfile)."""
-    if data is None:
-        return True, None
-    head = data[:_PEEK_BYTES].decode("utf-8", "replace")
-    body, _, _ = head.partition("\n[")
-    match = _PEEK_WATERMARK.search(body)
-    if match:
-        try:
-            return True, _utc(match.groups())
-        except ValueError:
-            return False, None
-    return ("\n[" in head or len(head) < _PEEK_BYTES), None
-
-
-def parse(text: str, filename: str) -> LockState:
-    """Parse lockfile text. Every problem is a ``StateError`` naming the file and line."""
+def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> LockState:
+    """Parse lockfile text. Every problem is a ``StateError`` naming the file and line.
+    ``specs`` (address -> current body) lets equal recorded bodies share it (``_build_run``)."""
     if text.startswith("\ufeff"):
         text = text[1:]  # an editor's BOM is harmless; do not refuse the file for it
     # The substring test is C-speed; the line scan runs only when a marker may be present.
@@ -402,8 +377,12 @@ def parse(text: str, filename: str) -> LockState:
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
+    locator = KeyLines(text)
     try:
-        raw = _fast_load(text)
+        try:  # entries built as they are read: never the whole document as dicts
+            raw = _fast_load(text, entry_builder(filename, locator, specs))
+        except StateError:
+            raw = _fast_load(text)  # then the checks below report in their own order
         if raw is None:
             raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -433,7 +412,6 @@ def parse(text: str, filename: str) -> LockState:
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
 
-    locator = KeyLines(text)
     version = raw.get("version")
     if "version" not in raw:
         raise _shape_error(filename, locator, ["version"], "missing required key")
@@ -515,7 +493,7 @@ def parse(text: str, filename: str) -> LockState:
     # document and the entries are never both whole in memory (the largest of a big
     # lockfile's transients).
     runs = {
-        address: _build_run(address, runs_table.pop(address), filename, locator)
+        address: _build_run(address, runs_table.pop(address), filename, locator, specs)
         for address in list(runs_table)
     }
     rejections_table = raw.get("rejections", {})
@@ -555,13 +533,6 @@ def parse(text: str, filename: str) -> LockState:
         history=history,
         baselines=baselines,
     )
-
-
-def _take(items: list[Any], index: int) -> Any:
-    """``items[index]``, leaving None in its place (see ``parse``: built entries drop their
-    parsed tables)."""
-    item, items[index] = items[index], None
-    return item
 
 
 def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -682,15 +653,20 @@ def lockfile_text(data: bytes, name: str) -> str:
 
 
 def load_lockfile(
-    data: bytes | str | None, *, name: str, platform: str | None, workspace: str | None
+    data: bytes | str | None,
+    *,
+    name: str,
+    platform: str | None,
+    workspace: str | None,
+    specs: Mapping[str, Any] | None = None,
 ) -> LockState:
     """The state in a lockfile's bytes or text (None: no lockfile, an empty state); see
-    ``read_lockfile`` for what is refused."""
+    ``read_lockfile`` for what is refused, ``parse`` for ``specs``."""
     if data is None:
         return new_state(platform or "", workspace or "")
     text = data if isinstance(data, str) else lockfile_text(data, name)
     del data  # the bytes of a big lockfile are not kept through the parse
-    state = parse(text, name)
+    state = parse(text, name, specs)
     mismatches = []
     flags = []
     if platform is not None and not _same_platform(state.platform, platform):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
+from pathlib import Path
 
 from reconciler.errors import StateError
 from reconciler.model import (
     LockState,
 )
+from reconciler.state.toml_fast import _utc
 
 _PEEK_BYTES = 4096
 
@@ -118,3 +121,36 @@ def same_repository(state: LockState, repository: str, root_commit: str | None) 
     )
     ours = root_commit or (repository.removeprefix("root:") if remote is None else None)
     return recorded_root is not None and recorded_root == ours
+
+
+_PEEK_WATERMARK = re.compile(
+    r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
+)
+
+
+def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
+    """(known, watermark) from the lockfile's first lines, without reading the whole file:
+    lets the run list start (on a thread) before the lockfile is parsed. ``known`` is False
+    when the header cannot be read this way (the full parse decides then)."""
+    try:
+        with open(path, "rb") as handle:
+            return peek_watermark_in(handle.read(_PEEK_BYTES))
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+
+
+def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
+    """``peek_watermark`` of lockfile bytes already read (None: no lockfile)."""
+    if data is None:
+        return True, None
+    head = data[:_PEEK_BYTES].decode("utf-8", "replace")
+    body, _, _ = head.partition("\n[")
+    match = _PEEK_WATERMARK.search(body)
+    if match:
+        try:
+            return True, _utc(match.groups())
+        except ValueError:
+            return False, None
+    return ("\n[" in head or len(head) < _PEEK_BYTES), None

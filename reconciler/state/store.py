@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from reconciler.errors import StateError
 from reconciler.model import LockState
 from reconciler.state.lockfile import write_lockfile
 
@@ -94,6 +95,14 @@ class StateStore:
         with self._lock:
             mine = self._applied
         return self._write_through(mine)
+
+    def flush_or_why(self) -> str | None:
+        """``flush``, and why it failed, if it did (a full disk must not hide the result)."""
+        try:
+            self.flush()
+        except StateError as exc:
+            return exc.message
+        return None
 
     def _write_through(self, mine: int) -> LockState:
         with self._write_lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -150,7 +151,30 @@ def _check_path_value(
         )
 
 
-def _build_run(address: str, table: Any, filename: str, locator: KeyLines) -> RecordedRun:
+def same_value(a: Any, b: Any) -> bool:
+    """``a == b`` type for type (``1``, ``1.0`` and ``True`` differ: they are written, and
+    digested, differently), through dicts and lists."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(k in b and same_value(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(map(same_value, a, b))
+    return bool(a == b)
+
+
+def _build_run(
+    address: str,
+    table: Any,
+    filename: str,
+    locator: KeyLines,
+    specs: Mapping[str, Any] | None = None,
+) -> RecordedRun:
+    """``specs``: address -> the body its config builds now; an entry that recorded the same
+    body shares that one object instead of keeping its own copy (~2 KB of dicts a run).
+    An entry the reader already built (``entry_builder``) is returned as it is."""
+    if isinstance(table, RecordedRun):
+        return table
     base: list[str | int] = ["runs", address]
     _check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
@@ -160,6 +184,9 @@ def _build_run(address: str, table: Any, filename: str, locator: KeyLines) -> Re
             filename, locator, base + ["address"], "unknown key (the address is the table name)"
         )
     data: dict[str, Any] = {"address": address, **table}
+    wanted = specs.get(address) if specs else None
+    if wanted is not None and same_value(table.get("spec"), wanted):
+        data["spec"] = wanted
     downloads = table.get("downloads")
     if isinstance(downloads, dict):
         downloads = dict(downloads)
@@ -184,6 +211,13 @@ def _build_run(address: str, table: Any, filename: str, locator: KeyLines) -> Re
     return _validate(RecordedRun, data, filename, locator, base)
 
 
+def _take(items: list[Any], index: int) -> Any:
+    """``items[index]``, leaving None in its place (see ``parse``: built entries drop their
+    parsed tables)."""
+    item, items[index] = items[index], None
+    return item
+
+
 def _build_rejection(address: str, table: Any, filename: str, locator: KeyLines) -> Rejection:
     base: list[str | int] = ["rejections", address]
     _check_path_value(address, filename, locator, base, "the address")
@@ -203,6 +237,8 @@ def _build_baseline(address: str, table: Any, filename: str, locator: KeyLines) 
 
 
 def _build_history(index: int, table: Any, filename: str, locator: KeyLines) -> HistoryEntry:
+    if isinstance(table, HistoryEntry):
+        return table  # built while the text was read (``entry_builder``)
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
         raise _shape_error(filename, locator, base, "must be a table")
@@ -223,3 +259,18 @@ def _build_history(index: int, table: Any, filename: str, locator: KeyLines) -> 
             f"unknown reason {entry.reason!r} (expected one of {', '.join(sorted(HISTORY_REASONS))})",
         )
     return entry
+
+
+def entry_builder(
+    filename: str, locator: KeyLines, specs: Mapping[str, Any] | None = None
+) -> Callable[[str, Any, dict[str, Any]], Any]:
+    """The ``finish`` of ``_fast_load``: each run and history entry built as soon as its
+    tables are read. A ``StateError`` it raises means: read the file again without it, so
+    errors are reported in the order the whole-document checks give."""
+
+    def finish(kind: str, key: Any, table: dict[str, Any]) -> Any:
+        if kind == "runs":
+            return _build_run(key, table, filename, locator, specs)
+        return _build_history(key, table, filename, locator)
+
+    return finish

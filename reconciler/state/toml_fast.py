@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
@@ -175,15 +175,55 @@ def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
     raise _NotCanonical
 
 
-def _fast_load(text: str) -> dict[str, Any] | None:
+Finish = Callable[[str, Any, dict[str, Any]], Any]
+"""``finish(kind, key, table)``: the built entry of a complete ``[runs."key"]`` table
+(``kind`` "runs") or ``[[history]]`` table number ``key`` (``kind`` "history")."""
+
+
+def _entry_of(keys: list[str], array_table: bool, root: dict[str, Any]) -> tuple[str, Any] | None:
+    """The entry a header opens or continues: ``("runs", address)``, ``("history", index)``,
+    or None for anything else (the header, rejections, baselines)."""
+    if keys[0] == "runs" and len(keys) > 1:
+        return ("runs", keys[1])
+    if keys[0] == "history":
+        history = root.get("history")
+        count = len(history) if isinstance(history, list) else 0
+        return ("history", count if array_table and len(keys) == 1 else count - 1)
+    return None
+
+
+def _finish_entry(root: dict[str, Any], entry: tuple[str, Any], finish: Finish) -> None:
+    kind, key = entry
+    container = root.get(kind)
+    if kind == "runs":
+        table = container.get(key) if isinstance(container, dict) else None
+    else:
+        ok = isinstance(container, list) and 0 <= key < len(container)
+        table = container[key] if ok else None  # type: ignore[index]
+    if not isinstance(table, dict):
+        raise _NotCanonical
+    container[key] = finish(kind, key, table)  # type: ignore[index]
+
+
+def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None:
     """Read the TOML subset that ``serialize`` writes, several times faster than
     ``tomllib``; None for anything outside it (hand edits, other TOML styles, errors),
     which ``tomllib`` then reads. It must never accept text ``tomllib`` would read
     differently; the tests check that on generated states and on mutated files.
+
+    With ``finish``, each run and history entry is replaced by ``finish``'s value as soon
+    as its last table is read, so the whole document is never held as dicts (a 20,000-run
+    lockfile's largest transient). An entry whose tables are not contiguous is outside the
+    subset (None). Whatever ``finish`` raises propagates.
     """
     root: dict[str, Any] = {}
-    frozen: set[int] = set()  # dicts/lists from inline values: headers may not extend them
-    defined: set[int] = set()  # tables already opened by a [header]
+    # dicts/lists from inline values (headers may not extend them), and tables already
+    # opened by a [header]: the document's, and the open entry's (dropped with its tables
+    # when it is finished, as their ids may then be reused).
+    frozen: set[int] = set()
+    defined: set[int] = set()
+    local_frozen, local_defined = frozen, defined
+    entry: tuple[str, Any] | None = None
     current = root
     pos, end = 0, len(text)
     simple_line = _F_SIMPLE_LINE.match
@@ -207,7 +247,7 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                     current[key] = match.group(5) == "true"
                 elif match.group(12) is not None:
                     current[key] = value = json.loads(match.group(12))
-                    frozen.add(id(value))
+                    local_frozen.add(id(value))
                 else:
                     stamp = text[match.start(6) : match.end(11)]
                     value = shared.get(stamp)
@@ -256,20 +296,37 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                         for bare, quoted in _F_HEADER_KEY.findall(match.group(1))
                     ]
                 pos = match.end()
+                if finish is not None:
+                    opened = _entry_of(keys, array_table, root)
+                    if opened != entry:
+                        if entry is not None:
+                            _finish_entry(root, entry, finish)
+                        entry = opened
+                        local_frozen, local_defined = (
+                            (frozen, defined) if entry is None else (set(), set())
+                        )
                 container = root
                 for key in keys[:-1]:
                     child = container.setdefault(key, {})
                     if isinstance(child, list):
-                        if id(child) in frozen or not child:
+                        if id(child) in frozen or id(child) in local_frozen or not child:
                             raise _NotCanonical
                         child = child[-1]
-                    if not isinstance(child, dict) or id(child) in frozen:
+                    if (
+                        not isinstance(child, dict)
+                        or id(child) in frozen
+                        or id(child) in local_frozen
+                    ):
                         raise _NotCanonical
                     container = child
                 last = keys[-1]
                 if array_table:
                     array = container.setdefault(last, [])
-                    if not isinstance(array, list) or id(array) in frozen:
+                    if (
+                        not isinstance(array, list)
+                        or id(array) in frozen
+                        or id(array) in local_frozen
+                    ):
                         raise _NotCanonical
                     current = {}
                     array.append(current)
@@ -280,26 +337,30 @@ def _fast_load(text: str) -> dict[str, Any] | None:
                     elif (
                         isinstance(existing, dict)
                         and id(existing) not in frozen
+                        and id(existing) not in local_frozen
                         and id(existing) not in defined
+                        and id(existing) not in local_defined
                     ):
                         current = existing
                     else:
                         raise _NotCanonical
-                defined.add(id(current))
+                local_defined.add(id(current))
                 continue
             key, pos = _f_key(text, pos)
             pos = _F_WS.match(text, pos).end()
             if not text.startswith("=", pos) or key in current:
                 raise _NotCanonical
             pos = _F_WS.match(text, pos + 1).end()
-            value, pos = _f_value(text, pos, frozen)
+            value, pos = _f_value(text, pos, local_frozen)
             if isinstance(value, dict | list):
-                frozen.add(id(value))
+                local_frozen.add(id(value))
             current[key] = value
             match = _F_EOL.match(text, pos)
             if not match:
                 raise _NotCanonical
             pos = match.end()
+        if entry is not None and finish is not None:
+            _finish_entry(root, entry, finish)
     except (_NotCanonical, json.JSONDecodeError, RecursionError):
         return None
     return root

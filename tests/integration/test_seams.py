@@ -171,6 +171,77 @@ def test_resolve_not_submitted_lets_the_next_apply_submit(tmp_path: Path, clock:
         platform.close()
 
 
+def _rename(repo: Path, old: str, new: str) -> None:
+    source = repo / "benchmarks" / f"{old}.toml"
+    target = repo / "benchmarks" / f"{new}.toml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source.rename(target)
+    commit(repo, f"Rename {old} to {new}")
+
+
+def _calm(platform: Platform, faults: Faults) -> None:
+    platform.platform.faults = faults
+    platform.platform.injector = FaultInjector(faults)
+
+
+def test_a_config_renamed_while_its_submit_is_unknown_takes_the_run_and_is_not_paid_again(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The submit's answer was lost, then the config was renamed before the next apply: the
+    run the submit made is adopted at the new address (found by the lifecycle suite: it was
+    adopted at the vanished address and the new one was paid for again)."""
+    platform = start_platform(
+        tmp_path / "p", clock=clock, faults=Faults(drop_after_submit_rate=1.0)
+    )
+    try:
+        osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/b": smoke_config()}), platform)
+        assert osm.apply("--auto-approve").code == 1
+        _calm(platform, Faults())
+        _rename(osm.repo, "tb/b", "tb/a")
+
+        plan = osm.plan()
+        assert "<= tb/a" in plan.out and "tb/b -> tb/a" in plan.out, plan
+        assert "+ tb/a" not in plan.out and "deleted" not in plan.out, plan
+        applied = osm.apply("--auto-approve")
+        assert applied.code == 0, applied
+        assert platform.submits() == 1
+        runs = read_lock(osm.repo)["runs"]
+        assert set(runs) == {"tb/a"} and "intent" not in runs["tb/a"]
+        assert runs["tb/a"]["run_id"] in platform.statuses()
+        assert osm.plan("--detailed-exitcode").code == 0
+    finally:
+        platform.close()
+
+
+def test_a_config_renamed_while_its_run_is_not_listed_waits_for_the_outcome(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The same with a run list that leaves the new run out: the new address is not submitted
+    while the outcome is unknown; once the run is listed it is adopted there, paid once."""
+    faults = Faults(drop_after_submit_rate=1.0, list_omit_rate=1.0)
+    platform = start_platform(tmp_path / "p", clock=clock, faults=faults)
+    try:
+        osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/b": smoke_config()}), platform)
+        assert osm.apply("--auto-approve").code == 1
+        _calm(platform, Faults(list_omit_rate=1.0))
+        _rename(osm.repo, "tb/b", "tb/a")
+
+        for _ in range(2):
+            plan = osm.plan()
+            assert "? tb/b" in plan.out and "its config is now tb/a (renamed)" in plan.out, plan
+            assert "+ tb/a" not in plan.out, plan
+            assert osm.apply("--auto-approve").code == 0
+        assert platform.submits() == 1
+
+        _calm(platform, Faults())  # the list shows the run at last
+        assert osm.apply("--auto-approve").code == 0
+        assert platform.submits() == 1
+        runs = read_lock(osm.repo)["runs"]
+        assert set(runs) == {"tb/a"} and runs["tb/a"]["run_id"] == platform_run(platform)
+    finally:
+        platform.close()
+
+
 # --------------------------------------------------------------------------- item 6
 
 

@@ -275,6 +275,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         request of a staged config is two (its smoke run is a paid request of its own)."""
         self.staged_requests: Counter[str] = Counter()
         """Address -> requests of a staged config made there (each may pay one smoke run)."""
+        self.moves: dict[str, str] = {}
+        """Old address -> new of the plain renames committed in this sequence (an apply
+        records each as a move once it sees the old address vanished)."""
         self.skip_smoke: set[str] = set()
         """Addresses whose smoke stage a person skipped (trailer or flag) in this sequence."""
         self.others: set[str] = set()
@@ -372,8 +375,19 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     # -- rules: configs --------------------------------------------------------
 
+    def _address_reused(self, address: str) -> None:
+        """A config is written at ``address`` that a plain rename left before an apply
+        recorded the move: the design pairs a rename by a *vanished* address, so the two
+        commits read as an edit of ``address`` and a new config where the run moved to, and
+        the moved config is a new request (docs/plan-and-apply.md, `>` move)."""
+        moved_to = self.moves.pop(address, None)
+        recorded = self._lockfile().get("runs", {})
+        if moved_to in self.configs and moved_to not in recorded and address in recorded:
+            self._request(moved_to, self.configs[moved_to][1])
+
     def _commit_new(self, pick: int, model: str, attempts: int) -> None:
         address = _pick([a for a in ADDRESSES if a not in self.configs], pick)
+        self._address_reused(address)
         self._write(address, model, attempts)
         self.configs[address] = (model, attempts)
         self._request(address, attempts)
@@ -398,10 +412,14 @@ class LifecycleMachine(RuleBasedStateMachine):
         new = _pick([a for a in ADDRESSES if a not in self.configs], to)
         model, attempts = self.configs.pop(old)
         (self.ci / "benchmarks" / f"{old}.toml").unlink()
+        self._address_reused(new)
+        source = next((k for k, v in self.moves.items() if v == old), old)
+        self.moves.pop(source, None)
         if edit:
             attempts = attempts % 3 + 1
             self._request(new, attempts)
         else:
+            self.moves[source] = new
             # A plain rename is no new request: what was allowed at the old address moves.
             self.staged_requests[new] += self.staged_requests[old]
             if old in self.skip_smoke:
@@ -412,6 +430,8 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def _commit_delete(self, pick: int) -> None:
         address = _pick(sorted(self.configs), pick)
+        for source in [k for k, v in self.moves.items() if v == address]:
+            del self.moves[source]
         del self.configs[address]
         (self.ci / "benchmarks" / f"{address}.toml").unlink()
         self._commit_ci(f"Delete {address}")

@@ -18,8 +18,8 @@ Run: ``python -m tests.perf.driver MODE REPO URL [ARG ...]``; prints one JSON li
 * ``plain ROOT``: the same runs' files with a plain httpx loop (E8, E9, one streamed GET per
   file, written to disk), the reference for download throughput.
 
-Times are wall seconds; ``rss_mb`` is the process's peak resident set (ru_maxrss), which
-includes the interpreter and imports (~40 MB).
+Times are wall seconds; ``rss_mb`` is the process's own peak resident set (``VmHWM``; see
+``peak_rss_mb``), which includes the interpreter and imports (~40 MB).
 """
 
 from __future__ import annotations
@@ -340,6 +340,21 @@ def _pool(repo: Path, url: str, root: str, workers: str = "8") -> dict:
     }
 
 
+def peak_rss_mb() -> float:
+    """This process's own peak resident set. ``ru_maxrss`` is not: Linux carries the
+    parent's resident set at ``fork``/``vfork`` into the child's, so a driver started by a
+    large ``make perf`` process reported the parent's peak (~200 MB) whatever it did itself.
+    ``VmHWM`` is the high-water mark of the address space ``exec`` gave this process."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main(argv: list[str] | None = None) -> int:
     mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
     modes = {
@@ -354,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         "pool": _pool,
     }
     result = modes[mode](Path(repo), url, *rest)
-    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["rss_mb"] = peak_rss_mb()
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

@@ -18,6 +18,7 @@ from reconciler.paths import relative_path_problem
 from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
     MAX_LOCKFILE_BYTES,
+    _toml_key,
     add_history,
     cap_history,
     new_state,
@@ -814,6 +815,95 @@ def test_fast_reader_defers_or_agrees_on_tricky_toml(text: str) -> None:
         assert fast is None
         return
     assert fast is None or _same(fast, expected)
+
+
+def _tagged(kind: str, key: object, table: dict) -> tuple:
+    return ("built", kind, key, repr(table))
+
+
+def _tag_entries(doc: dict) -> dict:
+    """tomllib's document with each run and history table as ``_tagged`` gives it."""
+    doc = dict(doc)
+    if isinstance(doc.get("runs"), dict):
+        doc["runs"] = {
+            a: _tagged("runs", a, t) if isinstance(t, dict) else t for a, t in doc["runs"].items()
+        }
+    if isinstance(doc.get("history"), list):
+        doc["history"] = [
+            _tagged("history", i, t) if isinstance(t, dict) else t
+            for i, t in enumerate(doc["history"])
+        ]
+    return doc
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_fast_reader_building_entries_never_disagrees_with_tomllib(data) -> None:
+    """With ``finish`` (entries built as their tables end), whatever the reader accepts is
+    tomllib's document with each entry's table passed to ``finish``."""
+    text = (GOLDEN / "lockfile_full.toml").read_text()
+    for _ in range(data.draw(st.integers(0, 3))):
+        lines = text.split("\n")
+        if data.draw(st.booleans()):
+            a = data.draw(st.integers(0, len(lines) - 1))
+            b = data.draw(st.integers(0, len(lines) - 1))
+            lines[a], lines[b] = lines[b], lines[a]
+        else:
+            at = data.draw(st.integers(0, len(lines) - 1))
+            lines.insert(
+                at, data.draw(st.sampled_from(lines + ["[runs]", "[history]", "[[history]]"]))
+            )
+        text = "\n".join(lines)
+    fast = _fast_load(text, _tagged)
+    if fast is None:
+        return
+    try:
+        expected = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        pytest.fail(f"fast reader accepted invalid TOML ({exc}):\n{text}")
+    assert _same(fast, _tag_entries(expected))
+
+
+def test_an_entry_whose_tables_are_apart_is_read_by_tomllib() -> None:
+    text = '[runs."a"]\nspec_digest = "x"\n[runs."b"]\nspec_digest = "y"\n[runs."a".spec]\nk = 1\n'
+    assert _fast_load(text, _tagged) is None
+    assert _fast_load(text) == tomllib.loads(text)
+
+
+def test_entries_built_while_reading_parse_to_the_same_state() -> None:
+    text = serialize(full_state())
+    assert _fast_load(text, _tagged) is not None
+    assert serialize(parse(text, "osmosis.lock")) == text
+
+
+def test_a_recorded_body_equal_to_the_configs_is_shared_type_for_type() -> None:
+    state = full_state()
+    address, run = next((a, r) for a, r in state.runs.items() if r.spec)
+    text = serialize(state)
+    same = tomllib.loads(text)["runs"][address]["spec"]
+    shared = parse(text, "osmosis.lock", specs={address: same}).runs[address]
+    assert shared.spec == run.spec
+    assert all(shared.spec[k] is same[k] for k in same)  # nested values: the config's objects
+    assert serialize(parse(text, "osmosis.lock", specs={address: same})) == text
+    # 1 == 1.0 == True in Python, but they are written and digested differently.
+    numbers = {**same, "n": 1}
+    other = {**same, "n": 1.0}
+    state2 = put_run(state, run.model_copy(update={"spec": numbers}))
+    text2 = serialize(state2)
+    kept = parse(text2, "osmosis.lock", specs={address: other}).runs[address]
+    assert type(kept.spec["n"]) is int
+    assert serialize(parse(text2, "osmosis.lock", specs={address: other})) == text2
+
+
+def test_a_bad_entry_is_reported_as_without_building_while_reading() -> None:
+    text = serialize(full_state())
+    address = next(iter(full_state().runs))
+    bad = text.replace(
+        f"[runs.{_toml_key(address)}]\n", f"[runs.{_toml_key(address)}]\nbogus = 1\n", 1
+    )
+    bad = bad.replace("version = 2", "version = 9", 1)
+    with pytest.raises(StateError, match="newer osmosis-reconciler"):
+        parse(bad, "osmosis.lock")  # the version, checked first, is what is reported
 
 
 # --------------------------------------------------------------------------- performance

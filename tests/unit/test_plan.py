@@ -525,8 +525,35 @@ CASES = [
     ),
     Case(
         "an intent whose config was deleted and whose run never appeared is forgotten",
-        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
         items=[(Action.FORGET, "hle/a", Reason.CONFIG_DELETED)],
+    ),
+    Case(
+        "an intent whose config was deleted is unknown until the quiet period is over",
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "a config renamed while its submit is unknown waits for it, not submitted again",
+        want=[A.model_copy(update={"address": "hle/b"})],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        items=[(Action.UNKNOWN, "hle/a", Reason.OUTCOME_UNKNOWN)],
+    ),
+    Case(
+        "a config renamed while its submit is unknown takes the run the submit made",
+        want=[A.model_copy(update={"address": "hle/b"})],
+        entries=[recorded_run(A, None, status=None, intent=submit_intent(A.spec))],
+        runs=[observed_run("x1", "pending", fingerprint=fingerprint_of(A), created_at=NOW)],
+        items=[(Action.ADOPT, "hle/b", Reason.INTENT_PENDING)],
+    ),
+    Case(
+        "a config renamed whose submit made no run after the quiet period: submitted anew",
+        want=[A.model_copy(update={"address": "hle/b"})],
+        entries=[recorded_run(A, None, status=None, intent=quiet_intent(A.spec))],
+        items=[
+            (Action.FORGET, "hle/a", Reason.CONFIG_DELETED),
+            (Action.SUBMIT, "hle/b", Reason.NEW_CONFIG),
+        ],
     ),
     Case(
         "a pending stop of an active run is retried",
