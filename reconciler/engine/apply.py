@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from reconciler.crashpoints import crash_point
-from reconciler.engine.observe import find_submitted_run, poll_statuses
+from reconciler.engine.observe import find_submitted_run
 from reconciler.engine.report import RunRef, WaitReport
 from reconciler.errors import (
     AuthError,
@@ -73,6 +73,10 @@ DOWNLOAD_WORKERS = 8
 files are fetched side by side, and so are the runs, up to ``MAX_DOWNLOAD_WORKERS``."""
 MAX_DOWNLOAD_WORKERS = 32
 """Concurrent file transfers of one apply, across all the runs it downloads."""
+DOWNLOAD_RUNS_PER_SLOT = 2
+"""Runs in progress per ``parallelism`` slot when downloading: ``parallelism`` of them make
+their Platform requests (manifest, download URLs, details) while as many again wait for
+their files, so the round trips of the next runs overlap the transfers of the last."""
 REFUSAL_STATUSES = frozenset({400, 404, 409, 422})
 """Answers to a submit that mean "not this body" (remembered as a ``Rejection``); scope,
 feature-gate and auth errors, rate limits, outages and deployment conflicts are not."""
@@ -161,7 +165,9 @@ class Applier:
 
     client: PlatformClient
     store: StateStore
-    http: httpx.Client
+    http: httpx.Client | Callable[[], httpx.Client]
+    """The client for presigned GETs, or what returns it (asked for by each download once
+    its manifest is read)."""
     repo_root: Path
     download_root: Path
     settings: Settings
@@ -175,6 +181,8 @@ class Applier:
     desired: Mapping[str, DesiredRun] = field(default_factory=dict)
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     """File transfers of every download of one ``apply`` call share this pool."""
+    _gate: threading.BoundedSemaphore | None = field(default=None, init=False, repr=False)
+    """``parallelism`` slots for the Platform requests of the runs being downloaded."""
     _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
     _claims: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _claimed: set[str] = field(default_factory=set, init=False, repr=False)
@@ -218,15 +226,21 @@ class Applier:
                 max_workers=min(DOWNLOAD_WORKERS * runs_at_once, MAX_DOWNLOAD_WORKERS),
                 thread_name_prefix="osmosis-dl",
             )
+            if runs_at_once > 1:
+                self._gate = threading.BoundedSemaphore(runs_at_once)
         try:
             for item in local:
                 result.outcomes.append(self._run(item))
             self._record_watermark(plan, result)
-            for batch in (remote, downloads):
+            for batch, workers in (
+                (remote, parallelism),
+                (downloads, parallelism * (DOWNLOAD_RUNS_PER_SLOT if self._gate else 1)),
+            ):
                 if self.cancel.is_set():
                     break
-                result.outcomes.extend(self._parallel(batch, parallelism))
+                result.outcomes.extend(self._parallel(batch, workers))
         finally:
+            self._gate = None
             if self._files is not None:
                 self._files.shutdown(wait=True, cancel_futures=True)
                 self._files = None
@@ -667,9 +681,14 @@ class Applier:
         # the plan's results table, while the files transfer. They are informational, so a
         # failed fetch never fails the download.
         terminal = RunStatus.of(entry.status).is_terminal
-        scores: Future[RunResults] | None = None
-        if terminal and self._files is not None:
-            scores = self._files.submit(lambda: self.client.get_run(run_id).to_results())
+        fetching: list[Future[RunResults]] = []
+
+        def fetch_scores() -> None:  # once the run holds its gate slot, beside the manifest
+            if terminal and self._files is not None:
+                fetching.append(
+                    self._files.submit(lambda: self.client.get_run(run_id).to_results())
+                )
+
         try:
             result = download_run(
                 self.client,
@@ -683,18 +702,21 @@ class Applier:
                 overwrite=item.reason is Reason.RESULTS_CHANGED or not terminal,
                 executor=self._files,
                 repo_root=self.repo_root,
+                gate=self._slot(fetch_scores),
             )
         except DownloadInterrupted as exc:
             # SIGTERM mid-run: the files that arrived are recorded before the apply ends.
-            if scores is not None:
+            for scores in fetching:
                 scores.cancel()
             self._record_download(item, entry, exc.result, types, None, terminal)
             raise
         except BaseException:
-            if scores is not None:
+            for scores in fetching:
                 scores.cancel()
             raise
-        results = self._scores(scores, run_id, item.address, wanted=terminal)
+        results = self._scores(
+            fetching[0] if fetching else None, run_id, item.address, wanted=terminal
+        )
         self._record_download(item, entry, result, types, results, terminal)
         if result.failures:
             failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
@@ -715,6 +737,17 @@ class Applier:
             entry.run_name,
             entry.status,
         )
+
+    @contextmanager
+    def _slot(self, start: Callable[[], None] = lambda: None) -> Iterator[None]:
+        """Hold one slot of the download gate (when there is one), then call ``start``."""
+        if self._gate is None:
+            start()
+            yield
+            return
+        with self._gate:
+            start()
+            yield
 
     def _download_history(self, item: PlanItem, run_id: str) -> Outcome:
         old = next(
@@ -738,6 +771,7 @@ class Applier:
             overwrite=item.reason.value == "results_changed",
             executor=self._files,
             repo_root=self.repo_root,
+            gate=self._slot(),
         )
         done = result.complete and not result.failures
         results = self._scores(None, run_id, item.address, wanted=done and old.results is None)
@@ -859,41 +893,6 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-
-
-# --------------------------------------------------------------------------- wait
-
-
-def wait_for_runs(
-    client: PlatformClient,
-    run_ids: Iterable[str],
-    *,
-    timeout: float,
-    cancel: threading.Event,
-    since: datetime | None = None,
-    on_poll: Callable[[dict[str, str]], None] = lambda _s: None,
-    sleep: Callable[[float], None] = time.sleep,
-    monotonic: Callable[[], float] = time.monotonic,
-) -> dict[str, str]:
-    """Poll with backoff until every run is terminal or ``timeout`` passes.
-
-    Each poll reads the run list back to ``since`` (when the oldest waited run was created;
-    None lists every run) and reads directly any run not on it, so its cost follows the runs
-    waited on, not the workspace's history. Returns run id -> status.
-    """
-    pending = set(run_ids)
-    statuses: dict[str, str] = {}
-    deadline = monotonic() + timeout
-    delay = 1.0
-    while pending and not cancel.is_set():
-        statuses.update(poll_statuses(client, sorted(pending), since=since))
-        on_poll(dict(statuses))
-        pending = {r for r in pending if RunStatus.of(statuses.get(r)).is_active}
-        if not pending or monotonic() >= deadline:
-            break
-        cancel.wait(min(delay, max(0.0, deadline - monotonic())))
-        delay = min(delay * 1.5, 15.0)
-    return statuses
 
 
 def run_dir_for(entry: RecordedRun) -> str:

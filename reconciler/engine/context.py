@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,12 +71,38 @@ class Context:
     """A try-out against the embedded Platform in a repository whose lockfile belongs to a
     real Platform: its state lives in ``TRYOUT_STATE`` and the team's lockfile is untouched."""
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
+    _http_build: threading.Thread | None = field(default=None, init=False, repr=False)
+    _http_error: BaseException | None = field(default=None, init=False, repr=False)
+    _http_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def prepare_http(self) -> None:
+        """Start building the download client on a thread: loading the CA bundle took
+        90-170 ms on a busy 2-core machine, which an apply's first round trips to the
+        Platform (manifest, download URLs) can hide. ``http`` waits for it."""
+        if self._http is not None or self._http_build is not None:
+            return
+
+        def build() -> None:
+            try:
+                self._http = self.make_http()
+            except BaseException as exc:  # re-raised by ``http``, in the caller's thread
+                self._http_error = exc
+
+        self._http_build = threading.Thread(target=build, name="osmosis-http", daemon=True)
+        self._http_build.start()
 
     @property
     def http(self) -> httpx.Client:
-        if self._http is None:
-            self._http = self.make_http()
-        return self._http
+        with self._http_lock:  # download workers ask at once: one client for them all
+            if self._http_build is not None:
+                self._http_build.join()
+                self._http_build = None
+                if self._http_error is not None:
+                    error, self._http_error = self._http_error, None
+                    raise error
+            if self._http is None:
+                self._http = self.make_http()
+            return self._http
 
     @property
     def benchmarks_dir(self) -> str:
@@ -95,6 +122,9 @@ class Context:
 
     def close(self) -> None:
         self.client.close()
+        if self._http_build is not None:
+            self._http_build.join()
+            self._http_build = None
         if self._http is not None:
             self._http.close()
 

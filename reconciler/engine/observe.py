@@ -24,7 +24,9 @@ run proves nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -611,3 +613,35 @@ def refresh_statuses(state: LockState, observation: Observation) -> LockState:
             runs[address] = entry.model_copy(update=update)
             changed = True
     return state.model_copy(update={"runs": runs}) if changed else state
+
+
+def wait_for_runs(
+    client: PlatformClient,
+    run_ids: Iterable[str],
+    *,
+    timeout: float,
+    cancel: threading.Event,
+    since: datetime | None = None,
+    on_poll: Callable[[dict[str, str]], None] = lambda _s: None,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> dict[str, str]:
+    """Poll with backoff until every run is terminal or ``timeout`` passes.
+
+    Each poll reads the run list back to ``since`` (when the oldest waited run was created;
+    None lists every run) and reads directly any run not on it, so its cost follows the runs
+    waited on, not the workspace's history. Returns run id -> status.
+    """
+    pending = set(run_ids)
+    statuses: dict[str, str] = {}
+    deadline = monotonic() + timeout
+    delay = 1.0
+    while pending and not cancel.is_set():
+        statuses.update(poll_statuses(client, sorted(pending), since=since))
+        on_poll(dict(statuses))
+        pending = {r for r in pending if RunStatus.of(statuses.get(r)).is_active}
+        if not pending or monotonic() >= deadline:
+            break
+        cancel.wait(min(delay, max(0.0, deadline - monotonic())))
+        delay = min(delay * 1.5, 15.0)
+    return statuses

@@ -726,10 +726,12 @@ class Session:
         if state != snapshots.state:
             store.update(lambda s: s)
 
+        if any(i.action is Action.DOWNLOAD for i in plan.items):
+            self.ctx.prepare_http()  # beside the first downloads' requests to the Platform
         applier = Applier(
             client=self.ctx.client,
             store=store,
-            http=self.ctx.http,
+            http=lambda: self.ctx.http,
             repo_root=self.ctx.repo_root,
             download_root=self.ctx.download_root,
             settings=self.ctx.settings,
@@ -776,7 +778,7 @@ class Session:
         waits: list[WaitReport],
         desired: tuple[DesiredRun, ...],
     ) -> list[Outcome]:
-        from reconciler.engine.apply import wait_for_runs
+        from reconciler.engine.observe import wait_for_runs
 
         entries = [
             (address, e)

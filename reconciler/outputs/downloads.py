@@ -38,6 +38,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
@@ -628,7 +629,7 @@ class _Stream:
 
 def download_run(
     source: OutputSource,
-    http: httpx.Client,
+    http: httpx.Client | Callable[[], httpx.Client],
     *,
     run_id: str,
     run_name: str | None,
@@ -641,10 +642,12 @@ def download_run(
     sleep: Callable[[float], None] = shutdown.sleep,
     repo_root: Path | None = None,
     deadline: float | None = None,
+    gate: AbstractContextManager[Any] | None = None,
 ) -> DownloadResult:
     """Download one run's outputs into ``<root>/<run_dir_name(run_name, run_id)>``.
 
-    ``http`` is a plain client for the presigned GETs (no Platform headers). Refusing a
+    ``http`` is a plain client for the presigned GETs (no Platform headers), or what
+    returns it, asked for once the manifest is read (an apply builds it meanwhile). Refusing a
     ``pending``/``queued`` run is the caller's job (it knows the status). Per-file problems
     are collected in ``failures``; Platform refusals that are not transient (401, 404, other
     4xx on E8/E9) raise ``PlatformError``; a manifest with no usable file raises
@@ -661,7 +664,51 @@ def download_run(
 
     ``deadline`` is the fixed part of each file's deadline (default ``DEADLINE_BASE_S`` or
     ``OSMOSIS_DOWNLOAD_DEADLINE``); ``http`` is guarded so that it is enforced at the socket.
+
+    ``gate`` is held from before the manifest request until every file is handed to the
+    pool (the run's round trips to the Platform), and released before the transfers are
+    waited for: an apply that downloads several runs bounds its Platform requests with one
+    gate while other runs' files transfer, so no run's round trips wait on another's files.
     """
+    held = ExitStack()
+    if gate is not None:
+        held.enter_context(gate)
+    with held:
+        return _download_run(
+            source,
+            http,
+            run_id=run_id,
+            run_name=run_name,
+            root=root,
+            types=types,
+            overwrite=overwrite,
+            max_workers=max_workers,
+            executor=executor,
+            on_progress=on_progress,
+            sleep=sleep,
+            repo_root=repo_root,
+            deadline=deadline,
+            release=held.close,
+        )
+
+
+def _download_run(
+    source: OutputSource,
+    http: httpx.Client | Callable[[], httpx.Client],
+    *,
+    run_id: str,
+    run_name: str | None,
+    root: Path,
+    types: Sequence[str],
+    overwrite: bool,
+    max_workers: int,
+    executor: Executor | None,
+    on_progress: Callable[[int], None] | None,
+    sleep: Callable[[float], None],
+    repo_root: Path | None,
+    deadline: float | None,
+    release: Callable[[], None],
+) -> DownloadResult:
     selected = normalize_types(types)
     run_dir = Path(root) / run_dir_name(run_name, run_id)
     tree = _RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
@@ -714,7 +761,8 @@ def download_run(
         if deadline is not None
         else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
     )
-    engine = _Downloader(source, deadlines.guard(http), run_id, tree, on_progress, sleep, base)
+    client = http if isinstance(http, httpx.Client) else http()
+    engine = _Downloader(source, deadlines.guard(client), run_id, tree, on_progress, sleep, base)
     sha: dict[str, str] = {}
     downloaded = skipped = bytes_downloaded = 0
     pending: list[_Item] = []
@@ -784,6 +832,7 @@ def download_run(
                     failures.append((it.path, MSG_NO_URL))
                 else:
                     _track(futures, pool.submit(engine.download, it), ("get", it), finished)
+        release()  # the run's requests are made: its gate slot goes to the next run
         for _ in range(len(futures)):
             take(_next_done(finished, engine.cancel))
     except BaseException as exc:

@@ -990,3 +990,96 @@ def test_e9_rate_limit_honours_retry_after(tmp_path):
     result = run(source, Server({"summary.csv": b"abc"}), tmp_path, sleeps=sleeps)
     assert result.complete
     assert sleeps == [4.0]
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+class Gate:
+    """A context manager that records when it is held; ``released`` is set on exit."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.entered = 0
+        self.released = threading.Event()
+
+    def __enter__(self) -> None:
+        self.entered += 1
+        self.held = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.held = False
+        self.released.set()
+
+
+class GatedSource(Source):
+    """Records whether the gate was held during each Platform request."""
+
+    def __init__(self, files: list[MFile], gate: Gate) -> None:
+        super().__init__(files)
+        self.gate = gate
+        self.held_during: list[tuple[str, bool]] = []
+
+    def get_manifest(self, run_id: str, types):
+        self.held_during.append(("manifest", self.gate.held))
+        return super().get_manifest(run_id, types)
+
+    def get_download_urls(self, run_id: str, files):
+        self.held_during.append(("urls", self.gate.held))
+        return super().get_download_urls(run_id, files)
+
+
+def test_gate_is_held_for_the_platform_requests_and_released_before_the_files_arrive(tmp_path):
+    files, bodies = standard_files()
+    gate = Gate()
+    source = GatedSource(files, gate)
+    server = Server(bodies)
+    seen_released: list[bool] = []
+
+    def after_release(request: httpx.Request) -> None:
+        # The file is not answered until the run gave its slot back (or 10 s passed, which
+        # fails the assertion below): another run's requests never wait on these files.
+        seen_released.append(gate.released.wait(10))
+
+    server.override["results.csv"] = after_release
+    result = run(source, server, tmp_path, gate=gate)
+    assert result.complete and result.files_downloaded == len(files)
+    assert source.held_during == [("manifest", True), ("urls", True)]
+    assert seen_released == [True]
+    assert gate.entered == 1 and not gate.held
+
+
+@pytest.mark.parametrize("files", [[], [MFile("../escape", 1)]])
+def test_gate_is_released_when_the_run_fails_before_any_transfer(tmp_path, files):
+    gate = Gate()
+    with pytest.raises(DownloadError):
+        run(GatedSource(files, gate), Server({}), tmp_path, gate=gate)
+    assert gate.entered == 1 and not gate.held
+
+
+def test_gate_is_released_when_the_platform_refuses_the_urls(tmp_path):
+    gate = Gate()
+    source = GatedSource([MFile("summary.csv", 3)], gate)
+    source.fail_url_calls = [AuthError("Invalid token")]
+    with pytest.raises(AuthError):
+        run(source, Server({"summary.csv": b"abc"}), tmp_path, gate=gate)
+    assert gate.entered == 1 and not gate.held
+    assert partials(tmp_path) == []
+
+
+TYPES_ALL = ("summary", "results", "artifacts", "logs")
+
+
+def test_a_client_factory_is_asked_once_the_manifest_is_read(tmp_path):
+    files, bodies = standard_files()
+    source = Source(files)
+    asked: list[int] = []
+
+    def factory() -> httpx.Client:
+        asked.append(len(source.manifest_types))
+        return make_http(Server(bodies))
+
+    result = download_run(
+        source, factory, run_id=RUN_ID, run_name="hle-smoke", root=tmp_path, types=TYPES_ALL
+    )
+    assert result.complete and asked == [1]

@@ -1,0 +1,74 @@
+"""An apply's downloads of many runs over loopback: ``parallelism`` bounds the runs making
+Platform requests (manifest, download URLs) at once, while other runs' files transfer."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from reconciler.platform import PlatformClient
+from reconciler.platform.local import Faults
+from reconciler.platform.settings import normalize_platform_url
+from tests.perf import driver
+from tests.perf.workload import WORKSPACE, build_plan_repo, config_body, seed_platform
+from tests.support.emulator import start_local_platform
+
+RUNS = 12
+METADATA = ("/outputs/manifest", "/outputs/download-urls")
+
+
+class Served:
+    """The local Platform in this process, counting runs in their metadata requests."""
+
+    def __init__(self, data: Path) -> None:
+        self.handle = start_local_platform(
+            data, workspaces=(WORKSPACE,), faults=Faults(latency_ms=20), quiet=True
+        )
+        self.url = normalize_platform_url(self.handle.url)
+        self.lock = threading.Lock()
+        self.in_flight = self.most = self.metadata = 0
+        handle = self.handle.platform.handle
+
+        def counted(method, target, headers, body=b""):
+            if not target.partition("?")[0].endswith(METADATA):
+                return handle(method, target, headers, body)
+            with self.lock:
+                self.in_flight += 1
+                self.metadata += 1
+                self.most = max(self.most, self.in_flight)
+            try:
+                return handle(method, target, headers, body)
+            finally:
+                with self.lock:
+                    self.in_flight -= 1
+
+        self.handle.platform.handle = counted
+
+    def client(self) -> PlatformClient:
+        return PlatformClient(self.url, token="local", workspace=WORKSPACE)
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_parallel_downloads_keep_metadata_requests_within_the_parallelism(
+    tmp_path: Path, parallelism: int
+) -> None:
+    data = tmp_path / "platform"
+    seed_platform(data, RUNS, 0, mix={"finished": 1.0}, body=config_body(1))
+    served = Served(data)
+    try:
+        repo = build_plan_repo(tmp_path, served, RUNS, RUNS, churn=False, outputs=False)
+        result = driver._download(repo.root, served.url, str(parallelism))
+    finally:
+        served.handle.close()
+    assert result["runs"] == RUNS and result["failed"] == 0, result["errors"]
+    assert result["files"] > RUNS and result["bytes"] > 0
+    assert result["resume_bytes"] == 0 and result["replan_downloads"] == 0
+    # Each run asks once for its manifest and once for its URLs (then once more each in
+    # the driver's resume pass, one run at a time, which asks for the manifest alone).
+    assert served.metadata == 3 * RUNS
+    assert 1 <= served.most <= parallelism
+    downloads = repo.root / ".osmosis" / "benchmarks"
+    assert not list(downloads.rglob("*.partial"))
+    assert len([d for d in downloads.iterdir() if d.is_dir()]) == RUNS
