@@ -238,7 +238,7 @@ class _Downloader:
     def __init__(
         self,
         source: OutputSource,
-        http: httpx.Client,
+        http: httpx.Client | Callable[[], httpx.Client],
         run_id: str,
         tree: _RunTree,
         on_progress: Callable[[int], None] | None,
@@ -247,7 +247,9 @@ class _Downloader:
     ) -> None:
         self.deadline_base = deadline_base
         self.source = source
-        self.http = http
+        # A client, or what returns the calling thread's client (``client``).
+        self.http = deadlines.guard(http) if isinstance(http, httpx.Client) else None
+        self.make_http = http
         self.run_id = run_id
         self.tree = tree
         self.on_progress = on_progress
@@ -319,6 +321,13 @@ class _Downloader:
                 it.urls_seen.append(url)
 
     # ------------------------------------------------------------------ one file
+
+    def client(self) -> httpx.Client:
+        """The client for a transfer on the calling thread (guarded: see ``deadlines``)."""
+        if self.http is not None:
+            return self.http
+        assert callable(self.make_http)
+        return deadlines.guard(self.make_http())
 
     def deadline(self, item: _Item) -> float:
         """Seconds for all attempts at ``item`` (see ``DEADLINE_BASE_S``)."""
@@ -425,7 +434,7 @@ class _Downloader:
         created = replaced = False
         reported = 0
         try:
-            with _Stream(self.http, item, budget) as response:
+            with _Stream(self.client(), item, budget) as response:
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
                 created = True
@@ -647,7 +656,8 @@ def download_run(
     """Download one run's outputs into ``<root>/<run_dir_name(run_name, run_id)>``.
 
     ``http`` is a plain client for the presigned GETs (no Platform headers), or what
-    returns it, asked for once the manifest is read (an apply builds it meanwhile). Refusing a
+    returns the calling thread's client, asked by each thread as it starts a transfer (an
+    apply builds the first meanwhile and gives each thread its own). Refusing a
     ``pending``/``queued`` run is the caller's job (it knows the status). Per-file problems
     are collected in ``failures``; Platform refusals that are not transient (401, 404, other
     4xx on E8/E9) raise ``PlatformError``; a manifest with no usable file raises
@@ -726,10 +736,7 @@ def download_run(
             if deadline is not None
             else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
         )
-        client = http if isinstance(http, httpx.Client) else http()
-        engine = _Downloader(
-            source, deadlines.guard(client), run_id, tree, on_progress, sleep, base
-        )
+        engine = _Downloader(source, http, run_id, tree, on_progress, sleep, base)
         sha: dict[str, str] = {}
         downloaded = skipped = bytes_downloaded = 0
         pending: list[_Item] = []
