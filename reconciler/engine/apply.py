@@ -678,13 +678,15 @@ class Applier:
         run_id = entry.run_id
         types = tuple(item.download_types or self.settings.download_types)
         # An ended run's scores no longer change: fetch them once, beside its outputs, for
-        # the plan's results table, while the files transfer. They are informational, so a
-        # failed fetch never fails the download.
+        # the plan's results table, while the files transfer; a download again (files
+        # changed or missing on disk, more types) keeps the recorded ones. They are
+        # informational, so a failed fetch never fails the download.
         terminal = RunStatus.of(entry.status).is_terminal
+        scores = terminal and entry.results is None
         fetching: list[Future[RunResults]] = []
 
         def fetch_scores() -> None:  # once the run holds its gate slot, beside the manifest
-            if terminal and self._files is not None:
+            if scores and self._files is not None:
                 fetching.append(
                     self._files.submit(lambda: self.client.get_run(run_id).to_results())
                 )
@@ -715,7 +717,7 @@ class Applier:
                 scores.cancel()
             raise
         results = self._scores(
-            fetching[0] if fetching else None, run_id, item.address, wanted=terminal
+            fetching[0] if fetching else None, run_id, item.address, wanted=scores
         )
         self._record_download(item, entry, result, types, results, terminal)
         if result.failures:
