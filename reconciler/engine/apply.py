@@ -677,10 +677,8 @@ class Applier:
             return Outcome(item, False, "no recorded run to download")
         run_id = entry.run_id
         types = tuple(item.download_types or self.settings.download_types)
-        # An ended run's scores no longer change: fetch them once, beside its outputs, for
-        # the plan's results table, while the files transfer; a download again (files
-        # changed or missing on disk, more types) keeps the recorded ones. They are
-        # informational, so a failed fetch never fails the download.
+        # An ended run's scores never change: fetched once (a download again keeps them),
+        # beside its outputs, for the results table; a failed fetch never fails a download.
         terminal = RunStatus.of(entry.status).is_terminal
         scores = terminal and entry.results is None
         fetching: list[Future[RunResults]] = []
