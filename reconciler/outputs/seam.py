@@ -51,11 +51,14 @@ class ManifestLike(Protocol):
 
 
 class DownloadUrlLike(Protocol):
-    """One E9 item as the platform client returns it (``DownloadUrl``)."""
+    """One E9 item as the platform client returns it (``DownloadUrl``, read-only)."""
 
-    path: str
-    token: str | None
-    url: str
+    @property
+    def path(self) -> str: ...
+    @property
+    def token(self) -> str | None: ...
+    @property
+    def url(self) -> str: ...
 
 
 class OutputSource(Protocol):
