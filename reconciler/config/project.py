@@ -23,9 +23,10 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from reconciler.errors import UsageError, closest
 from reconciler.escaping import escape_text
@@ -82,8 +83,7 @@ _RULE_TYPES: dict[str, tuple[type, ...]] = {
 _RULE_CHECKS = ("models", "harnesses", "task_set", "max_attempts", "max_cost_usd")
 
 
-@dataclass(frozen=True)
-class SettingsSource:
+class SettingsSource(msgspec.Struct, frozen=True):
     """Where a repository's settings come from: a file and the table inside it."""
 
     path: Path

@@ -15,9 +15,10 @@ echo such a value are replaced by the inlined-secret problem.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
+
+import msgspec
 
 from reconciler.config import rules
 from reconciler.errors import closest
@@ -25,8 +26,7 @@ from reconciler.errors import closest
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """One finding, before it is located in the file."""
 
     path: Path
