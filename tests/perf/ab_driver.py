@@ -90,17 +90,19 @@ def main(argv: list[str]) -> int:
         modules = set(sys.modules)
         before = session.ctx.client.request_count
         os.getppid()  # callgrind: zero the counters here
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, times0 = time.perf_counter(), time.process_time(), os.times()
         if "snapshots" in inspect.signature(session.apply).parameters:
             result = session.apply(plan, snapshots, report=report, wait=False, wait_timeout=0)
         else:
             result = session.apply(plan, report=report, wait=False, wait_timeout=0)
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        seconds, cpu, times1 = time.perf_counter() - t0, time.process_time() - c0, os.times()
         os.getpgrp()  # callgrind: dump the counters here
         requests = session.ctx.client.request_count - before
     out = {
         "seconds": seconds,
         "cpu_seconds": cpu,
+        "user_seconds": times1.user - times0.user,
+        "system_seconds": times1.system - times0.system,
         "items": len(items),
         "succeeded": len(result.succeeded),
         "failed": len(result.failures),
