@@ -40,6 +40,7 @@ before it raises.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,6 +253,16 @@ class OutcomeUnknownError(TransportError):
     Never retried: the apply engine keeps the intent and the next plan adopts the run if
     the Platform created one.
     """
+
+
+def closest(word: str, options: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The option most like ``word`` (``difflib``'s ratio at least ``cutoff``), for a
+    "did you mean" hint; None when none is close. difflib is imported here, when a hint is
+    made, not by every command at start-up."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return close[0] if close else None
 
 
 def file_error(exc: BaseException) -> ReconcilerError | None:

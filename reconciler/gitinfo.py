@@ -16,10 +16,11 @@ import os
 import re
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
 
 from reconciler.errors import GitError
 
@@ -43,8 +44,7 @@ _SCRUBBED_ENV = (
 )
 
 
-@dataclass(frozen=True)
-class CommitRef:
+class CommitRef(msgspec.Struct, frozen=True):
     """A commit, as provenance: the full sha and its subject line."""
 
     sha: str
@@ -55,8 +55,7 @@ class CommitRef:
         return self.sha[:12]
 
 
-@dataclass(frozen=True)
-class Trailer:
+class Trailer(msgspec.Struct, frozen=True):
     """One ``Key: value`` commit trailer (``Osmosis-Rerun: terminal-bench/*``)."""
 
     key: str

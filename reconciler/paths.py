@@ -33,8 +33,9 @@ import contextlib
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from reconciler.errors import ReconcilerError, UsageError
 
@@ -58,8 +59,7 @@ MAX_INPUT_BYTES = 64 * 1024 * 1024
 """Default cap on a file a command reads whole (a saved plan, a message, a lockfile)."""
 
 
-@dataclass(frozen=True)
-class PathProblem:
+class PathProblem(msgspec.Struct, frozen=True):
     """Why a path below the repository root must not be used."""
 
     path: str

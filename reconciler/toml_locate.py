@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 Path = tuple[str | int, ...]
 
@@ -31,8 +32,7 @@ class _Stop(Exception):
     """The scanner met something it does not understand; keep what was found."""
 
 
-@dataclass(frozen=True, slots=True)
-class Spot:
+class Spot(msgspec.Struct, frozen=True):
     """Offsets of a key and of its value (for headers: the header; for items: the item)."""
 
     key: int

@@ -21,7 +21,6 @@ and an ``error`` document. Then add the document type to
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import re
 import signal
@@ -43,7 +42,7 @@ from reconciler.cli.output import (
     issue_to_dict,
     requested_format,
 )
-from reconciler.errors import PolicyError, ReconcilerError, UsageError, file_error
+from reconciler.errors import PolicyError, ReconcilerError, UsageError, closest, file_error
 from reconciler.escaping import escape_text
 from reconciler.log import configure_logging
 from reconciler.redact import redact, register_environment_secrets
@@ -101,8 +100,8 @@ def _plain_usage(parser: argparse.ArgumentParser, message: str) -> str:
     explicit = _EXPLICIT.match(message)
     if explicit:
         word = explicit.group(1) + explicit.group(2)
-        close = difflib.get_close_matches("-" + word, options, n=1, cutoff=0.75)
-        guess = f" (did you mean {close[0]}?)" if close else ""
+        close = closest("-" + word, options, 0.75)
+        guess = f" (did you mean {close}?)" if close else ""
         return (
             f"unknown option {word}{guess}; long options take two dashes, and the "
             f"single-dash ones are -q and -v"
@@ -114,9 +113,9 @@ def _plain_usage(parser: argparse.ArgumentParser, message: str) -> str:
     if words:
         first = words[0]
         if first.startswith("-"):
-            close = difflib.get_close_matches(first.split("=")[0], options, n=1)
+            close = closest(first.split("=")[0], options)
             if close:
-                return f"{message} (did you mean {close[0]}?)"
+                return f"{message} (did you mean {close}?)"
     return message
 
 

@@ -418,7 +418,7 @@ def _dumps(value: Any) -> str:
 def outcome_line(outcome: Outcome) -> str:
     """``+ tb/smoke: submit eager-hare: ok: submitted`` (a run that ended unsuccessfully
     shows its status: ``↓ tb/x: download eager-hare (run failed): ok: ...``)."""
-    from reconciler.model import Action, RunStatus  # after an apply: pydantic is loaded
+    from reconciler.model import Action, RunStatus  # after an apply: the models are loaded
 
     item = outcome.item
     message = escape_text(outcome.message, keep_newlines=True)
@@ -533,7 +533,7 @@ class ApplyReport:
         ``unsaved``: why the lockfile could not be written at the end, when it could not.
         ``lockfile``: the lockfile's path, named in the reminder to commit it.
         """
-        from reconciler.model import RERUN_HINT, Action  # after an apply: pydantic is loaded
+        from reconciler.model import RERUN_HINT, Action  # after an apply: the models are loaded
 
         self.unsuccessful = tuple(unsuccessful)
         ok = sum(1 for o in self.outcomes if o.ok)
@@ -594,7 +594,7 @@ class ApplyReport:
             self.output.progress(line, essential=True)
 
     def body(self, exit_code: int) -> dict[str, Any]:
-        from reconciler.model import Action  # after an apply: pydantic is loaded
+        from reconciler.model import Action  # after an apply: the models are loaded
 
         with self._lock:
             outcomes = list(self.outcomes)

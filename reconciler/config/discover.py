@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from reconciler.paths import check_inside, describe_link
 
@@ -39,8 +40,7 @@ def looks_like_generator(parsed: Mapping[str, Any]) -> bool:
     return any(key in parsed for key in ("generate", "base", "axis"))
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
+class Found(msgspec.Struct, frozen=True):
     """One config file: its address, its path relative to the repo root, where to read it."""
 
     address: str
@@ -48,8 +48,7 @@ class Found:
     fspath: str
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
+class Refused(msgspec.Struct, frozen=True):
     """A directory entry that must not be read, and why."""
 
     relpath: str

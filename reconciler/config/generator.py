@@ -20,7 +20,6 @@ See docs/generators.md for the file format and the decisions behind it.
 from __future__ import annotations
 
 import copy
-import difflib
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from reconciler.config.discover import (  # noqa: F401  (re-exported)
     is_generator,
     looks_like_generator,
 )
+from reconciler.errors import closest
 from reconciler.model import CellSource, GeneratorMove, GeneratorProduct, GeneratorRemoval
 
 HARD_MAX_RUNS = 256
@@ -89,8 +89,8 @@ def generator_prefix(address: str) -> str:
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    close = closest(word, choices, 0.6)
+    return f' (did you mean "{close}"?)' if close else ""
 
 
 def _suggest_key(element: Mapping[str, Any]) -> str | None:

@@ -13,9 +13,10 @@ import os
 import re
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
+
+import msgspec
 
 from reconciler import toml_locate as locate
 from reconciler.config import rules
@@ -46,8 +47,7 @@ submitted; anywhere in the file's leading comment block (before the first table 
 _MARKER = re.compile(rb"^[ \t]*#[ \t]*osmosis-reconciler[ \t]*:[ \t]*ignore\b", re.I)
 
 
-@dataclass(frozen=True)
-class Ignored:
+class Ignored(msgspec.Struct, frozen=True):
     """A config file left out on purpose: not validated, never submitted, shown in the plan."""
 
     path: str
@@ -71,8 +71,7 @@ def _marked(data: bytes) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class LoadResult:
+class LoadResult(msgspec.Struct, frozen=True):
     """Every desired run that validated, and every issue of every file, in one value."""
 
     runs: tuple[DesiredRun, ...]
@@ -315,8 +314,7 @@ def load_file(
     return _desired_run(item, parsed), issues
 
 
-@dataclass(frozen=True)
-class ExpandedCell:
+class ExpandedCell(msgspec.Struct, frozen=True):
     """One validated cell of a generator, as ``expand`` prints it."""
 
     address: str

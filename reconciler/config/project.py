@@ -19,16 +19,16 @@ Flags win over the settings; the settings win over the defaults in ``model.Setti
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.errors import UsageError
+import msgspec
+
+from reconciler.errors import UsageError, closest
 from reconciler.escaping import escape_text
 from reconciler.model import DOWNLOAD_TYPES, POLICY_EFFECTS, PolicyRule, SmokeRule
 from reconciler.paths import read_regular
@@ -83,8 +83,7 @@ _RULE_TYPES: dict[str, tuple[type, ...]] = {
 _RULE_CHECKS = ("models", "harnesses", "task_set", "max_attempts", "max_cost_usd")
 
 
-@dataclass(frozen=True)
-class SettingsSource:
+class SettingsSource(msgspec.Struct, frozen=True):
     """Where a repository's settings come from: a file and the table inside it."""
 
     path: Path
@@ -206,8 +205,8 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             settings[key] = parse_smoke(value, where)
             continue
         if key not in _TYPES:
-            close = difflib.get_close_matches(key, list(_TYPES), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(_TYPES)}"
+            close = closest(key, _TYPES)
+            hint = f"did you mean '{close}'?" if close else f"known keys: {', '.join(_TYPES)}"
             raise UsageError(f"{where}: unknown setting", hint)
         expected = _TYPES[key]
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT_SETTING:
@@ -348,11 +347,9 @@ def parse_policy(value: list[Any], text: str, source: SettingsSource) -> tuple[P
             raise UsageError(f"{where}: must be a table ([[{source.prefix}policy]])")
         for key, item in table.items():
             if key not in _RULE_TYPES:
-                close = difflib.get_close_matches(key, list(_RULE_TYPES), n=1)
+                close = closest(key, _RULE_TYPES)
                 hint = (
-                    f"did you mean '{close[0]}'?"
-                    if close
-                    else f"known keys: {', '.join(_RULE_TYPES)}"
+                    f"did you mean '{close}'?" if close else f"known keys: {', '.join(_RULE_TYPES)}"
                 )
                 raise UsageError(f"{where}.{key}: unknown key", hint)
             if not isinstance(item, _RULE_TYPES[key]) or isinstance(item, bool):

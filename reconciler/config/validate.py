@@ -14,19 +14,19 @@ echo such a value are replaced by the inlined-secret problem.
 
 from __future__ import annotations
 
-import difflib
 import math
-from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
 
+import msgspec
+
 from reconciler.config import rules
+from reconciler.errors import closest
 
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """One finding, before it is located in the file."""
 
     path: Path
@@ -196,9 +196,9 @@ class _Checker:
             if elsewhere and key in elsewhere:
                 hint = elsewhere[key]
             else:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                close = closest(key, allowed, 0.6)
                 hint = (
-                    f"did you mean {_quote(close[0])}?"
+                    f"did you mean {_quote(close)}?"
                     if close
                     else "allowed keys: " + ", ".join(allowed)
                 )
@@ -510,9 +510,9 @@ class _Checker:
             )
             return None
         if kind not in rules.MODEL_VARIANTS:
-            close = difflib.get_close_matches(kind, variants, n=1, cutoff=0.6)
+            close = closest(kind, variants, 0.6)
             options = _choices(f"'{v}'" for v in variants)
-            hint = f"did you mean {_quote(close[0])}?" if close else f"use one of {options}"
+            hint = f"did you mean {_quote(close)}?" if close else f"use one of {options}"
             self.add(path + ("type",), f"Input should be {options}", hint)
             return None
         required, optional = rules.MODEL_VARIANTS[kind]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 
 from reconciler.config.project import load_project_settings, settings_source
 from reconciler.errors import UsageError
@@ -34,8 +35,7 @@ LOCAL_SPEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SPEED"
 LOCAL_SEED_ENV = "OSMOSIS_LOCAL_PLATFORM_SEED"
 
 
-@dataclass(frozen=True)
-class Invocation:
+class Invocation(msgspec.Struct, frozen=True):
     """What the command line asks of one command, as values: the CLI builds it from its
     flags, and nothing below the CLI sees ``argparse``."""
 
@@ -45,7 +45,7 @@ class Invocation:
     """``--platform URL|local``; None: from the environment (``select_platform``)."""
     workspace: str | None = None
     """``--workspace NAME``; None: from the environment or the git origin."""
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Settings given as flags (only the ones set); they win over the settings file."""
 
 

@@ -12,7 +12,6 @@ implements both, and the engine imports nothing of the CLI.
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +42,7 @@ from reconciler.errors import (
     StalePlanError,
     StateError,
     UsageError,
+    closest,
 )
 from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
@@ -467,9 +467,9 @@ class Session:
             if any(glob_match(a, (value,)) for a in pool):
                 continue
             what = "config or recorded run" if flag == "--target" else "config"
-            close = difflib.get_close_matches(value, sorted(pool), n=1, cutoff=0.5)
+            close = closest(value, sorted(pool), 0.5)
             hint = (
-                f"did you mean `{flag} {close[0]}`?"
+                f"did you mean `{flag} {close}`?"
                 if close
                 else (
                     f"addresses are config paths under {settings.benchmarks}/ without .toml, e.g. "
@@ -503,10 +503,10 @@ class Session:
         for trailer in trailers:
             matches = [a for a in addresses if glob_match(a, (trailer.value,))]
             if not matches:
-                close = difflib.get_close_matches(trailer.value, sorted(addresses), n=1)
+                close = closest(trailer.value, sorted(addresses))
                 notes.append(
                     f"{trailer.key}: {trailer.value} (commit {trailer.commit[:7]}) matches no "
-                    "config, so it does nothing" + (f"; did you mean {close[0]}?" if close else "")
+                    "config, so it does nothing" + (f"; did you mean {close}?" if close else "")
                 )
             if trailer.key == "Osmosis-Skip":
                 skip.append(trailer.value)

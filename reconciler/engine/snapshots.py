@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from reconciler.model import (
     DesiredRun,
     GeneratorProduct,
@@ -19,8 +21,7 @@ LockfileReader = Callable[[Path, str], bytes | None]
 none (``state.lockfile.read_lockfile_bytes``)."""
 
 
-@dataclass(frozen=True)
-class Configs:
+class Configs(msgspec.Struct, frozen=True):
     """The desired runs as loaded from the config files, with what loading them noticed."""
 
     runs: tuple[DesiredRun, ...]
@@ -55,8 +56,7 @@ class Snapshots:
     """What each run generator expanded to (``Configs.generators``)."""
 
 
-@dataclass(frozen=True)
-class TrailerRequests:
+class TrailerRequests(msgspec.Struct, frozen=True):
     """What the ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers since the lockfile's last
     commit ask for (``Session.trailer_requests``)."""
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import fields, is_dataclass
+from functools import cache
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+import msgspec
 
 
 def canonical_digest(spec: Mapping[str, Any], benchmark_id: str | None) -> str:
@@ -38,7 +40,75 @@ def digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
-class Frozen(BaseModel):
-    """Base for every value type: immutable, no unknown fields."""
+class Frozen(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base for every value type: immutable, keyword-built, no unknown fields when read.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A ``msgspec.Struct``, not a pydantic model: a no-op plan defines some sixty of these
+    and builds a few hundred, and pydantic's class construction and import were half of its
+    start-up (1,414 M instructions, 16x ``python -c pass``; docs/performance.md). Building
+    one does not check its fields' types (mypy does, statically); data read from outside
+    (the lockfile's tables, a saved plan) goes through ``model_validate``, which does.
+
+    The method names are the ones pydantic made familiar, so callers read the same.
+    """
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
+        """A copy with ``update``'s fields replaced (``__post_init__`` checks run again)."""
+        return msgspec.structs.replace(self, **update) if update else self
+
+    def model_dump(
+        self, *, mode: str = "python", exclude_none: bool = False, exclude_defaults: bool = False
+    ) -> dict[str, Any]:
+        """The fields as a dict, nested values too. ``mode="json"``: JSON types only
+        (datetimes as ISO 8601, enums as values, tuples and sets as lists)."""
+        data = _dump(self, exclude_none, exclude_defaults)
+        return msgspec.to_builtins(data) if mode == "json" else data  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_validate(cls, data: Any, *, strict: bool = False) -> Self:
+        """``data`` (dicts, lists, scalars) checked against the field types and built;
+        ``msgspec.ValidationError`` names the first problem and where (``$.key[0]``).
+        ``strict``: no coercion between types (``"1"`` is not an int)."""
+        return msgspec.convert(data, cls, strict=strict)
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The fields, in declaration order."""
+        return cls.__struct_fields__
+
+
+def _dump(value: Any, exclude_none: bool, exclude_defaults: bool) -> Any:
+    if isinstance(value, msgspec.Struct):
+        defaults = _defaults(type(value)) if exclude_defaults else {}
+        out = {}
+        for name in value.__struct_fields__:
+            field = getattr(value, name)
+            if exclude_none and field is None:
+                continue
+            if name in defaults and field == defaults[name]:
+                continue
+            out[name] = _dump(field, exclude_none, exclude_defaults)
+        return out
+    if isinstance(value, dict):
+        return {k: _dump(v, exclude_none, exclude_defaults) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return type(value)(_dump(v, exclude_none, exclude_defaults) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: _dump(getattr(value, f.name), exclude_none, exclude_defaults)
+            for f in fields(value)
+            if not (exclude_none and getattr(value, f.name) is None)
+        }
+    return value
+
+
+@cache
+def _defaults(cls: type[msgspec.Struct]) -> dict[str, Any]:
+    """Field name -> default value, for the fields that have one."""
+    out = {}
+    for field in msgspec.structs.fields(cls):
+        if field.default is not msgspec.NODEFAULT:
+            out[field.name] = field.default
+        elif field.default_factory is not msgspec.NODEFAULT:
+            out[field.name] = field.default_factory()
+    return out

@@ -9,7 +9,7 @@ from reconciler.model.base import Frozen
 from reconciler.model.generator import CellSource
 
 
-class DesiredRun(Frozen):
+class DesiredRun(Frozen, frozen=True, kw_only=True):
     """One validated config file: a request for one benchmark run."""
 
     address: str

@@ -2,25 +2,23 @@
 what each generator produced. Pure data; ``reconciler.config.generator`` builds them, the
 plan's generator phase and the renderers read them.
 
-This module imports nothing from ``reconciler.model`` so that ``model`` can re-export it.
+This module imports only ``reconciler.model.base`` so that ``model`` can re-export it.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
+
+from reconciler.model.base import Frozen as _Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CellSource(_Frozen):
+class CellSource(_Frozen, frozen=True, kw_only=True):
     """Where one expanded run came from: the generator file and its cell."""
 
     file: str
     """The generator, relative to the repository root."""
     kind: str = "generator"
-    cell: dict[str, str] = Field(default_factory=dict)
+    cell: dict[str, str] = msgspec.field(default_factory=dict)
     """Axis name -> element key, in address order."""
     line: int | None = None
     """Line of the cell's first element in the generator file."""
@@ -28,7 +26,7 @@ class CellSource(_Frozen):
     """For a vanished cell: which element went and how (``element removed: model "o3"``)."""
 
 
-class GeneratorMove(_Frozen):
+class GeneratorMove(_Frozen, frozen=True, kw_only=True):
     """One ``[[moved]]`` block: the addresses it re-keys (old -> new)."""
 
     line: int
@@ -38,7 +36,7 @@ class GeneratorMove(_Frozen):
     """How the plan names it: ``model "sonnet-4" -> "sonnet-4-5"``."""
 
 
-class GeneratorRemoval(_Frozen):
+class GeneratorRemoval(_Frozen, frozen=True, kw_only=True):
     """One ``[[removed]]`` block: an element retired in the reviewed diff."""
 
     axis: str
@@ -47,16 +45,16 @@ class GeneratorRemoval(_Frozen):
     on_remove: str = "stop"
 
 
-class GeneratorProduct(_Frozen):
+class GeneratorProduct(_Frozen, frozen=True, kw_only=True):
     """What one generator file expands to, for the plan header, the PR grid and JSON."""
 
     file: str
     """The generator, relative to the repository root."""
     prefix: str
     """The address every cell starts with (``compare/frontier``)."""
-    axes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    axes: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     """Axis name -> element keys, in address order (dict order is the address order)."""
-    element_lines: dict[str, int] = Field(default_factory=dict)
+    element_lines: dict[str, int] = msgspec.field(default_factory=dict)
     """``axis/key`` -> the line of the element in the file."""
     cells: tuple[str, ...] = ()
     """Every expanded address, sorted."""

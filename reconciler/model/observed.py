@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import ConfigDict, Field
+import msgspec
 
 from reconciler.model.base import Frozen
 
@@ -16,14 +16,11 @@ from reconciler.model.base import Frozen
 class ObservedRun:
     """A run as the Platform lists it.
 
-    A slots dataclass, not a ``Frozen`` model: a plan holds one per listed run (tens of
-    thousands in a shared workspace), and a model instance costs ~1.3 KB of ``__dict__``
-    and fields-set where this costs ~150 bytes. Pydantic fields of this type (``Observation``,
-    ``Plan.unmanaged``) validate and serialise it as they did the model: same keys, same
-    order, unknown keys refused (``__pydantic_config__``). Copy with ``dataclasses.replace``.
+    A slots dataclass: a plan holds one per listed run (tens of thousands in a shared
+    workspace), ~150 bytes each. ``Frozen`` fields of this type (``Observation``,
+    ``Plan.unmanaged``) read and write it like a ``Frozen`` value: same keys, same order.
+    Copy with ``dataclasses.replace``.
     """
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     id: str
     name: str = ""
@@ -41,7 +38,7 @@ class ObservedRun:
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
 
 
-class LeaderboardScore(Frozen):
+class LeaderboardScore(Frozen, frozen=True, kw_only=True):
     """One published score of a benchmark (E2 ``leaderboard[]``): who, on what, how well."""
 
     model: str | None = None
@@ -56,7 +53,7 @@ class LeaderboardScore(Frozen):
     n: int | None = None
 
 
-class BenchmarkRef(Frozen):
+class BenchmarkRef(Frozen, frozen=True, kw_only=True):
     """A catalog entry as E1 lists it, reduced to what names it (for did-you-mean hints)."""
 
     id: str
@@ -64,7 +61,7 @@ class BenchmarkRef(Frozen):
     key: str
 
 
-class BenchmarkInfo(Frozen):
+class BenchmarkInfo(Frozen, frozen=True, kw_only=True):
     """What preflight needs to know about one catalog benchmark (E2)."""
 
     id: str
@@ -75,8 +72,8 @@ class BenchmarkInfo(Frozen):
     sync_error: str | None = None
     platform_url: str | None = None
     task_count: int = 0
-    categories: dict[str, int] = Field(default_factory=dict)
-    task_sets: dict[str, int] = Field(default_factory=dict)
+    categories: dict[str, int] = msgspec.field(default_factory=dict)
+    task_sets: dict[str, int] = msgspec.field(default_factory=dict)
     task_names: frozenset[str] = frozenset()
     supports_harness: bool = True
     requires_harness: bool = False
@@ -101,7 +98,7 @@ class BenchmarkInfo(Frozen):
     leaderboard: tuple[LeaderboardScore, ...] = ()
 
 
-class LocalOutputs(Frozen):
+class LocalOutputs(Frozen, frozen=True, kw_only=True):
     """What is on disk for one recorded run's download directory."""
 
     present: frozenset[str] = frozenset()
@@ -110,13 +107,13 @@ class LocalOutputs(Frozen):
     """Recorded files whose sha256 no longer matches."""
 
 
-class Observation(Frozen):
+class Observation(Frozen, frozen=True, kw_only=True):
     """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
 
     platform: str
     workspace: str
     observed_at: datetime
-    runs: dict[str, ObservedRun] = Field(default_factory=dict)
+    runs: dict[str, ObservedRun] = msgspec.field(default_factory=dict)
     """Run id -> run, for every run that was seen: with ``listing = "full"`` every run of the
     workspace; with ``"incremental"`` the runs created since the lockfile's watermark plus
     the recorded runs that were read one by one. A recorded ended run that is absent was not
@@ -134,7 +131,7 @@ class Observation(Frozen):
     """The newest ``created_at`` of a verified listing: the next watermark."""
     notes: tuple[str, ...] = ()
     """Things observation wants said once (e.g. the list order could not be relied on)."""
-    benchmarks: dict[str, BenchmarkInfo | None] = Field(default_factory=dict)
+    benchmarks: dict[str, BenchmarkInfo | None] = msgspec.field(default_factory=dict)
     """``[experiment].benchmark`` as written -> info, None when it does not resolve."""
     secrets: frozenset[str] | None = None
     """Stored secret record names (any scope); None when the lookup failed."""
@@ -144,7 +141,7 @@ class Observation(Frozen):
     me: str | None = None
     """``creator_digest`` of the token's own user (``GET /api/cli/verify``), read only when
     a submit's outcome is pending: a run another user created is never adopted for it."""
-    outputs: dict[str, LocalOutputs] = Field(default_factory=dict)
+    outputs: dict[str, LocalOutputs] = msgspec.field(default_factory=dict)
     """Address -> local files of its recorded run."""
     head: str | None = None
     """git HEAD sha, when in a repository."""

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import Field, model_validator
+import msgspec
 
 from reconciler.model.base import Frozen
 from reconciler.model.generator import CellSource, GeneratorProduct
@@ -83,7 +83,7 @@ class Reason(str, Enum):
     OUTCOME_UNKNOWN = "outcome_unknown"
 
 
-class Fix(Frozen):
+class Fix(Frozen, frozen=True, kw_only=True):
     """One step that makes a blocked item pass on the next plan, exactly as shown.
 
     Either a shell ``command`` (run from the repository root) or an edit of a config file:
@@ -111,7 +111,7 @@ class Fix(Frozen):
         return f"set `{self.key} = {json.dumps(self.value, ensure_ascii=False)}` in {self.file}"
 
 
-class Blocked(Frozen):
+class Blocked(Frozen, frozen=True, kw_only=True):
     """Preflight's verdict on a ``blocked`` item: what the plan would have done, and the
     steps that make it pass."""
 
@@ -124,7 +124,7 @@ class Blocked(Frozen):
     """The steps that make it pass, in order (each is also quoted in ``details``)."""
 
 
-class Cost(Frozen):
+class Cost(Frozen, frozen=True, kw_only=True):
     """The estimated dollars of a paid item's attempts (``plan.cost``)."""
 
     usd_high: float
@@ -135,7 +135,7 @@ class Cost(Frozen):
     """Where the estimate comes from (e.g. recorded runs of the same model)."""
 
 
-class BenchmarkFacts(Frozen):
+class BenchmarkFacts(Frozen, frozen=True, kw_only=True):
     """The catalog's seed data shown with a paid item (E2)."""
 
     source_url: str | None = None
@@ -144,7 +144,7 @@ class BenchmarkFacts(Frozen):
     """Score at which a task counts as passed."""
 
 
-class Smoke(Frozen):
+class Smoke(Frozen, frozen=True, kw_only=True):
     """The smoke stage of a paid item (``smoke`` setting, docs/smoke.md)."""
 
     stage: str
@@ -166,7 +166,7 @@ PAID_ACTIONS = frozenset({Action.SUBMIT, Action.REPLACE, Action.BLOCKED})
 facts and a rejection context."""
 
 
-class PlanItem(Frozen):
+class PlanItem(Frozen, frozen=True, kw_only=True):
     """One thing the plan would do, with why.
 
     Facts that belong to some actions only are optional groups, and an item that carries
@@ -236,8 +236,7 @@ class PlanItem(Frozen):
         """The steps that make a blocked item pass (none for other items)."""
         return self.blocked.fixes if self.blocked is not None else ()
 
-    @model_validator(mode="after")
-    def _groups_match_the_action(self) -> PlanItem:
+    def __post_init__(self) -> None:
         wrong = []
         if self.blocked is not None and self.action is not Action.BLOCKED:
             wrong.append("blocked")
@@ -259,7 +258,6 @@ class PlanItem(Frozen):
             raise ValueError(
                 f"a {self.action.value} item cannot carry {', '.join(wrong)} ({self.address})"
             )
-        return self
 
 
 class DriftKind(str, Enum):
@@ -270,7 +268,7 @@ class DriftKind(str, Enum):
     POSSIBLE_DUPLICATE = "possible_duplicate"
 
 
-class DriftItem(Frozen):
+class DriftItem(Frozen, frozen=True, kw_only=True):
     """A difference between the recorded state and reality that no action explains."""
 
     kind: DriftKind
@@ -285,7 +283,7 @@ class DriftItem(Frozen):
     """Stable across plans for the same drift, so scheduled checks alert only on new items."""
 
 
-class PlanSummary(Frozen):
+class PlanSummary(Frozen, frozen=True, kw_only=True):
     """The plan counted: items per action, new attempts, drift and estimated cost."""
 
     submit: int = 0
@@ -316,7 +314,7 @@ class PlanSummary(Frozen):
     """Submits and replaces without a cost estimate (no recorded run of their model)."""
 
 
-class ResultRow(Frozen):
+class ResultRow(Frozen, frozen=True, kw_only=True):
     """One agent of an ended run in the plan's results table, with the previous comparable
     run's scores for the same agent index when the address's history has them."""
 
@@ -348,7 +346,7 @@ class ResultRow(Frozen):
     """Why they are unavailable, as the catalog says."""
 
 
-class Plan(Frozen):
+class Plan(Frozen, frozen=True, kw_only=True):
     """The value ``compute_plan`` returns; renderers and apply read it, never recompute it."""
 
     items: tuple[PlanItem, ...] = ()
@@ -371,7 +369,7 @@ class Plan(Frozen):
     """The workspace planned against."""
     head: str | None = None
     """git HEAD when planned (staleness check of a saved plan)."""
-    config_digests: dict[str, str] = Field(default_factory=dict)
+    config_digests: dict[str, str] = msgspec.field(default_factory=dict)
     """Address -> spec digest of every desired run the plan saw (staleness check)."""
     other_pending: int = 0
     """Actions outside ``--target``/``--changed-since`` that were left out."""
@@ -398,7 +396,7 @@ class Plan(Frozen):
         return bool(self.items) or bool(self.drift)
 
 
-class RecordedChange(Frozen):
+class RecordedChange(Frozen, frozen=True, kw_only=True):
     """One value a refresh records in the lockfile: what the Platform says now about a
     recorded run (``osmosis-plan --refresh-only`` shows these; ``osmosis-apply
     --refresh-only`` writes them)."""

@@ -2,21 +2,19 @@
 required task sets and budgets, per address glob. Pure data; ``config.project`` reads them,
 ``config.policy`` checks each config against them, the plan's policy phase checks budgets.
 
-This module imports nothing from ``reconciler.model`` so that ``model`` can re-export it.
+This module imports only ``reconciler.model.base`` so that ``model`` can re-export it.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from reconciler.model.base import Frozen
 
 POLICY_EFFECTS = ("deny", "warn")
 
 
-class PolicyRule(BaseModel):
+class PolicyRule(Frozen, frozen=True, kw_only=True):
     """One rule: what it applies to (``match`` globs, optionally one ``benchmark``), what it
     requires, and whether a violation fails the plan (``deny``) or is a warning (``warn``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     match: tuple[str, ...] = ("**",)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+import msgspec
 
 from reconciler.model.base import Frozen, canonical_json, digest
 from reconciler.model.observed import BenchmarkInfo
@@ -59,7 +59,7 @@ def _benchmark_json(benchmark: BenchmarkInfo) -> str:
     return text
 
 
-class Intent(Frozen):
+class Intent(Frozen, frozen=True, kw_only=True):
     """Written to the lockfile *before* a paid call; cleared once the response is recorded."""
 
     op: str
@@ -68,7 +68,7 @@ class Intent(Frozen):
     """When the paid call started (adoption looks for runs created after it)."""
     body_digest: str
     """Spec digest of the body being submitted (or of the run being stopped)."""
-    spec: dict[str, Any] = Field(default_factory=dict)
+    spec: dict[str, Any] = msgspec.field(default_factory=dict)
     """For ``submit``: the body being POSTed, so adoption can fingerprint it after a crash."""
     benchmark_id: str | None = None
     """The benchmark the submit targets, to narrow adoption candidates."""
@@ -83,7 +83,7 @@ class Intent(Frozen):
     ``Settings.unknown_outcome_listings``)."""
 
 
-class Downloads(Frozen):
+class Downloads(Frozen, frozen=True, kw_only=True):
     """What was downloaded for a run, to detect missing or changed files."""
 
     types: tuple[str, ...]
@@ -92,7 +92,7 @@ class Downloads(Frozen):
     """Files downloaded."""
     bytes: int
     """Their total size."""
-    sha256: dict[str, str] = Field(default_factory=dict)
+    sha256: dict[str, str] = msgspec.field(default_factory=dict)
     """Relative path -> hex sha256 of the summary and results files (older lockfiles: of
     every downloaded file). The lockfile stays small and reviewable."""
     others: int | None = None
@@ -105,7 +105,7 @@ class Downloads(Frozen):
     """False after a partial download or a snapshot of a running run."""
 
 
-class AgentResult(Frozen):
+class AgentResult(Frozen, frozen=True, kw_only=True):
     """One agent's scores in a run, as the run page shows them (platform-api.md §11.2).
 
     E5 ``agents[]`` joined to ``agent_metrics[]`` by agent id; a missing part is None.
@@ -141,7 +141,7 @@ class AgentResult(Frozen):
     """Mean tokens per task."""
 
 
-class RunResults(Frozen):
+class RunResults(Frozen, frozen=True, kw_only=True):
     """A run's scores, recorded once its outputs were downloaded after it ended."""
 
     agents: tuple[AgentResult, ...] = ()
@@ -156,14 +156,14 @@ class RunResults(Frozen):
     """What the run cost, as the Platform reports it."""
 
 
-class RecordedRun(Frozen):
+class RecordedRun(Frozen, frozen=True, kw_only=True):
     """One address's entry in ``state/osmosis.lock``."""
 
     address: str
     """The config's address (the key of its table)."""
     spec_digest: str
     """Canonical digest of the submitted body (``canonical_digest``)."""
-    spec: dict[str, Any] = Field(default_factory=dict)
+    spec: dict[str, Any] = msgspec.field(default_factory=dict)
     """The body that was submitted, kept so a later plan can show a field-level diff."""
     run_id: str | None = None
     """None only while a first submit's intent is pending."""
@@ -213,7 +213,7 @@ class RecordedRun(Frozen):
     kept here so a fresh checkout never announces the same run twice."""
 
 
-class Rejection(Frozen):
+class Rejection(Frozen, frozen=True, kw_only=True):
     """A submit the Platform refused (400 with issues, 404, 409, missing secrets), kept so the
     plan shows the config as blocked in the Platform's own words and apply never POSTs the
     same body again, until the config, the catalog entry or a re-run request changes.
@@ -239,7 +239,7 @@ class Rejection(Frozen):
     """HEAD when refused: an ``Osmosis-Rerun`` trailer in an older commit is spent."""
 
 
-class HistoryEntry(Frozen):
+class HistoryEntry(Frozen, frozen=True, kw_only=True):
     """A run that no longer backs its address (replaced, re-run or forgotten)."""
 
     address: str
@@ -285,7 +285,7 @@ def selection_digest(spec: Mapping[str, Any]) -> str:
     return digest(spec.get("tasks_config") or {})[:19]
 
 
-class Baseline(Frozen):
+class Baseline(Frozen, frozen=True, kw_only=True):
     """An address's accepted baseline run (``osmosis-results accept ADDR@RUN``): what
     ``--fail-on-regression`` compares the newest run with. A fixed, accepted run, never the
     moving "previous" one (repeated checks against a moving baseline inflate false alarms)."""
@@ -300,7 +300,7 @@ class Baseline(Frozen):
     """HEAD when accepted."""
 
 
-class LockState(Frozen):
+class LockState(Frozen, frozen=True, kw_only=True):
     """The whole recorded state."""
 
     version: int = LOCKFILE_VERSION
@@ -325,11 +325,11 @@ class LockState(Frozen):
     """Watermark of the run list: every run the Platform created before this time (minus
     ``plan.CLOCK_SKEW``) was seen by an observation whose plan this state records, so a
     later plan lists only newer runs (platform-api.md: no other filter exists)."""
-    runs: dict[str, RecordedRun] = Field(default_factory=dict)
+    runs: dict[str, RecordedRun] = msgspec.field(default_factory=dict)
     """Address -> entry."""
-    rejections: dict[str, Rejection] = Field(default_factory=dict)
+    rejections: dict[str, Rejection] = msgspec.field(default_factory=dict)
     """Address -> the Platform's refusal of its config (see ``Rejection``)."""
     history: tuple[HistoryEntry, ...] = ()
     """Newest first, capped per address."""
-    baselines: dict[str, Baseline] = Field(default_factory=dict)
+    baselines: dict[str, Baseline] = msgspec.field(default_factory=dict)
     """Address -> its accepted baseline run (format 2)."""

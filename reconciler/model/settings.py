@@ -8,7 +8,7 @@ from reconciler.model.policy import PolicyRule
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
 
 
-class SmokeRule(Frozen):
+class SmokeRule(Frozen, frozen=True, kw_only=True):
     """One ``smoke`` setting: submits of matching addresses planning more than ``above``
     attempts run a smoke run first (docs/smoke.md)."""
 
@@ -22,7 +22,7 @@ class SmokeRule(Frozen):
     """Best pass@1 (a fraction) the smoke run must reach; None: no score is asked for."""
 
 
-class Settings(Frozen):
+class Settings(Frozen, frozen=True, kw_only=True):
     """Policy knobs: ``[tool.osmosis-reconciler]`` overlaid by command-line flags."""
 
     benchmarks: str = "benchmarks"

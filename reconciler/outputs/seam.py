@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import msgspec
 
 CHUNK_SIZE = 1024 * 1024
 """Streaming and hashing chunk: large, so per-chunk Python overhead stays negligible."""
@@ -51,11 +52,14 @@ class ManifestLike(Protocol):
 
 
 class DownloadUrlLike(Protocol):
-    """One E9 item as the platform client returns it (``DownloadUrl``)."""
+    """One E9 item as the platform client returns it (``DownloadUrl``, read-only)."""
 
-    path: str
-    token: str | None
-    url: str
+    @property
+    def path(self) -> str: ...
+    @property
+    def token(self) -> str | None: ...
+    @property
+    def url(self) -> str: ...
 
 
 class OutputSource(Protocol):
@@ -70,8 +74,7 @@ class OutputSource(Protocol):
     def get_download_urls(self, run_id: str, files: Sequence[Any]) -> Sequence[DownloadUrlLike]: ...
 
 
-@dataclass(frozen=True)
-class DownloadResult:
+class DownloadResult(msgspec.Struct, frozen=True):
     """What one ``download_run`` call achieved; ``apply`` turns it into ``model.Downloads``."""
 
     directory: Path
@@ -87,7 +90,7 @@ class DownloadResult:
     total_bytes: int
     failures: tuple[tuple[str, str], ...]
     """``(manifest path, error)`` for every rejected path and failed file; no URLs inside."""
-    sha256: dict[str, str] = field(default_factory=dict)
+    sha256: dict[str, str] = msgspec.field(default_factory=dict)
     """Manifest path -> hex sha256 of every file now complete on disk."""
 
     @property

@@ -12,22 +12,21 @@ the budget guard names rather than passing it silently (``plan.guards``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from reconciler.model import DesiredRun, LockState, RunResults, model_identity
 
 
-@dataclass(frozen=True)
-class CostEstimate:
+class CostEstimate(msgspec.Struct, frozen=True):
     low: float
     high: float
     basis: str
     """Where the figures come from, for people."""
 
 
-@dataclass(frozen=True)
-class CostSample:
+class CostSample(msgspec.Struct, frozen=True):
     """One recorded run's cost per attempt for one of its agents."""
 
     run: str

@@ -141,12 +141,8 @@ def canonical_desired(run: DesiredRun, observed: Observation) -> DesiredRun:
 
 
 def _with_digest(model: M, spec_digest: str) -> M:
-    """``model`` with another ``spec_digest``, sharing its fields-set (``spec_digest`` is
-    required, so already in it): a plan makes one such copy per config and per entry
-    recorded before digests were canonical, ~700 bytes each for a new set."""
-    copy = model.model_copy(update={"spec_digest": spec_digest})
-    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__)
-    return copy
+    """``model`` with another ``spec_digest``."""
+    return model.model_copy(update={"spec_digest": spec_digest})
 
 
 def canonical_state(

@@ -12,7 +12,6 @@ from __future__ import annotations
 from reconciler.model import Action
 from reconciler.plan.draft import Draft
 from reconciler.results.runs import address_runs
-from reconciler.results.stats import ASSUMED_RHO, planning_mde
 
 __all__ = ["note_power"]
 
@@ -33,6 +32,9 @@ def note_power(draft: Draft) -> None:
         )
         if basis is None:
             continue
+        # Here, not at the top: a plan without such a submit never loads the statistics.
+        from reconciler.results.stats import ASSUMED_RHO, planning_mde
+
         rates = [a.pass_at_1 for a in basis.agents if a.pass_at_1 is not None]
         p = sum(rates) / len(rates)
         mde = planning_mde(p, item.task_count)

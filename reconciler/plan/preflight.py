@@ -13,12 +13,12 @@ catalog, and warnings that never block.
 
 from __future__ import annotations
 
-import difflib
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from reconciler.errors import closest
 from reconciler.loopback import is_loopback_url
 from reconciler.model import (
     Action,
@@ -357,8 +357,8 @@ def nearest_benchmark(ref: str, catalog: Sequence[BenchmarkRef]) -> BenchmarkRef
             by_label.setdefault(label.lower(), entry)
     if wanted in by_label:
         return by_label[wanted]
-    close = difflib.get_close_matches(wanted, list(by_label), n=1, cutoff=NEAREST_CUTOFF)
-    return by_label[close[0]] if close else None
+    close = closest(wanted, list(by_label), NEAREST_CUTOFF)
+    return by_label[close] if close else None
 
 
 def _not_ready(benchmark: BenchmarkInfo, observed: Observation) -> Problem:
@@ -495,8 +495,7 @@ def nearest_names(name: str, candidates: Iterable[str]) -> str | None:
     folded = {candidate.lower(): candidate for candidate in pool}
     if name.strip().lower() in folded:
         return folded[name.strip().lower()]
-    close = difflib.get_close_matches(name, pool, n=1, cutoff=NEAREST_CUTOFF)
-    return close[0] if close else None
+    return closest(name, pool, NEAREST_CUTOFF)
 
 
 def _unknown_names(
@@ -559,10 +558,10 @@ def _secret_problems(
         owner = benchmark.name if benchmark is not None else wanted.benchmark
         why = f"referenced by {wanted.path}" if name in referenced else f"required by {owner}"
         # A misspelt name must not get only the fix that creates the misspelt record.
-        close = difflib.get_close_matches(name, sorted(observed.secrets), n=1, cutoff=0.75)
+        close = closest(name, sorted(observed.secrets), 0.75)
         if close and name in referenced:
             why += (
-                f'; did you mean "{close[0]}", which exists? Then fix the name in '
+                f'; did you mean "{close}", which exists? Then fix the name in '
                 f"{wanted.path} instead of creating {name}"
             )
         problems.append(

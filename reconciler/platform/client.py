@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
+
+import msgspec
 
 from reconciler.errors import InvalidResponseError, OutcomeUnknownError, UsageError
 from reconciler.escaping import escape_text
@@ -70,8 +71,7 @@ _SECRET_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RunPage:
+class RunPage(msgspec.Struct, frozen=True):
     """One page of the run list (E4)."""
 
     runs: list[RunSummary]

@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 from reconciler.model import (
     AgentResult,
     BenchmarkInfo,
     BenchmarkRef,
+    Frozen,
     LeaderboardScore,
     ObservedRun,
     RunResults,
@@ -48,10 +49,8 @@ from reconciler.platform.coercion import (  # noqa: F401  (re-exported)
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
 
 
-class PlatformModel(BaseModel):
+class PlatformModel(Frozen, frozen=True, kw_only=True):
     """Base of every Platform model: immutable, no fields beyond the declared ones."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # --------------------------------------------------------------------------- coercion
@@ -62,7 +61,7 @@ class PlatformModel(BaseModel):
 # --------------------------------------------------------------------------- benchmarks
 
 
-class TaskSet(PlatformModel):
+class TaskSet(PlatformModel, frozen=True, kw_only=True):
     """A named subset of a benchmark's tasks, e.g. HLE ``parity`` (249 tasks)."""
 
     name: str
@@ -84,7 +83,7 @@ class TaskSet(PlatformModel):
         )
 
 
-class Category(PlatformModel):
+class Category(PlatformModel, frozen=True, kw_only=True):
     """A task category and how many tasks it holds."""
 
     name: str
@@ -99,7 +98,7 @@ class Category(PlatformModel):
         return cls(name=name, task_count=_int(raw.get("task_count")) or 0)
 
 
-class BenchmarkTask(PlatformModel):
+class BenchmarkTask(PlatformModel, frozen=True, kw_only=True):
     """One task of a benchmark. ``difficulty`` is easy/medium/hard or None (never inferred)."""
 
     name: str
@@ -124,7 +123,7 @@ def _tasks(raw: Any) -> tuple[BenchmarkTask, ...]:
     return tuple(t for t in (BenchmarkTask.from_api(x) for x in _list(raw)) if t is not None)
 
 
-class Benchmark(PlatformModel):
+class Benchmark(PlatformModel, frozen=True, kw_only=True):
     """A catalog entry as E1 lists it (and the common part of E2)."""
 
     id: str
@@ -188,7 +187,7 @@ class Benchmark(PlatformModel):
         )
 
 
-class Metric(PlatformModel):
+class Metric(PlatformModel, frozen=True, kw_only=True):
     """A pass@k point with its confidence interval."""
 
     value: float | None = None
@@ -216,7 +215,7 @@ def _metrics(raw: Any) -> tuple[Metric, ...]:
     return tuple(m for m in (Metric.from_api(x) for x in _list(raw)) if m is not None)
 
 
-class LeaderboardEntry(PlatformModel):
+class LeaderboardEntry(PlatformModel, frozen=True, kw_only=True):
     """One row of a benchmark's leaderboard (E2 ``leaderboard``)."""
 
     rank: int | None = None
@@ -267,7 +266,7 @@ class LeaderboardEntry(PlatformModel):
         )
 
 
-class BenchmarkDetail(Benchmark):
+class BenchmarkDetail(Benchmark, frozen=True, kw_only=True):
     """A benchmark as E2 describes it: catalog entry plus tasks, requirements, leaderboard."""
 
     runner_family: str | None = None
@@ -367,7 +366,7 @@ def _interned(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
-class RunSummary(PlatformModel):
+class RunSummary(PlatformModel, frozen=True, kw_only=True):
     """A run as E4 lists it (and ``benchmark_run`` of E5), fallbacks applied."""
 
     id: str
@@ -437,7 +436,7 @@ class RunSummary(PlatformModel):
         )
 
 
-class RunConfiguration(PlatformModel):
+class RunConfiguration(PlatformModel, frozen=True, kw_only=True):
     """E5 ``configuration``: what the run was asked to do, as the Platform stored it."""
 
     benchmark_id: str | None = None
@@ -446,9 +445,9 @@ class RunConfiguration(PlatformModel):
     source_ref: str | None = None
     resolved_version: str | None = None
     resolved_digest: str | None = None
-    task_filters: dict[str, Any] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict)
-    resolved_secret_scopes: dict[str, str] = Field(default_factory=dict)
+    task_filters: dict[str, Any] = msgspec.field(default_factory=dict)
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    resolved_secret_scopes: dict[str, str] = msgspec.field(default_factory=dict)
     """Secret name → ``workspace`` / ``user`` / ``user_override`` (names only, never values)."""
 
     @classmethod
@@ -468,7 +467,7 @@ class RunConfiguration(PlatformModel):
         )
 
 
-class AgentAggregates(PlatformModel):
+class AgentAggregates(PlatformModel, frozen=True, kw_only=True):
     """Per-agent aggregates of a run (E5 ``agents[].aggregates``)."""
 
     reported_cost_usd: float | None = None
@@ -485,7 +484,7 @@ class AgentAggregates(PlatformModel):
         )
 
 
-class RunAgent(PlatformModel):
+class RunAgent(PlatformModel, frozen=True, kw_only=True):
     """One agent of a run. ``harness`` None = the benchmark's official scaffold."""
 
     id: str | None = None
@@ -495,7 +494,7 @@ class RunAgent(PlatformModel):
     model: str | None = None
     model_ref: str | None = None
     status: str | None = None
-    environment_variables: dict[str, str] = Field(default_factory=dict)
+    environment_variables: dict[str, str] = msgspec.field(default_factory=dict)
     aggregates: AgentAggregates = AgentAggregates()
 
     @classmethod
@@ -516,7 +515,7 @@ class RunAgent(PlatformModel):
         )
 
 
-class AgentMetrics(PlatformModel):
+class AgentMetrics(PlatformModel, frozen=True, kw_only=True):
     """Scores of one agent (E5 ``agent_metrics[]``); joined to agents by agent id."""
 
     benchmark_run_agent_id: str | None = None
@@ -538,7 +537,7 @@ class AgentMetrics(PlatformModel):
         )
 
 
-class RunTotals(PlatformModel):
+class RunTotals(PlatformModel, frozen=True, kw_only=True):
     """Result totals of a run (E5 ``totals``)."""
 
     passed: int | None = None
@@ -563,7 +562,7 @@ class RunTotals(PlatformModel):
         )
 
 
-class RunDetail(PlatformModel):
+class RunDetail(PlatformModel, frozen=True, kw_only=True):
     """A run as E5 describes it; ``summary`` has every fallback already applied."""
 
     summary: RunSummary
@@ -699,7 +698,7 @@ class RunDetail(PlatformModel):
         )
 
 
-class SubmittedRun(PlatformModel):
+class SubmittedRun(PlatformModel, frozen=True, kw_only=True):
     """The E3 response: the only handle a submit gives back (there is no idempotency key)."""
 
     id: str
@@ -750,7 +749,7 @@ class SubmittedRun(PlatformModel):
 # --------------------------------------------------------------------------- logs
 
 
-class LogEntry(PlatformModel):
+class LogEntry(PlatformModel, frozen=True, kw_only=True):
     """One log line of a run (E6)."""
 
     timestamp: str = ""
@@ -773,7 +772,7 @@ class LogEntry(PlatformModel):
         )
 
 
-class LogPage(PlatformModel):
+class LogPage(PlatformModel, frozen=True, kw_only=True):
     """One page of logs, oldest first; ``next_cursor`` continues in the same direction."""
 
     entries: tuple[LogEntry, ...] = ()
@@ -796,7 +795,7 @@ class LogPage(PlatformModel):
 # --------------------------------------------------------------------------- outputs
 
 
-class ManifestFile(PlatformModel):
+class ManifestFile(PlatformModel, frozen=True, kw_only=True):
     """One downloadable file: a run-relative ``path``, its exact ``size``, an opaque ``token``."""
 
     path: str
@@ -804,11 +803,11 @@ class ManifestFile(PlatformModel):
     token: str | None = None
 
 
-class Manifest(PlatformModel):
+class Manifest(PlatformModel, frozen=True, kw_only=True):
     """The E8 manifest. Paths are NOT checked for safety here; the download engine does that."""
 
     files: tuple[ManifestFile, ...] = ()
-    totals: dict[str, Any] = Field(default_factory=dict)
+    totals: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @classmethod
     def from_api(cls, raw: Any) -> Manifest:
@@ -831,7 +830,7 @@ class Manifest(PlatformModel):
         return cls(files=tuple(files), totals=_plain(dict(_obj(body.get("totals")))))
 
 
-class DownloadUrl(PlatformModel):
+class DownloadUrl(PlatformModel, frozen=True, kw_only=True):
     """A presigned URL for one manifest file; fetch it with no Osmosis headers."""
 
     path: str
@@ -844,7 +843,7 @@ class DownloadUrl(PlatformModel):
 # --------------------------------------------------------------------------- secrets, workspaces
 
 
-class SecretRecord(PlatformModel):
+class SecretRecord(PlatformModel, frozen=True, kw_only=True):
     """A stored secret record. The Platform never returns values, and neither does this."""
 
     id: str
@@ -872,7 +871,7 @@ class SecretRecord(PlatformModel):
         )
 
 
-class Workspace(PlatformModel):
+class Workspace(PlatformModel, frozen=True, kw_only=True):
     """A workspace the token can see (W1) and its connected GitHub repository, if any."""
 
     id: str

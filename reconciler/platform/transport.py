@@ -69,12 +69,12 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Self, TypeVar
 from urllib.parse import urlencode
 
 import httpx
+import msgspec
 
 from reconciler import __version__, deadlines, limits, shutdown
 from reconciler.errors import (
@@ -110,8 +110,7 @@ log = get_logger()
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     """How often and how patiently retryable requests are retried.
 
     ``max_attempts`` counts every try, the first included. The n-th retry waits a
@@ -130,6 +129,10 @@ class RetryPolicy:
         """Delay before the ``retry_number``-th retry (1-based), without ``Retry-After``."""
         ceiling = min(self.max_delay, self.base_delay * (2 ** max(0, retry_number - 1)))
         return random.uniform(0.0, ceiling) if self.jitter else ceiling
+
+
+DEFAULT_RETRY = RetryPolicy()
+"""The retry policy a client has unless given another."""
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -198,7 +201,7 @@ class PlatformConnection:
         workspace: str | None = None,
         git_identity: str | None = None,
         transport: httpx.BaseTransport | None = None,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy = DEFAULT_RETRY,
         timeout: float = READ_TIMEOUT_S,
         deadline: float | None = None,
         max_response_bytes: int | None = None,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
+import msgspec
 
 from reconciler.errors import StalePlanError
 from reconciler.model import (
@@ -157,27 +157,36 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             )
             for r in data.get("results", ())
         )
-        return Plan(
-            items=items,
-            drift=drift,
-            warnings=tuple(data.get("warnings", ())),
-            errors=tuple(data.get("errors", ())),
-            summary=PlanSummary(**data["summary"]),
-            lineage=data.get("lineage"),
-            serial=data.get("serial"),
-            platform=data.get("platform", ""),
-            workspace=data.get("workspace", ""),
-            head=data.get("head"),
-            config_digests=dict(data.get("config_digests", {})),
-            other_pending=data.get("other_pending", 0),
-            results=results,
-            unmanaged_count=data.get("unmanaged_count"),
-            observed_until=_datetime_or_none(data.get("observed_until")),
-            ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
-            generators=generators_from_dicts(data.get("generators", ())),
+        return _checked(
+            Plan(
+                items=items,
+                drift=drift,
+                warnings=tuple(data.get("warnings", ())),
+                errors=tuple(data.get("errors", ())),
+                summary=PlanSummary(**data["summary"]),
+                lineage=data.get("lineage"),
+                serial=data.get("serial"),
+                platform=data.get("platform", ""),
+                workspace=data.get("workspace", ""),
+                head=data.get("head"),
+                config_digests=dict(data.get("config_digests", {})),
+                other_pending=data.get("other_pending", 0),
+                results=results,
+                unmanaged_count=data.get("unmanaged_count"),
+                observed_until=_datetime_or_none(data.get("observed_until")),
+                ignored=tuple((i["path"], i["why"]) for i in data.get("ignored", ())),
+                generators=generators_from_dicts(data.get("generators", ())),
+            )
         )
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+    except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:
         raise StalePlanError(f"the saved plan is malformed: {exc}", hint) from exc
+
+
+def _checked(plan: Plan) -> Plan:
+    """``plan`` with the type of every value checked (``1`` where a digest belongs, ``"3"``
+    for a count): values are not checked when built, and apply acts on a saved plan, which
+    a person or a script may have edited. ``msgspec.ValidationError`` names the first."""
+    return Plan.model_validate(msgspec.to_builtins(plan), strict=True)
 
 
 def _smoke(data: Any) -> Smoke | None:

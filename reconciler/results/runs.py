@@ -14,9 +14,10 @@ Comparable by construction:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from reconciler.errors import UsageError
 from reconciler.model import (
@@ -40,8 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RecordedResult:
+class RecordedResult(msgspec.Struct, frozen=True):
     """One recorded run of an address, current or from history."""
 
     address: str
@@ -56,7 +56,7 @@ class RecordedResult:
     selection: str | None = None
     results: RunResults | None = None
     outputs_complete: bool = True
-    spec: Mapping[str, Any] = field(default_factory=dict)
+    spec: Mapping[str, Any] = msgspec.field(default_factory=dict)
     stage: str | None = None
     """``smoke`` for a smoke run (docs/smoke.md): a narrowed test of the config, never a
     baseline nor the address's result."""
@@ -189,8 +189,7 @@ def leaderboard_comparable(spec: Mapping[str, Any], info: BenchmarkInfo | None) 
     return info is not None and task_set in info.recommended_task_sets
 
 
-@dataclass(frozen=True)
-class RunRef:
+class RunRef(msgspec.Struct, frozen=True):
     """``ADDR``, ``ADDR@RUN`` or ``ADDR@RUN#AGENT`` (RUN: a run name or id, or ``~N`` for
     the N-th run before the newest; AGENT: a 1-based agent number)."""
 

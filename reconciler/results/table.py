@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 __all__ = ["Column", "fit_table", "wrap_cell"]
 
@@ -19,8 +20,7 @@ _BREAK = re.compile(r"(?<= )")
 _SLASH = re.compile(r"(?<=/)")
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     header: str
     right: bool = False
     """Aligned right (numbers)."""

@@ -236,13 +236,13 @@ def _sanitize(state: LockState) -> LockState:
 
 _RUN_SCALARS = [
     name
-    for name, field in RecordedRun.model_fields.items()
+    for name in RecordedRun.field_names()
     if name not in ("address", "spec", "downloads", "intent", "results")
 ]
-_INTENT_SCALARS = [name for name in Intent.model_fields if name != "spec"]
-_DOWNLOAD_SCALARS = [name for name in Downloads.model_fields if name != "sha256"]
-_HISTORY_FIELDS = [name for name in HistoryEntry.model_fields if name != "results"]
-_RESULTS_SCALARS = [name for name in RunResults.model_fields if name != "agents"]
+_INTENT_SCALARS = [name for name in Intent.field_names() if name != "spec"]
+_DOWNLOAD_SCALARS = [name for name in Downloads.field_names() if name != "sha256"]
+_HISTORY_FIELDS = [name for name in HistoryEntry.field_names() if name != "results"]
+_RESULTS_SCALARS = [name for name in RunResults.field_names() if name != "agents"]
 
 
 def _emit_results(out: list[str], header: str, results: RunResults) -> None:
@@ -317,14 +317,14 @@ def serialize(state: LockState) -> str:
         _emit_table(
             out,
             f"rejections.{_toml_key(address)}",
-            [(name, getattr(rejection, name)) for name in Rejection.model_fields],
+            [(name, getattr(rejection, name)) for name in Rejection.field_names()],
         )
     for address in sorted(state.baselines):
         baseline = state.baselines[address]
         _emit_table(
             out,
             f"baselines.{_toml_key(address)}",
-            [(name, getattr(baseline, name)) for name in Baseline.model_fields],
+            [(name, getattr(baseline, name)) for name in Baseline.field_names()],
         )
     for entry in state.history:
         out.append("")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+import msgspec
 
 from reconciler.errors import StateError
 from reconciler.escaping import escape_text
 from reconciler.model import (
     Baseline,
     Downloads,
+    Frozen,
     HistoryEntry,
     Intent,
     RecordedRun,
@@ -54,59 +56,71 @@ def _describe_input(value: Any) -> str:
 
 
 def _validate(
-    model: type[BaseModel],
+    model: type[Frozen],
     data: dict[str, Any],
     filename: str,
     locator: KeyLines,
     base: list[str | int],
 ) -> Any:
     try:
-        instance = model.model_validate(data, strict=True)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        loc = [p for p in error["loc"]]
-        problem = error["msg"]
-        if error["type"] == "missing":
-            problem = "missing required key"
-        elif error["type"] == "extra_forbidden":
-            problem = "unknown key"
-        else:
-            problem += f" (found {_describe_input(error.get('input'))})"
+        return model.model_validate(data, strict=True)
+    except msgspec.ValidationError as exc:
+        loc, problem = _problem(str(exc), data)
         raise _shape_error(filename, locator, base + loc, problem) from None
-    _share_fields_set(instance)
-    return instance
 
 
-_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
-"""One fields-set per distinct set of keys (see ``_share_fields_set``)."""
+_WHERE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_EXPECTED = re.compile(r"^Expected `(?P<types>[^`]+)`, got `[^`]+`$")
+_KINDS = {
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "datetime": "a date-time",
+    "array": "an array",
+    "object": "a table",
+}
+_FIELD = re.compile(r"^Object (missing required|contains unknown) field `(?P<name>[^`]+)`$")
 
 
-def _share_fields_set(instance: BaseModel) -> None:
-    """Give ``instance`` the one shared copy of its fields-set (which keys the table had).
+def _problem(message: str, data: Any) -> tuple[list[str | int], str]:
+    """A ``msgspec.ValidationError``'s message as (key path, problem) in the lockfile's
+    words: ``Expected `int`, got `str` - at `$.downloads.files``` becomes
+    (``["downloads", "files"]``, ``expected `int`, got `str` (found 'x')``)."""
+    match = _WHERE.match(message)
+    assert match is not None  # the pattern matches any text
+    what, path = match["what"], match["path"] or ""
+    loc: list[str | int] = [
+        key if key is not None else int(index) for key, index in _STEP.findall(path)
+    ]
+    field = _FIELD.match(what)
+    if field is not None:
+        loc.append(field["name"])
+        return loc, "missing required key" if "missing" in what else "unknown key"
+    expected = _EXPECTED.match(what)
+    if expected is not None:
+        kinds = [k for k in expected["types"].split(" | ") if k != "null"]
+        what = "should be " + " or ".join(_KINDS.get(k, f"`{k}`") for k in kinds)
+    elif what.startswith("Invalid RFC3339 encoded"):
+        what = "should be a date-time"
+    found = data
+    for step in loc:
+        try:
+            found = found[step]
+        except (KeyError, IndexError, TypeError):
+            found = None
+            break
+    return loc, f"{what[:1].lower()}{what[1:]} (found {_describe_input(found)})"
 
-    Validation builds a new ``set`` per instance (~700 bytes: more than the instance's own
-    ``__dict__``), and the entries of one lockfile share a handful of key sets: a 20,000-run
-    lockfile's entries used 17 MB for them. Safe because every lockfile model is frozen
-    (pydantic adds to the set only on attribute assignment) and ``model_copy`` copies the set
-    before updating it."""
-    fields_set = instance.__pydantic_fields_set__
-    key = frozenset(fields_set)
-    shared = _FIELDS_SETS.get(key)
-    if shared is None:
-        if len(_FIELDS_SETS) < 512:  # a hand-edited file may vary its keys per entry
-            _FIELDS_SETS[key] = fields_set
-        return
-    if shared is not fields_set:
-        object.__setattr__(instance, "__pydantic_fields_set__", shared)
 
-
-def _nullable_required(model: type[BaseModel]) -> list[str]:
+def _nullable_required(model: type[Frozen]) -> list[str]:
     """Required fields that accept None: TOML has no null, so absence means None."""
-    names = []
-    for name, field in model.model_fields.items():
-        if field.is_required() and type(None) in getattr(field.annotation, "__args__", ()):
-            names.append(name)
-    return names
+    return [
+        field.name
+        for field in msgspec.structs.fields(model)
+        if field.required and type(None) in getattr(field.type, "__args__", ())
+    ]
 
 
 _HISTORY_NULLABLE = _nullable_required(HistoryEntry)

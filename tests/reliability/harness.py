@@ -212,10 +212,12 @@ def start_platform(
     speed: float = 5000.0,
     faults: Faults | None = None,
     secret_value: str = "sk-reliability-not-a-real-key",
+    seed: int = 0,
 ) -> Server:
-    """A fresh local Platform on a free loopback port, with the configs' secret set."""
+    """A fresh local Platform on a free loopback port, with the configs' secret set.
+    ``seed`` fixes run ids and names, and so which runs the simulation lets fail."""
     platform = LocalPlatform(
-        data_dir, speed=speed, seed=0, faults=faults or Faults(), workspaces=(WORKSPACE,)
+        data_dir, speed=speed, seed=seed, faults=faults or Faults(), workspaces=(WORKSPACE,)
     )
     platform.set_secret(WORKSPACE, SECRET_NAME, secret_value)
     handle = serve(platform, quiet=True)

@@ -445,6 +445,12 @@ def test_saved_plan_of_another_version_is_refused():
         lambda d: d["actions"][0].update(action="explode"),
         lambda d: d["drift"][0].pop("fingerprint"),
         lambda d: d.update(summary={"nonsense": 1}),
+        # Wrong types anywhere: apply must never act on them.
+        lambda d: d["actions"][0].update(attempts="many"),
+        lambda d: d["actions"][0].update(address=7),
+        lambda d: d.update(serial="3"),
+        lambda d: d["drift"][0].update(run_id=["r"]),
+        lambda d: d["actions"][0].update(listed_at="yesterday"),
     ],
 )
 def test_malformed_saved_plan_is_refused(mutate):

@@ -80,6 +80,11 @@ def simulation_hash(*parts: object) -> int:
     return int(simulation.h01(*parts) * 2**52)
 
 
+def new_run_id(seed: int, counter: int) -> str:
+    """The id of the ``counter``-th run a Platform with ``seed`` creates."""
+    return "bmr_" + hashlib.sha256(f"run:{seed}:{counter}".encode()).hexdigest()[:20]
+
+
 def run_name(seed: int, counter: int) -> str:
     """Generated run name: adjective-animal, deterministic from seed and counter.
 
@@ -514,7 +519,7 @@ class PlatformCore:
             int(w.execute("SELECT value FROM meta WHERE key = 'run_counter'").fetchone()[0]) + 1
         )
         w.execute("UPDATE meta SET value = ? WHERE key = 'run_counter'", (str(counter),))
-        run_id = "bmr_" + hashlib.sha256(f"run:{self.seed}:{counter}".encode()).hexdigest()[:20]
+        run_id = new_run_id(self.seed, counter)
         base = name = run_name(self.seed, counter)
         suffix = 1
         while (
