@@ -279,6 +279,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Old address -> new of the plain renames committed in this sequence (an apply
         records each as a move once it sees the old address vanished)."""
         self.skip_smoke: set[str] = set()
+        self.unstaged_runs: set[str] = set()
+        """Full runs recorded at an address where no smoke stage applied (or was skipped):
+        a plain rename into a staged address takes the run along, allowed as it was paid."""
         """Addresses whose smoke stage a person skipped (trailer or flag) in this sequence."""
         self.others: set[str] = set()
         """Runs that are not this repository's: the colleague's and the solo repository's."""
@@ -965,8 +968,12 @@ class LifecycleMachine(RuleBasedStateMachine):
             attempts = entry.get("attempts")
             if entry.get("stage") == "smoke" or not isinstance(attempts, int):
                 continue
+            run_id = entry.get("run_id") or ""
             if not _staged(address, attempts) or address in self.skip_smoke:
+                self.unstaged_runs.add(run_id)
                 continue
+            if run_id in self.unstaged_runs:
+                continue  # paid at hle/x, say, and renamed to tb/a since: a move, not a run
             _status, created = statuses.get(entry.get("run_id", ""), ("", 0.0))
             smoke_at = passed.get(entry.get("spec_digest", ""))
             if smoke_at is None or smoke_at > created:
