@@ -677,14 +677,14 @@ class Applier:
             return Outcome(item, False, "no recorded run to download")
         run_id = entry.run_id
         types = tuple(item.download_types or self.settings.download_types)
-        # An ended run's scores no longer change: fetch them once, beside its outputs, for
-        # the plan's results table, while the files transfer. They are informational, so a
-        # failed fetch never fails the download.
+        # An ended run's scores never change: fetched once (a download again keeps them),
+        # beside its outputs, for the results table; a failed fetch never fails a download.
         terminal = RunStatus.of(entry.status).is_terminal
+        ask_scores = terminal and entry.results is None
         fetching: list[Future[RunResults]] = []
 
         def fetch_scores() -> None:  # once the run holds its gate slot, beside the manifest
-            if terminal and self._files is not None:
+            if ask_scores and self._files is not None:
                 fetching.append(
                     self._files.submit(lambda: self.client.get_run(run_id).to_results())
                 )
@@ -715,7 +715,7 @@ class Applier:
                 scores.cancel()
             raise
         results = self._scores(
-            fetching[0] if fetching else None, run_id, item.address, wanted=terminal
+            fetching[0] if fetching else None, run_id, item.address, wanted=ask_scores
         )
         self._record_download(item, entry, result, types, results, terminal)
         if result.failures:

@@ -74,6 +74,9 @@ class Context:
     _http_build: threading.Thread | None = field(default=None, init=False, repr=False)
     _http_error: BaseException | None = field(default=None, init=False, repr=False)
     _http_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _http_taken: bool = field(default=False, init=False, repr=False)
+    _http_more: list[httpx.Client] = field(default_factory=list, init=False, repr=False)
+    _http_local: threading.local = field(default_factory=threading.local, init=False, repr=False)
 
     def prepare_http(self) -> None:
         """Start building the download client on a thread: loading the CA bundle took
@@ -104,6 +107,29 @@ class Context:
                 self._http = self.make_http()
             return self._http
 
+    def thread_http(self) -> httpx.Client:
+        """The calling thread's own download client: the prepared one (``http``) for the
+        first thread that asks, a new one from ``make_http`` for each other.
+
+        A transfer thread makes one request at a time, so its own client holds one
+        connection. httpcore looks at every connection of a client on each request, and
+        its keep-alive check is quadratic: one client shared by the 32 transfer threads of
+        a parallel apply cost 0.59 ms of CPU per request with 20 idle connections against
+        0.42 ms with 1 (this machine, loopback). ``make_http`` shares one TLS context, so
+        the clients after the first do not load the CA bundle again.
+        """
+        client: httpx.Client | None = getattr(self._http_local, "client", None)
+        if client is None:
+            first = self.http  # waits for the prepared client
+            with self._http_lock:
+                if self._http_taken:
+                    client = self.make_http()
+                    self._http_more.append(client)
+                else:
+                    self._http_taken, client = True, first
+            self._http_local.client = client
+        return client
+
     @property
     def benchmarks_dir(self) -> str:
         return self.settings.benchmarks
@@ -127,6 +153,9 @@ class Context:
             self._http_build = None
         if self._http is not None:
             self._http.close()
+        for client in self._http_more:
+            client.close()
+        self._http_more.clear()
 
 
 def resolve_settings(repo_root: Path, overrides: Mapping[str, Any]) -> Settings:
@@ -182,8 +211,16 @@ def open_context(
         transport = None
         base_url, token = selection.url, selection.token
 
+        tls: list[Any] = []
+        tls_lock = threading.Lock()
+
         def make_http() -> httpx.Client:
-            return httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
+            # One TLS context for every download client of the command (``thread_http``):
+            # loading the CA bundle is what building the first one costs (20-170 ms).
+            with tls_lock:
+                if not tls:
+                    tls.append(httpx.create_ssl_context())
+            return httpx.Client(verify=tls[0], timeout=httpx.Timeout(600.0, connect=30.0))
 
     workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
     git_identity = None

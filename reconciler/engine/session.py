@@ -731,7 +731,7 @@ class Session:
         applier = Applier(
             client=self.ctx.client,
             store=store,
-            http=lambda: self.ctx.http,
+            http=self.ctx.thread_http,  # one client per transfer thread
             repo_root=self.ctx.repo_root,
             download_root=self.ctx.download_root,
             settings=self.ctx.settings,

@@ -238,7 +238,7 @@ class _Downloader:
     def __init__(
         self,
         source: OutputSource,
-        http: httpx.Client,
+        http: httpx.Client | Callable[[], httpx.Client],
         run_id: str,
         tree: _RunTree,
         on_progress: Callable[[int], None] | None,
@@ -247,7 +247,9 @@ class _Downloader:
     ) -> None:
         self.deadline_base = deadline_base
         self.source = source
-        self.http = http
+        # A client, or what returns the calling thread's client (``client``).
+        self.http = deadlines.guard(http) if isinstance(http, httpx.Client) else None
+        self.make_http = http
         self.run_id = run_id
         self.tree = tree
         self.on_progress = on_progress
@@ -319,6 +321,13 @@ class _Downloader:
                 it.urls_seen.append(url)
 
     # ------------------------------------------------------------------ one file
+
+    def client(self) -> httpx.Client:
+        """The client for a transfer on the calling thread (guarded: see ``deadlines``)."""
+        if self.http is not None:
+            return self.http
+        assert callable(self.make_http)
+        return deadlines.guard(self.make_http())
 
     def deadline(self, item: _Item) -> float:
         """Seconds for all attempts at ``item`` (see ``DEADLINE_BASE_S``)."""
@@ -425,7 +434,7 @@ class _Downloader:
         created = replaced = False
         reported = 0
         try:
-            with _Stream(self.http, item, budget) as response:
+            with _Stream(self.client(), item, budget) as response:
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
                 created = True
@@ -647,7 +656,8 @@ def download_run(
     """Download one run's outputs into ``<root>/<run_dir_name(run_name, run_id)>``.
 
     ``http`` is a plain client for the presigned GETs (no Platform headers), or what
-    returns it, asked for once the manifest is read (an apply builds it meanwhile). Refusing a
+    returns the calling thread's client, asked by each thread as it starts a transfer (an
+    apply builds the first meanwhile and gives each thread its own). Refusing a
     ``pending``/``queued`` run is the caller's job (it knows the status). Per-file problems
     are collected in ``failures``; Platform refusals that are not transient (401, 404, other
     4xx on E8/E9) raise ``PlatformError``; a manifest with no usable file raises
@@ -674,189 +684,153 @@ def download_run(
     if gate is not None:
         held.enter_context(gate)
     with held:
-        return _download_run(
-            source,
-            http,
-            run_id=run_id,
-            run_name=run_name,
-            root=root,
-            types=types,
-            overwrite=overwrite,
-            max_workers=max_workers,
-            executor=executor,
-            on_progress=on_progress,
-            sleep=sleep,
-            repo_root=repo_root,
-            deadline=deadline,
-            release=held.close,
-        )
+        selected = normalize_types(types)
+        run_dir = Path(root) / run_dir_name(run_name, run_id)
+        tree = _RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
+        tree.check_root()
+        manifest = source.get_manifest(run_id, list(selected))
+        entries = list(getattr(manifest, "files", None) or ())
 
+        failures: list[tuple[str, str]] = []
+        items: list[_Item] = []
+        seen: set[str] = set()
 
-def _download_run(
-    source: OutputSource,
-    http: httpx.Client | Callable[[], httpx.Client],
-    *,
-    run_id: str,
-    run_name: str | None,
-    root: Path,
-    types: Sequence[str],
-    overwrite: bool,
-    max_workers: int,
-    executor: Executor | None,
-    on_progress: Callable[[int], None] | None,
-    sleep: Callable[[float], None],
-    repo_root: Path | None,
-    deadline: float | None,
-    release: Callable[[], None],
-) -> DownloadResult:
-    selected = normalize_types(types)
-    run_dir = Path(root) / run_dir_name(run_name, run_id)
-    tree = _RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
-    tree.check_root()
-    manifest = source.get_manifest(run_id, list(selected))
-    entries = list(getattr(manifest, "files", None) or ())
+        for entry in entries:
+            path = getattr(entry, "path", None)
+            shown = path if isinstance(path, str) else repr(path)
+            size = getattr(entry, "size", None)
+            if not isinstance(path, str) or classify_path(path, selected) is None:
+                failures.append((shown, MSG_LAYOUT))
+                continue
+            if path in seen:
+                failures.append((shown, MSG_DUPLICATE))
+                continue
+            seen.add(path)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                failures.append((shown, MSG_BAD_SIZE))
+                continue
+            dest = run_dir.joinpath(*path.split("/"))
+            safe, st = tree.file(path)
+            if not safe:
+                failures.append((shown, MSG_SYMLINK))
+                continue
+            item = _Item(entry, path, size, getattr(entry, "token", None), dest)
+            # Complete on disk: a regular file of the manifest size (resume skips it).
+            item.complete = st is not None and stat.S_ISREG(st.st_mode) and st.st_size == size
+            items.append(item)
 
-    failures: list[tuple[str, str]] = []
-    items: list[_Item] = []
-    seen: set[str] = set()
-
-    for entry in entries:
-        path = getattr(entry, "path", None)
-        shown = path if isinstance(path, str) else repr(path)
-        size = getattr(entry, "size", None)
-        if not isinstance(path, str) or classify_path(path, selected) is None:
-            failures.append((shown, MSG_LAYOUT))
-            continue
-        if path in seen:
-            failures.append((shown, MSG_DUPLICATE))
-            continue
-        seen.add(path)
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            failures.append((shown, MSG_BAD_SIZE))
-            continue
-        dest = run_dir.joinpath(*path.split("/"))
-        safe, st = tree.file(path)
-        if not safe:
-            failures.append((shown, MSG_SYMLINK))
-            continue
-        item = _Item(entry, path, size, getattr(entry, "token", None), dest)
-        # Complete on disk: a regular file of the manifest size (resume skips it).
-        item.complete = st is not None and stat.S_ISREG(st.st_mode) and st.st_size == size
-        items.append(item)
-
-    if not items:
-        if failures:
+        if not items:
+            if failures:
+                raise DownloadError(
+                    MSG_NO_USABLE,
+                    f"{len(failures)} manifest path(s) were refused, e.g. {failures[0][0]!r}: "
+                    f"{failures[0][1]} Report it to the Platform operator.",
+                )
             raise DownloadError(
-                MSG_NO_USABLE,
-                f"{len(failures)} manifest path(s) were refused, e.g. {failures[0][0]!r}: "
-                f"{failures[0][1]} Report it to the Platform operator.",
+                MSG_NOTHING,
+                f"the run has no {', '.join(selected)} outputs; choose other download types",
             )
-        raise DownloadError(
-            MSG_NOTHING,
-            f"the run has no {', '.join(selected)} outputs; choose other download types",
+
+        base = (
+            deadline
+            if deadline is not None
+            else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
         )
+        engine = _Downloader(source, http, run_id, tree, on_progress, sleep, base)
+        sha: dict[str, str] = {}
+        downloaded = skipped = bytes_downloaded = 0
+        pending: list[_Item] = []
+        skip_items: list[_Item] = []
+        for it in items:
+            if not overwrite and it.complete:
+                skip_items.append(it)
+            else:
+                pending.append(it)
 
-    base = (
-        deadline
-        if deadline is not None
-        else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
-    )
-    client = http if isinstance(http, httpx.Client) else http()
-    engine = _Downloader(source, deadlines.guard(client), run_id, tree, on_progress, sleep, base)
-    sha: dict[str, str] = {}
-    downloaded = skipped = bytes_downloaded = 0
-    pending: list[_Item] = []
-    skip_items: list[_Item] = []
-    for it in items:
-        if not overwrite and it.complete:
-            skip_items.append(it)
-        else:
-            pending.append(it)
+        futures: dict[Future, tuple[str, _Item]] = {}
+        # Workers report completions here; cheaper than concurrent.futures.wait, which
+        # re-installs a waiter on every outstanding future each time one finishes.
+        finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        own_pool = executor is None
+        pool = executor or ThreadPoolExecutor(
+            max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
+        )
+        taken: set[Future[Any]] = set()
 
-    futures: dict[Future, tuple[str, _Item]] = {}
-    # Workers report completions here; cheaper than concurrent.futures.wait, which
-    # re-installs a waiter on every outstanding future each time one finishes.
-    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
-    own_pool = executor is None
-    pool = executor or ThreadPoolExecutor(
-        max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
-    )
-    taken: set[Future[Any]] = set()
+        def take(fut: Future[Any]) -> None:
+            nonlocal skipped, downloaded, bytes_downloaded
+            taken.add(fut)
+            kind, it = futures[fut]
+            try:
+                value = fut.result()
+            except _FileFailed as exc:
+                failures.append((it.path, _redact(exc.message, it.urls_seen)))
+                return
+            except OSError as exc:
+                failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
+                return
+            if kind == "skip":
+                skipped += 1
+                sha[it.path] = value
+            else:
+                n, hexdigest = value
+                downloaded += 1
+                bytes_downloaded += n
+                sha[it.path] = hexdigest
 
-    def take(fut: Future[Any]) -> None:
-        nonlocal skipped, downloaded, bytes_downloaded
-        taken.add(fut)
-        kind, it = futures[fut]
+        def result() -> DownloadResult:
+            order = {it.path: i for i, it in enumerate(items)}
+            failures.sort(key=lambda f: order.get(f[0], -1))
+            return DownloadResult(
+                directory=run_dir,
+                types=selected,
+                files_downloaded=downloaded,
+                files_skipped=skipped,
+                bytes_downloaded=bytes_downloaded,
+                total_files=len(items),
+                total_bytes=sum(it.size for it in items),
+                failures=tuple(failures),
+                sha256=dict(sorted(sha.items())),
+            )
+
         try:
-            value = fut.result()
-        except _FileFailed as exc:
-            failures.append((it.path, _redact(exc.message, it.urls_seen)))
-            return
-        except OSError as exc:
-            failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
-            return
-        if kind == "skip":
-            skipped += 1
-            sha[it.path] = value
-        else:
-            n, hexdigest = value
-            downloaded += 1
-            bytes_downloaded += n
-            sha[it.path] = hexdigest
-
-    def result() -> DownloadResult:
-        order = {it.path: i for i, it in enumerate(items)}
-        failures.sort(key=lambda f: order.get(f[0], -1))
-        return DownloadResult(
-            directory=run_dir,
-            types=selected,
-            files_downloaded=downloaded,
-            files_skipped=skipped,
-            bytes_downloaded=bytes_downloaded,
-            total_files=len(items),
-            total_bytes=sum(it.size for it in items),
-            failures=tuple(failures),
-            sha256=dict(sorted(sha.items())),
-        )
-
-    try:
-        for it in skip_items:
-            _track(futures, pool.submit(_hash_file, it.dest), ("skip", it), finished)
-        for start in range(0, len(pending), E9_BATCH):
-            batch = pending[start : start + E9_BATCH]
-            error = engine.fetch_urls(batch)
-            for it in batch:
-                if error is not None:
-                    failures.append((it.path, error))
-                elif it.url is None:
-                    failures.append((it.path, MSG_NO_URL))
-                else:
-                    _track(futures, pool.submit(engine.download, it), ("get", it), finished)
-        release()  # the run's requests are made: its gate slot goes to the next run
-        for _ in range(len(futures)):
-            take(_next_done(finished, engine.cancel))
-    except BaseException as exc:
-        # Ctrl-C or a fatal Platform refusal: stop workers at their next chunk; each one
-        # removes its own .partial on the way out.
-        engine.cancel.set()
-        for fut in futures:
-            fut.cancel()
-        wait(futures)
+            for it in skip_items:
+                _track(futures, pool.submit(_hash_file, it.dest), ("skip", it), finished)
+            for start in range(0, len(pending), E9_BATCH):
+                batch = pending[start : start + E9_BATCH]
+                error = engine.fetch_urls(batch)
+                for it in batch:
+                    if error is not None:
+                        failures.append((it.path, error))
+                    elif it.url is None:
+                        failures.append((it.path, MSG_NO_URL))
+                    else:
+                        _track(futures, pool.submit(engine.download, it), ("get", it), finished)
+            held.close()  # the run's requests are made: its gate slot goes to the next run
+            for _ in range(len(futures)):
+                take(_next_done(finished, engine.cancel))
+        except BaseException as exc:
+            # Ctrl-C or a fatal Platform refusal: stop workers at their next chunk; each one
+            # removes its own .partial on the way out.
+            engine.cancel.set()
+            for fut in futures:
+                fut.cancel()
+            wait(futures)
+            if own_pool:
+                pool.shutdown(wait=True)
+            engine.close()
+            if isinstance(exc, KeyboardInterrupt):
+                # The files that did arrive are complete on disk: hand them to the caller, which
+                # records them before the interruption goes on.
+                for fut in futures:
+                    if fut not in taken and not fut.cancelled():
+                        take(fut)
+                raise DownloadInterrupted(result()) from None
+            raise
         if own_pool:
             pool.shutdown(wait=True)
         engine.close()
-        if isinstance(exc, KeyboardInterrupt):
-            # The files that did arrive are complete on disk: hand them to the caller, which
-            # records them before the interruption goes on.
-            for fut in futures:
-                if fut not in taken and not fut.cancelled():
-                    take(fut)
-            raise DownloadInterrupted(result()) from None
-        raise
-    if own_pool:
-        pool.shutdown(wait=True)
-    engine.close()
-    return result()
+        return result()
 
 
 def _track(

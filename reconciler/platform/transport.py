@@ -400,7 +400,7 @@ class PlatformConnection:
                 response = self._http.send(request, stream=True)
                 # Read here, inside the same handlers: a read that fails or stalls is a
                 # failure after sending, like any other.
-                content = limits.read_capped(response, self.max_response_bytes)
+                answer = limits.read_capped(response, self.max_response_bytes)
             except limits.AnswerTooLargeError as exc:
                 raise self._too_large(exc, mode, method, path) from None
             except (
@@ -462,11 +462,11 @@ class PlatformConnection:
                 status = response.status_code
                 if 200 <= status < 300:
                     self._note_version(response)
-                    return self._decode(status, content, method, path)
+                    return self._decode(status, answer, method, path)
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 failure = platform_error(
                     status,
-                    content.decode("utf-8", "replace"),
+                    answer.decode("utf-8", "replace"),
                     retry_after=retry_after,
                     location=response.headers.get("Location"),
                     redact=redact,

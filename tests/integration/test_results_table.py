@@ -7,9 +7,18 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from tests.support.clock import FakeClock
 from tests.support.git import commit
 
-from .helpers import Osmosis, init_repo, read_lock, smoke_config, start_platform, write_config
+from .helpers import (
+    Osmosis,
+    Platform,
+    init_repo,
+    read_lock,
+    smoke_config,
+    start_platform,
+    write_config,
+)
 
 ADDRESS = "tb/smoke"
 
@@ -92,3 +101,29 @@ def test_apply_wait_records_scores_and_plan_compares_with_the_previous_run(
         assert f"{delta} pts (prev" in line and f"{_pct(before)})" in text.out
     finally:
         server.close()
+
+
+def test_downloading_an_ended_run_again_keeps_its_scores_without_asking_again(
+    tmp_path: Path, platform: Platform, clock: FakeClock
+) -> None:
+    repo = init_repo(tmp_path / "repo", configs={ADDRESS: smoke_config()})
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve").code == 0
+    commit(repo, "Record the smoke run")
+    clock.advance(86400)  # the run has ended
+    assert osm.apply("--auto-approve").code == 0  # downloads it, records its scores (E5)
+    entry = read_lock(repo)["runs"][ADDRESS]
+    recorded, run_id = entry["results"], entry["run_id"]
+    assert recorded and entry["downloads"]["complete"], entry
+
+    # A downloaded file changed on disk: the run's files are downloaded again, and its
+    # scores, which an ended run never changes, are kept instead of asked for again.
+    (repo / entry["downloads"]["directory"] / "summary.csv").write_text("edited\n")
+    assert platform.requests is not None
+    platform.requests.reset()
+    again = osm.apply("--auto-approve")
+    assert again.code == 0, again
+    lines = platform.requests.lines
+    assert any(f"/{run_id}/outputs/download-urls" in line for line in lines), lines
+    assert not any(f"GET /api/cli/benchmark-runs/{run_id} " in line for line in lines), lines
+    assert read_lock(repo)["runs"][ADDRESS]["results"] == recorded

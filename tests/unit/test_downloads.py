@@ -1070,16 +1070,22 @@ def test_gate_is_released_when_the_platform_refuses_the_urls(tmp_path):
 TYPES_ALL = ("summary", "results", "artifacts", "logs")
 
 
-def test_a_client_factory_is_asked_once_the_manifest_is_read(tmp_path):
+def test_a_client_factory_is_asked_by_each_transfer_once_the_manifest_is_read(tmp_path):
     files, bodies = standard_files()
     source = Source(files)
     asked: list[int] = []
 
-    def factory() -> httpx.Client:
+    def factory() -> httpx.Client:  # an apply's hands each thread its own client
         asked.append(len(source.manifest_types))
         return make_http(Server(bodies))
 
-    result = download_run(
-        source, factory, run_id=RUN_ID, run_name="hle-smoke", root=tmp_path, types=TYPES_ALL
-    )
-    assert result.complete and asked == [1]
+    def fetch() -> DownloadResult:
+        return download_run(
+            source, factory, run_id=RUN_ID, run_name="hle-smoke", root=tmp_path, types=TYPES_ALL
+        )
+
+    result = fetch()
+    assert result.complete and asked == [1] * result.files_downloaded
+    # Resume: every file is on disk, so no transfer asks for a client.
+    asked.clear()
+    assert fetch().files_skipped == result.total_files and asked == []

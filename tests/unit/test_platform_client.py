@@ -875,6 +875,18 @@ def test_download_urls_retry_on_5xx() -> None:
     assert [u.url for u in urls] == ["https://s3/a"] and delays == [0.25]
 
 
+def test_a_retried_post_sends_its_own_body_again() -> None:
+    # The answer to a failed attempt (here a 503's body) must never become the body of the
+    # next attempt: the retry of E9 asks for the same items.
+    rec = Recorder(
+        err(503, {"error": "busy"}), ok({"items": [{"path": "a", "url": "https://s3/a"}]})
+    )
+    client, _delays = make_client(rec)
+    client.get_download_urls("r", [ManifestFile(path="a", size=1, token="t")])
+    sent = [json.loads(r.content) for r in rec.requests]
+    assert sent == [{"items": [{"path": "a", "token": "t"}]}] * 2
+
+
 @pytest.mark.parametrize(
     "failure",
     [

@@ -28,6 +28,13 @@ from reconciler.platform.local.app import LocalPlatform
 _PRESIGNED_RE = re.compile(r"^/_presigned/[^/]+")
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a client that opens more connections at
+    # once (the transfer threads of a parallel download) had connections dropped by the
+    # kernel (TcpExtListenOverflows) and waited for TCP's retransmit, a second at a time.
+    request_queue_size = 128
+
+
 def _log_path(target: str) -> str:
     """The path as logged: no query string, presigned signatures redacted."""
     path = target.split("?", 1)[0]
@@ -187,7 +194,7 @@ def start_server(
             "stopping": stopping,
         },
     )
-    server = ThreadingHTTPServer((host, port), handler)
+    server = _Server((host, port), handler)
     server.daemon_threads = True
     bound = server.server_address[1]
     url = f"http://{host}:{bound}"
