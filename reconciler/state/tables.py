@@ -86,14 +86,13 @@ _FIELD = re.compile(r"^Object (missing required|contains unknown) field `(?P<nam
 
 def _problem(message: str, data: Any) -> tuple[list[str | int], str]:
     """A ``msgspec.ValidationError``'s message as (key path, problem) in the lockfile's
-    words: ``Expected `int`, got `str` - at `$.downloads.files``` becomes
-    (``["downloads", "files"]``, ``expected `int`, got `str` (found 'x')``)."""
+    words: ``Expected `int`, got `str` - at `$.agents[0].rank``` becomes
+    (``["agents", 0, "rank"]``, ``should be an integer (found 'x')``)."""
     match = _WHERE.match(message)
     assert match is not None  # the pattern matches any text
     what, path = match["what"], match["path"] or ""
-    loc: list[str | int] = [
-        key if key is not None else int(index) for key, index in _STEP.findall(path)
-    ]
+    # findall gives (key, "") for ``.key`` and ("", index) for ``[index]``.
+    loc: list[str | int] = [key or int(index) for key, index in _STEP.findall(path)]
     field = _FIELD.match(what)
     if field is not None:
         loc.append(field["name"])

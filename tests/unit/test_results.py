@@ -338,6 +338,15 @@ def test_a_malformed_results_table_is_a_state_error_naming_the_key() -> None:
     assert "unknown key" in info.value.message
 
 
+def test_a_wrong_value_in_an_agent_line_names_its_index() -> None:
+    text = serialize(state_with_results()).replace("agent_index = 0", 'agent_index = "0"', 1)
+    with pytest.raises(StateError) as info:
+        parse(text, NAME)
+    assert 'runs."hle/a".results.agents[0].agent_index: should be an integer' in (
+        info.value.message
+    )
+
+
 def test_retiring_a_run_keeps_its_results_in_history() -> None:
     res = results(agent(0, 0.5))
     state = put_run(lock(), ended("hle/a", "run-1", res))
