@@ -397,7 +397,7 @@ class PlatformConnection:
             retry_after: float | None = None
             failure: PlatformError
             try:
-                response = self._http.send(request, stream=True)
+                response = deadlines.send(self._http, request)
                 # Read here, inside the same handlers: a read that fails or stalls is a
                 # failure after sending, like any other.
                 answer = limits.read_capped(response, self.max_response_bytes)

@@ -63,6 +63,47 @@ def test_guard_reaches_the_sockets_of_the_platform_and_download_clients() -> Non
     assert not deadlines.is_guarded(deadlines.guard(local))
 
 
+def test_send_goes_to_the_transport_for_the_url_and_keeps_no_cookies() -> None:
+    seen: list[str] = []
+
+    def answer(name: str) -> httpx.MockTransport:
+        def handler(request: httpx.Request) -> httpx.Response:
+            seen.append(f"{name} {request.url.host} cookie={request.headers.get('Cookie')}")
+            return httpx.Response(200, headers={"Set-Cookie": "session=abc"}, content=b"ok")
+
+        return httpx.MockTransport(handler)
+
+    # A mount stands for a proxy from the environment: send must pick it, as Client.send does.
+    client = httpx.Client(
+        transport=answer("direct"), mounts={"http://proxied.test": answer("proxy")}
+    )
+    assert hasattr(client, "_transport_for_url")  # else send falls back to Client.send
+    for url in ("http://store.test/a", "http://store.test/b", "http://proxied.test/c"):
+        response = deadlines.send(client, client.build_request("GET", url))
+        assert response.read() == b"ok" and response.request.url == httpx.URL(url)
+        response.close()
+    assert seen == [
+        "direct store.test cookie=None",
+        "direct store.test cookie=None",  # the first answer's cookie is not sent back
+        "proxy proxied.test cookie=None",
+    ]
+    assert not client.cookies
+
+
+def test_send_names_the_request_in_a_transport_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    client = httpx.Client(transport=httpx.MockTransport(refuse))
+    request = client.build_request("GET", "http://store.test/a")
+    with pytest.raises(httpx.ConnectError) as caught:
+        deadlines.send(client, request)
+    assert caught.value.request is request
+    client.close()
+    with pytest.raises(RuntimeError, match="closed"):  # a closed client refuses, as before
+        deadlines.send(client, request)
+
+
 @pytest.mark.parametrize(
     "fault", [Faults(trickle_ms=200), Faults(silent=True)], ids=["trickle", "silent"]
 )
