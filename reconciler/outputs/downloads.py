@@ -30,6 +30,7 @@ fraction of a second and removes its ``.partial``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import queue
 import re
@@ -224,6 +225,30 @@ class _Item:
     complete: bool = False
 
 
+_temp_serial = itertools.count(secrets.randbits(4 * _PARTIAL_TOKEN_HEX))
+
+
+def _temp_token() -> str:
+    """The unique part of a temp file's name: a counter from a random start, so a
+    file costs no call to the system's random source (the file is created with
+    ``O_EXCL``, so a name that is taken fails the attempt instead of sharing the file)."""
+    return f"{next(_temp_serial) % (1 << 4 * _PARTIAL_TOKEN_HEX):0{_PARTIAL_TOKEN_HEX}x}"
+
+
+def _create_temp(base: str, dir_fd: int) -> tuple[str, int]:
+    """Create ``<base>.<token>.partial`` in ``dir_fd``, never opening a file that is there
+    (nor following a symlink): its name and descriptor."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for attempt in range(3):
+        name = f"{base}.{_temp_token()}.partial"
+        try:
+            return name, os.open(name, flags, 0o644, dir_fd=dir_fd)
+        except FileExistsError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _partial_base(name: str) -> str:
     # Keep ".<name>.<16 hex>.partial" within the 255-byte file-name limit.
     if len(name.encode("utf-8")) > 200:
@@ -397,8 +422,7 @@ class _Downloader:
             known = self.dirs.get(rel)
             if known is not None:
                 return known
-            if not self.tree.dir_ok(rel):
-                raise _FileFailed(MSG_SYMLINK, retry=False)
+            # open_dir checks each component as it opens it (a symlink must stay inside).
             try:
                 dir_fd, created = self.tree.open_dir(rel)
             except OSError as exc:
@@ -429,14 +453,12 @@ class _Downloader:
         # there, never writes through it) and was checked when the manifest was read.
         dir_fd, temp_names = self._prepare_dir(item)
         self._remove_stale_partials(dest.name, dir_fd, temp_names)
-        token = secrets.token_hex(_PARTIAL_TOKEN_HEX // 2)
-        tmp = f"{_partial_base(dest.name)}.{token}.partial"
+        tmp = ""
         created = replaced = False
         reported = 0
         try:
             with _Stream(self.client(), item, budget) as response:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
+                tmp, fd = _create_temp(_partial_base(dest.name), dir_fd)
                 created = True
                 sink = _Sink(fd, threaded=item.size >= PIPELINE_MIN_BYTES)
                 received = 0
@@ -608,7 +630,7 @@ class _Stream:
             request = self.http.build_request("GET", url, timeout=timeout)
             # Presigned URLs carry their own authorisation; never leak ours to S3.
             request.headers.pop("Authorization", None)
-            response = self.http.send(request, stream=True, follow_redirects=False, auth=None)
+            response = deadlines.send(self.http, request)
             if response.status_code in _REDIRECT_CODES:
                 location = response.headers.get("Location")
                 response.close()
@@ -689,6 +711,7 @@ def download_run(
         tree = _RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
         tree.check_root()
         manifest = source.get_manifest(run_id, list(selected))
+        fresh = tree.absent()  # a first download: no path below the run can be on disk
         entries = list(getattr(manifest, "files", None) or ())
 
         failures: list[tuple[str, str]] = []
@@ -710,7 +733,7 @@ def download_run(
                 failures.append((shown, MSG_BAD_SIZE))
                 continue
             dest = run_dir.joinpath(*path.split("/"))
-            safe, st = tree.file(path)
+            safe, st = (True, None) if fresh else tree.file(path)
             if not safe:
                 failures.append((shown, MSG_SYMLINK))
                 continue
