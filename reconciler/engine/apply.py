@@ -62,6 +62,7 @@ from reconciler.outputs.downloads import (
     download_run,
     run_dir_name,
 )
+from reconciler.outputs.pace import TransferLimit
 from reconciler.plan.smoke import SMOKE
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
 from reconciler.state.lockfile import put_run, rekey_run, retire_run
@@ -181,6 +182,8 @@ class Applier:
     desired: Mapping[str, DesiredRun] = field(default_factory=dict)
     _files: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     """File transfers of every download of one ``apply`` call share this pool."""
+    _transfers: TransferLimit | None = field(default=None, init=False, repr=False)
+    """How many of the pool's file transfers run at once (``reconciler.outputs.pace``)."""
     _gate: threading.BoundedSemaphore | None = field(default=None, init=False, repr=False)
     """``parallelism`` slots for the Platform requests of the runs being downloaded."""
     _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
@@ -222,10 +225,13 @@ class Applier:
             # at once: with 8 files in flight in all, 8 runs in parallel waited on each
             # other's files and gained 1.7x over one at a time at 50 ms latency.
             runs_at_once = max(1, min(parallelism, len(downloads)))
+            transfers = min(DOWNLOAD_WORKERS * runs_at_once, MAX_DOWNLOAD_WORKERS)
+            # At most ``transfers`` at once, fewer while the store answers at once (pace);
+            # the run details (E5) are fetched on this pool too, beside the transfers.
             self._files = ThreadPoolExecutor(
-                max_workers=min(DOWNLOAD_WORKERS * runs_at_once, MAX_DOWNLOAD_WORKERS),
-                thread_name_prefix="osmosis-dl",
+                max_workers=transfers + runs_at_once, thread_name_prefix="osmosis-dl"
             )
+            self._transfers = TransferLimit(DOWNLOAD_WORKERS, transfers)
             if runs_at_once > 1:
                 self._gate = threading.BoundedSemaphore(runs_at_once)
         try:
@@ -241,6 +247,7 @@ class Applier:
                 result.outcomes.extend(self._parallel(batch, workers))
         finally:
             self._gate = None
+            self._transfers = None
             if self._files is not None:
                 self._files.shutdown(wait=True, cancel_futures=True)
                 self._files = None
@@ -703,6 +710,7 @@ class Applier:
                 executor=self._files,
                 repo_root=self.repo_root,
                 gate=self._slot(fetch_scores),
+                limit=self._transfers,
             )
         except DownloadInterrupted as exc:
             # SIGTERM mid-run: the files that arrived are recorded before the apply ends.
@@ -772,6 +780,7 @@ class Applier:
             executor=self._files,
             repo_root=self.repo_root,
             gate=self._slot(),
+            limit=self._transfers,
         )
         done = result.complete and not result.failures
         results = self._scores(None, run_id, item.address, wanted=done and old.results is None)

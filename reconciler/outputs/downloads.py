@@ -37,6 +37,7 @@ import re
 import secrets
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack
@@ -79,6 +80,7 @@ from reconciler.outputs.layout import (  # noqa: F401  (re-exported)
     run_dir_name,
     validate_path,
 )
+from reconciler.outputs.pace import TransferLimit
 from reconciler.outputs.scan import (  # noqa: F401  (re-exported)
     _hash_file,
     _scan_files,
@@ -269,8 +271,10 @@ class _Downloader:
         on_progress: Callable[[int], None] | None,
         sleep: Callable[[float], None],
         deadline_base: float = DEADLINE_BASE_S,
+        limit: TransferLimit | None = None,
     ) -> None:
         self.deadline_base = deadline_base
+        self.limit = limit
         self.source = source
         # A client, or what returns the calling thread's client (``client``).
         self.http = deadlines.guard(http) if isinstance(http, httpx.Client) else None
@@ -361,6 +365,19 @@ class _Downloader:
     def download(self, item: _Item) -> tuple[int, str]:
         """Fetch one file with retries within its deadline; returns (bytes, sha256) or
         raises _FileFailed."""
+        if self.limit is None:
+            return self._within_deadline(item)
+        if not self.limit.acquire(stop=self._stopping):
+            raise _FileFailed("cancelled", retry=False)
+        try:
+            return self._within_deadline(item)
+        finally:
+            self.limit.release()
+
+    def _stopping(self) -> bool:
+        return self.cancel.is_set() or shutdown.requested()
+
+    def _within_deadline(self, item: _Item) -> tuple[int, str]:
         seconds = self.deadline(item)
         with deadlines.budget(seconds, cancelled=self.cancel.is_set) as budget:
             try:
@@ -456,8 +473,11 @@ class _Downloader:
         tmp = ""
         created = replaced = False
         reported = 0
+        started = time.monotonic()
         try:
             with _Stream(self.client(), item, budget) as response:
+                if self.limit is not None:
+                    self.limit.first_byte(time.monotonic() - started)
                 tmp, fd = _create_temp(_partial_base(dest.name), dir_fd)
                 created = True
                 sink = _Sink(fd, threaded=item.size >= PIPELINE_MIN_BYTES)
@@ -674,6 +694,7 @@ def download_run(
     repo_root: Path | None = None,
     deadline: float | None = None,
     gate: AbstractContextManager[Any] | None = None,
+    limit: TransferLimit | None = None,
 ) -> DownloadResult:
     """Download one run's outputs into ``<root>/<run_dir_name(run_name, run_id)>``.
 
@@ -701,6 +722,9 @@ def download_run(
     pool (the run's round trips to the Platform), and released before the transfers are
     waited for: an apply that downloads several runs bounds its Platform requests with one
     gate while other runs' files transfer, so no run's round trips wait on another's files.
+
+    ``limit`` bounds the transfers in flight across every call that shares it (see
+    ``reconciler.outputs.pace``); without it, the pool's size does.
     """
     held = ExitStack()
     if gate is not None:
@@ -759,7 +783,7 @@ def download_run(
             if deadline is not None
             else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
         )
-        engine = _Downloader(source, http, run_id, tree, on_progress, sleep, base)
+        engine = _Downloader(source, http, run_id, tree, on_progress, sleep, base, limit)
         sha: dict[str, str] = {}
         downloaded = skipped = bytes_downloaded = 0
         pending: list[_Item] = []
