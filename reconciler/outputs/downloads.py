@@ -102,6 +102,7 @@ from reconciler.outputs.seam import (  # noqa: F401  (re-exported)
     OutputSource,
     _FileFailed,
 )
+from reconciler.outputs.sink import PIPELINE_MIN_BYTES, Sink
 from reconciler.outputs.tree import (  # noqa: F401  (re-exported)
     _DIR_FLAGS,
     _NOFOLLOW,
@@ -122,9 +123,6 @@ __all__ = [
     "validate_path",
 ]
 
-PIPELINE_MIN_BYTES = 4 * CHUNK_SIZE
-"""Files at least this big are hashed and written on a helper thread (see ``_Sink``)."""
-PIPELINE_DEPTH = 4
 E9_BATCH = 500
 """The Platform refuses a download-urls request with more items (platform-api.md E9)."""
 ATTEMPTS = 3
@@ -480,7 +478,7 @@ class _Downloader:
                     self.limit.first_byte(time.monotonic() - started)
                 tmp, fd = _create_temp(_partial_base(dest.name), dir_fd)
                 created = True
-                sink = _Sink(fd, threaded=item.size >= PIPELINE_MIN_BYTES)
+                sink = Sink(fd, threaded=item.size >= PIPELINE_MIN_BYTES)
                 received = 0
                 try:
                     for chunk in response.iter_bytes(CHUNK_SIZE):
@@ -547,67 +545,6 @@ class _Downloader:
                     os.unlink(temp, dir_fd=dir_fd)
                 except OSError:
                     pass
-
-
-class _Sink:
-    """Hashes chunks and writes them to the temp file.
-
-    Large files do this on a helper thread, so hashing and the disk write overlap with
-    reading the socket (hashlib and os.write release the GIL); on a 2-core machine this is
-    the difference between ~55% and ~80% of a bare read loop. A bounded queue keeps memory
-    at a few chunks per file.
-    """
-
-    def __init__(self, fd: int, *, threaded: bool) -> None:
-        self.fd = fd
-        self.digest = hashlib.sha256()
-        self.error: BaseException | None = None
-        self.queue: queue.Queue[bytes | None] | None = None
-        self.thread: threading.Thread | None = None
-        if threaded:
-            self.queue = queue.Queue(maxsize=PIPELINE_DEPTH)
-            self.thread = threading.Thread(target=self._drain, name="osmosis-dl-sink", daemon=True)
-            self.thread.start()
-
-    def put(self, chunk: bytes) -> None:
-        if self.queue is None:
-            self._consume(chunk)
-            return
-        if self.error is not None:
-            raise self.error
-        self.queue.put(chunk)
-
-    def _consume(self, chunk: bytes) -> None:
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(self.fd, view) :]
-        self.digest.update(chunk)
-
-    def _drain(self) -> None:
-        assert self.queue is not None
-        while True:
-            chunk = self.queue.get()
-            if chunk is None:
-                return
-            if self.error is None:
-                try:
-                    self._consume(chunk)
-                except BaseException as exc:  # noqa: BLE001 - handed to the reader thread
-                    self.error = exc
-
-    def close(self) -> None:
-        """Stop the helper thread; safe to call more than once."""
-        if self.thread is not None and self.queue is not None:
-            self.queue.put(None)
-            self.thread.join()
-            self.thread = None
-
-    def finish(self) -> str:
-        """Wait for every chunk to be written; the hex sha256, or the writer's error."""
-        self.close()
-        if self.error is not None:
-            raise self.error
-        return self.digest.hexdigest()
 
 
 def _read_prefix(response: httpx.Response, limit: int) -> str:
