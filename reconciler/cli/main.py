@@ -48,8 +48,8 @@ from reconciler.log import configure_logging
 from reconciler.redact import redact, register_environment_secrets
 
 if TYPE_CHECKING:  # imported lazily at run time: start-up must not pay for them
+    from reconciler.engine.apply_result import ApplyResult
     from reconciler.engine.context import Invocation
-    from reconciler.engine.outcomes import ApplyResult
     from reconciler.engine.session import Session
     from reconciler.engine.snapshots import Snapshots
 

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from reconciler.crashpoints import crash_point
+from reconciler.engine.apply_result import ApplyResult, Outcome
 from reconciler.engine.observe import find_submitted_run
-from reconciler.engine.outcomes import ApplyResult, Outcome
 from reconciler.errors import (
     AuthError,
     ConflictError,

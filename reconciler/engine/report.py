@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from reconciler.engine.outcomes import Outcome
+    from reconciler.engine.apply_result import Outcome
     from reconciler.errors import ConfigIssue
     from reconciler.model import PlanItem
 

@@ -85,7 +85,7 @@ from reconciler.state.store import StateStore
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
     from reconciler.engine.apply import Applier
-    from reconciler.engine.outcomes import ApplyResult, Outcome
+    from reconciler.engine.apply_result import ApplyResult, Outcome
     from reconciler.state.gitlock import GitLock, GuardedRefs
 
 

@@ -14,6 +14,7 @@ NOT_AT_START = [
     "deepdiff",
     "structlog",
     "reconciler.engine.apply",
+    "reconciler.engine.apply_result",
     "asyncio",
     "tomlkit",
     # Issue 26: what only other commands use stays out of a plan's start-up too.
