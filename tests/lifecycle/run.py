@@ -3,7 +3,7 @@ to a script that replays it (printed, and written to ``.lifecycle-failure.py`` f
 ``python -m tests.lifecycle.replay``), and tables of invariant violations and checks and of
 how often each rule, fault and outcome was exercised.
 
-Settings (environment): ``LIFECYCLE_EXAMPLES`` sequences (default 200), ``LIFECYCLE_STEPS``
+Settings (environment): ``LIFECYCLE_EXAMPLES`` sequences (default 400), ``LIFECYCLE_STEPS``
 steps each (default 15), ``LIFECYCLE_SEED`` (default: random, printed),
 ``LIFECYCLE_JOBS`` processes (default 2, one per core; each runs its share of the
 sequences with its own seed), ``LIFECYCLE_MIN_COVERAGE`` (default 20: the run fails when a
@@ -119,7 +119,7 @@ def worker(examples: int, steps: int, chosen: int, out: Path) -> int:
 
 
 def main() -> int:
-    examples = int(os.environ.get("LIFECYCLE_EXAMPLES", "200"))
+    examples = int(os.environ.get("LIFECYCLE_EXAMPLES", "400"))
     steps = int(os.environ.get("LIFECYCLE_STEPS", "15"))
     jobs = max(1, int(os.environ.get("LIFECYCLE_JOBS", "2")))
     chosen = int(os.environ.get("LIFECYCLE_SEED") or random.randrange(2**32))
