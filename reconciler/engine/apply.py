@@ -170,13 +170,13 @@ class Applier:
         remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
         downloads = [i for i in items if i.action is Action.DOWNLOAD]
 
-        # State-only actions first: a move or adoption must be recorded before any submit
-        # of the same spec could be considered.
+        # Runs making their Platform requests at once (the gate's slots); as many again wait
+        # for their files (DOWNLOAD_RUNS_PER_SLOT).
+        runs_at_once = max(1, min(parallelism, len(downloads)))
         if downloads:
             # One pool of file transfers for the whole apply, sized by how many runs download
             # at once: with 8 files in flight in all, 8 runs in parallel waited on each
             # other's files and gained 1.7x over one at a time at 50 ms latency.
-            runs_at_once = max(1, min(parallelism, len(downloads)))
             transfers = min(DOWNLOAD_WORKERS * runs_at_once, MAX_DOWNLOAD_WORKERS)
             # At most ``transfers`` at once, fewer while the store answers at once (pace);
             # the run details (E5) are fetched on this pool too, beside the transfers.
@@ -184,15 +184,18 @@ class Applier:
                 max_workers=transfers + runs_at_once, thread_name_prefix="osmosis-dl"
             )
             self._transfers = TransferLimit(DOWNLOAD_WORKERS, transfers)
-            if runs_at_once > 1:
-                self._gate = threading.BoundedSemaphore(runs_at_once)
+            # Parallelism 1 too: one run at a time makes its requests while the last one's
+            # files transfer (200 runs on loopback: 2.05 s against 2.26 s one after the other).
+            self._gate = threading.BoundedSemaphore(runs_at_once)
         try:
+            # State-only actions first: a move or adoption must be recorded before any submit
+            # of the same spec could be considered.
             for item in local:
                 result.outcomes.append(self._run(item))
             self._record_watermark(plan, result)
             for batch, workers in (
                 (remote, parallelism),
-                (downloads, parallelism * (DOWNLOAD_RUNS_PER_SLOT if self._gate else 1)),
+                (downloads, runs_at_once * DOWNLOAD_RUNS_PER_SLOT),
             ):
                 if self.cancel.is_set():
                     break

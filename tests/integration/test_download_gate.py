@@ -4,12 +4,14 @@ Platform requests (manifest, download URLs) at once, while other runs' files tra
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults
+from reconciler.platform.local.outputs import PRESIGNED_PREFIX
 from reconciler.platform.settings import normalize_platform_url
 from tests.perf import driver
 from tests.perf.workload import WORKSPACE, build_plan_repo, config_body, seed_platform
@@ -22,22 +24,39 @@ METADATA = ("/outputs/manifest", "/outputs/download-urls")
 class Served:
     """The local Platform in this process, counting runs in their metadata requests."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, file_delay: float = 0.0) -> None:
         self.handle = start_local_platform(
             data, workspaces=(WORKSPACE,), faults=Faults(latency_ms=20), quiet=True
         )
         self.url = normalize_platform_url(self.handle.url)
         self.lock = threading.Lock()
         self.in_flight = self.most = self.metadata = 0
+        self.files_in_flight = self.manifests_beside_files = 0
+        """Presigned GETs being answered; manifest requests that arrived during one."""
         handle = self.handle.platform.handle
 
+        def file(method, target, headers, body=b""):
+            with self.lock:
+                self.files_in_flight += 1
+            try:
+                time.sleep(file_delay)  # an object store that takes its time
+                return handle(method, target, headers, body)
+            finally:
+                with self.lock:
+                    self.files_in_flight -= 1
+
         def counted(method, target, headers, body=b""):
-            if not target.partition("?")[0].endswith(METADATA):
+            path = target.partition("?")[0]
+            if path.startswith(PRESIGNED_PREFIX):
+                return file(method, target, headers, body)
+            if not path.endswith(METADATA):
                 return handle(method, target, headers, body)
             with self.lock:
                 self.in_flight += 1
                 self.metadata += 1
                 self.most = max(self.most, self.in_flight)
+                if path.endswith(METADATA[0]) and self.files_in_flight:
+                    self.manifests_beside_files += 1
             try:
                 return handle(method, target, headers, body)
             finally:
@@ -72,3 +91,22 @@ def test_parallel_downloads_keep_metadata_requests_within_the_parallelism(
     downloads = repo.root / ".osmosis" / "benchmarks"
     assert not list(downloads.rglob("*.partial"))
     assert len([d for d in downloads.iterdir() if d.is_dir()]) == RUNS
+
+
+def test_parallelism_1_asks_for_the_next_run_while_the_last_ones_files_transfer(
+    tmp_path: Path,
+) -> None:
+    """One run at a time makes its requests, but the next run's manifest does not wait for
+    the last run's files: with a store that takes 50 ms a file, most manifests are asked
+    for while files are in flight, and never two runs' metadata requests at once."""
+    data = tmp_path / "platform"
+    seed_platform(data, RUNS, 0, mix={"finished": 1.0}, body=config_body(1))
+    served = Served(data, file_delay=0.05)
+    try:
+        repo = build_plan_repo(tmp_path, served, RUNS, RUNS, churn=False, outputs=False)
+        result = driver._download(repo.root, served.url, "1")
+    finally:
+        served.handle.close()
+    assert result["runs"] == RUNS and result["failed"] == 0, result["errors"]
+    assert served.most == 1
+    assert served.manifests_beside_files >= RUNS // 2, served.manifests_beside_files
