@@ -15,7 +15,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -62,7 +62,7 @@ from reconciler.outputs.downloads import (
     download_run,
     run_dir_name,
 )
-from reconciler.outputs.pace import TransferLimit
+from reconciler.outputs.pace import RunGate, TransferLimit
 from reconciler.plan.smoke import SMOKE
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
 from reconciler.state.lockfile import put_run, rekey_run, retire_run
@@ -136,7 +136,7 @@ class Applier:
     """File transfers of every download of one ``apply`` call share this pool."""
     _transfers: TransferLimit | None = field(default=None, init=False, repr=False)
     """How many of the pool's file transfers run at once (``reconciler.outputs.pace``)."""
-    _gate: threading.BoundedSemaphore | None = field(default=None, init=False, repr=False)
+    _gate: RunGate | None = field(default=None, init=False, repr=False)
     """``parallelism`` slots for the Platform requests of the runs being downloaded."""
     _download_dir: PurePosixPath | None = field(default=None, init=False, repr=False)
     _claims: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -170,8 +170,8 @@ class Applier:
         remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
         downloads = [i for i in items if i.action is Action.DOWNLOAD]
 
-        # Runs making their Platform requests at once (the gate's slots); as many again wait
-        # for their files (DOWNLOAD_RUNS_PER_SLOT).
+        # Runs making their Platform requests at once (the gate's slots) when the Platform is
+        # far; as many again wait for their files (DOWNLOAD_RUNS_PER_SLOT).
         runs_at_once = max(1, min(parallelism, len(downloads)))
         if downloads:
             # One pool of file transfers for the whole apply, sized by how many runs download
@@ -186,7 +186,11 @@ class Applier:
             self._transfers = TransferLimit(DOWNLOAD_WORKERS, transfers)
             # Parallelism 1 too: one run at a time makes its requests while the last one's
             # files transfer (200 runs on loopback: 2.05 s against 2.26 s one after the other).
-            self._gate = threading.BoundedSemaphore(runs_at_once)
+            # Past 1, only while the Platform is far enough for its round trips to be the
+            # apply's time (pace.RunGate).
+            self._gate = RunGate(
+                1, runs_at_once, lambda: self.client.round_trip_s, waiting=DOWNLOAD_RUNS_PER_SLOT
+            )
         try:
             # State-only actions first: a move or adoption must be recorded before any submit
             # of the same spec could be considered.
@@ -263,9 +267,11 @@ class Applier:
         return sorted(outcomes, key=lambda o: order[id(o.item)])
 
     def _run_unless_cancelled(self, item: PlanItem) -> Outcome | None:
-        if self.cancel.is_set():
-            return None
-        return self._run(item)
+        gate = self._gate if item.action is Action.DOWNLOAD else None
+        with gate.run if gate is not None else nullcontext():
+            if self.cancel.is_set():
+                return None
+            return self._run(item)
 
     def _run(self, item: PlanItem) -> Outcome:
         log = get_logger(address=item.address, action=item.action.value)
@@ -708,7 +714,7 @@ class Applier:
             start()
             yield
             return
-        with self._gate:
+        with self._gate.requests:
             start()
             yield
 

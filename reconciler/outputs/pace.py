@@ -1,5 +1,5 @@
-"""How many file transfers of one apply run at once: few while the store answers at once,
-more while transfers wait for it.
+"""How many file transfers, and how many runs, of one apply download at once: few while the
+store and the Platform answer at once, more while they are far.
 
 More transfers in flight only help while each one waits on the network (an object store
 tens of milliseconds away). When the store answers at once, a transfer is CPU work under
@@ -13,6 +13,9 @@ store's first byte. Once the median of the last ``WINDOW`` waits reaches ``SLOW_
 transfers are waiting on the network and the limit opens to ``high``; it closes again once
 the median falls under a quarter of that. A transfer waiting for a slot holds no
 connection and costs no CPU.
+
+``RunGate`` does the same for the runs: how many make their Platform requests at once, and
+how many are downloaded at once, from how far the Platform is.
 """
 
 from __future__ import annotations
@@ -74,3 +77,71 @@ class TransferLimit:
             if wanted > self.limit:
                 self._cond.notify(wanted - self.limit)
             self.limit = wanted
+
+
+FAR_S = 0.002
+"""Quickest Platform round trip from which runs make their requests side by side (see
+``RunGate``): loopback answers in under a millisecond; a run's own work in the gate is
+about 5 ms, so past a few milliseconds a run's two round trips are most of its turn."""
+
+
+class _Slots:
+    """A count of holders bounded by ``limit()``, asked again whenever a holder waits."""
+
+    def __init__(self, limit: Callable[[], int]) -> None:
+        self.limit = limit
+        self.peak = 0
+        """Most holders at once so far."""
+        self._active = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._cond:
+            while self._active >= self.limit():
+                self._cond.wait(POLL_S)  # a first answer from afar opens the gate
+            self._active += 1
+            self.peak = max(self.peak, self._active)
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._cond:
+            self._active -= 1
+            self._cond.notify()
+
+
+class RunGate:
+    """How many runs of one apply download at once: ``low`` while the Platform answers at
+    once, ``high`` while a round trip to it takes ``FAR_S`` or more.
+
+    Each run costs two or more serial round trips to the Platform (its manifest, its
+    download URLs) before its files move. Far from the Platform those waits are the apply's
+    time, and only runs making them side by side shorten it. Near it they are CPU work, and
+    runs side by side only contend for the interpreter lock: on loopback a run held the gate
+    5 ms alone and 60 ms beside 7 others, and 16 runs in flight cost 5 % more CPU than 2.
+
+    How long a run takes cannot tell the two apart (contention lengthens it as much as
+    distance), so the gate asks ``round_trip``: the Platform client's quickest round trip,
+    which the plan before an apply has measured already, on a quiet process (none yet:
+    ``low`` until the first answer). A busy machine only ever lengthens a round trip, so
+    the quickest one is how far the Platform is.
+
+    ``requests`` is held while a run makes its Platform requests (``limit`` runs at once);
+    ``run`` while it is downloaded at all, its files included (``waiting`` times as many).
+    """
+
+    def __init__(
+        self,
+        low: int,
+        high: int,
+        round_trip: Callable[[], float | None],
+        *,
+        waiting: int = 2,
+    ) -> None:
+        self.low = max(1, low)
+        self.high = max(self.low, high)
+        self._round_trip = round_trip
+        self.requests = _Slots(self.limit)
+        self.run = _Slots(lambda: self.limit() * max(1, waiting))
+
+    def limit(self) -> int:
+        seconds = self._round_trip()
+        return self.high if seconds is not None and seconds >= FAR_S else self.low

@@ -252,6 +252,7 @@ class PlatformConnection:
         )
         self._lock = threading.Lock()
         self._request_count = 0
+        self._quickest: float | None = None
         self.version_status: str | None = None
         """Last ``X-Osmosis-Version-Status`` seen on a success response."""
         self.version_warning: str | None = None
@@ -282,6 +283,14 @@ class PlatformConnection:
         with self._lock:
             return self._request_count
 
+    @property
+    def round_trip_s(self) -> float | None:
+        """The quickest round trip so far (seconds from sending a request to its answer's
+        headers), or None before the first answer: how far the Platform is. The quickest,
+        because a long answer or a busy machine only ever adds to a round trip."""
+        with self._lock:
+            return self._quickest
+
     # ------------------------------------------------------------------ plumbing
 
     def _headers(self, *, scoped: bool, git_only: bool = False) -> dict[str, str | bytes]:
@@ -310,6 +319,11 @@ class PlatformConnection:
                     code="GIT_SCOPE_HEADER_REQUIRED",
                 )
         return headers
+
+    def _round_trip(self, seconds: float) -> None:
+        with self._lock:
+            if self._quickest is None or seconds < self._quickest:
+                self._quickest = seconds
 
     def _count(self) -> None:
         with self._lock:
@@ -397,7 +411,9 @@ class PlatformConnection:
             retry_after: float | None = None
             failure: PlatformError
             try:
+                sent = time.monotonic()
                 response = deadlines.send(self._http, request)
+                self._round_trip(time.monotonic() - sent)
                 # Read here, inside the same handlers: a read that fails or stalls is a
                 # failure after sending, like any other.
                 answer = limits.read_capped(response, self.max_response_bytes)

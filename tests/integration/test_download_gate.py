@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.outputs import pace
 from reconciler.platform import PlatformClient
 from reconciler.platform.local import Faults
 from reconciler.platform.local.outputs import PRESIGNED_PREFIX
@@ -24,9 +25,9 @@ METADATA = ("/outputs/manifest", "/outputs/download-urls")
 class Served:
     """The local Platform in this process, counting runs in their metadata requests."""
 
-    def __init__(self, data: Path, file_delay: float = 0.0) -> None:
+    def __init__(self, data: Path, file_delay: float = 0.0, latency_ms: int = 20) -> None:
         self.handle = start_local_platform(
-            data, workspaces=(WORKSPACE,), faults=Faults(latency_ms=20), quiet=True
+            data, workspaces=(WORKSPACE,), faults=Faults(latency_ms=latency_ms), quiet=True
         )
         self.url = normalize_platform_url(self.handle.url)
         self.lock = threading.Lock()
@@ -110,3 +111,29 @@ def test_parallelism_1_asks_for_the_next_run_while_the_last_ones_files_transfer(
     assert result["runs"] == RUNS and result["failed"] == 0, result["errors"]
     assert served.most == 1
     assert served.manifests_beside_files >= RUNS // 2, served.manifests_beside_files
+
+
+@pytest.mark.parametrize(("latency_ms", "far"), [(0, False), (40, True)])
+def test_runs_make_their_requests_side_by_side_only_when_the_platform_is_far(
+    tmp_path: Path, latency_ms: int, far: bool
+) -> None:
+    """Near (loopback), runs side by side would only contend for the CPU: one run at a time
+    makes its requests whatever the parallelism. Far, they overlap their round trips."""
+    data = tmp_path / "platform"
+    seed_platform(data, RUNS, 0, mix={"finished": 1.0}, body=config_body(1))
+    served = Served(data, latency_ms=latency_ms)
+    try:
+        client = served.client()
+        assert client.round_trip_s is None
+        client.list_workspaces()
+        assert (client.round_trip_s >= pace.FAR_S) is far, client.round_trip_s
+        repo = build_plan_repo(tmp_path, served, RUNS, RUNS, churn=False, outputs=False)
+        result = driver._download(repo.root, served.url, "4")
+    finally:
+        served.handle.close()
+    assert result["runs"] == RUNS and result["failed"] == 0, result["errors"]
+    assert result["resume_bytes"] == 0 and result["replan_downloads"] == 0
+    if far:
+        assert 2 <= served.most <= 4
+    else:
+        assert served.most == 1

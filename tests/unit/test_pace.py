@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from reconciler.outputs import pace
-from reconciler.outputs.pace import TransferLimit
+from reconciler.outputs.pace import RunGate, TransferLimit
 
 
 def _waits(limit: TransferLimit, seconds: float, n: int = pace.WINDOW) -> None:
@@ -80,3 +80,54 @@ def test_a_transfer_waiting_for_a_slot_gives_up_when_told_to_stop() -> None:
     assert got == [False]
     limit.release()
     assert limit.acquire()  # the slot was not leaked by the one that gave up
+
+
+def _hold(slots, n: int) -> tuple[list[threading.Thread], threading.Event, threading.Semaphore]:
+    """Start ``n`` threads that each take a slot and keep it until released."""
+    release, inside = threading.Event(), threading.Semaphore(0)
+
+    def hold() -> None:
+        with slots:
+            inside.release()
+            release.wait(5)
+
+    threads = [threading.Thread(target=hold) for _ in range(n)]
+    for t in threads:
+        t.start()
+    return threads, release, inside
+
+
+def _entered(inside: threading.Semaphore, timeout: float = 5) -> int:
+    count = 0
+    while inside.acquire(timeout=timeout if count == 0 else 0.3):
+        count += 1
+    return count
+
+
+def test_the_run_gate_keeps_one_run_in_its_requests_while_the_platform_answers_at_once() -> None:
+    rtt: list[float | None] = [None]
+    gate = RunGate(1, 4, lambda: rtt[0], waiting=2)
+    assert gate.limit() == 1  # nothing measured yet: one at a time
+    rtt[0] = pace.FAR_S / 4
+    assert gate.limit() == 1
+    threads, release, inside = _hold(gate.requests, 3)
+    assert _entered(inside) == 1
+    rtt[0] = pace.FAR_S * 10  # the first answer from afar: the waiters go in
+    assert _entered(inside) == 2
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert gate.requests.peak == 3
+
+
+def test_the_run_gate_keeps_waiting_times_as_many_runs_in_flight() -> None:
+    rtt = [pace.FAR_S / 4]
+    gate = RunGate(1, 4, lambda: rtt[0], waiting=2)
+    threads, release, inside = _hold(gate.run, 9)
+    assert _entered(inside) == 2  # near: one in its requests, one waiting for its files
+    rtt[0] = pace.FAR_S * 10
+    assert _entered(inside) == 6  # far: 4 x 2
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert gate.run.peak == 8
