@@ -135,7 +135,11 @@ def killed_holder_with_waiters(root: Path, tally: Tally, *, configs: int, waiter
         takers = [r for r in results if SUBMITTED in r[1] or "adopt" in r[1]]
         if killed(holder) and len(takers) != 1:
             tally.races_without_single_applier += 1
-            tally.notes.append(f"{len(takers)} waiters took over from the killed holder")
+            said = [
+                [line for line in out.splitlines() if SUBMITTED in line or "adopt" in line][:4]
+                for _rc, out, _err in takers
+            ]
+            tally.notes.append(f"{len(takers)} waiters took over from the killed holder: {said}")
         for rc, _out, err in results:
             if rc != 0:
                 tally.blocked_by_dead_holder += 1
