@@ -160,7 +160,7 @@ def test_wall_clock_kills(runner: CrashRunner, tmp_path: Path) -> None:
     _assert_clean(results)
     kills = sum(len(r.kills) for r in results)
     # Coverage, not correctness: a late offset can fall after a restart's apply has
-    # finished, and how many do depends on the machine. Here 26 of 48 land (13-16 did when
+    # finished, and how many do depends on the machine. Here 21-26 of 48 land (13-16 did when
     # every restart's offset was spread over a whole apply, against this same floor).
     assert kills >= total // 3, f"only {kills} of {total} timed kills landed"
 
