@@ -103,7 +103,14 @@ def _select(draft: Draft) -> tuple[list[PlanItem], int]:
             # Left for later, but what the observation says about it is still said.
             draft.warnings.extend(f"{item.address}: {warning}" for warning in item.warnings)
             continue
-        if settings.skip and any(glob_match(a, settings.skip) for a in addresses):
+        # A skip holds back what would change the config's runs. A download changes none
+        # and costs nothing; held back, it would wait for the next commit of the lockfile,
+        # which an apply that does nothing else never makes.
+        if (
+            settings.skip
+            and item.action is not Action.DOWNLOAD
+            and any(glob_match(a, settings.skip) for a in addresses)
+        ):
             draft.warnings.append(
                 f"{item.address}: {item.action.value} held back by a skip "
                 "(Osmosis-Skip); it stays pending for a later plan"

@@ -167,6 +167,36 @@ def test_osmosis_skip_trailer_holds_a_config_back(tmp_path: Path, platform: Plat
     assert sorted(read_lock(repo)["runs"]) == ["other/c"]
 
 
+def test_osmosis_skip_holds_back_a_replace_but_not_the_ended_runs_download(
+    tmp_path: Path,
+) -> None:
+    """A skip holds back what would change the config's runs, not the outputs of the run it
+    already has: held back, the download would wait for a commit of the lockfile that an
+    apply doing nothing else never makes (found by make lifecycle)."""
+    clock = FakeClock()
+    platform = start_platform(tmp_path / "platform", clock=clock)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+        osm = Osmosis(repo, platform)
+        assert osm.apply("--auto-approve").code == 0
+        commit(repo, "Record the lockfile")
+        clock.advance(86400)  # the run ends; its outputs are not fetched yet
+        write_config(repo, "tb/a", smoke_config(attempts=2))
+        commit(repo, "Change a, not now", "Osmosis-Skip: tb/a")
+
+        plan = osm.plan("--format", "json")
+        assert actions(plan) == {"tb/a": "download"}
+        warnings = plan.json()["warnings"]
+        assert any("tb/a: submit held back by a skip" in w for w in warnings), warnings
+        for _ in range(2):  # and again: the skip still holds the replace back
+            assert osm.apply("--auto-approve").code == 0
+            assert platform.submits() == 1
+        entry = read_lock(repo)["runs"]["tb/a"]
+        assert entry["status"] == "finished" and entry["downloads"]
+    finally:
+        platform.close()
+
+
 def test_changed_since_limits_the_plan_and_reports_the_rest_in_one_line(
     tmp_path: Path, platform: Platform
 ) -> None:
