@@ -32,26 +32,23 @@ POLL_S = 0.2
 """Longest wait for a slot before ``stop`` is asked again."""
 
 
-class TransferLimit:
-    """A limit on transfers in flight that opens from ``low`` to ``high`` under latency."""
+class Slots:
+    """Holders in flight, at most ``limit()`` at once (asked again whenever one waits)."""
 
-    def __init__(self, low: int, high: int) -> None:
-        self.low = max(1, low)
-        self.high = max(self.low, high)
-        self.limit = self.low
+    def __init__(self, limit: Callable[[], int]) -> None:
+        self._limit = limit
         self.peak = 0
-        """Most transfers in flight at once so far."""
+        """Most holders at once so far."""
         self._active = 0
-        self._waits: deque[float] = deque(maxlen=WINDOW)
         self._cond = threading.Condition()
 
     def acquire(self, stop: Callable[[], bool] = lambda: False) -> bool:
-        """Take a slot for a transfer; False, without one, once ``stop`` is true."""
+        """Take a slot; False, without one, once ``stop`` is true."""
         with self._cond:
-            while self._active >= self.limit:
+            while self._active >= self._limit():
                 if stop():
                     return False
-                self._cond.wait(POLL_S)
+                self._cond.wait(POLL_S)  # also how a limit that opened is seen
             self._active += 1
             self.peak = max(self.peak, self._active)
         return True
@@ -60,6 +57,23 @@ class TransferLimit:
         with self._cond:
             self._active -= 1
             self._cond.notify()
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+class TransferLimit(Slots):
+    """A limit on transfers in flight that opens from ``low`` to ``high`` under latency."""
+
+    def __init__(self, low: int, high: int) -> None:
+        super().__init__(lambda: self.limit)
+        self.low = max(1, low)
+        self.high = max(self.low, high)
+        self.limit = self.low
+        self._waits: deque[float] = deque(maxlen=WINDOW)
 
     def first_byte(self, seconds: float) -> None:
         """Record how long a transfer waited for the store's first byte."""
@@ -83,29 +97,6 @@ FAR_S = 0.002
 """Quickest Platform round trip from which runs make their requests side by side (see
 ``RunGate``): loopback answers in under a millisecond; a run's own work in the gate is
 about 5 ms, so past a few milliseconds a run's two round trips are most of its turn."""
-
-
-class _Slots:
-    """A count of holders bounded by ``limit()``, asked again whenever a holder waits."""
-
-    def __init__(self, limit: Callable[[], int]) -> None:
-        self.limit = limit
-        self.peak = 0
-        """Most holders at once so far."""
-        self._active = 0
-        self._cond = threading.Condition()
-
-    def __enter__(self) -> None:
-        with self._cond:
-            while self._active >= self.limit():
-                self._cond.wait(POLL_S)  # a first answer from afar opens the gate
-            self._active += 1
-            self.peak = max(self.peak, self._active)
-
-    def __exit__(self, *exc_info: object) -> None:
-        with self._cond:
-            self._active -= 1
-            self._cond.notify()
 
 
 class RunGate:
@@ -139,8 +130,8 @@ class RunGate:
         self.low = max(1, low)
         self.high = max(self.low, high)
         self._round_trip = round_trip
-        self.requests = _Slots(self.limit)
-        self.run = _Slots(lambda: self.limit() * max(1, waiting))
+        self.requests = Slots(self.limit)
+        self.run = Slots(lambda: self.limit() * max(1, waiting))
 
     def limit(self) -> int:
         seconds = self._round_trip()
