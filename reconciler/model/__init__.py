@@ -90,6 +90,7 @@ from reconciler.model.recorded import (
     RunResults,
     rejection_context,
     selection_digest,
+    spec_attempts_per_task,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
@@ -162,6 +163,7 @@ __all__ = [
     "recorded_benchmark",
     "rejection_context",
     "selection_digest",
+    "spec_attempts_per_task",
     "spec_fingerprint",
     "spec_fingerprint_fields",
 ]

@@ -5,10 +5,13 @@ here depends on their order. A paired comparison needs ``PAIRED_COLUMNS``; witho
 the caller falls back to an unpaired comparison of the summaries and says which columns
 were missing. Optional columns add cost, tokens, categories and task checksums.
 
-Outcomes: ``passed`` counts 1, ``failed`` 0; ``errored`` (and ``cancelled``) attempts are
-infrastructure failures, kept out of the scores and counted separately, because an agent
-should not be compared on attempts that never ran. Without an ``outcome`` column a
-``reward`` (or ``score``) column is read as passed when it is at least ``PASS_REWARD``.
+Outcomes follow the Platform's convention (docs/results.md, "One number per run"): every
+attempt counts, and an ``errored`` (or ``cancelled``) attempt counts as not passed; errored
+attempts are also counted apart, so every score can show them beside it. A scored attempt
+passes when its ``reward`` (or ``score``) is at least the pass threshold (the config's
+``pass_threshold``, else the catalog's; ``TaskOutcome.at_threshold``); while no threshold is
+known the file's ``outcome`` column (the Platform's own decision) decides, and without one a
+reward of at least ``PASS_REWARD``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "PAIRED_COLUMNS",
@@ -53,17 +56,46 @@ class TaskOutcome:
     """One agent's attempts at one task."""
 
     passes: int = 0
+    """Attempts that passed."""
     attempts: int = 0
-    """Scored attempts (passed or failed)."""
+    """Every attempt, errored ones included (the headline's denominator)."""
     errored: int = 0
+    """Attempts that errored or were cancelled: not passed, and counted apart."""
+    rewards: list[float] = field(default_factory=list)
+    """The reward of each scored attempt, when the file has rewards for all of them."""
     cost: float = 0.0
     tokens: int = 0
     checksum: str | None = None
     category: str | None = None
 
     @property
+    def scored(self) -> int:
+        """Attempts with a score (passed or failed)."""
+        return self.attempts - self.errored
+
+    @property
     def rate(self) -> float:
+        """The task's share of passed attempts, an errored attempt counting as not passed."""
         return self.passes / self.attempts if self.attempts else 0.0
+
+    @property
+    def scored_rate(self) -> float | None:
+        """The share of passed attempts among the scored ones (secondary, labelled so)."""
+        return self.passes / self.scored if self.scored else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        """Mean reward over every attempt (an errored one scores 0); None without rewards."""
+        if not self.attempts or len(self.rewards) != self.scored:
+            return None
+        return sum(self.rewards) / self.attempts
+
+    def at_threshold(self, threshold: float | None) -> TaskOutcome:
+        """The same attempts with passes counted as a reward of at least ``threshold``
+        (unchanged without a threshold or without a reward for every scored attempt)."""
+        if threshold is None or len(self.rewards) != self.scored:
+            return self
+        return replace(self, passes=sum(1 for r in self.rewards if r >= threshold))
 
 
 @dataclass
@@ -77,19 +109,19 @@ class RunOutcomes:
     """Columns a paired comparison needs that the file lacks (empty: it can pair)."""
     has_cost: bool = False
     has_tokens: bool = False
+    fractional: bool = False
+    """Some reward lies strictly between 0 and 1: the run has a score beside pass@1."""
 
     @property
     def paired(self) -> bool:
         return not self.missing
 
-    def scored(self, agent: int) -> dict[str, TaskOutcome]:
-        """The agent's tasks with at least one scored attempt."""
-        return {t: o for t, o in self.tasks.get(agent, {}).items() if o.attempts}
-
-    def attempts_per_task(self, agent: int) -> int:
-        """The smallest number of scored attempts over the agent's tasks (pass@k's k)."""
-        scored = self.scored(agent)
-        return min((o.attempts for o in scored.values()), default=0)
+    def attempted(self, agent: int, threshold: float | None = None) -> dict[str, TaskOutcome]:
+        """The agent's tasks with at least one attempt (errored ones count), with passes
+        counted at ``threshold`` when one is known."""
+        return {
+            t: o.at_threshold(threshold) for t, o in self.tasks.get(agent, {}).items() if o.attempts
+        }
 
 
 def _number(text: str | None) -> float | None:
@@ -156,25 +188,23 @@ def parse_results_csv(text: str) -> RunOutcomes:
                 index, (cell(row, model_col) or "").strip(), (cell(row, harness_col) or "").strip()
             )
         outcome = result.tasks.setdefault(index, {}).setdefault(task, TaskOutcome())
-        status = (cell(row, outcome_col) or "").strip().lower()
-        if status in _INFRA:
-            outcome.errored += 1
-            continue
-        if outcome_col is not None and status:
-            passed = status in _PASSED
-        else:
-            reward = _number(cell(row, reward_col))
-            if reward is None:
-                outcome.errored += 1
-                continue
-            passed = reward >= PASS_REWARD
         outcome.attempts += 1
-        outcome.passes += int(passed)
+        # Every attempt's cost and tokens count, errored ones too: the Platform bills them.
         outcome.cost += _number(cell(row, cost_col)) or 0.0
         tokens = _number(cell(row, tokens_col))
         if tokens is None:
             tokens = (_number(cell(row, in_col)) or 0.0) + (_number(cell(row, out_col)) or 0.0)
         outcome.tokens += int(tokens)
+        status = (cell(row, outcome_col) or "").strip().lower()
+        reward = _number(cell(row, reward_col))
+        if status in _INFRA or (not status and reward is None):
+            outcome.errored += 1
+        else:
+            if reward is not None:
+                outcome.rewards.append(reward)
+                result.fractional = result.fractional or 0.0 < reward < 1.0
+            passed = status in _PASSED if status else (reward or 0.0) >= PASS_REWARD
+            outcome.passes += int(passed)
         checksum = cell(row, checksum_col)
         if checksum:
             outcome.checksum = checksum.strip()

@@ -27,6 +27,7 @@ from reconciler.model import (
     RunResults,
     RunStatus,
     selection_digest,
+    spec_attempts_per_task,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "leaderboard_comparable",
     "parse_ref",
     "previous_comparable",
+    "renamed_from",
     "resolve",
     "what_changed",
 ]
@@ -60,10 +62,22 @@ class RecordedResult(msgspec.Struct, frozen=True):
     stage: str | None = None
     """``smoke`` for a smoke run (docs/smoke.md): a narrowed test of the config, never a
     baseline nor the address's result."""
+    attempts_per_task: int = 1
+    """The attempts per task the config asked for: k."""
+    spec_digest: str | None = None
+    """Digest of the body it was submitted with: equal digests, the same configuration."""
 
     @property
     def smoke(self) -> bool:
         return self.stage == "smoke"
+
+    @property
+    def pass_threshold(self) -> float | None:
+        """The config's ``[execution].pass_threshold``, when it sets one."""
+        value = (self.spec.get("execution_config") or {}).get("pass_threshold")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
 
     @property
     def partial(self) -> bool:
@@ -79,8 +93,28 @@ class RecordedResult(msgspec.Struct, frozen=True):
         return self.results.agents if self.results else ()
 
 
+def renamed_from(state: LockState, address: str) -> list[str]:
+    """The addresses ``address``'s runs were recorded under before a rename (``moved``
+    history entries carry the run id on to the new address), oldest rename last."""
+    found: list[str] = []
+    ids = {entry.run_id} if (entry := state.runs.get(address)) and entry.run_id else set()
+    ids |= {h.run_id for h in state.history if h.address == address and h.run_id}
+    grew = True
+    while grew:  # a run renamed twice: follow it back through both names
+        grew = False
+        for h in state.history:
+            if h.reason != "moved" or h.run_id not in ids or h.address in (address, *found):
+                continue
+            found.append(h.address)
+            ids |= {x.run_id for x in state.history if x.address == h.address and x.run_id}
+            grew = True
+    return found
+
+
 def address_runs(state: LockState, address: str) -> list[RecordedResult]:
-    """Every recorded run of ``address`` with an id, newest first (current, then history)."""
+    """Every recorded run of ``address`` with an id, newest first (current, then history,
+    then the history of the addresses it was renamed from: runs follow a rename). A
+    ``moved`` entry is the run that now lives under the new address, never a row of its own."""
     out: list[RecordedResult] = []
     seen: set[str] = set()
     entry = state.runs.get(address)
@@ -102,10 +136,15 @@ def address_runs(state: LockState, address: str) -> list[RecordedResult]:
                 outputs_complete=entry.downloads.complete if entry.downloads else True,
                 spec=entry.spec,
                 stage=entry.stage,
+                attempts_per_task=spec_attempts_per_task(entry.spec),
+                spec_digest=entry.spec_digest,
             )
         )
+    names = (address, *renamed_from(state, address))
     for old in state.history:
-        if old.address != address or old.run_id is None or old.run_id in seen:
+        if old.address not in names or old.reason == "moved":
+            continue
+        if old.run_id is None or old.run_id in seen:
             continue
         seen.add(old.run_id)
         out.append(
@@ -122,6 +161,8 @@ def address_runs(state: LockState, address: str) -> list[RecordedResult]:
                 selection=old.selection,
                 results=old.results,
                 stage=old.stage,
+                attempts_per_task=old.attempts_per_task or 1,
+                spec_digest=old.spec_digest,
             )
         )
     return out
@@ -167,8 +208,8 @@ def previous_comparable(
     newer = runs[index]
     first_reasons: list[str] = []
     for older in runs[index + 1 :]:
-        if older.results is None:
-            continue  # nothing recorded to compare with
+        if older.results is None or older.smoke:
+            continue  # nothing recorded to compare with; a smoke run is never "previous"
         reasons = what_changed(newer, older)
         if not reasons:
             return older, first_reasons

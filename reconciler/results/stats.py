@@ -35,6 +35,7 @@ __all__ = [
     "BOOTSTRAP_ROUNDS",
     "WILSON_BELOW",
     "Interval",
+    "beta_quantile",
     "binom_cdf",
     "bootstrap_ci",
     "clustered_se",
@@ -112,8 +113,9 @@ def correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 # --------------------------------------------------------------------------- intervals
 
 
-def wilson(passes: int, n: int, level: float = 0.95) -> Interval:
-    """Wilson score interval for ``passes`` of ``n`` independent trials."""
+def wilson(passes: float, n: int, level: float = 0.95) -> Interval:
+    """Wilson score interval for ``passes`` of ``n`` independent trials (``passes`` may be a
+    sum of per-task rates: the Platform's interval of pass@1 over tasks)."""
     if n <= 0:
         return Interval(0.0, 1.0, "none")
     z = z_quantile(0.5 + level / 2)
@@ -243,6 +245,20 @@ def _betainc(a: float, b: float, x: float) -> float:
     if x < (a + 1) / (a + b + 2):
         return front * _betacf(a, b, x) / a
     return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The ``q`` quantile of Beta(a, b) (bisection on the regularised incomplete beta)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _betainc(a, b, mid) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return (lo + hi) / 2
 
 
 def student_t_cdf(t: float, df: float) -> float:

@@ -241,7 +241,7 @@ def test_markdown_for_a_pr_comment_has_the_table_and_a_mermaid_trend(world: Resu
     md = world.results("--format", "markdown")
     assert md.code == 0, md
     assert f"### `{ADDRESS}`" in md.out
-    assert "| run | status | commit | agent | pass@1 | 95% CI |" in md.out
+    assert "| run | status | commit | agent | pass@1 [95% CI] · errored | tasks×k |" in md.out
     block = md.out.split("```mermaid\n", 1)[1].split("```", 1)[0]
     lines = block.splitlines()
     assert lines[0] == "xychart-beta"

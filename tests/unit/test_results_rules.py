@@ -188,7 +188,9 @@ def test_results_csv_is_read_by_header_name() -> None:
     assert runs.paired and runs.has_cost and not runs.has_tokens
     t1, t2 = runs.tasks[0]["t1"], runs.tasks[0]["t2"]
     assert (t1.passes, t1.attempts, t1.cost) == (1, 2, 1.0)
-    assert (t2.passes, t2.attempts, t2.errored) == (1, 1, 1)  # errored: not scored
+    # An errored attempt is an attempt that did not pass (the Platform's pass@1), counted apart.
+    assert (t2.passes, t2.attempts, t2.errored, t2.scored) == (1, 2, 1, 1)
+    assert t2.rate == 0.5 and t2.scored_rate == 1.0
     assert runs.tasks[1]["t1"].rate == 1.0
     missing = parse_results_csv("agent_index,attempt\n0,1\n")
     assert missing.missing == ("task", "outcome") and not missing.paired

@@ -148,12 +148,18 @@ def _outcomes(rates: dict[str, tuple[int, int]]) -> dict[str, TaskOutcome]:
     return {t: TaskOutcome(passes=p, attempts=n) for t, (p, n) in rates.items()}
 
 
-def test_two_identical_runs_are_no_change() -> None:
+def test_two_identical_runs_decide_nothing_from_a_zero_width_interval() -> None:
+    # Finding 2: every task tied used to give the interval [0, 0] and "no change". Tied
+    # tasks bound Δ only as far as they bound the share of tasks that change: at 40 tasks
+    # |Δ| could still be 8.8 points, so "no change within ±3" is not shown.
     rng = random.Random(2)
     run = _outcomes({f"t{i}": (rng.randint(0, 3), 3) for i in range(40)})
     c = compare_outcomes(run, dict(run))
     assert c.delta == 0.0
-    assert c.verdict is Verdict.NO_CHANGE
+    assert c.verdict is Verdict.INCONCLUSIVE
+    assert not c.decisive
+    assert c.ci.low == pytest.approx(-(1 - 0.025 ** (1 / 40))) and c.ci.high == -c.ci.low
+    assert c.ci.high > 0.08
     assert c.up == () and c.down == () and c.tied == 40
 
 
@@ -178,11 +184,14 @@ def test_paired_comparison_one_attempt_uses_mcnemar() -> None:
     assert c.verdict is Verdict.BETTER
     reverse = compare_outcomes(right, left)
     assert reverse.verdict is Verdict.WORSE
-    # Paired CI: t with 47 df on the differences.
-    diffs = [1.0] * 15 + [-1.0] * 3 + [0.0] * 30
-    sd = math.sqrt(stats.variance(diffs))
-    half = sp.t.ppf(0.975, 47) * sd / math.sqrt(48)
-    assert (c.ci.low, c.ci.high) == pytest.approx((12 / 48 - half, 12 / 48 + half))
+    # The interval inverts the same exact test: π (the share of the 18 changed tasks that
+    # went up) by Clopper-Pearson, scaled by ψ (the share of tasks that changed, 18 of 48,
+    # its exact 95% interval): Δ = ψ(2π − 1), each end at the corner that makes it widest.
+    pi = sp.binomtest(15, 18).proportion_ci(0.95, method="exact")
+    psi = sp.binomtest(18, 48).proportion_ci(0.95, method="exact")
+    assert c.ci.low == pytest.approx(psi.low * (2 * pi.low - 1), abs=1e-9)
+    assert c.ci.high == pytest.approx(psi.high * (2 * pi.high - 1), abs=1e-9)
+    assert c.ci.low > 0  # p = 0.0075 < 0.05: the interval excludes 0, as the test does
 
 
 def test_alignment_reports_missing_new_and_changed_tasks() -> None:
