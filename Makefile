@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test lint demo perf reliability fuzz lifecycle clean
+.PHONY: install test lint demo perf reliability fuzz lifecycle stats clean
 
 install: $(STAMP)
 
@@ -60,6 +60,13 @@ fuzz: install
 # LIFECYCLE_SEED, LIFECYCLE_PLANT=lost-record (see tests/lifecycle/machine.py).
 lifecycle: install
 	$(BIN)/python -m tests.lifecycle.run
+
+# The results statistics' calibration suite (issue 35), offline and seeded: false alarms,
+# "no change" under a true regression, power at the plan's MDE, the gate's family-wise rate,
+# interval coverage; prints the table docs/results.md shows. `make test` runs a reduced
+# version (tests/calibration/test_calibration.py). STATS_REPS, STATS_JOBS, STATS_SEED.
+stats: install
+	$(BIN)/python -m tests.calibration.run
 
 clean:
 	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt .lifecycle-failure.py

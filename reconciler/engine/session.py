@@ -299,6 +299,7 @@ class Session:
             want_unmanaged=self.ctx.settings.unmanaged == "list",
             walk=walk,
             outputs=outputs,
+            rerun=self.ctx.settings.replace,
         )
         known = recorded_ids(state)
         if any(run_id not in known for run_id in observation.runs):

@@ -51,6 +51,7 @@ from reconciler.model.observed import (
     LocalOutputs,
     Observation,
     ObservedRun,
+    TaskCounts,
 )
 from reconciler.model.plan import (
     ACTION_SYMBOLS,
@@ -130,6 +131,7 @@ __all__ = [
     "LOCKFILE_VERSION",
     "LeaderboardScore",
     "LocalOutputs",
+    "TaskCounts",
     "LockState",
     "Observation",
     "PAID_ACTIONS",
