@@ -51,6 +51,7 @@ figure{margin:0}figcaption{font-size:12px;color:#555}
 .gate{font-size:15px;font-weight:600;padding:6px 10px;border-radius:4px;display:inline-block}
 .gate.passed{background:#e6f4ea}.gate.failed{background:#fce8e6}.gate.none{background:#eee}
 tr.fails td{background:#fce8e6}summary{cursor:pointer;font-size:13px;color:#333}
+table.verdicts td,table.verdicts th{padding:1px 6px;font-size:12px;white-space:nowrap}
 """
 
 
@@ -77,37 +78,49 @@ def _state(run: RecordedResult) -> str:
     return f"smoke, {state}" if run.smoke else state
 
 
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"= {value:.3f}"
+
+
 def _verdict_rows(comparisons: Sequence[CompareReport], gate: Gate | None) -> list[str]:
+    """One line per comparison: what, against what, Δ, its interval (at its level), the
+    p-value (Holm's beside it), the verdict (its sentence as the cell's title)."""
     rows = []
     for r in comparisons:
         c = r.comparison
         fails = gate is not None and gate.failing(r)
-        p = "< 0.001" if c.p_value < 0.001 else f"{c.p_value:.3f}"
+        address, _, run = r.right.partition("@")
+        base_address, _, base = r.left.partition("@")
+        against = base if base_address == address else r.left
+        p = f"p {_p(c.p_value)}"
         if c.adjusted_p is not None:
-            p += f" (Holm {'< 0.001' if c.adjusted_p < 0.001 else f'{c.adjusted_p:.3f}'})"
+            p += f", Holm {_p(c.adjusted_p)}"
         cls = ' class="fails"' if fails else ""
         rows.append(
             f'<tr{cls} data-verdict="{_e(c.verdict.value)}">'
-            f"<td>{_e(r.right)}<br><small>{_e(r.right_agent)}</small></td>"
-            f"<td>{_e(r.left)}</td>"
+            f"<td>{_e(address)} <small>{_e(r.right_agent)}</small></td>"
+            f"<td>{_e(run)}</td><td>{_e(against)}</td>"
             f"<td class=n>{pts(c.delta)} pts</td>"
             f"<td>{_e(interval_pts(c.ci))} <small>{_e(level_text(c))}</small></td>"
-            f"<td>{_e(c.test)}, p = {_e(p)}</td>"
+            f'<td title="{_e(c.test)}">{_e(p)}</td>'
             f'<td class="verdict" title="{_e(verdict_sentence(c))}">{_e(verdict_word(c))}'
             f"{' · fails the gate' if fails else ''}</td></tr>"
         )
     return rows
 
 
-def _folded_table(head: str, rows: Sequence[str], what: str, attrs: str = "") -> str:
-    """A table whose rows after ``FOLD_ROWS`` fold under ``<details>``."""
+def _folded_table(head: str, rows: Sequence[str], what: str, *, name: str | None = None) -> str:
+    """A table whose rows after ``FOLD_ROWS`` fold under ``<details>`` (``name``: the first
+    part's id and both parts' class)."""
+    attrs = f' id="{name}" class="{name}"' if name else ""
     first = f"<table{attrs}>{head}{''.join(rows[:FOLD_ROWS])}</table>"
     if len(rows) <= FOLD_ROWS:
         return first
     rest = len(rows) - FOLD_ROWS
+    more = f' id="{name}-more" class="{name}"' if name else ""
     return (
         first + f"<details><summary>{rest} more {_e(what)}</summary>"
-        f"<table{attrs}>{head}{''.join(rows[FOLD_ROWS:])}</table></details>"
+        f"<table{more}>{head}{''.join(rows[FOLD_ROWS:])}</table></details>"
     )
 
 
@@ -132,10 +145,10 @@ def _decision_section(
     shown += [c for c in comparisons if c not in shown]
     if shown:
         head = (
-            "<tr><th>run</th><th>against</th><th>Δ pass@1</th><th>interval</th><th>test</th>"
-            "<th>verdict</th></tr>"
+            "<tr><th>address</th><th>run</th><th>against</th><th>Δ pass@1</th><th>interval</th>"
+            "<th>test</th><th>verdict</th></tr>"
         )
-        parts.append(_folded_table(head, _verdict_rows(shown, gate), "verdicts", ' id="verdicts"'))
+        parts.append(_folded_table(head, _verdict_rows(shown, gate), "verdicts", name="verdicts"))
         notes = {note for r in shown for note in r.notes}
         parts += [f"<p><small>{_e(note)}</small></p>" for note in sorted(notes)]
     parts.append("</section>")
