@@ -71,8 +71,11 @@ def power_line(
     wanted: DesiredRun,
     runs: list[RecordedResult],
     counts: dict[str, TaskCounts],
+    *,
+    benchmark_tasks: int | None = None,
 ) -> str | None:
-    """The ``power:`` line of one submit (None: nothing comparable to estimate from)."""
+    """The ``power:`` line of one submit (None: nothing comparable to estimate from);
+    ``benchmark_tasks``: how many the benchmark has (more cannot be selected)."""
     from reconciler.results import power
 
     if not runs or not item.task_count:
@@ -85,10 +88,7 @@ def power_line(
         return None
     tasks, k_new, k_old = item.task_count, wanted.attempts_per_task, basis.attempts_per_task
 
-    def at(t: int, k: int) -> float:
-        return power.mde(tasks=t, k_left=k_old, k_right=k, spread=spread)
-
-    now = at(tasks, k_new)
+    now = power.mde(tasks=tasks, k_left=k_old, k_right=k_new, spread=spread)
     test = "exact McNemar" if k_old == 1 and k_new == 1 else "sign-flip test"
     where = basis.label if basis.address == item.address else f"{basis.address}@{basis.label}"
     if math.isinf(now):
@@ -96,14 +96,25 @@ def power_line(
             f"power: against {where}, {tasks} tasks cannot show any difference at α 0.05 "
             f"(the {test} needs at least {power.exact_minimum_tasks()} tasks that changed)"
         )
-    more_tasks, more_attempts = at(2 * tasks, k_new), at(tasks, 2 * k_new)
+    # The design question is about comparisons whose both sides run this way (the recorded
+    # run cannot gain tasks or attempts): twice the tasks against twice the attempts.
+    more_tasks = power.mde(tasks=2 * tasks, k_left=k_new, k_right=k_new, spread=spread)
+    more_attempts = power.mde(tasks=tasks, k_left=2 * k_new, k_right=2 * k_new, spread=spread)
     better = "more tasks" if more_tasks < more_attempts else "more attempts"
+    if benchmark_tasks is not None and tasks >= benchmark_tasks:
+        advice = (
+            f"with both sides at twice the attempts {_pts(more_attempts)} (the benchmark has no "
+            "more tasks): more attempts are what can lower it"
+        )
+    else:
+        advice = (
+            f"with both sides at twice the tasks {_pts(more_tasks)}, at twice the attempts "
+            f"{_pts(more_attempts)}: {better} lower it more"
+        )
     return (
         f"power: against {where}, {tasks} tasks × {k_new} attempt{'s' if k_new != 1 else ''} "
-        f"detect |Δ| ≥ {_pts(now)} "
-        f"(80% power, {test}, α 0.05; spread from {spread.basis}); twice the tasks: "
-        f"{_pts(more_tasks)}, twice the attempts: {_pts(more_attempts)}, so {better} lower it "
-        "more"
+        f"detect |Δ| ≥ {_pts(now)} (80% power, {test}, α 0.05; spread from {spread.basis}); "
+        + advice
     )
 
 
@@ -119,6 +130,6 @@ def note_power(draft: Draft) -> None:
         if wanted is None or info is None:
             continue
         runs = comparable_runs(draft.recorded, item.address, info.id, selection_digest(wanted.spec))
-        line = power_line(item, wanted, runs, dict(counts))
+        line = power_line(item, wanted, runs, dict(counts), benchmark_tasks=info.task_count or None)
         if line is not None:
             draft.items[index] = item.model_copy(update={"details": (*item.details, line)})

@@ -141,7 +141,7 @@ class Comparison:
     errored_right: int = 0
     total_right: int = 0
     errored_differ: bool = False
-    """The two sides' error rates differ beyond chance (p < 0.05): Δ includes it."""
+    """The two sides' error rates differ (by 2 points, or beyond chance): Δ includes it."""
     same_config: bool = False
     """Both runs were submitted with identical bodies: any Δ is run-to-run noise or drift."""
     note: str | None = None
@@ -173,12 +173,19 @@ def decide(ci: stats.Interval, margin: float, *, decisive: bool = True) -> Verdi
     return Verdict.INCONCLUSIVE
 
 
+ERRORED_GAP = 0.02
+"""Error rates this far apart (2 points) are worth a warning even when few attempts erred."""
+
+
 def _errored_differ(e_left: int, n_left: int, e_right: int, n_right: int) -> bool:
-    """Whether the error rates differ beyond chance: conditional on the errored attempts,
-    how many fell on the left is Binomial(e, n_left / (n_left + n_right)) (exact, p < 0.05)."""
+    """Whether the two sides' error rates differ: by ``ERRORED_GAP`` or more, or beyond
+    chance (conditional on the errored attempts, how many fell on the left is Binomial(e,
+    n_left / (n_left + n_right)); exact, p < 0.05)."""
     errors = e_left + e_right
     if not errors or not n_left or not n_right:
         return False
+    if abs(e_left / n_left - e_right / n_right) >= ERRORED_GAP:
+        return True
     share = n_left / (n_left + n_right)
 
     def tail(upto: int, p: float) -> float:
@@ -186,9 +193,7 @@ def _errored_differ(e_left: int, n_left: int, e_right: int, n_right: int) -> boo
             math.comb(errors, i) * p**i * (1 - p) ** (errors - i) for i in range(upto + 1)
         )
 
-    low = tail(e_left, share)
-    high = tail(e_right, 1 - share)
-    return min(1.0, 2 * min(low, high)) < 0.05
+    return min(1.0, 2 * min(tail(e_left, share), tail(e_right, 1 - share))) < 0.05
 
 
 def _comparison_mde(

@@ -357,7 +357,7 @@ def errored_line(c: Comparison) -> str | None:
         f"RIGHT {_errored_side(c.errored_right, c.total_right)}"
     )
     if c.errored_differ:
-        return "warning: " + text + "; the error rates differ beyond chance, and Δ includes it"
+        return "warning: " + text + "; the error rates differ, and Δ counts the difference"
     return text
 
 
