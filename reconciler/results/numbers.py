@@ -58,6 +58,8 @@ __all__ = [
 
 HEADLINE = "pass@1 [95% CI] · errored"
 """The headline column's label, the same on every surface."""
+PRECISION = 4
+"""Decimals the Platform reports a fraction to; pass@1 and its interval are kept at it."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,11 @@ def count_numbers(
     attempts = sum(o.attempts for o in outcomes)
     rates = [o.rate for o in outcomes]
     p1 = stats.mean(rates)
+    wilson = stats.wilson(p1 * count, count)
+    # At the Platform's precision (4 decimals), so a number shown from a run's file and the
+    # same number from its recorded summary round to the same digits (35.75 from 0.357464
+    # would otherwise show 35.7 here and 35.8 there).
+    ci = stats.Interval(round(wilson.low, PRECISION), round(wilson.high, PRECISION), "wilson")
     scored = [r for r in (o.scored_rate for o in outcomes) if r is not None]
     score = None
     if fractional:
@@ -138,8 +145,8 @@ def count_numbers(
         tasks=count,
         attempts=attempts,
         errored=sum(o.errored for o in outcomes),
-        pass_at_1=p1,
-        ci=stats.wilson(p1 * count, count),
+        pass_at_1=round(p1, PRECISION),
+        ci=ci,
         scored_rate=stats.mean(scored) if scored else None,
         score=score,
         pass_threshold=pass_threshold,
