@@ -8,7 +8,11 @@ tree rather than a hand-kept list of modules:
 * nothing but a command shell imports one: the shells are ``cli`` (the only layer that reads
   argv, prints or exits) and ``ci`` (``osmosis-ci``, a command shell of the same layer that
   prints through cli's one ``Output``, as every command does). The engine included: it
-  reports through the protocols of ``engine/report.py``, which the printer implements.
+  reports through the protocols of ``engine/report.py``, which the printer implements;
+* the local Platform (``local_platform``, the emulator beside the client) is embedded by one
+  module of the product (``engine/context.py``, for ``--platform local``) and reads only the
+  vocabulary both sides share (run statuses, the submit rules) and the project's settings:
+  never the client it stands in for, the engine, the state or a shell.
 
 Each rule has a companion test proving its probe can fail.
 """
@@ -32,6 +36,11 @@ SHELL_PACKAGES = ("cli", "ci")
 # Imports against the layering that predate this test, each to be removed by the work named.
 # The test fails when one disappears, so the set only shrinks; it is empty now.
 KNOWN_CLI_IMPORTS: set[tuple[str, str]] = set()
+LOCAL_PLATFORM = "local_platform"
+LOCAL_PLATFORM_EMBEDDERS = {"reconciler.engine.context"}
+"""The product's modules that import the local Platform: the one that runs it in-process."""
+LOCAL_PLATFORM_READS = {"reconciler", "errors", "model", "plan", "config"}
+"""What the local Platform imports: the shared vocabulary and the project's settings."""
 
 
 # --------------------------------------------------------------------------- the tree
@@ -135,6 +144,21 @@ def layering_violations(
     return sorted(bad)
 
 
+def local_platform_violations(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs across the local Platform's border that its rule refuses."""
+    bad = []
+    for source, targets in graph.items():
+        for target in targets:
+            src, dst = unit_of(source), unit_of(target)
+            if src == dst:
+                continue
+            if (dst == LOCAL_PLATFORM and source not in LOCAL_PLATFORM_EMBEDDERS) or (
+                src == LOCAL_PLATFORM and dst not in LOCAL_PLATFORM_READS
+            ):
+                bad.append((source, target))
+    return sorted(bad)
+
+
 # --------------------------------------------------------------------------- the probe
 
 # One interpreter forks a child per module; the child imports that one module and answers
@@ -192,7 +216,16 @@ def test_the_core_is_the_three_packages_and_the_modules_they_import() -> None:
     units = core_units(graph, packages(module_names()))
     assert set(CORE_PACKAGES) <= units
     assert {"errors", "escaping"} <= units
-    assert not units & {"config", "state", "platform", "outputs", "engine", "cli", "ci"}
+    assert not units & {
+        "config",
+        "state",
+        "platform",
+        "local_platform",
+        "outputs",
+        "engine",
+        "cli",
+        "ci",
+    }
     assert (
         len(core_modules(graph, packages(module_names()))) >= 15
     )  # every module of the packages, not the packages
@@ -255,6 +288,38 @@ def test_the_layering_check_detects_each_rule(tmp_path: Path) -> None:
         ("reconciler.engine.session", "reconciler.cli.output"),
         ("reconciler.plan.cost", "reconciler.state"),
         ("reconciler.plan.cost", "reconciler.state.lockfile"),
+    ]
+
+
+def test_the_local_platform_keeps_to_its_border() -> None:
+    graph = package_graph()
+    assert local_platform_violations(graph) == []
+    # The rule is about a package that exists and an edge that is there today.
+    assert ("reconciler.engine.context", "reconciler.local_platform") in {
+        (source, target) for source, targets in graph.items() for target in targets
+    }
+
+
+def test_the_local_platform_check_detects_each_direction(tmp_path: Path) -> None:
+    tree = tmp_path / "reconciler"
+    files = {
+        "__init__.py": "",
+        "model/__init__.py": "",
+        "platform/__init__.py": "",
+        "platform/client.py": "def f():\n    from reconciler.local_platform import app\n",
+        "engine/__init__.py": "",
+        "engine/context.py": "from reconciler.local_platform import LocalPlatform\n",  # allowed
+        "local_platform/__init__.py": "from reconciler.model import X\n",  # allowed
+        "local_platform/app.py": "from ..platform import client\n",  # the client it stands in for
+    }
+    for name, text in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    assert local_platform_violations(import_graph(module_names(tree))) == [
+        ("reconciler.local_platform.app", "reconciler.platform"),
+        ("reconciler.local_platform.app", "reconciler.platform.client"),
+        ("reconciler.platform.client", "reconciler.local_platform"),
+        ("reconciler.platform.client", "reconciler.local_platform.app"),
     ]
 
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO
 
-from reconciler.platform.local.answers import Response
-from reconciler.platform.local.app import LocalPlatform
+from reconciler.local_platform.answers import Response
+from reconciler.local_platform.app import LocalPlatform
 
 _PRESIGNED_RE = re.compile(r"^/_presigned/[^/]+")
 
@@ -210,7 +210,7 @@ def start_server(
     return ServerHandle(server, thread, url, bound, platform, stopping)
 
 
-if __name__ == "__main__":  # ``python -m reconciler.platform.local.server``: the command
-    from reconciler.platform.local.command import main
+if __name__ == "__main__":  # ``python -m reconciler.local_platform.server``: the command
+    from reconciler.local_platform.command import main
 
     sys.exit(main())
