@@ -15,7 +15,7 @@ tables), ``simulation`` (lifecycle, outcomes, metrics, outputs, logs), ``store``
 ``faults``, ``users``, ``core`` (shared state: clock, callers, workspaces, catalogs),
 ``app`` (entry point and routing) over one module per route family (``benchmarks``,
 ``secret_routes``, ``runs``, ``outputs``, ``history``, ``pages``), ``answers``,
-``transport``, ``server`` (loopback server) and ``command`` (``osmosis-platform-emulator``).
+``transport``, ``server`` (loopback server) and ``cli`` (``osmosis-platform-emulator``).
 
 Choices for the points platform-api.md §13 calls "not determinable" (also in
 docs/local-platform.md):

@@ -1,6 +1,7 @@
 """Loopback HTTP server for the local Platform.
 
-The command itself (``osmosis-platform-emulator``) is ``command``.
+The command itself (``osmosis-platform-emulator``) is ``cli``, which imports this module;
+this one imports no command line.
 
 Standard library only (``http.server.ThreadingHTTPServer``); every request is answered by
 ``LocalPlatform.handle``, the same code path as the in-process transport. A "drop" answer
@@ -208,9 +209,3 @@ def start_server(
     )
     thread.start()
     return ServerHandle(server, thread, url, bound, platform, stopping)
-
-
-if __name__ == "__main__":  # ``python -m reconciler.local_platform.server``: the command
-    from reconciler.local_platform.command import main
-
-    sys.exit(main())

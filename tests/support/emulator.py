@@ -64,7 +64,7 @@ def emulator_command() -> list[str]:
     script = shutil.which("osmosis-platform-emulator", path=str(Path(sys.executable).parent))
     if script:
         return [script]
-    return [sys.executable, "-m", "reconciler.local_platform.server"]
+    return [sys.executable, "-m", "reconciler.local_platform.cli"]
 
 
 @dataclass
