@@ -56,8 +56,8 @@ def prepare() -> None:
 def seed_secrets() -> None:
     """Create the secret records through the same route the osmosis CLI uses (S2)."""
     sys.path.insert(0, str(ROOT))
+    from reconciler.local_platform import LocalPlatform, LocalTransport
     from reconciler.platform import PlatformClient
-    from reconciler.platform.local import LocalPlatform, LocalTransport
 
     platform = LocalPlatform(DEMO / ".osmosis" / "local-platform", auto_workspaces=True)
     with PlatformClient(

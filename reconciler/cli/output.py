@@ -43,8 +43,7 @@ from reconciler.escaping import escape_text
 from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
-    from reconciler.engine.apply_result import Outcome
-    from reconciler.engine.report import RunRef, WaitReport
+    from reconciler.engine.report import Outcome, RunRef, WaitReport
     from reconciler.model import Plan, PlanItem
 
 FORMAT_VERSION = "1.0"

@@ -24,8 +24,9 @@ from typing import Any
 import httpx
 
 from reconciler.crashpoints import crash_point
-from reconciler.engine.apply_result import ApplyResult, Outcome
+from reconciler.engine.apply_result import ApplyResult
 from reconciler.engine.observe import find_submitted_run
+from reconciler.engine.report import Outcome
 from reconciler.errors import (
     AuthError,
     ConflictError,

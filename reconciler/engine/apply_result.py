@@ -1,5 +1,6 @@
-"""What an apply ended with: each plan item's ``Outcome`` and the ``ApplyResult`` that
-holds them. Only the apply imports this at run time (a plan does not pay for it)."""
+"""What an apply ended with: the ``ApplyResult`` that holds each plan item's ``Outcome``
+(defined with the other values an apply reports, in ``report``). Only the apply imports
+this at run time (a plan does not pay for it)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reconciler.engine.report import RunRef, WaitReport
-    from reconciler.model import PlanItem
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What happened to one plan item."""
-
-    item: PlanItem
-    ok: bool
-    message: str
-    run_id: str | None = None
-    run_name: str | None = None
-    status: str | None = None
-    """The run's status as last seen by the action (``failed`` and ``stopped`` are shown)."""
-    reached_platform: bool = False
-    """A failed item whose paid call did happen (a run created or stopped) before the
-    failure, e.g. when the lockfile could not record it: the apply was partial."""
+    from reconciler.engine.report import Outcome, RunRef, WaitReport
 
 
 @dataclass

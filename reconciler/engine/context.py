@@ -188,7 +188,7 @@ def open_context(
     local = None
     token: str | None
     if selection.url == "local":
-        from reconciler.platform.local import LocalPlatform, LocalTransport
+        from reconciler.local_platform import LocalPlatform, LocalTransport
 
         data_dir = repo_root / LOCAL_DATA_DIR
         problem = check_inside(repo_root, LOCAL_DATA_DIR)

@@ -5,8 +5,9 @@ The engine never prints (style.md, "Import direction"): a ``Session`` is handed 
 apply's live report (each action as it starts and ends, the ``--wait``, the closing
 summary). Both are protocols: the one printer, ``reconciler.cli.output.Output`` and its
 ``ApplyReport``, implements them, and a test may hand in anything with these methods. The
-values an apply reports (``RunRef``, ``WaitReport``) are defined here, with the engine that
-makes them.
+values an apply reports (``Outcome``, ``RunRef``, ``WaitReport``) are defined here, with the
+engine that makes them; ``apply_result`` (what an apply ended with) holds them and imports
+them from here, never the other way.
 """
 
 from __future__ import annotations
@@ -16,9 +17,24 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from reconciler.engine.apply_result import Outcome
     from reconciler.errors import ConfigIssue
     from reconciler.model import PlanItem
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one plan item."""
+
+    item: PlanItem
+    ok: bool
+    message: str
+    run_id: str | None = None
+    run_name: str | None = None
+    status: str | None = None
+    """The run's status as last seen by the action (``failed`` and ``stopped`` are shown)."""
+    reached_platform: bool = False
+    """A failed item whose paid call did happen (a run created or stopped) before the
+    failure, e.g. when the lockfile could not record it: the apply was partial."""
 
 
 @dataclass(frozen=True)

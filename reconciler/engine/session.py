@@ -85,7 +85,8 @@ from reconciler.state.store import StateStore
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
     from reconciler.engine.apply import Applier
-    from reconciler.engine.apply_result import ApplyResult, Outcome
+    from reconciler.engine.apply_result import ApplyResult
+    from reconciler.engine.report import Outcome
     from reconciler.state.gitlock import GitLock, GuardedRefs
 
 

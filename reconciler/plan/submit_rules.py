@@ -2,7 +2,7 @@
 
 Two readers, one source of truth:
 
-* the local Platform's submit route (``platform/local/app.py``) refuses a body with these
+* the local Platform's submit route (``local_platform/app.py``) refuses a body with these
   rules (400 ``VALIDATION`` with ``issues``, or 409 for a benchmark that is not ready);
 * the plan's preflight (``plan/preflight.py``) applies the same rules to the same body, so
   every config the local Platform refuses plans as ``!`` blocked with the Platform's own

@@ -14,8 +14,8 @@ from reconciler.model import (
     PlanItem,
     RecordedChange,
 )
-from reconciler.render import _result_to_dict
 from reconciler.render.generators import generator_to_dict, source_to_dict
+from reconciler.render.tables import _result_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:

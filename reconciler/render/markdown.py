@@ -7,7 +7,6 @@ from reconciler.model import (
     Plan,
     PlanItem,
 )
-from reconciler.render import _md_results
 from reconciler.render.generators import generator_grids, generator_result_grids
 from reconciler.render.pieces import (
     DRIFT_TEXT,
@@ -32,6 +31,7 @@ from reconciler.render.pieces import (
     reason_text,
     unmanaged_line,
 )
+from reconciler.render.tables import _md_results
 from reconciler.render.text import _item_body, smoke_suffix, summary_line
 
 

@@ -9,7 +9,6 @@ from reconciler.model import (
     Plan,
     PlanItem,
 )
-from reconciler.render import _money, _text_results
 from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
     _ANSI,
@@ -32,6 +31,7 @@ from reconciler.render.pieces import (
     reason_text,
     unmanaged_line,
 )
+from reconciler.render.tables import _money, _text_results
 
 
 def summary_line(plan: Plan) -> str:

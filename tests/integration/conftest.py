@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.platform.local import LocalPlatform
-from reconciler.platform.local.server import ServerHandle
+from reconciler.local_platform import LocalPlatform
+from reconciler.local_platform.server import ServerHandle
 from tests.support.clock import FakeClock
 from tests.support.emulator import EmulatorProcess, serve, spawn_emulator, stop_process
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.cli.main import apply_main, import_main, plan_main, state_main
+from reconciler.local_platform import Faults, LocalPlatform, make_user
+from reconciler.local_platform.server import ServerHandle
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import Faults, LocalPlatform, make_user
-from reconciler.platform.local.server import ServerHandle
 from tests.support.emulator import start_local_platform
 from tests.support.git import commit, git
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit

@@ -29,9 +29,9 @@ from reconciler.errors import (
     ServerError,
     TransportError,
 )
+from reconciler.local_platform import Faults, LocalPlatform
 from reconciler.model import spec_fingerprint
 from reconciler.platform import PlatformClient, RetryPolicy
-from reconciler.platform.local import Faults, LocalPlatform
 from tests.support.bodies import agent, hle_body, tb_body
 from tests.support.emulator import serve as serve_platform
 
@@ -465,7 +465,7 @@ def test_connection_refused_is_retried_then_transport_error() -> None:
 
 
 def test_in_process_transport_sees_the_same_platform(env: Env) -> None:
-    from reconciler.platform.local import LocalTransport
+    from reconciler.local_platform import LocalTransport
 
     run_id = env.platform.seed_runs(env.workspace, 1)[0]
     with PlatformClient(

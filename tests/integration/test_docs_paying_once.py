@@ -8,8 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from reconciler.platform.local import Faults
-from reconciler.platform.local.faults import FaultInjector
+from reconciler.local_platform import Faults
+from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 
 from .helpers import (

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.local_platform import Faults
+from reconciler.local_platform.outputs import PRESIGNED_PREFIX
 from reconciler.outputs import pace
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import Faults
-from reconciler.platform.local.outputs import PRESIGNED_PREFIX
 from reconciler.platform.settings import normalize_platform_url
 from tests.perf import driver
 from tests.perf.workload import WORKSPACE, build_plan_repo, config_body, seed_platform

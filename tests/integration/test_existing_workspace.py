@@ -21,8 +21,8 @@ import tomllib
 from pathlib import Path
 
 from reconciler.config.spec import build_spec
-from reconciler.platform.local import Faults
-from reconciler.platform.local.history import HISTORY_TEAM
+from reconciler.local_platform import Faults
+from reconciler.local_platform.history import HISTORY_TEAM
 from tests.support.clock import FakeClock
 from tests.support.git import commit, git
 

@@ -10,9 +10,9 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
+from reconciler.local_platform import LocalPlatform
+from reconciler.local_platform.history import HISTORY_TEAM
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import LocalPlatform
-from reconciler.platform.local.history import HISTORY_TEAM
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX, build_plan_repo
 from tests.support.emulator import serve

@@ -13,8 +13,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from reconciler.local_platform import Faults, LocalPlatform
 from reconciler.model import adoption_fingerprint, spec_fingerprint
-from reconciler.platform.local import Faults, LocalPlatform
 from tests.support.bodies import tb_body
 from tests.support.clock import FakeClock
 

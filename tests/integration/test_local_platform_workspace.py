@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from reconciler.platform.local import LocalPlatform, LocalTransport, users_from_specs
+from reconciler.local_platform import LocalPlatform, LocalTransport, users_from_specs
 from tests.support.clock import FakeClock
 from tests.support.emulator import emulator_command
 
@@ -373,7 +373,7 @@ def test_types_all_is_refused(make_local_server: Any) -> None:
 
 
 def test_plan_blocks_a_config_whose_benchmark_is_not_added_and_says_how(tmp_path: Path) -> None:
-    from reconciler.platform.local import start_server
+    from reconciler.local_platform import start_server
 
     from .helpers import SECRET_NAMES, TEAM, Osmosis, Platform, init_repo, smoke_config
 

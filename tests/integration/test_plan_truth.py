@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.git import commit
 

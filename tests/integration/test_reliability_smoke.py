@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 from tests.reliability.concurrency import Tally, eight_applies, killed_holder_then_apply
 from tests.reliability.faults import apply_until_converged, hostile_network
 from tests.reliability.harness import Findings, RepoFactory, check_converged, platform_server

@@ -358,7 +358,7 @@ def test_the_blocked_full_run_quotes_the_smoke_runs_last_error_lines(
 def test_a_log_that_cannot_be_read_never_fails_the_plan(
     tmp_path: Path, platform: Platform, clock: ManualClock
 ) -> None:
-    from reconciler.platform.local import Faults
+    from reconciler.local_platform import Faults
 
     repo, osm = _failed_smoke(tmp_path, platform, clock)
     normal = osm.plan()

@@ -53,8 +53,8 @@ from hypothesis.stateful import (
 )
 
 from reconciler.cli.main import apply_main, plan_main
-from reconciler.platform.local import Faults, LocalPlatform
-from reconciler.platform.local.faults import FaultInjector
+from reconciler.local_platform import Faults, LocalPlatform
+from reconciler.local_platform.faults import FaultInjector
 from reconciler.state.gitlock import GuardedRefs
 from tests.integration.helpers import (
     BIN_DIR,

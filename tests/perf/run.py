@@ -241,7 +241,7 @@ def history_scenario(work: Path, k: int, total: int, managed: int) -> None:
     against the full listing (``--refresh full``), at 0 and 50 ms of injected latency."""
     from datetime import UTC, datetime
 
-    from reconciler.platform.local import LocalPlatform
+    from reconciler.local_platform import LocalPlatform
     from reconciler.state.lockfile import read_lockfile, write_lockfile
     from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX
 

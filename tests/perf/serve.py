@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from reconciler.platform.local import Faults, LocalPlatform, start_server
+from reconciler.local_platform import Faults, LocalPlatform, start_server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reconciler.config import load_configs
+from reconciler.local_platform import LocalPlatform
 from reconciler.model import Downloads, HistoryEntry, LockState, RecordedRun
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import LocalPlatform
 from reconciler.platform.settings import normalize_platform_url
 from reconciler.state.lockfile import new_state, write_lockfile
 from tests.perf.bench_config import config_text, generate

@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.errors import StateError
-from reconciler.platform.local import Faults, LocalPlatform
-from reconciler.platform.local.faults import FaultInjector
-from reconciler.platform.local.server import ServerHandle
+from reconciler.local_platform import Faults, LocalPlatform
+from reconciler.local_platform.faults import FaultInjector
+from reconciler.local_platform.server import ServerHandle
 from reconciler.state.lockfile import read_lockfile
 from tests.support.emulator import serve
 from tests.support.git import git

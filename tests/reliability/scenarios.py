@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 
 from .harness import (
     APPLY_ARGS,

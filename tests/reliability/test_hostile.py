@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.platform.local import Faults, LocalPlatform, Response
-from reconciler.platform.local.faults import FaultInjector
+from reconciler.local_platform import Faults, LocalPlatform, Response
+from reconciler.local_platform.faults import FaultInjector
 from tests.support.emulator import serve
 from tests.support.git import git_run
 

@@ -26,7 +26,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from reconciler.platform.local import LocalPlatform
+from reconciler.local_platform import LocalPlatform
 from reconciler.state.lockfile import new_state, write_lockfile
 from tests.support.emulator import serve
 

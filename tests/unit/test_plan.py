@@ -1168,7 +1168,7 @@ def test_every_problem_is_listed_in_the_platforms_order():
         categories=("gpu",),
     )
     item = only_item(want)
-    # The Platform checks its rules before it looks for secrets (platform/local/app.py).
+    # The Platform checks its rules before it looks for secrets (local_platform/app.py).
     assert item.reason is Reason.HARNESS_REQUIRED
     assert len(item.details) == 3
     assert [d.split(" ")[0] for d in item.details] == ["Agent", "Unknown", "Secret(s)"]

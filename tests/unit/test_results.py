@@ -33,13 +33,13 @@ from reconciler.platform.models import RunDetail
 from reconciler.render import (
     NO_CHANGES,
     TEXT_RESULT_ROWS,
-    _text_results,
     plan_from_dict,
     plan_to_dict,
     render_json,
     render_markdown,
     render_text,
 )
+from reconciler.render.tables import _text_results
 from reconciler.state.lockfile import _fast_load, parse, put_run, retire_run, serialize
 from tests.unit.plan_fixtures import (
     BENCHMARKS,

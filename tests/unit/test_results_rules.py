@@ -20,7 +20,8 @@ from reconciler.model import (
     selection_digest,
 )
 from reconciler.plan.results import result_rows
-from reconciler.render import _text_results, render_text
+from reconciler.render import render_text
+from reconciler.render.tables import _text_results
 from reconciler.results.build import build_address_reports
 from reconciler.results.data import parse_results_csv
 from reconciler.results.report import AddressReport, render_addresses_text

@@ -21,7 +21,7 @@ NOT_AT_START = [
     "watchfiles",
     "sqlite3",  # the embedded Platform's store, only with --platform local
     "multiprocessing",
-    "reconciler.platform.local",
+    "reconciler.local_platform",
     "reconciler.ci",
     "reconciler.config.edit",
     "reconciler.config.fmt",

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from reconciler.local_platform import rules, simulation
+from reconciler.local_platform.answers import ApiError, Response, json_response
+from reconciler.local_platform.catalog import with_sync
+from reconciler.local_platform.faults import FaultInjector, Faults
+from reconciler.local_platform.store import Store
+from reconciler.local_platform.users import LOCAL_USER, User
 from reconciler.model.status import RunStatus
-from reconciler.platform.local import rules, simulation
-from reconciler.platform.local.answers import ApiError, Response, json_response
-from reconciler.platform.local.catalog import with_sync
-from reconciler.platform.local.faults import FaultInjector, Faults
-from reconciler.platform.local.store import Store
-from reconciler.platform.local.users import LOCAL_USER, User
 
 LIST_LIMIT_MAX = 50
 GIT_IDENTITY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")

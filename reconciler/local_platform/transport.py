@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx
 
-from reconciler.platform.local.app import LocalPlatform
+from reconciler.local_platform.app import LocalPlatform
 
 
 class LocalTransport(httpx.BaseTransport):

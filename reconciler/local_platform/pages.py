@@ -23,10 +23,10 @@ from html import escape
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
-from reconciler.platform.local import simulation
-from reconciler.platform.local.answers import ApiError, Response, html_response
-from reconciler.platform.local.benchmarks import BenchmarkRoutes
-from reconciler.platform.local.core import Workspace
+from reconciler.local_platform import simulation
+from reconciler.local_platform.answers import ApiError, Response, html_response
+from reconciler.local_platform.benchmarks import BenchmarkRoutes
+from reconciler.local_platform.core import Workspace
 
 RECENT_RUNS = 50
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#1d2330}

@@ -15,19 +15,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.model.status import RunStatus
-from reconciler.plan import submit_rules
-from reconciler.platform.local import rules, simulation
-from reconciler.platform.local.answers import ApiError, Response, json_response
-from reconciler.platform.local.core import (
+from reconciler.local_platform import rules, simulation
+from reconciler.local_platform.answers import ApiError, Response, json_response
+from reconciler.local_platform.core import (
     LIST_LIMIT_MAX,
     TERMINAL,
     PlatformCore,
     Workspace,
     strip_secret_values,
 )
-from reconciler.platform.local.faults import Draw
-from reconciler.platform.local.users import User
+from reconciler.local_platform.faults import Draw
+from reconciler.local_platform.users import User
+from reconciler.model.status import RunStatus
+from reconciler.plan import submit_rules
 
 LOGS_LIMIT_MAX = 200
 

@@ -19,17 +19,17 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from reconciler.platform.local import simulation
-from reconciler.platform.local.answers import ApiError, Response, json_response, parse_json
-from reconciler.platform.local.benchmarks import SYNC_STATUSES, BenchmarkRoutes
-from reconciler.platform.local.core import GIT_IDENTITY_RE, Workspace
-from reconciler.platform.local.faults import Draw
-from reconciler.platform.local.history import History
-from reconciler.platform.local.outputs import PRESIGNED_PREFIX, OutputRoutes
-from reconciler.platform.local.pages import PageRoutes
-from reconciler.platform.local.runs import RunRoutes
-from reconciler.platform.local.secret_routes import SecretRoutes
-from reconciler.platform.local.users import LOCAL_USER, User
+from reconciler.local_platform import simulation
+from reconciler.local_platform.answers import ApiError, Response, json_response, parse_json
+from reconciler.local_platform.benchmarks import SYNC_STATUSES, BenchmarkRoutes
+from reconciler.local_platform.core import GIT_IDENTITY_RE, Workspace
+from reconciler.local_platform.faults import Draw
+from reconciler.local_platform.history import History
+from reconciler.local_platform.outputs import PRESIGNED_PREFIX, OutputRoutes
+from reconciler.local_platform.pages import PageRoutes
+from reconciler.local_platform.runs import RunRoutes
+from reconciler.local_platform.secret_routes import SecretRoutes
+from reconciler.local_platform.users import LOCAL_USER, User
 
 __all__ = ["SYNC_STATUSES", "LOCAL_USER", "LocalPlatform", "Response"]
 

@@ -22,12 +22,12 @@ from urllib.parse import quote
 from reconciler import __version__
 from reconciler.config.project import find_root
 from reconciler.errors import UsageError
-from reconciler.platform.local.app import LocalPlatform
-from reconciler.platform.local.benchmarks import SYNC_STATUSES
-from reconciler.platform.local.faults import Faults
-from reconciler.platform.local.history import DEFAULT_STATUS_MIX, HISTORY_TEAM, parse_status_mix
-from reconciler.platform.local.server import start_server
-from reconciler.platform.local.users import parse_creator, users_from_specs
+from reconciler.local_platform.app import LocalPlatform
+from reconciler.local_platform.benchmarks import SYNC_STATUSES
+from reconciler.local_platform.faults import Faults
+from reconciler.local_platform.history import DEFAULT_STATUS_MIX, HISTORY_TEAM, parse_status_mix
+from reconciler.local_platform.server import start_server
+from reconciler.local_platform.users import parse_creator, users_from_specs
 
 DEFAULT_DATA_DIR = ".osmosis/local-platform"
 USER_DATA_DIR = "osmosis-reconciler/local-platform"

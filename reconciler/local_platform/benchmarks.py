@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.platform.local import simulation
-from reconciler.platform.local.answers import ApiError, Response, json_response
-from reconciler.platform.local.catalog import benchmark_id as make_benchmark_id
-from reconciler.platform.local.catalog import public_view, with_sync
-from reconciler.platform.local.core import LIST_LIMIT_MAX, PlatformCore, Workspace
+from reconciler.local_platform import simulation
+from reconciler.local_platform.answers import ApiError, Response, json_response
+from reconciler.local_platform.catalog import benchmark_id as make_benchmark_id
+from reconciler.local_platform.catalog import public_view, with_sync
+from reconciler.local_platform.core import LIST_LIMIT_MAX, PlatformCore, Workspace
 
 SYNC_STATUSES = ("ready", "pending", "syncing", "failed")
 NOT_ADDED_MESSAGE = (

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from reconciler.local_platform.catalog import wilson
 from reconciler.model.status import RunStatus
-from reconciler.platform.local.catalog import wilson
 
 PENDING_S = (2.0, 6.0)
 """Simulated seconds a run stays ``pending`` (min, max): data, not logic."""

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from reconciler.platform.local import simulation
-from reconciler.platform.local.answers import ApiError, Response, json_response
-from reconciler.platform.local.core import PlatformCore, Workspace
+from reconciler.local_platform import simulation
+from reconciler.local_platform.answers import ApiError, Response, json_response
+from reconciler.local_platform.core import PlatformCore, Workspace
 
 PRESIGNED_PREFIX = "/_presigned/"
 NOT_DOWNLOADABLE_MESSAGE = "Outputs are not yet available for pending or queued benchmark runs."

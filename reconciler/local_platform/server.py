@@ -1,6 +1,7 @@
 """Loopback HTTP server for the local Platform.
 
-The command itself (``osmosis-platform-emulator``) is ``command``.
+The command itself (``osmosis-platform-emulator``) is ``cli``, which imports this module;
+this one imports no command line.
 
 Standard library only (``http.server.ThreadingHTTPServer``); every request is answered by
 ``LocalPlatform.handle``, the same code path as the in-process transport. A "drop" answer
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO
 
-from reconciler.platform.local.answers import Response
-from reconciler.platform.local.app import LocalPlatform
+from reconciler.local_platform.answers import Response
+from reconciler.local_platform.app import LocalPlatform
 
 _PRESIGNED_RE = re.compile(r"^/_presigned/[^/]+")
 
@@ -208,9 +209,3 @@ def start_server(
     )
     thread.start()
     return ServerHandle(server, thread, url, bound, platform, stopping)
-
-
-if __name__ == "__main__":  # ``python -m reconciler.platform.local.server``: the command
-    from reconciler.platform.local.command import main
-
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
 ::
 
-    from reconciler.platform.local import LocalPlatform, Faults, LocalTransport, start_server
+    from reconciler.local_platform import LocalPlatform, Faults, LocalTransport, start_server
 
     platform = LocalPlatform(Path(".osmosis/local-platform"), speed=50)
     http = httpx.Client(transport=LocalTransport(platform))      # in-process
@@ -15,7 +15,7 @@ tables), ``simulation`` (lifecycle, outcomes, metrics, outputs, logs), ``store``
 ``faults``, ``users``, ``core`` (shared state: clock, callers, workspaces, catalogs),
 ``app`` (entry point and routing) over one module per route family (``benchmarks``,
 ``secret_routes``, ``runs``, ``outputs``, ``history``, ``pages``), ``answers``,
-``transport``, ``server`` (loopback server) and ``command`` (``osmosis-platform-emulator``).
+``transport``, ``server`` (loopback server) and ``cli`` (``osmosis-platform-emulator``).
 
 Choices for the points platform-api.md §13 calls "not determinable" (also in
 docs/local-platform.md):
@@ -63,14 +63,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reconciler.platform.local.answers import Response
-from reconciler.platform.local.app import LocalPlatform
-from reconciler.platform.local.faults import Faults
-from reconciler.platform.local.server import ServerHandle, start_server
-from reconciler.platform.local.users import LOCAL_USER, User, make_user, users_from_specs
+from reconciler.local_platform.answers import Response
+from reconciler.local_platform.app import LocalPlatform
+from reconciler.local_platform.faults import Faults
+from reconciler.local_platform.server import ServerHandle, start_server
+from reconciler.local_platform.users import LOCAL_USER, User, make_user, users_from_specs
 
 if TYPE_CHECKING:
-    from reconciler.platform.local.transport import LocalTransport
+    from reconciler.local_platform.transport import LocalTransport
 
 __all__ = [
     "LOCAL_USER",
@@ -89,7 +89,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Lazy: the transport needs httpx, which the emulator server does not (fast start-up).
     if name == "LocalTransport":
-        from reconciler.platform.local.transport import LocalTransport
+        from reconciler.local_platform.transport import LocalTransport
 
         return LocalTransport
     raise AttributeError(name)

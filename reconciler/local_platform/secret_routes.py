@@ -12,10 +12,10 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.platform.local import rules, simulation
-from reconciler.platform.local.answers import ApiError, Response, json_response
-from reconciler.platform.local.core import LIST_LIMIT_MAX, PlatformCore, Workspace
-from reconciler.platform.local.users import LOCAL_USER, User, make_user
+from reconciler.local_platform import rules, simulation
+from reconciler.local_platform.answers import ApiError, Response, json_response
+from reconciler.local_platform.core import LIST_LIMIT_MAX, PlatformCore, Workspace
+from reconciler.local_platform.users import LOCAL_USER, User, make_user
 
 SECRET_SCOPES = ("workspace", "user")
 

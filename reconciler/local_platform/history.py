@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from reconciler.local_platform import rules, simulation
+from reconciler.local_platform.core import PlatformCore, strip_secret_values
+from reconciler.local_platform.users import LOCAL_USER, User, make_user
 from reconciler.model.status import RunStatus
-from reconciler.platform.local import rules, simulation
-from reconciler.platform.local.core import PlatformCore, strip_secret_values
-from reconciler.platform.local.users import LOCAL_USER, User, make_user
 
 DEFAULT_STATUS_MIX: Mapping[RunStatus, float] = {
     RunStatus.FINISHED: 0.75,

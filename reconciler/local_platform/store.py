@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reconciler.platform.local.catalog import seed_catalog
+from reconciler.local_platform.catalog import seed_catalog
 
 DB_NAME = "platform.sqlite3"
 CATALOG_VERSION = "6"
