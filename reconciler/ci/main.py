@@ -413,6 +413,7 @@ def _github_command(
             margin=settings.regression_margin_pp / 100,
             generators=generators,
             cells=cells,
+            settings=settings,
         )
         for line in report.posted:
             say(f"results comment: {line}")
