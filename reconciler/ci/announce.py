@@ -296,15 +296,16 @@ def announce(
     cells: Mapping[str, Mapping[str, str]] | None = None,
     settings: Settings | None = None,
     lock_timeout: float = 60.0,
+    say: Callable[[str], object] | None = None,
 ) -> AnnounceReport:
     """Announce the due runs of the lockfile at ``state_path`` and record it there, through
     the lockfile's door (the locks an apply of the Platform and workspace it records takes,
     under the ``lock`` setting of ``settings``); with ``repo_root``, comparisons are paired
-    on the runs' files in that repository."""
+    on the runs' files in that repository. ``say`` is told when it waits for the lock."""
     if not state_path.is_file():
         return AnnounceReport()
     scope = LockScope.recorded(state_path, str(state_path), settings=settings)
-    with open_door(scope, timeout=lock_timeout, command="osmosis-ci announce") as door:
+    with open_door(scope, timeout=lock_timeout, command="osmosis-ci announce", say=say) as door:
         state = door.read()
         if state is None:  # removed while this job waited for the lock
             return AnnounceReport()

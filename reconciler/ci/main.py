@@ -414,6 +414,7 @@ def _github_command(
             generators=generators,
             cells=cells,
             settings=settings,
+            say=output.progress,
         )
         for line in report.posted:
             say(f"results comment: {line}")
