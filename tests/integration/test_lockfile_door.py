@@ -227,7 +227,7 @@ def clones(tmp_path: Path) -> tuple[Path, Path]:
 
 def state_record(repo: Path, refs: GuardedRefs) -> dict[str, object]:
     git(repo, "fetch", "-q", "origin", refs.state)
-    return json.loads(git(repo, "show", "FETCH_HEAD:applied.json"))  # type: ignore[no-any-return]
+    return json.loads(git(repo, "show", "FETCH_HEAD:applied.json"))
 
 
 def test_under_the_git_lock_a_state_edit_is_recorded_and_a_checkout_behind_it_refused(
