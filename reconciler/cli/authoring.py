@@ -126,13 +126,8 @@ def show_parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace, output: Output) -> int:
-    from reconciler.render import (
-        parse_saved_plan,
-        plan_to_dict,
-        render_json,
-        render_markdown,
-        render_text,
-    )
+    from reconciler.engine.saved_plan import parse_saved_plan
+    from reconciler.render import plan_to_dict, render_json, render_markdown, render_text
 
     path = Path(args.planfile)
     try:

@@ -57,16 +57,9 @@ from reconciler.model import (
     RunStatus,
     glob_match,
 )
-from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.plan import compute_plan
 from reconciler.plan.ownership import recorded_ids
-from reconciler.render import (
-    parse_saved_plan,
-    render_json,
-    render_markdown,
-    render_text,
-    saved_plan_text,
-)
+from reconciler.render import render_json, render_markdown, render_text
 from reconciler.state.lockfile import (
     HEADER_BYTES,
     check_provenance,
@@ -566,14 +559,16 @@ class Session:
         return render_text(plan, color=color)
 
     def save_plan(self, plan: Plan, path: Path) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(saved_plan_text(plan), encoding="utf-8")
-        os.replace(tmp, path)
+        from reconciler.engine.saved_plan import save_plan
+
+        save_plan(plan, path)
 
     def load_saved_plan(self, path: Path) -> tuple[Plan, Snapshots]:
         """A saved plan, refused when stale, and the snapshots to apply it against: the
         configs and the lockfile read now, the Platform observed again (design.md §7.2:
         statuses that changed since the plan was made are recorded before acting)."""
+        from reconciler.engine.saved_plan import read_saved_plan
+
         plan = read_saved_plan(path)
         configs = self.load_desired()
         state = self.load_state()
@@ -878,19 +873,3 @@ def _ci_url() -> str | None:
     if server and repo and run:
         return f"{server}/{repo}/actions/runs/{run}"
     return None
-
-
-def read_saved_plan(path: Path) -> Plan:
-    """The plan saved at ``path`` by ``osmosis-plan --out``; a ``UsageError`` for anything
-    else (the fuzz suite's saved-plan target: a clear error, never an internal one)."""
-    try:
-        # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
-        # memory ran out, a FIFO blocked forever.
-        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
-    except UnsafeInputError:
-        raise
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        raise UsageError(
-            f"{path}: cannot read the saved plan: {exc}",
-            "create one with `osmosis-plan --out PLANFILE`",
-        ) from exc

@@ -4,11 +4,11 @@
 * ``render_markdown``  a sticky pull-request comment, capped below ``max_chars``;
 * ``render_json``      machine-readable, ``format_version`` "1.0".
 
-``plan_to_dict`` / ``plan_from_dict`` are the JSON shape of a saved plan (``--out``): the
-same document ``render_json`` prints, which round-trips to an equal ``Plan``.
+``plan_to_dict`` is the JSON shape of a plan, also the body of a saved plan (``--out``),
+whose format and reader live in ``reconciler.engine.saved_plan``.
 
 Modules: ``pieces`` (words, colours, escaping shared by the renders), ``text``,
-``markdown``, ``jsondoc``, ``refresh``, ``planfile`` (the saved plan's format). The
+``markdown``, ``jsondoc``, ``refresh``. The
 results tables stay in this module; the renders import them from here, so the
 re-exports come at the end, after them. ``from reconciler.render import X`` keeps
 working for every public name.
@@ -311,12 +311,6 @@ def _result_to_dict(row: ResultRow) -> dict[str, Any]:
 # After the results tables above: the renders import them from this module.
 from reconciler.render.jsondoc import plan_to_dict, refresh_to_dict, render_json  # noqa: E402
 from reconciler.render.markdown import render_markdown  # noqa: E402
-from reconciler.render.planfile import (  # noqa: E402
-    SAVED_PLAN_KIND,
-    parse_saved_plan,
-    plan_from_dict,
-    saved_plan_text,
-)
 from reconciler.render.refresh import render_refresh_markdown, render_refresh_text  # noqa: E402
 from reconciler.render.text import render_text, summary_line  # noqa: E402
 
@@ -327,13 +321,10 @@ __all__ = [
     "MARKDOWN_MARKER",
     "NO_CHANGES",
     "REASON_TEXT",
-    "SAVED_PLAN_KIND",
     "TEXT_RESULT_ROWS",
     "UNMANAGED_LIST_MAX",
     "format_table",
     "ignored_line",
-    "parse_saved_plan",
-    "plan_from_dict",
     "plan_to_dict",
     "reason_text",
     "refresh_to_dict",
@@ -343,7 +334,6 @@ __all__ = [
     "render_refresh_text",
     "render_results_markdown",
     "render_text",
-    "saved_plan_text",
     "summary_line",
     "unmanaged_line",
 ]
