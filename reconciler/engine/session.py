@@ -77,7 +77,7 @@ from reconciler.state.store import StateStore
 
 if TYPE_CHECKING:
     # apply (the paid path) is imported by the steps that act, not by every plan.
-    from reconciler.engine.apply import Applier
+    from reconciler.engine.executor import Applier
     from reconciler.engine.apply_result import ApplyResult, Outcome
     from reconciler.state.gitlock import GitLock, GuardedRefs
 
@@ -712,7 +712,7 @@ class Session:
         wait_timeout: float,
     ) -> ApplyResult:
         """Carry out ``plan``, computed from (or checked against) ``snapshots``."""
-        from reconciler.engine.apply import Applier
+        from reconciler.engine.executor import Applier
 
         state = refresh_statuses(snapshots.state, snapshots.observation)
         # Under the git lock every write reaches the remote state record too (before the

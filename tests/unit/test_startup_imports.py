@@ -14,6 +14,7 @@ NOT_AT_START = [
     "deepdiff",
     "structlog",
     "reconciler.engine.apply",
+    "reconciler.engine.executor",
     "reconciler.engine.apply_result",
     "asyncio",
     "tomlkit",

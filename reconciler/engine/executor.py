@@ -1,4 +1,7 @@
-"""Orchestration: carry a plan out, wait for runs, download outputs.
+"""The executor: carries out the items of a plan, one action each (``Applier``).
+
+The apply operation (``engine/apply.py``) hands it the plan it checked and approved; this
+module performs each action against the Platform and records it in the state store.
 
 The ordering rule of every paid action (style rule 8): write the intent to the lockfile,
 then call the Platform, then record the response. A crash between any two steps leaves a
