@@ -277,9 +277,10 @@ def test_the_type_gate_is_strict_for_the_core_and_the_engine() -> None:
 
 # --------------------------------------------------------------------------- the house limits
 
-TOP_LEVEL_MODULES = 14
+TOP_LEVEL_MODULES = 15
 """At most this many modules directly under ``reconciler/`` (issue 20): the rest live in
-packages named for their concerns."""
+packages named for their concerns. The fifteenth is ``exit_codes`` (issue 33): the numbers
+every command line uses (``cli``, ``ci``, the local Platform's), so below all of them."""
 MAX_LINES = 900
 """No file under ``reconciler/`` longer than this (issue 20): a longer one holds more than
 one job."""
