@@ -27,7 +27,7 @@ from reconciler.cli.logs import explain_failures
 from reconciler.cli.output import Output
 from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
-from reconciler.engine.state_commands import hold_state_lock, utcnow
+from reconciler.engine.state_commands import utcnow
 from reconciler.errors import UsageError
 from reconciler.exit_codes import Ending
 from reconciler.gitinfo import GitRepo
@@ -56,7 +56,8 @@ from reconciler.results.report import (
     render_compare_text,
 )
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
-from reconciler.state.lockfile import read_lockfile, write_lockfile
+from reconciler.state.door import LockScope, open_door
+from reconciler.state.lockfile import new_state, read_lockfile
 
 DESCRIPTION = """\
 Results you can decide with: every recorded run of each address (current and history)
@@ -192,7 +193,7 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
 
     try:
         if words[:1] == ["accept"]:
-            return _accept(args, output, root, settings.state, words[1:])
+            return _accept(output, root, settings, words[1:])
         if words[:1] == ["compare"]:
             return _compare(args, output, state, words[1:], load, margin, store)
         grids = _generator_grids(root, settings, state, words, load, args.seed)
@@ -412,9 +413,7 @@ def _accept_instead(state: LockState, address: str) -> str:
     )
 
 
-def _accept(
-    args: argparse.Namespace, output: Output, root: Path, display: str, words: list[str]
-) -> Ending:
+def _accept(output: Output, root: Path, settings: Settings, words: list[str]) -> Ending:
     if len(words) != 1 or "@" not in words[0]:
         raise UsageError(
             "osmosis-results accept ADDR@RUN: expected one run reference with its run",
@@ -424,10 +423,11 @@ def _accept(
     ref = parse_ref(words[0])
     if ref.agent is not None:
         raise UsageError(f"{words[0]}: a baseline is a whole run", "leave out the #AGENT part")
-    path = root / display
+    display = settings.state
     git = GitRepo.discover(root)
-    with hold_state_lock(path, timeout=0.0, command=f"osmosis-results accept {words[0]}"):
-        state = read_lockfile(path, platform=None, workspace=None, display_path=display)
+    scope = LockScope.recorded(root / display, display, repo_root=root, settings=settings)
+    with open_door(scope, timeout=0.0, command=f"osmosis-results accept {words[0]}") as door:
+        state = door.read() or new_state("", "")
         run = resolve(state, ref)
         if run.smoke:
             raise UsageError(
@@ -448,7 +448,7 @@ def _accept(
             accepted_at_commit=git.head() if git else None,
         )
         baselines = {**state.baselines, ref.address: baseline}
-        written = write_lockfile(path, state.model_copy(update={"baselines": baselines}))
+        written = door.write(state.model_copy(update={"baselines": baselines}))
     message = f"{ref.address}: baseline is now {run.label} ({run.run_id}); commit {display}"
     if output.machine:
         output.result(

@@ -247,7 +247,7 @@ def open_door(
     *,
     timeout: float,
     command: str,
-    say: Callable[[str], None] | None = None,
+    say: Callable[[str], object] | None = None,
     on_lost: Callable[[], None] | None = None,
 ) -> Iterator[Door]:
     """Hold the locks ``scope`` needs for the ``with`` block and hand out its ``Door``.
