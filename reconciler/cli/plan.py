@@ -104,21 +104,21 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             return watch_plans(ctx, args.format, output)
         if args.refresh_only:
             return present_refresh(operation.refresh(ctx, output), args, output, record=False)
-        made, _snapshots = operation.make_plan(ctx, output, changed_since=args.changed_since)
+        plan, _snapshots = operation.make_plan(ctx, output, changed_since=args.changed_since)
         from reconciler.render import plan_to_dict
 
-        ending = operation.ending(made, detailed=args.detailed_exitcode)
-        text = render_plan(made, args.format, color=output.color)
-        output.present(CommandResult(ending, "plan", plan_to_dict(made), text=text))
+        ending = operation.ending(plan, detailed=args.detailed_exitcode)
+        text = render_plan(plan, args.format, color=output.color)
+        output.present(CommandResult(ending, "plan", plan_to_dict(plan), text=text))
         if args.out:
             from reconciler.engine.saved_plan import save_plan
 
-            save_plan(made, Path(args.out))
+            save_plan(plan, Path(args.out))
             output.info(f"Saved the plan to {args.out}. Apply it with: osmosis-apply {args.out}")
-        if made.errors:
-            policy_errors(made.errors, output)
-        elif made.summary.blocked:
-            _blocked(made, output)
+        if plan.errors:
+            policy_errors(plan.errors, output)
+        elif plan.summary.blocked:
+            _blocked(plan, output)
         return ending
 
 
