@@ -44,6 +44,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +115,11 @@ class LockScope:
     repo_root: Path | None = None
     """The repository; when given, ``display`` is checked to stay inside it."""
     git: GitRepo | None = None
-    """The clone's git repository (its ``origin`` carries the git lock)."""
+    """The clone's git repository (its ``origin`` carries the git lock); None: looked for
+    from ``git_from``."""
+    git_from: Path | None = None
+    """Where the repository is looked for when ``git`` is not given, only once the lock
+    choice depends on an ``origin`` (two git calls a loopback Platform does not need)."""
     mode: str | None = None
     """The ``lock`` setting: None (by where the Platform lives), ``local`` or ``git``."""
     ttl: float = Settings().lock_ttl
@@ -137,26 +142,33 @@ class LockScope:
         locks)."""
         guarded = peek_guarded(state_path)
         platform, workspace = guarded if guarded is not None else (None, None)
-        # Without a Platform there is nothing a git lock could guard: git is not asked.
-        git = GitRepo.discover(repo_root or state_path.parent) if platform else None
         return cls(
             state_path=state_path,
             display=display,
             platform=platform,
             workspace=workspace,
             repo_root=repo_root,
-            git=git,
+            git_from=repo_root or state_path.parent,
             mode=settings.lock if settings is not None else None,
             ttl=settings.lock_ttl if settings is not None else Settings().lock_ttl,
         )
 
+    @cached_property
+    def repository(self) -> GitRepo | None:
+        """The clone's git repository (``git``, else found from ``git_from``)."""
+        if self.git is not None or self.git_from is None:
+            return self.git
+        return GitRepo.discover(self.git_from)
+
+    @cached_property
+    def _has_origin(self) -> bool:
+        return bool(self.repository and self.repository.origin_url())
+
     def kind(self) -> LockKind:
         """Which lock guards this Platform and workspace (``locking.choose_lock``)."""
         if self.platform is None:
-            return LockKind.CLONE
-        return choose_lock(
-            self.mode, self.platform, has_origin=bool(self.git and self.git.origin_url())
-        )
+            return LockKind.CLONE  # nothing records a Platform: nothing beyond the clone
+        return choose_lock(self.mode, self.platform, has_origin=lambda: self._has_origin)
 
     @property
     def refs(self) -> GuardedRefs:
@@ -293,11 +305,12 @@ def open_door(
         if kind is LockKind.GIT:
             from reconciler.state.gitlock import hold_git_lock
 
-            assert scope.git is not None
+            repository = scope.repository
+            assert repository is not None  # an origin was found in it
             # Across machines too (laptop and CI): see gitlock.py.
             git_lock = stack.enter_context(
                 hold_git_lock(
-                    scope.git.root,
+                    repository.root,
                     refs=scope.refs,
                     lock_id=info.lock_id,
                     command=command,
