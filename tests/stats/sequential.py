@@ -12,15 +12,17 @@ an attempt with ``expit(ℓ_t)``, the right agent with ``expit(ℓ_t + η_t + s)
 correlate but are not equal) and ``s`` is the shift that makes the mean difference of
 pass rates ``Δ`` exactly (Gauss–Hermite quadrature). Each side makes ``k`` attempts per
 task; the paired statistic is on ``d_t`` = the difference of the per-task rates (clustered
-by task), Student's t with ``n − 1`` degrees of freedom.
+by task), as ``judge`` computes it: Student's t at interim looks, the sign-flip score
+statistic at the last.
 
 **The cell.** The margin is the fixed design's minimum detectable effect at ``T`` tasks
-(α = 0.05, power 0.8, Miller's formula with the model's exact ``ω²``), the maximum is
+(α = 0.05, power 0.8, Miller's formula with t quantiles and the model's exact ``ω²``,
+so the fixed design's test has power 0.80 there), the maximum is
 ``T`` (no inflation), the looks are 4 equal batches. Scenarios: Δ = 0, margin, 1.6 × margin.
 
-**The rules.** The decisions use the boundaries of ``reconciler.results.sequential`` and its
-``critical_t`` (the same rule as ``judge``; ``tests/unit/test_decide_simulation.py`` checks
-the vectorised rule against ``judge`` replicate by replicate):
+**The rules.** The decisions use the boundaries of ``reconciler.results.sequential`` and
+its ``t_critical``, vectorised over replicates (``tests/unit/test_decide_simulation.py``
+checks them against ``judge`` and ``anytime_look`` replicate by replicate):
 
 * ``fixed``: one look at ``T`` (the reference);
 * ``peek-4``: the strawman, four looks at the fixed-sample ``p < 0.05``;
@@ -31,10 +33,12 @@ the vectorised rule against ``judge`` replicate by replicate):
 * ``anytime``: the normal-mixture confidence sequence read after every task (with its
   no-change stop).
 
-**Goals** (issue 39): false alarms at most α + 2 Monte Carlo SE for every offered rule;
-``peek-4`` near 0.13; power ≥ 0.78 at the margin for ``obf`` and ``obf+eq``; expected tasks
-≤ 82 % of the fixed design at the margin and ≤ 61 % at 1.6 ×, and ≤ 90 % under Δ = 0 with
-the futility rule; 0 dollar-budget overshoots in ``--decisions`` decisions.
+**Goals** (issue 39): false alarms at most α + 2 Monte Carlo SE for every offered stopping
+rule (``obf``, ``obf+eq``, ``pocock``, ``anytime``); ``peek-4`` near 0.13; power ≥ 0.78 at
+the margin for ``obf`` and ``obf+eq``; expected tasks ≤ 82 % of the fixed design at the
+margin and ≤ 61 % at 1.6 ×, and ≤ 90 % under Δ = 0 with the futility rule; 0 dollar-budget
+overshoots in ``--decisions`` decisions. Each estimate misses its goal only when it is
+beyond it by more than 2 Monte Carlo SE (``check``).
 
 ``--plant naive-boundary`` replaces the spending boundaries with the fixed-sample 1.96 at
 every look: the suite must then fail (the harness can see inflation).
