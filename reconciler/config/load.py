@@ -34,7 +34,14 @@ from reconciler.config.policy import check_policy
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
-from reconciler.model import CellSource, DesiredRun, GeneratorProduct, PolicyRule, glob_match
+from reconciler.model import (
+    CellSource,
+    DesiredRun,
+    GeneratorProduct,
+    PolicyRule,
+    attempts_per_task,
+    glob_match,
+)
 from reconciler.redact import REDACTED, redact
 
 _BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -672,7 +679,6 @@ def _desired_run(item: Found, doc: dict[str, Any]) -> DesiredRun:
     tasks = doc.get("tasks") or {}
     agents = doc["agents"]
     execution = doc.get("execution") or {}
-    attempts = execution.get("attempts_per_task", 1)
     secret_names: dict[str, None] = {}
     for agent in agents:
         model = agent["model"]
@@ -700,7 +706,7 @@ def _desired_run(item: Found, doc: dict[str, Any]) -> DesiredRun:
         task_names=tuple(task_names) if task_names is not None else None,
         categories=tuple(categories) if categories is not None else None,
         agent_count=len(agents),
-        attempts_per_task=attempts if type(attempts) is int else 1,
+        attempts_per_task=attempts_per_task(execution),
         harnesses=tuple(agent.get("harness") for agent in agents),
         secret_names=tuple(secret_names),
         judge_secret=judge,

@@ -382,9 +382,7 @@ class Importer:
             applied_at_commit=self.head,
             benchmark_id=benchmark.id,
             task_count=tasks,
-            attempts=tasks * desired.agent_count * desired.attempts_per_task
-            if tasks is not None
-            else None,
+            attempts=desired.planned_attempts(tasks) if tasks is not None else None,
             platform_url=run.platform_url,
             imported_at=now,
             imported_with=" ".join([self.invocation, *flags.describe()]),

@@ -29,7 +29,9 @@ from reconciler.model.adoption import (
     spec_fingerprint_fields,
 )
 from reconciler.model.base import (
+    DEFAULT_ATTEMPTS_PER_TASK,
     Frozen,
+    attempts_per_task,
     canonical_digest,
     canonical_json,
     digest,
@@ -103,6 +105,8 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "DEFAULT_ATTEMPTS_PER_TASK",
+    "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
     "AgentResult",
