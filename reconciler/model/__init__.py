@@ -95,8 +95,15 @@ from reconciler.model.recorded import (
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
+    SETTING_CHOICES,
+    LockKind,
+    OnChange,
+    OnDelete,
+    Outputs,
+    Refresh,
     Settings,
     SmokeRule,
+    Unmanaged,
 )
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
@@ -105,6 +112,13 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "SETTING_CHOICES",
+    "LockKind",
+    "OnChange",
+    "OnDelete",
+    "Outputs",
+    "Refresh",
+    "Unmanaged",
     "DEFAULT_ATTEMPTS_PER_TASK",
     "attempts_per_task",
     "ACTION_SYMBOLS",
