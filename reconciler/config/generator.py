@@ -37,6 +37,10 @@ from reconciler.model import CellSource, GeneratorMove, GeneratorProduct, Genera
 
 HARD_MAX_RUNS = 256
 """Whatever ``max_runs`` says: one generator never expands past this (GitHub's matrix cap)."""
+MAX_PRODUCT = 4 * HARD_MAX_RUNS
+"""The most combinations the axes may span before excludes. The results grid draws every
+combination (an excluded one as ``excluded``), so a product of 2^36 trimmed to a few cells
+by excludes would still ask for 2^36 grid cells; a grid this size is already unreadable."""
 ON_REMOVE = ("stop", "forget", "finish")
 
 _TOP_KEYS = ("generate", "base", "axis", "include", "exclude", "override", "moved", "removed")
@@ -329,6 +333,14 @@ class _Expander:
                 ("generate", "max_runs") if "max_runs" in generate else ("generate",),
                 f"expands to {total:,} runs ({sizes}); max_runs = {max_runs}",
                 f"exclude cells, split the generator, or raise max_runs (at most {HARD_MAX_RUNS})",
+            )
+        elif sizing.product > MAX_PRODUCT:
+            sizes = " × ".join(f"{name} {len(k)}" for name, k in keys.items())
+            self.problem(
+                ("generate",),
+                f"the axes span {sizing.product:,} combinations ({sizes}), more than the "
+                f"{MAX_PRODUCT:,} a generator may span before excludes",
+                "split the generator into several files, each with fewer axes or elements",
             )
         if self.problems:
             return Expansion(problems=self.problems)

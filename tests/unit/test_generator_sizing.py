@@ -18,6 +18,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reconciler.config import load_configs
 from reconciler.config.generator import CellCount
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,3 +121,18 @@ def test_the_count_and_the_cells_are_those_of_the_product(
     for position, (_index, box) in enumerate(boxes):
         before = [c for c in product if not any(_covered(c, b) for _i, b in boxes[:position])]
         assert sizing.count_within(box, position) == sum(_covered(c, box) for c in before)
+
+
+def test_a_product_past_the_grid_cap_is_refused_even_when_excludes_trim_it(
+    tmp_path: Path,
+) -> None:
+    text = wide_generator(11)  # 2,048 combinations
+    text += '\n[[exclude]]\na0 = "y"\n\n[[exclude]]\na1 = "y"\n\n[[exclude]]\na2 = "y"\n'
+    text += '\n[[exclude]]\na3 = "y"\n'  # 128 cells left: within max_runs
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "wide.matrix.toml").write_text(text, encoding="utf-8")
+    result = load_configs(tmp_path, "benchmarks")
+    shown = [f"{i.location()}: {i.message}" for i in result.errors]
+    assert any(
+        "the axes span 2,048 combinations" in m and "more than the 1,024" in m for m in shown
+    ), shown
