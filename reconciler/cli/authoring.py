@@ -38,18 +38,41 @@ def fmt_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _toml_files(root: Path, paths: Sequence[str], benchmarks: str) -> list[Path]:
-    chosen = [Path(p) if Path(p).is_absolute() else Path.cwd() / p for p in paths] or [
-        root / benchmarks
-    ]
-    files: list[Path] = []
+class _Skipped(Exception):
+    """A file ``fmt`` leaves as it is, and why (``error`` when that is a problem)."""
+
+    def __init__(self, shown: str, message: str, *, error: bool) -> None:
+        super().__init__(message)
+        self.shown = shown
+        self.message = message
+        self.error = error
+
+
+def _toml_files(root: Path, paths: Sequence[str], benchmarks: str) -> list[Path | _Skipped]:
+    """The files ``fmt`` looks at: each named file, every ``*.toml`` below each named
+    directory (default: the benchmarks directory), walked without following a link.
+
+    A symlink is never read through nor written over (issue 36: a committed link to a
+    TOML file outside made ``fmt`` copy that file into the repository): one whose target
+    stays in the benchmarks directory is skipped (its target is formatted itself), any
+    other is an error, as ``osmosis-plan`` refuses it."""
+    bench = os.path.realpath(root / benchmarks)
+    chosen = [Path(os.path.abspath(p)) for p in paths] or [root / benchmarks]
+    files: list[Path | _Skipped] = []
     for path in chosen:
-        if path.is_dir():
-            files.extend(
-                p
-                for p in sorted(path.rglob("*.toml"))
-                if not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+        if path.is_symlink():
+            files.append(_link(path, bench))
+        elif path.is_dir():
+            for top, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(names):
+                    found = Path(top) / name
+                    if name.startswith(".") or not name.endswith(".toml"):
+                        continue
+                    files.append(_link(found, bench) if found.is_symlink() else found)
+                for name in dirs:
+                    if (Path(top) / name).is_symlink():
+                        files.append(_link(Path(top) / name, bench))
         elif path.exists():
             files.append(path)
         else:
@@ -57,26 +80,63 @@ def _toml_files(root: Path, paths: Sequence[str], benchmarks: str) -> list[Path]
     return files
 
 
+def _link(path: Path, bench: str) -> _Skipped:
+    from reconciler.paths import describe_link
+
+    shown = os.path.relpath(path, Path.cwd())
+    kind, message = describe_link(path)
+    real = os.path.realpath(path)
+    inside = kind == "ok" and (real == bench or real.startswith(bench + os.sep))
+    if inside:
+        return _Skipped(shown, f"{message}: skipped, its target is formatted itself", error=False)
+    return _Skipped(
+        shown,
+        f"{message}: not formatted; fmt never reads or writes through a link "
+        "(replace it with the file itself)",
+        error=True,
+    )
+
+
 def _fmt(args: argparse.Namespace, output: Output) -> int:
     import tomllib
 
     from reconciler.config.fmt import format_text, same_meaning
     from reconciler.config.generator import is_generator
+    from reconciler.config.rules import MAX_CONFIG_BYTES
     from reconciler.engine.context import resolve_settings
+    from reconciler.paths import read_regular, write_inside
 
     root = _root(args)
+    real_root = Path(os.path.realpath(root))
     settings = resolve_settings(root, {})
-    files = _toml_files(root, args.paths, args.benchmarks or settings.benchmarks)
+    files = _toml_files(real_root, args.paths, args.benchmarks or settings.benchmarks)
     changed: list[str] = []
     errors: list[dict[str, Any]] = []
+    skipped = 0
     for path in files:
+        if isinstance(path, _Skipped):
+            skipped += 1
+            if path.error:
+                errors.append({"file": path.shown, "message": path.message})
+                output.err.write(f"error: {path.shown}: {path.message}\n")
+            else:
+                output.progress(f"{path.shown}: {path.message}")
+            continue
         shown = os.path.relpath(path, Path.cwd())
+        rel = os.path.relpath(path, real_root)
         try:
-            before = path.read_text(encoding="utf-8")
+            if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+                raise UsageError(
+                    "is outside the repository; fmt rewrites the repository's files only"
+                )
+            before = read_regular(
+                path, what="config", max_bytes=MAX_CONFIG_BYTES, repo_root=real_root
+            ).decode("utf-8")
             after = format_text(before, generator=is_generator(path.name))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, Exception) as exc:
-            errors.append({"file": shown, "message": str(exc)})
-            output.err.write(f"error: {shown}: not formatted: {exc}\n")
+            message = str(exc)
+            errors.append({"file": shown, "message": message})
+            output.err.write(f"error: {shown}: not formatted: {message}\n")
             continue
         if after == before:
             continue
@@ -91,9 +151,7 @@ def _fmt(args: argparse.Namespace, output: Output) -> int:
         if args.check:
             output.err.write(f"would reformat {shown}\n")
             continue
-        tmp = path.with_name(f".{path.name}.fmt.tmp")
-        tmp.write_text(after, encoding="utf-8")
-        os.replace(tmp, path)
+        write_inside(real_root, Path(rel).as_posix(), after.encode("utf-8"))
         output.progress(f"reformatted {shown}")
     verb = "would reformat" if args.check else "reformatted"
     return output.present(
@@ -102,7 +160,7 @@ def _fmt(args: argparse.Namespace, output: Output) -> int:
             "fmt",
             {"check": args.check, "files": len(files), "changed": changed, "unformattable": errors},
             text=f"{len(changed)} file(s) {verb}, "
-            f"{len(files) - len(changed) - len(errors)} already formatted.\n",
+            f"{len(files) - len(changed) - len(errors) - skipped} already formatted.\n",
         )
     )
 
@@ -126,6 +184,7 @@ def show_parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace, output: Output) -> int:
+    from reconciler.paths import UnsafeInputError, read_named
     from reconciler.render import (
         parse_saved_plan,
         plan_to_dict,
@@ -136,7 +195,11 @@ def _show(args: argparse.Namespace, output: Output) -> int:
 
     path = Path(args.planfile)
     try:
-        plan = parse_saved_plan(path.read_text(encoding="utf-8"))
+        # A regular file of bounded size, not reached through a link (reconciler.paths):
+        # `show /dev/zero` read until memory ran out.
+        plan = parse_saved_plan(read_named(path, what="saved plan").decode("utf-8"))
+    except UnsafeInputError:
+        raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UsageError(
             f"{path}: cannot read the saved plan: {exc}",
@@ -198,12 +261,14 @@ def _expand(args: argparse.Namespace, output: Output) -> int:
     from reconciler.config.load import expand_file
     from reconciler.engine.context import resolve_settings
     from reconciler.model import glob_match
+    from reconciler.paths import check_inside, write_named
 
-    root = _root(args)
+    root = Path(os.path.realpath(_root(args)))
     settings = resolve_settings(root, {})
-    benchmarks = (root / (args.benchmarks or settings.benchmarks)).resolve()
-    path = Path(args.file)
-    path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    benchmarks = Path(os.path.normpath(root / (args.benchmarks or settings.benchmarks)))
+    # Taken as written, never resolved: a link on the way is refused below, not followed
+    # (a `benchmarks` link made a generator elsewhere look like one of the repository's).
+    path = Path(os.path.abspath(args.file))
     if not is_generator(path.name):
         raise UsageError(
             f"{args.file}: not a generator (generators are named *.matrix.toml)",
@@ -211,12 +276,18 @@ def _expand(args: argparse.Namespace, output: Output) -> int:
         )
     try:
         address = path.relative_to(benchmarks).as_posix()[: -len(".toml")]
-        relpath = path.relative_to(root.resolve()).as_posix()
+        relpath = path.relative_to(root).as_posix()
     except ValueError as exc:
         raise UsageError(
             f"{args.file}: not under the benchmarks directory {benchmarks}",
             "a generator's addresses come from its place under benchmarks/",
         ) from exc
+    problem = check_inside(root, relpath, last_is_file=True)
+    if problem is not None:
+        raise UsageError(
+            f"{args.file}: {problem.path} {problem.message}",
+            "keep the generator itself in the benchmarks directory (no links on the way)",
+        )
     cells, product, issues = expand_file(Found(address, relpath, str(path)))
     for issue in issues:
         output.issue(issue)
@@ -252,8 +323,7 @@ def _expand(args: argparse.Namespace, output: Output) -> int:
         target = Path(args.write)
         for address, text in texts:
             out_path = target / f"{address}.toml"
-            out_path.parent.mkdir(parents=True, exist_ok=True)
-            out_path.write_text(text, encoding="utf-8")
+            write_named(out_path, text.encode("utf-8"), what="--write")
             written.append(str(out_path))
     body = {
         "generator": relpath,

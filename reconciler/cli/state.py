@@ -39,6 +39,7 @@ from reconciler.model import (
     RunStatus,
 )
 from reconciler.platform import normalize_platform_url
+from reconciler.state.lockfile import check_state_path
 
 COMMANDS = ("list", "show", "forget", "mv", "resolve")
 
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     if not repo_root.is_dir():
         raise UsageError(f"--dir {args.dir}: no such directory", "pass the repository root")
     settings = resolve_settings(repo_root, {"benchmarks": args.benchmarks, "state": args.state})
+    # Before the lock is taken: a linked state/ would get the lock file and temp files.
+    check_state_path(repo_root, settings.state)
     path, display = repo_root / settings.state, settings.state
     scope = {"platform": _platform_flag(args.platform), "workspace": _workspace_flag(args)}
     json_out = args.format == "json"

@@ -57,7 +57,7 @@ from reconciler.model import (
     RunStatus,
     glob_match,
 )
-from reconciler.paths import UnsafeInputError, read_regular
+from reconciler.paths import UnsafeInputError, read_named, write_named
 from reconciler.plan import compute_plan
 from reconciler.plan.ownership import recorded_ids
 from reconciler.render import (
@@ -566,9 +566,8 @@ class Session:
         return render_text(plan, color=color)
 
     def save_plan(self, plan: Plan, path: Path) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(saved_plan_text(plan), encoding="utf-8")
-        os.replace(tmp, path)
+        # Anywhere the user names, never through a symlink (reconciler.paths, issue 36).
+        write_named(path, saved_plan_text(plan).encode("utf-8"), what="--out")
 
     def load_saved_plan(self, path: Path) -> tuple[Plan, Snapshots]:
         """A saved plan, refused when stale, and the snapshots to apply it against: the
@@ -886,7 +885,7 @@ def read_saved_plan(path: Path) -> Plan:
     try:
         # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
         # memory ran out, a FIFO blocked forever.
-        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
+        return parse_saved_plan(read_named(path, what="saved plan").decode("utf-8"))
     except UnsafeInputError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
