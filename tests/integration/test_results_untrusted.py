@@ -5,7 +5,8 @@ for the results table, compare, the HTML report and the regression gate over tha
 a file whose outcome and reward columns held ``???`` and ``n/a`` was read as all failed, so
 compare announced "better: +69 pts". Here the real ``osmosis-results`` command runs over a
 lockfile and kept files written as the tool keeps them; the Hypothesis test puts any cell
-anywhere in the file and drives every results surface over it.
+anywhere in the file and drives every results surface over it (``make fuzz`` runs the
+same at 10,000 examples: ``tests/fuzz/test_fuzz_results.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from reconciler.cli.results import main as results_main
 from reconciler.errors import UsageError
@@ -34,6 +34,7 @@ from reconciler.results.report import (
 )
 from reconciler.results.runs import RecordedResult, parse_ref
 from reconciler.state.lockfile import serialize
+from tests.fuzz.strategies import results_files
 from tests.unit.plan_fixtures import desired, lock, recorded_run
 
 HEADER = ["task", "agent_index", "model", "harness", "attempt", "outcome", "reward",
@@ -139,37 +140,6 @@ def test_a_reward_outside_its_range_is_not_a_score(tmp_path: Path) -> None:
     assert ten.unreadable == 0 and ten.tasks[0]["task-00"].passes == 1
 
 
-HOSTILE_CELLS = [
-    "", " ", "nan", "inf", "-inf", "1e400", "-1e400", "-5", "0", "1", "0.5", "2", "1e308",
-    "9" * 5000, "???", "n/a", "passed", "failed", "errored", "PASSED", "true", "0x10",
-    "1_000", "٣", "\x00", "\x1b[2J", "a,b", '"', "\r\n", "1.0000000000000000000001",
-    "-0.0", "+1", "1e-400", "x" * 200_000,
-]  # fmt: skip
-
-
-@st.composite
-def hostile_files(draw: st.DrawFn) -> str:
-    header = draw(st.permutations(HEADER))
-    columns = header[: draw(st.integers(1, len(header)))]
-    rows = [columns]
-    for _ in range(draw(st.integers(0, 12))):
-        rows.append(
-            [
-                draw(st.sampled_from(HOSTILE_CELLS) | st.text(max_size=8))
-                if draw(st.integers(0, 2)) == 0
-                else draw(
-                    st.sampled_from(TASKS[:3])
-                    if name == "task"
-                    else st.sampled_from(["0", "1", "passed", "failed", "0.02", "1200"])
-                )
-                for name in columns[: draw(st.integers(0, len(columns)))]
-            ]
-        )
-    out = io.StringIO()
-    csv.writer(out, lineterminator=draw(st.sampled_from(["\n", "\r\n"]))).writerows(rows)
-    return out.getvalue()
-
-
 @settings(
     max_examples=200,
     deadline=None,
@@ -177,7 +147,7 @@ def hostile_files(draw: st.DrawFn) -> str:
     database=None,
     suppress_health_check=list(HealthCheck),
 )
-@given(left=hostile_files(), right=hostile_files())
+@given(left=results_files(), right=results_files())
 def test_no_cell_of_any_results_file_is_an_internal_error(left: str, right: str) -> None:
     state = lock(
         recorded_run(desired("tb/a"), "bmr_a", status="finished", run_name="a"),
