@@ -310,43 +310,10 @@ class _Expander:
         axes = {name: axes[name] for name in order}
         keys = {name: [e["key"] for e in elements] for name, elements in axes.items()}
 
-        # Sized before anything is built: 36 axes of 2 elements once made 2^36 cell dicts
-        # (MemoryError) before the count was compared with max_runs.
-        excludes, includes = self.selections(keys)
-        if self.problems:
+        sized = self.sized_cells(generate, keys, max_runs)
+        if sized is None or self.problems:
             return Expansion(problems=self.problems)
-        sizing = CellCount(keys, excludes)
-        try:
-            total = sizing.total() + len(includes)
-        except SizingTooComplexError:
-            self.problem(
-                ("exclude",),
-                f"the [[exclude]] tables are too intricate to count the cells (more than "
-                f"{MAX_SIZING_STEPS:,} steps)",
-                "use fewer, broader excludes, or split the generator",
-                "table",
-            )
-            return Expansion(problems=self.problems)
-        if total > max_runs:
-            sizes = " × ".join(f"{name} {len(k)}" for name, k in keys.items())
-            self.problem(
-                ("generate", "max_runs") if "max_runs" in generate else ("generate",),
-                f"expands to {total:,} runs ({sizes}); max_runs = {max_runs}",
-                f"exclude cells, split the generator, or raise max_runs (at most {HARD_MAX_RUNS})",
-            )
-        elif sizing.product > MAX_PRODUCT:
-            sizes = " × ".join(f"{name} {len(k)}" for name, k in keys.items())
-            self.problem(
-                ("generate",),
-                f"the axes span {sizing.product:,} combinations ({sizes}), more than the "
-                f"{MAX_PRODUCT:,} a generator may span before excludes",
-                "split the generator into several files, each with fewer axes or elements",
-            )
-        if self.problems:
-            return Expansion(problems=self.problems)
-        cells = self.shape(keys, sizing, excludes, includes)
-        if self.problems:
-            return Expansion(problems=self.problems)
+        cells, combinations = sized
 
         overrides = self.overrides(keys)
         built = [self.build(cell, base, axes, overrides) for cell in cells]
@@ -365,7 +332,7 @@ class _Expander:
             Cell(c.address, c.config, c.source, c.origins, tuple(pairs_by_new.get(c.address, ())))
             for c in built
         ]
-        excluded = sizing.product - (len(cells) - self.included)
+        excluded = combinations - (len(cells) - self.included)
         element_lines = {
             f"{name}/{e['key']}": self.line(("axis", name, i))
             for name, elements in axes.items()
@@ -540,6 +507,48 @@ class _Expander:
                     return None
             out[axis] = set(values)
         return out
+
+    def sized_cells(
+        self, generate: Mapping[str, Any], keys: Mapping[str, list[str]], max_runs: int
+    ) -> tuple[list[dict[str, str]], int] | None:
+        """The cells and the number of combinations of the axes, counted before any cell
+        is built and compared with ``max_runs`` and ``MAX_PRODUCT`` (None after a problem).
+
+        Sized first: 36 axes of 2 elements once made 2^36 cell dicts (MemoryError) before
+        their count was compared with ``max_runs``."""
+        excludes, includes = self.selections(keys)
+        if self.problems:
+            return None
+        sizing = CellCount(keys, excludes)
+        sizes = " × ".join(f"{name} {len(k)}" for name, k in keys.items())
+        try:
+            total = sizing.total() + len(includes)
+            if total > max_runs:
+                self.problem(
+                    ("generate", "max_runs") if "max_runs" in generate else ("generate",),
+                    f"expands to {total:,} runs ({sizes}); max_runs = {max_runs}",
+                    "exclude cells, split the generator, or raise max_runs "
+                    f"(at most {HARD_MAX_RUNS})",
+                )
+                return None
+            if sizing.product > MAX_PRODUCT:
+                self.problem(
+                    ("generate",),
+                    f"the axes span {sizing.product:,} combinations ({sizes}), more than the "
+                    f"{MAX_PRODUCT:,} a generator may span before excludes",
+                    "split the generator into several files, each with fewer axes or elements",
+                )
+                return None
+            return self.shape(keys, sizing, excludes, includes), sizing.product
+        except SizingTooComplexError:
+            self.problem(
+                ("exclude",),
+                "the [[exclude]] tables are too intricate to count the cells (more than "
+                f"{MAX_SIZING_STEPS:,} steps)",
+                "use fewer, broader excludes, or split the generator",
+                "table",
+            )
+            return None
 
     def selections(
         self, keys: Mapping[str, list[str]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -135,4 +136,27 @@ def test_a_product_past_the_grid_cap_is_refused_even_when_excludes_trim_it(
     shown = [f"{i.location()}: {i.message}" for i in result.errors]
     assert any(
         "the axes span 2,048 combinations" in m and "more than the 1,024" in m for m in shown
+    ), shown
+
+
+def test_excludes_too_intricate_to_count_are_a_clear_error(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    lines = [
+        "[generate]",
+        "version = 1",
+        'address = "' + "/".join(f"{{a{i}}}" for i in range(40)) + '"',
+    ]
+    for i in range(40):
+        lines += [f'[[axis.a{i}]]\nkey = "{k}"' for k in "xyz"]
+    for _ in range(300):
+        chosen = rng.sample(range(40), 3)
+        lines.append("[[exclude]]\n" + "\n".join(f'a{a} = "{rng.choice("xyz")}"' for a in chosen))
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "knot.matrix.toml").write_text("\n".join(lines) + "\n")
+    result = load_configs(tmp_path, "benchmarks")
+    shown = [f"{i.location()}: {i.message}" for i in result.errors]
+    assert any(
+        "the [[exclude]] tables are too intricate to count the cells (more than 1,000,000 "
+        "steps)" in m
+        for m in shown
     ), shown
