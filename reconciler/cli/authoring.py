@@ -56,11 +56,25 @@ def _toml_files(root: Path, paths: Sequence[str], benchmarks: str) -> list[Path 
     TOML file outside made ``fmt`` copy that file into the repository): one whose target
     stays in the benchmarks directory is skipped (its target is formatted itself), any
     other is an error, as ``osmosis-plan`` refuses it."""
-    bench = os.path.realpath(root / benchmarks)
+    from reconciler.paths import check_inside
+
+    # Taken as written: a benchmarks directory that is itself a link has no inside.
+    bench: str | None = os.path.normpath(root / benchmarks)
+    if check_inside(root, benchmarks) is not None:
+        bench = None
     chosen = [Path(os.path.abspath(p)) for p in paths] or [root / benchmarks]
     files: list[Path | _Skipped] = []
     for path in chosen:
-        if path.is_symlink():
+        shown = os.path.relpath(path, Path.cwd())
+        rel = os.path.relpath(path, root)
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            message = "is outside the repository; fmt rewrites the repository's files only"
+            files.append(_Skipped(shown, message, error=True))
+            continue
+        problem = check_inside(root, os.path.dirname(rel))
+        if problem is not None:  # a link on the way: never walked through
+            files.append(_Skipped(shown, f"{problem.path} {problem.message}", error=True))
+        elif path.is_symlink():
             files.append(_link(path, bench))
         elif path.is_dir():
             for top, dirs, names in os.walk(path):
@@ -80,13 +94,15 @@ def _toml_files(root: Path, paths: Sequence[str], benchmarks: str) -> list[Path 
     return files
 
 
-def _link(path: Path, bench: str) -> _Skipped:
+def _link(path: Path, bench: str | None) -> _Skipped:
     from reconciler.paths import describe_link
 
     shown = os.path.relpath(path, Path.cwd())
     kind, message = describe_link(path)
     real = os.path.realpath(path)
-    inside = kind == "ok" and (real == bench or real.startswith(bench + os.sep))
+    inside = (
+        kind == "ok" and bench is not None and (real == bench or real.startswith(bench + os.sep))
+    )
     if inside:
         return _Skipped(shown, f"{message}: skipped, its target is formatted itself", error=False)
     return _Skipped(
@@ -115,11 +131,11 @@ def _fmt(args: argparse.Namespace, output: Output) -> int:
     skipped = 0
     for path in files:
         if isinstance(path, _Skipped):
-            skipped += 1
             if path.error:
                 errors.append({"file": path.shown, "message": path.message})
                 output.err.write(f"error: {path.shown}: {path.message}\n")
             else:
+                skipped += 1
                 output.progress(f"{path.shown}: {path.message}")
             continue
         shown = os.path.relpath(path, Path.cwd())

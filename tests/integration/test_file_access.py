@@ -124,3 +124,16 @@ def test_show_reads_only_a_regular_file(
     kind = "a device" if path == "/dev/zero" else "a FIFO"
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"saved plan {path}: is {kind}, not a regular file" in done.stderr, done.stderr
+
+
+def test_fmt_never_walks_a_linked_directory(
+    template: tuple[Path, Layout, str], tmp_path: Path
+) -> None:
+    source, layout, _url = template
+    repo, outside = prepare(source, layout, "benchmarks link", tmp_path / "case")
+    for argv in (["fmt"], ["fmt", "benchmarks/tb"], ["fmt", "--check", "benchmarks"]):
+        outcome = probe("fmt", "benchmarks link", repo, outside, argv, env=cli_env())
+        assert outcome.code == 1 and not outcome.reads and not outcome.writes, outcome
+        assert "benchmarks is a symlink (to " in outcome.text or (
+            "benchmarks: is a symlink (to " in outcome.text
+        ), outcome.text
