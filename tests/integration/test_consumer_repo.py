@@ -43,7 +43,7 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
-def platform(tmp_path: Path, start_emulator) -> Iterator[EmulatorProcess]:  # type: ignore[no-untyped-def]
+def platform(tmp_path: Path, start_emulator) -> Iterator[EmulatorProcess]:
     data = tmp_path / "platform-data"
     subprocess.run(
         [

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -29,7 +30,7 @@ SCHEMA = json.loads(
 )
 
 
-def valid(document: dict[str, object]) -> dict[str, object]:
+def valid(document: dict[str, Any]) -> dict[str, Any]:
     errors = [e.message for e in Draft202012Validator(SCHEMA).iter_errors(document)]
     assert not errors, errors[:3]
     return document

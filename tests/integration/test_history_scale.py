@@ -48,7 +48,9 @@ def test_converged_plan_in_a_workspace_of_20000_runs(tmp_path: Path) -> None:
         creators=HISTORY_TEAM,
     )
     seeder.seed_runs(WORKSPACE, MANAGED, status_mix=TERMINAL_MIX, creators=[TEAM[TOKEN]])
-    ours = seeder.resolve_benchmark("terminal-bench-2-1")["id"]
+    benchmark = seeder.resolve_benchmark("terminal-bench-2-1")
+    assert benchmark is not None
+    ours = benchmark["id"]
     seeder.store.close()
 
     log = RequestLog()

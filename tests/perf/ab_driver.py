@@ -70,8 +70,8 @@ def main(argv: list[str]) -> int:
     if os.environ.get("AB_POOL"):
         files, per_slot = (int(v) for v in os.environ["AB_POOL"].split(":"))
         engine = importlib.import_module("reconciler.engine.apply")
-        engine.MAX_DOWNLOAD_WORKERS = files
-        engine.DOWNLOAD_RUNS_PER_SLOT = per_slot
+        # Names of the older trees this knob is for (today's engine has neither).
+        vars(engine).update(MAX_DOWNLOAD_WORKERS=files, DOWNLOAD_RUNS_PER_SLOT=per_slot)
     wanted = Action.SUBMIT if mode == "apply" else Action.DOWNLOAD
     with opened as session:
         made = session.make_plan()

@@ -28,7 +28,9 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _plan(
@@ -359,7 +361,7 @@ def peak_rss_mb() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
-    modes = {
+    modes: dict[str, Callable[..., dict[str, Any]]] = {
         "plan": _plan,
         "naive": _naive,
         "floor": _floor,

@@ -27,7 +27,7 @@ NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 SHA = "c0ffee" + "0" * 34
 
 
-def entry(address: str, run_id: str, status: str = "running", **update: object):  # type: ignore[no-untyped-def]
+def entry(address: str, run_id: str, status: str = "running", **update: object):
     base = recorded_run(desired(address), run_id, status=status, run_name=f"name-{run_id}")
     return base.model_copy(update={"requested_by": SHA, "observed_at": NOW, **update})
 
@@ -217,7 +217,7 @@ def github() -> Iterator[FakeGitHub]:
     fake.close()
 
 
-def finished(address: str = "tb/a", run_id: str = "r1", **update: object):  # type: ignore[no-untyped-def]
+def finished(address: str = "tb/a", run_id: str = "r1", **update: object):
     fields: dict[str, object] = {
         "downloads": done(),
         "results": results(agent(0, 0.75, cost_per_task=0.12)),

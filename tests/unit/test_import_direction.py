@@ -238,8 +238,8 @@ def test_the_layering_check_detects_each_rule(tmp_path: Path) -> None:
     for name, text in files.items():
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_text(text)
-    files = module_names(tree)
-    graph, units = import_graph(files), packages(files)
+    modules = module_names(tree)
+    graph, units = import_graph(modules), packages(modules)
     assert units == {"model", "plan", "render", "state", "engine", "cli", "ci"}
     assert core_units(graph, units) == {
         "model",
