@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from reconciler.ci.main import main as ci_main
 from reconciler.cli.main import plan_main, state_main
 from reconciler.state.lockfile import serialize
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.plan_fixtures import desired, lock, recorded_run
 
 from .conftest import FUZZ, exercise
 

@@ -13,8 +13,7 @@ from reconciler.platform.local import LocalPlatform
 from reconciler.platform.local.server import ServerHandle
 from tests.support.clock import FakeClock
 from tests.support.emulator import EmulatorProcess, serve, spawn_emulator, stop_process
-
-from .helpers import Platform, RequestLog, start_platform
+from tests.support.osmosis import Platform, RequestLog, start_platform
 
 TEST_TOKEN = "test-token-not-secret"
 

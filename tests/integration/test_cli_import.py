@@ -21,8 +21,7 @@ from reconciler.state.locking import hold_lock
 from tests.support.bodies import tb_body
 from tests.support.clock import FakeClock
 from tests.support.git import git
-
-from .helpers import (
+from tests.support.osmosis import (
     EXAMPLES,
     Osmosis,
     Platform,

@@ -11,8 +11,7 @@ from pathlib import Path
 from reconciler.platform.local import Faults
 from reconciler.platform.local.faults import FaultInjector
 from tests.support.clock import FakeClock
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     cli_env,
     init_repo,

@@ -26,8 +26,7 @@ from reconciler.platform.local import Faults
 from reconciler.platform.local.history import HISTORY_TEAM
 from tests.support.clock import FakeClock
 from tests.support.git import commit, git
-
-from .helpers import (
+from tests.support.osmosis import (
     COLLEAGUE_TOKEN,
     Osmosis,
     Platform,

@@ -20,8 +20,8 @@ from jsonschema import Draft202012Validator
 
 from reconciler.config import load_configs
 from tests.support.git import commit
+from tests.support.osmosis import BIN_DIR, Osmosis, Platform, init_repo, smoke_config
 
-from .helpers import BIN_DIR, Osmosis, Platform, init_repo, smoke_config
 from .test_generators import GENERATOR, generator, write_generator
 
 FRONT = str(BIN_DIR / "osmosis-reconciler")

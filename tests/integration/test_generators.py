@@ -12,8 +12,7 @@ from jsonschema import Draft202012Validator
 from reconciler.render import plan_from_dict, plan_to_dict
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     actions,

@@ -382,8 +382,7 @@ def test_types_all_is_refused(make_local_server: Any) -> None:
 
 def test_plan_blocks_a_config_whose_benchmark_is_not_added_and_says_how(tmp_path: Path) -> None:
     from reconciler.platform.local import start_server
-
-    from .helpers import SECRET_NAMES, TEAM, Osmosis, Platform, init_repo, smoke_config
+    from tests.support.osmosis import SECRET_NAMES, TEAM, Osmosis, Platform, init_repo, smoke_config
 
     platform = LocalPlatform(
         tmp_path / "p", users=TEAM, auto_workspaces=False, workspaces=("strict",)

@@ -26,8 +26,7 @@ from reconciler.cli.main import apply_main, import_main, plan_main, state_main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.state.locking import hold_lock
 from tests.support.clock import FakeClock
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     Result,

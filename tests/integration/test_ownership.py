@@ -19,8 +19,7 @@ from reconciler.cli.main import apply_main, plan_main
 from reconciler.platform.local import LocalPlatform
 from reconciler.state.gitlock import LEGACY_STATE_REF, GuardedRefs
 from reconciler.state.locking import hold_lock, machine_lock_path
-
-from .helpers import (
+from tests.support.osmosis import (
     SECRET_VALUE_PREFIX,
     WORKSPACE,
     Osmosis,

@@ -19,12 +19,12 @@ from reconciler.ci.report import write_report
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.config.load import load_configs
 from reconciler.state.lockfile import read_lockfile
-from tests.github_fake import FakeGitHub
 from tests.support.browser import PageVisit
 from tests.support.clock import FakeClock
 from tests.support.git import commit
+from tests.support.github_fake import FakeGitHub
+from tests.support.osmosis import Platform, read_lock
 
-from .helpers import Platform, read_lock
 from .test_generators import DAY, generator, generator_repo, write_generator
 from .test_results_cli import Results
 

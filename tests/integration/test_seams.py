@@ -25,8 +25,7 @@ from reconciler.platform.local import Faults
 from reconciler.platform.local.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     TEAM,
     TOKEN,
     Osmosis,

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from tests.support.clock import FakeClock as ManualClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     init_repo,
@@ -176,7 +175,7 @@ def test_skip_smoke_flag_and_trailer(tmp_path: Path, platform: Platform) -> None
 
 
 def test_apply_wait_carries_both_stages(tmp_path: Path) -> None:
-    from .helpers import start_platform
+    from tests.support.osmosis import start_platform
 
     # A Platform on the real clock, sped up, so `--wait` sees both runs end.
     platform = start_platform(tmp_path / "fast-platform", speed=400.0)

@@ -29,7 +29,7 @@ import httpx
 import pytest
 import tomlkit
 
-from .helpers import (
+from tests.support.osmosis import (
     BIN_DIR,
     TOKEN,
     Osmosis,

@@ -56,7 +56,7 @@ from reconciler.cli.main import apply_main, plan_main
 from reconciler.platform.local import Faults, LocalPlatform
 from reconciler.platform.local.faults import FaultInjector
 from reconciler.state.gitlock import GuardedRefs
-from tests.integration.helpers import (
+from tests.support.osmosis import (
     BIN_DIR,
     COLLEAGUE_TOKEN,
     SECRET_NAMES,

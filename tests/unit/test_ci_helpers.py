@@ -1,7 +1,7 @@
 """osmosis-ci's helpers (reconciler/ci/): the sticky plan comment and the drift issue.
 
 Their decisions are pure functions tested with plain values; ``osmosis-ci`` itself runs
-against ``tests/github_fake.py``, a fake of the GitHub routes served over real loopback
+against ``tests/support/github_fake.py``, a fake of the GitHub routes served over real loopback
 HTTP, with the environment a workflow step gives it.
 """
 
@@ -21,7 +21,7 @@ from reconciler.ci import drift
 from reconciler.ci.github import GitHubAPI
 from reconciler.ci.main import main
 from reconciler.errors import GitHubError, UsageError
-from tests.github_fake import FakeGitHub
+from tests.support.github_fake import FakeGitHub
 
 TOKEN = FakeGitHub().token
 BOT = {"login": "github-actions[bot]", "type": "Bot"}

@@ -13,8 +13,14 @@ from reconciler.config.project import load_project_settings
 from reconciler.errors import UsageError
 from reconciler.model import AgentResult, PolicyRule, RunResults
 from reconciler.plan import compute_plan
-
-from .plan_fixtures import desired, lock, observation, observed_run, recorded_run, settings
+from tests.support.plan_fixtures import (
+    desired,
+    lock,
+    observation,
+    observed_run,
+    recorded_run,
+    settings,
+)
 
 CONFIG = """\
 [experiment]

@@ -16,8 +16,7 @@ from reconciler.platform.local.history import HISTORY_TEAM
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX, build_plan_repo
 from tests.support.emulator import serve
-
-from .helpers import TEAM, TOKEN, Osmosis, Platform, RequestLog
+from tests.support.osmosis import TEAM, TOKEN, Osmosis, Platform, RequestLog
 
 WORKSPACE = "perf"
 MANAGED = 500
