@@ -217,7 +217,8 @@ def test_a_crash_after_the_smoke_post_adopts_the_smoke_run(
     assert "intent" not in entry
     # One run on the Platform: the smoke run, paid once.
     assert platform.submits() == 1
-    assert [r.id for r in platform.client().list_runs()] == [entry["run_id"]]
+    with platform.client() as client:
+        assert [r.id for r in client.list_runs()] == [entry["run_id"]]
 
     clock.advance(FINISHED)
     full = plan_items(osm.plan("--format", "json"))["tb/full"]

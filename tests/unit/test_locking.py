@@ -50,6 +50,7 @@ class Holder:
     def release(self) -> None:
         self.stdin.close()
         assert self.stdout.readline().strip() == "released"
+        self.stdout.close()
         self.process.wait(timeout=10)
 
     def kill(self) -> None:
