@@ -73,7 +73,7 @@ HOSTILE_LINES = [
     "a." * 2000 + "b = 1",
 ]
 
-_unicode = st.text(st.characters(blacklist_categories=("Cs",), max_codepoint=0x10FFFF), max_size=40)
+_unicode = st.text(st.characters(exclude_categories=["Cs"], max_codepoint=0x10FFFF), max_size=40)
 _ascii = st.text(st.sampled_from("[]{}=\"'.,\\#\n -_0123456789abcdeftrunfi+:TZ"), max_size=60)
 
 

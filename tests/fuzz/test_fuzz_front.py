@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from reconciler.cli.front import main as front_main
 from reconciler.state.lockfile import serialize
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.plan_fixtures import desired, lock, recorded_run
 
 from .conftest import FUZZ, exercise
 from .test_fuzz_commands import HOSTILE

@@ -26,7 +26,7 @@ from reconciler.results.report import (
     render_compare_text,
 )
 from reconciler.results.runs import RecordedResult, parse_ref
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.plan_fixtures import desired, lock, recorded_run
 
 from .conftest import FUZZ, exercise
 from .strategies import results_files

@@ -33,7 +33,7 @@ from reconciler.escaping import escape_text
 from reconciler.paths import relative_path_problem
 from reconciler.plan import compute_plan
 from reconciler.render import render_text
-from tests.unit.plan_fixtures import desired, lock, observation, settings
+from tests.support.plan_fixtures import desired, lock, observation, settings
 
 from .conftest import FUZZ, exercise
 from .strategies import edited

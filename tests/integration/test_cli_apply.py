@@ -18,8 +18,7 @@ from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     LineReader,
     Osmosis,
     Platform,

@@ -16,9 +16,8 @@ import pytest
 
 from reconciler.model import Intent
 from reconciler.state.lockfile import parse, serialize
-from tests.unit.plan_fixtures import NOW, desired, lock, recorded_run
-
-from .helpers import BIN_DIR, cli_env, init_repo, smoke_config
+from tests.support.osmosis import BIN_DIR, cli_env, init_repo, smoke_config
+from tests.support.plan_fixtures import NOW, desired, lock, recorded_run
 
 ESCAPED = "tb/e\x1b]0;pwned\x07\x1b[2Jvil"
 """An address with an OSC title sequence and a screen clear in it."""

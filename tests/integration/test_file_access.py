@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reconciler.platform.local import LocalPlatform
 
+from reconciler.local_platform import LocalPlatform
 from tests.support.emulator import serve
 from tests.support.hostile_tree import (
     MARKER,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.state.lockfile import serialize
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.osmosis import BIN_DIR, Platform, cli_env, init_repo, smoke_config
+from tests.support.plan_fixtures import desired, lock, recorded_run
 
-from .helpers import BIN_DIR, Platform, cli_env, init_repo, smoke_config
 from .test_cli_import import empty_repo, submit_example
 
 ESCAPE = "\x1b]0;pwned\x07\x1b[2J"

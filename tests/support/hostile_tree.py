@@ -436,7 +436,7 @@ def build_template(root: Path, url: str, workspace: str) -> Layout:
     from reconciler.outputs.downloads import run_dir_name
     from reconciler.state.lockfile import parse
 
-    def read_lockfile(path: Path):  # type: ignore[no-untyped-def]
+    def read_lockfile(path: Path):
         return parse(path.read_text(encoding="utf-8"), str(path))
 
     state = read_lockfile(repo / "state" / "osmosis.lock")
