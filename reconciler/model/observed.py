@@ -36,6 +36,9 @@ class ObservedRun:
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
     creator: str | None = None
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
+    creator_name: str | None = None
+    """Who created the run, as the Platform names them (``creator_name``): shown when a
+    paid item is blocked by this run (``plan.twins``)."""
 
 
 class LeaderboardScore(Frozen, frozen=True, kw_only=True):

@@ -10,11 +10,15 @@ the order matters only where an observed run could be claimed twice, and there i
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
                 (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
-                every other recorded entry: changed, missing, finished, deleted;
+                every other recorded entry: changed, missing (``missing``: never a
+                reason to pay by itself), finished, deleted;
    ``power``    each submit with an earlier complete run of its address gets the smallest
                 difference it can detect (before paying);
+   ``twins``    every paid item whose body an active run of no evidence already does is
+                blocked until a person decides (adopt it, or allow the duplicate);
    ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
                 and the per-generator removal guard;
+   ``standing`` blocks the lockfile already records (they do not fail the plan);
    ``policy``   budgets of ``[[policy]]`` rules per address glob;
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
@@ -46,6 +50,8 @@ from reconciler.plan.moves import hint_renames, pair_moves
 from reconciler.plan.policy import check_policy_budgets
 from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
+from reconciler.plan.standing import mark_standing
+from reconciler.plan.twins import guard_twins
 
 __all__ = [
     "ACTION_ORDER",
@@ -75,6 +81,8 @@ def compute_plan(
     hint_renames(draft, new_addresses)
     shape_generator_items(draft)
     note_power(draft)
+    guard_twins(draft)
+    mark_standing(draft)
     check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)
