@@ -413,6 +413,8 @@ def _github_command(
             margin=settings.regression_margin_pp / 100,
             generators=generators,
             cells=cells,
+            settings=settings,
+            say=output.progress,
         )
         for line in report.posted:
             say(f"results comment: {line}")

@@ -20,13 +20,12 @@ from reconciler import numbers
 from reconciler.cli.output import CommandResult
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
-from reconciler.engine.state_commands import hold_state_lock
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
 from reconciler.escaping import escape_text
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
-from reconciler.state.lockfile import read_lockfile
-from reconciler.state.store import StateStore
+from reconciler.state.door import open_door
+from reconciler.state.lockfile import new_state, read_lockfile
 
 DESCRIPTION = """\
 Bring existing Platform runs under management: write a config generated from the run's
@@ -317,12 +316,17 @@ def _commit(
     args: argparse.Namespace,
     err: TextIO,
 ) -> tuple[list[Outcome], int]:
-    """Under the apply lock: re-read the lockfile, then write each config and its entry."""
+    """Through the lockfile's door: re-read the lockfile under the apply lock, then write
+    each config and its entry."""
     done: list[Outcome] = []
-    with hold_state_lock(
-        ctx.state_path, timeout=args.lock_timeout, command=importer.invocation[:300], err=err
-    ):
-        store = StateStore(ctx.state_path, _read(ctx))
+    with open_door(
+        ctx.lock_scope(),
+        timeout=args.lock_timeout,
+        command=importer.invocation[:300],
+        say=lambda line: err.write(line + "\n"),
+    ) as door:
+        state = door.read(platform=ctx.platform_id, workspace=ctx.workspace)
+        store = door.store(state or new_state(ctx.platform_id, ctx.workspace), publish=False)
         for outcome in outcomes:
             plan = outcome.plan
             if plan is None:

@@ -26,7 +26,7 @@ from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
 from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
-from reconciler.engine.state_commands import hold_state_lock, utcnow
+from reconciler.engine.state_commands import utcnow
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
@@ -54,7 +54,8 @@ from reconciler.results.report import (
     render_compare_text,
 )
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
-from reconciler.state.lockfile import read_lockfile, write_lockfile
+from reconciler.state.door import LockScope, open_door
+from reconciler.state.lockfile import new_state, read_lockfile
 
 EXIT_REGRESSION = 2
 """``--fail-on-regression``: the newest run is worse than the accepted baseline."""
@@ -193,7 +194,7 @@ def _command(args: argparse.Namespace, output: Output) -> int:
 
     try:
         if words[:1] == ["accept"]:
-            return _accept(args, output, root, settings.state, words[1:])
+            return _accept(output, root, settings, words[1:])
         if words[:1] == ["compare"]:
             return _compare(args, output, state, words[1:], load, margin, store)
         grids = _generator_grids(root, settings, state, words, load, args.seed)
@@ -411,9 +412,7 @@ def _accept_instead(state: LockState, address: str) -> str:
     )
 
 
-def _accept(
-    args: argparse.Namespace, output: Output, root: Path, display: str, words: list[str]
-) -> int:
+def _accept(output: Output, root: Path, settings: Settings, words: list[str]) -> int:
     if len(words) != 1 or "@" not in words[0]:
         raise UsageError(
             "osmosis-results accept ADDR@RUN: expected one run reference with its run",
@@ -423,10 +422,11 @@ def _accept(
     ref = parse_ref(words[0])
     if ref.agent is not None:
         raise UsageError(f"{words[0]}: a baseline is a whole run", "leave out the #AGENT part")
-    path = root / display
+    display = settings.state
     git = GitRepo.discover(root)
-    with hold_state_lock(path, timeout=0.0, command=f"osmosis-results accept {words[0]}"):
-        state = read_lockfile(path, platform=None, workspace=None, display_path=display)
+    scope = LockScope.recorded(root / display, display, repo_root=root, settings=settings)
+    with open_door(scope, timeout=0.0, command=f"osmosis-results accept {words[0]}") as door:
+        state = door.read() or new_state("", "")
         run = resolve(state, ref)
         if run.smoke:
             raise UsageError(
@@ -447,7 +447,7 @@ def _accept(
             accepted_at_commit=git.head() if git else None,
         )
         baselines = {**state.baselines, ref.address: baseline}
-        written = write_lockfile(path, state.model_copy(update={"baselines": baselines}))
+        written = door.write(state.model_copy(update={"baselines": baselines}))
     message = f"{ref.address}: baseline is now {run.label} ({run.run_id}); commit {display}"
     if output.machine:
         output.result(

@@ -37,6 +37,7 @@ from reconciler.model import (
     LockState,
     RecordedRun,
     RunStatus,
+    Settings,
 )
 from reconciler.platform import normalize_platform_url
 
@@ -142,8 +143,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         address = check_address(args.addresses[0], "ADDR")
         now = utcnow()
         before, written, entry = write_state(
-            path,
-            display,
+            repo_root,
+            settings,
             timeout=args.lock_timeout,
             command=command_line,
             err=err,
@@ -170,14 +171,14 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         )
 
     if args.command == "resolve":
-        return _resolve(args, path, display, command_line, err, scope, json_out)
+        return _resolve(args, repo_root, settings, command_line, err, scope, json_out)
 
     old = check_address(args.addresses[0], "OLD")
     new = check_address(args.addresses[1], "NEW")
     now = utcnow()
     before, written, entry = write_state(
-        path,
-        display,
+        repo_root,
+        settings,
         timeout=args.lock_timeout,
         command=command_line,
         err=err,
@@ -214,8 +215,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
 
 def _resolve(
     args: argparse.Namespace,
-    path: Path,
-    display: str,
+    repo_root: Path,
+    settings: Settings,
     command_line: str,
     err: TextIO,
     scope: dict[str, str | None],
@@ -230,9 +231,10 @@ def _resolve(
     submitted = args.submitted.strip() if args.submitted is not None else None
     if submitted is not None and not submitted:
         raise UsageError("--submitted needs a run id", "e.g. --submitted bmr_0123")
+    display = settings.state
     before, written, _entry = write_state(
-        path,
-        display,
+        repo_root,
+        settings,
         timeout=args.lock_timeout,
         command=command_line,
         err=err,

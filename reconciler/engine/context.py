@@ -24,6 +24,7 @@ from reconciler.paths import check_inside
 from reconciler.platform import PlatformClient, select_platform
 from reconciler.platform.settings import git_identity_from_remote
 from reconciler.redact import register_secret
+from reconciler.state.door import LockScope, held_path
 from reconciler.state.lockfile import peek_platform
 
 LOCAL_DATA_DIR = ".osmosis/local-platform"
@@ -140,7 +141,23 @@ class Context:
 
     @property
     def lock_path(self) -> Path:
-        return self.state_path.parent / ".osmosis.lock.held"
+        """The clone's apply lock (``state.door.held_path``)."""
+        return held_path(self.state_path)
+
+    def lock_scope(self) -> LockScope:
+        """What this command writes the lockfile for: the locks the door takes follow from
+        it (``state.door``)."""
+        return LockScope(
+            state_path=self.state_path,
+            display=self.settings.state,
+            platform=self.platform_id,
+            workspace=self.workspace,
+            repo_root=self.repo_root,
+            git=self.git,
+            mode=self.settings.lock,
+            ttl=self.settings.lock_ttl,
+            env=self.env,
+        )
 
     @property
     def download_root(self) -> Path:

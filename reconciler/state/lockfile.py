@@ -700,6 +700,27 @@ def peek_platform(path: Path) -> str | None:
     return found.group(1) if found else None
 
 
+def peek_guarded(path: Path) -> tuple[str, str] | None:
+    """The ``(platform, workspace)`` a lockfile on disk records, read from its header alone
+    (the lines before its first table), None when there is no readable header there."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+    except OSError:
+        return None
+    header, table, _rest = head.decode("utf-8", "replace").partition("\n[")
+    if not table and len(head) == _PEEK_BYTES:
+        return None  # a header longer than the peek: not one this writer made
+    try:
+        fields = tomllib.loads(header)
+    except tomllib.TOMLDecodeError:
+        return None
+    platform, workspace = fields.get("platform"), fields.get("workspace")
+    if not isinstance(platform, str) or not isinstance(workspace, str):
+        return None
+    return platform, workspace
+
+
 def _fsync_directory(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
