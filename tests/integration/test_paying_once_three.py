@@ -1,0 +1,197 @@
+"""Paying once, round three (issue 34), over real git repositories and the local Platform on
+loopback: each test reproduces a numbered item of the issue and failed on main (35dc349).
+
+Ground truth is the Platform's own count of runs (``Platform.submits``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from .helpers import (
+    Osmosis,
+    Platform,
+    git,
+    init_repo,
+    plan_items,
+    smoke_config,
+    start_platform,
+)
+
+THREE = {f"tb/c{i}": smoke_config(f"openai/gpt-5.{i}", comment=f"config {i}") for i in range(3)}
+
+
+@pytest.fixture
+def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's runtime directory, where machine-wide locks live, kept inside the test."""
+    path = tmp_path / "runtime"
+    path.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def platform(tmp_path: Path) -> Iterator[Platform]:
+    served = start_platform(tmp_path / "platform")
+    try:
+        yield served
+    finally:
+        served.close()
+
+
+class Osm(Osmosis):
+    """``Osmosis`` with the runtime directory passed through: two clones on one machine
+    share its machine-wide lock, the default for a loopback Platform."""
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        keep = {"XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "")}
+        return super().env({**keep, **(extra or {})})
+
+
+def two_clones(tmp_path: Path, configs: Mapping[str, str], pyproject: str | None = None):
+    seed = init_repo(tmp_path / "seed", configs=configs, pyproject=pyproject)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(remote))
+    clones = []
+    for name in ("a", "b"):
+        git(tmp_path, "clone", "-q", str(remote), name)
+        clones.append(tmp_path / name)
+    return clones
+
+
+def lockfile(repo: Path) -> Path:
+    return repo / "state" / "osmosis.lock"
+
+
+# --------------------------------------------------------------------------- item 1
+
+
+def test_item1_the_second_clone_on_one_machine_pays_for_no_twin(
+    tmp_path: Path, platform: Platform, runtime_dir: Path
+) -> None:
+    """Two clones, one loopback Platform, the machine-wide lock: the second apply has no
+    evidence the first's runs are its own, so it must not pay for them again (main: 9
+    duplicate runs in 3 rounds of 3 configs)."""
+    a, b = two_clones(tmp_path, THREE)
+    first = Osm(a, platform).apply("--auto-approve")
+    assert first.code == 0, first
+    assert platform.submits() == 3
+
+    osm = Osm(b, platform)
+    planned = plan_items(osm.plan("--format", "json"))
+    assert {address: item["reason"] for address, item in planned.items()} == {
+        address: "twin_active" for address in THREE
+    }
+    item = planned["tb/c0"]
+    assert item["action"] == "blocked" and item["intended_action"] == "submit"
+    assert "created by E2E Runner on " in item["details"][0]
+    assert "osmosis-state adopt tb/c0 " in item["details"][1]
+    assert "--allow-duplicate tb/c0" in item["details"][1]
+
+    osm.apply("--auto-approve")
+    assert platform.submits() == 3, "the second clone paid for a twin"
+
+
+# --------------------------------------------------------------------------- item 2
+
+
+def test_item2_a_hand_edited_run_id_pays_nothing_while_the_original_runs(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """A ``run_id`` edited to point at no run: the plan said "run missing" and the next
+    apply submitted a second run while the original was still running."""
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve").code == 0
+    text = lockfile(repo).read_text()
+    (real,) = re.findall(r'^run_id = "([^"]+)"$', text, flags=re.M)
+    lockfile(repo).write_text(text.replace(real, "bmr_00000000000000000000"))
+
+    item = plan_items(osm.plan("--format", "json"))["tb/a"]
+    assert item["action"] == "blocked" and item["reason"] == "run_missing_undecided"
+    assert f"({real}) is " in item["details"][1]
+    assert f"osmosis-state adopt tb/a {real}" in item["details"][2]
+
+    osm.apply("--auto-approve")
+    assert platform.submits() == 1, "the hand edit paid for a second run"
+
+
+# --------------------------------------------------------------------------- item 4
+
+HLE_SMOKE = """\
+[tool.osmosis-reconciler]
+
+[[tool.osmosis-reconciler.smoke]]
+addresses = ["**"]
+above = 100
+"""
+
+
+def hle_config(model: str) -> str:
+    return (
+        "[experiment]\n"
+        'benchmark = "hle"\n\n'
+        "[tasks]\n"
+        'task_set = "parity"\n\n'
+        "[[agents]]\n"
+        'harness = "codex"\n\n'
+        "[agents.model]\n"
+        'type = "provider"\n'
+        f'model = "{model}"\n'
+        'api_key_secret = "OPENAI_API_KEY"\n\n'
+        "[execution]\n"
+        "attempts_per_task = 5\n"
+        'judge_model = "openai/gpt-5.2"\n'
+        'judge_api_key_secret = "OPENAI_API_KEY"\n'
+    )
+
+
+def test_item4_a_smoke_stage_that_cannot_be_made_fails_closed(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """HLE with ``task_set = "parity"`` (the docs' example): the catalog does not list the
+    set's tasks, so no smoke run can be chosen (main: all 1,245 attempts submitted at once,
+    with a warning, exit 0)."""
+    repo = init_repo(
+        tmp_path / "repo", configs={"hle/parity": hle_config("openai/gpt-5.2")}, pyproject=HLE_SMOKE
+    )
+    osm = Osmosis(repo, platform)
+    plan = osm.plan("--format", "json")
+    item = plan_items(plan)["hle/parity"]
+    assert item["action"] == "blocked" and item["reason"] == "smoke_not_possible"
+    assert "--skip-smoke hle/parity" in item["details"][1]
+    assert plan.json()["summary"]["attempts"] == 0
+
+    osm.apply("--auto-approve")
+    assert platform.submits() == 0, "the full run was paid without its smoke run"
+
+    # Going on, as the plan says: the full run straight away, on request.
+    skipped = plan_items(osm.plan("--format", "json", "--skip-smoke", "hle/parity"))
+    assert skipped["hle/parity"]["action"] == "submit"
+    assert skipped["hle/parity"]["attempts"] == 1245
+
+
+def test_item4_the_summary_says_what_the_smoke_runs_defer(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """The plan's total counted this apply's smoke attempts and left out the full runs the
+    smoke runs release; now it says both, in the text plan and the PR comment."""
+    every_task = '[tasks]\ntask_names = ["terminal-bench/git-multibranch"]\n\n'
+    configs = {
+        f"tb/m{i}": smoke_config(f"openai/gpt-5.{i}", attempts=2).replace(every_task, "")
+        for i in range(4)
+    }
+    repo = init_repo(tmp_path / "repo", configs=configs, pyproject=HLE_SMOKE)
+    osm = Osmosis(repo, platform)
+    summary = osm.plan("--format", "json").json()["summary"]
+    assert summary["attempts"] == 4 and summary["deferred"] == 4
+    each = summary["deferred_each"]
+    assert each is not None and each > 100
+    line = f"4 attempts, dollars unknown; then 4 × {each:,} attempts after their smoke runs."
+    assert line in osm.plan().out
+    assert line in osm.plan("--format", "markdown").out
