@@ -19,7 +19,7 @@ the order matters only where an observed run could be claimed twice, and there i
    ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
                 and the per-generator removal guard;
    ``standing`` blocks the lockfile already records (they do not fail the plan);
-   ``policy``   budgets of ``[[policy]]`` rules per address glob;
+   ``policy``   rules a config's spelling of its benchmark hid at load time, and budgets of ``[[policy]]`` rules per address glob;
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
 
@@ -47,7 +47,7 @@ from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
 from reconciler.plan.moves import hint_renames, pair_moves
-from reconciler.plan.policy import check_policy_budgets
+from reconciler.plan.policy import check_policy_budgets, check_resolved_rules
 from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
 from reconciler.plan.standing import mark_standing
@@ -83,6 +83,7 @@ def compute_plan(
     note_power(draft)
     guard_twins(draft)
     mark_standing(draft)
+    check_resolved_rules(draft)
     check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from reconciler.config.policy import check_policy
 
 from reconciler.model import (
     Action,
+    PolicyRule,
     Reason,
     Rejection,
     SmokeRule,
@@ -17,6 +25,7 @@ from reconciler.plan import compute_plan
 from reconciler.plan.smoke import narrowed_spec
 from reconciler.render import render_markdown, render_text
 from tests.unit.plan_fixtures import (
+    HLE,
     NOW,
     TB,
     canonical_of,
@@ -193,3 +202,48 @@ def test_a_remembered_refusal_is_standing() -> None:
     again = compute_plan([A], refused, observation(), settings())
     (item,) = again.items
     assert item.reason is Reason.PLATFORM_REFUSED and item.standing
+
+
+# --------------------------------------------------------------------------- item 6
+
+SPELLINGS = ("hle", "HLE", "bench-hle")
+"""Every way the Platform accepts to name the fixture's HLE: its key, its exact name, its id."""
+
+
+def _rule_spelling() -> st.SearchStrategy[str]:
+    """How a rule may name the benchmark: any accepted spelling, in any case."""
+    return st.sampled_from(SPELLINGS).flatmap(
+        lambda name: st.lists(st.booleans(), min_size=len(name), max_size=len(name)).map(
+            lambda upper: "".join(c.upper() if u else c.lower() for c, u in zip(name, upper))
+        )
+    )
+
+
+@given(rule_name=_rule_spelling(), config_name=st.sampled_from(SPELLINGS))
+@hsettings(max_examples=60, deadline=None)
+def test_no_accepted_spelling_bypasses_a_deny_rule(rule_name: str, config_name: str) -> None:
+    """A deny rule scoped to a benchmark applies to a config of that benchmark however either
+    names it (main: ``benchmark = "HLE"`` escaped a rule on ``"hle"``)."""
+    run = desired("hle/a", config_name, models=("openai/gpt-5",))
+    models = PolicyRule(name="anthropic only", benchmark=rule_name, models=("anthropic/*",))
+    budget = PolicyRule(name="small", benchmark=rule_name, max_attempts=10)
+    benchmarks = {config_name: HLE}
+    at_load = check_policy([run], [models], Path("/nonexistent"))
+    plan = compute_plan(
+        [run],
+        lock(),
+        observation(benchmarks=benchmarks),
+        settings(policy=(models, budget)),
+    )
+    denied_models = [i for i in at_load if i.severity == "error"] + [
+        e for e in plan.errors if 'policy "anthropic only"' in e
+    ]
+    assert len(denied_models) == 1, (at_load, plan.errors)
+    assert any('policy "small"' in e for e in plan.errors), plan.errors
+
+
+def test_a_rule_on_another_benchmark_stays_out() -> None:
+    run = desired("hle/a", "HLE", models=("openai/gpt-5",))
+    rule = PolicyRule(name="tb only", benchmark="terminal-bench-2-1", models=("anthropic/*",))
+    plan = compute_plan([run], lock(), observation(), settings(policy=(rule,)))
+    assert plan.errors == ()
