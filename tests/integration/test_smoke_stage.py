@@ -82,7 +82,7 @@ def test_smoke_then_full_run(tmp_path: Path, platform: Platform, clock: ManualCl
     entry = lock["runs"]["tb/full"]
     assert entry["stage"] == "smoke"
     assert entry["attempts"] == 1
-    assert lock["version"] == 2
+    assert lock["version"] == 3
     smoke_run = entry["run_id"]
 
     # While the smoke run runs, nothing is submitted.

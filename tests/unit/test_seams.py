@@ -272,10 +272,10 @@ def test_a_rename_plus_edit_names_osmosis_state_mv() -> None:
 # --------------------------------------------------------------------------- lockfile
 
 
-def test_a_format_1_lockfile_is_read_and_written_as_format_2(tmp_path: Path) -> None:
-    text = serialize(lock(recorded_run(A, "r1"))).replace("version = 2", "version = 1")
+def test_a_format_1_lockfile_is_read_and_written_as_format_3(tmp_path: Path) -> None:
+    text = serialize(lock(recorded_run(A, "r1"))).replace("version = 3", "version = 1")
     state = parse(text, "state/osmosis.lock")
-    assert serialize(state).splitlines()[1] == "version = 2"
+    assert serialize(state).splitlines()[1] == "version = 3"
 
 
 def test_format_2_fields_round_trip() -> None:
