@@ -46,6 +46,7 @@ from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
 from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
+from reconciler.plan.missing import elsewhere, elsewhere_message
 from reconciler.plan.moves import hint_renames, pair_moves
 from reconciler.plan.policy import check_policy_budgets, check_resolved_rules
 from reconciler.plan.power import note_power
@@ -75,6 +76,10 @@ def compute_plan(
     """Compare desired configs, the lockfile and what the Platform shows; return the plan.
     ``generators`` is what each ``*.matrix.toml`` expanded to (``LoadResult.generators``)."""
     draft = Draft.start(desired, recorded, observed, settings, generators)
+    if elsewhere(draft):
+        # Another machine's try-out: every run "missing"; nothing here to act on or pay.
+        draft.warnings.append(elsewhere_message(draft))
+        return finish(draft)
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)

@@ -39,7 +39,37 @@ from reconciler.model import (
 from reconciler.plan.draft import Draft, run_label
 from reconciler.plan.twins import active_twins, allow_command, twin_fixes, twin_lines
 
-__all__ = ["plan_missing"]
+__all__ = ["elsewhere", "elsewhere_message", "plan_missing"]
+
+LOCAL_PLATFORM_DOC = "docs/local-platform.md#trying-it-out-as-a-team"
+"""Where a team reads how to try the tool together on one served local Platform."""
+
+
+def elsewhere(draft: Draft) -> bool:
+    """Whether the lockfile was written against another instance of the embedded Platform
+    (a try-out made on another machine and committed): none of its runs can exist here."""
+    recorded = draft.recorded.platform_instance
+    current = draft.observed.platform_instance
+    return (
+        recorded is not None
+        and current is not None
+        and recorded != current
+        and bool(draft.recorded.runs or draft.recorded.history)
+    )
+
+
+def elsewhere_message(draft: Draft) -> str:
+    """The one thing a plan says about another machine's try-out lockfile."""
+    state = draft.settings.state
+    runs = len(draft.recorded.runs)
+    return (
+        f"{state} was written against the embedded Platform of another machine (instance "
+        f"{draft.recorded.platform_instance}; this one is {draft.observed.platform_instance}): "
+        f"it is a try-out made there, and none of its {runs} recorded run(s) exist here, so "
+        "nothing is planned, and nothing is paid. To try the configs on this machine, start "
+        f"from a fresh state (`git rm {state}`, or move it away); to try them together, "
+        f"serve one local Platform to the team (see {LOCAL_PLATFORM_DOC})"
+    )
 
 
 def plan_missing(

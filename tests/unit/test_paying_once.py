@@ -247,3 +247,26 @@ def test_a_rule_on_another_benchmark_stays_out() -> None:
     rule = PolicyRule(name="tb only", benchmark="terminal-bench-2-1", models=("anthropic/*",))
     plan = compute_plan([run], lock(), observation(), settings(policy=(rule,)))
     assert plan.errors == ()
+
+
+# --------------------------------------------------------------------------- item 3
+
+
+def test_another_machines_try_out_lockfile_plans_nothing_and_says_so_once() -> None:
+    entries = [recorded_run(desired(f"hle/m{i}"), f"r{i}", status="finished") for i in range(12)]
+    theirs = lock(*entries).model_copy(update={"platform_instance": "lp_theirs"})
+    configs = [desired(f"hle/m{i}") for i in range(12)]
+    missing = tuple(f"r{i}" for i in range(12))
+    here = observation(missing=missing).model_copy(update={"platform_instance": "lp_mine"})
+    plan = compute_plan(configs, theirs, here, settings())
+    assert plan.items == () and plan.summary.attempts == 0 and plan.drift == ()
+    (message,) = plan.warnings
+    assert "embedded Platform of another machine (instance lp_theirs; this one is lp_mine)" in (
+        message
+    )
+    assert "none of its 12 recorded run(s) exist here" in message
+    assert "docs/local-platform.md" in message
+    # The same lockfile on the machine that wrote it plans as ever.
+    mine = observation(missing=missing).model_copy(update={"platform_instance": "lp_theirs"})
+    same = compute_plan(configs, theirs, mine, settings())
+    assert not any("another machine" in w for w in same.warnings)
