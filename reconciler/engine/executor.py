@@ -30,6 +30,7 @@ from reconciler.crashpoints import crash_point
 from reconciler.engine.apply_result import ApplyResult
 from reconciler.engine.observe import find_submitted_run
 from reconciler.engine.report import Outcome
+from reconciler.engine.requests import with_reruns
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -349,7 +350,7 @@ class Applier:
                 intent=intent,
                 stage=stage,
             )
-            return put_run(state, entry)
+            return with_reruns(put_run(state, entry), item.address, item.reruns)
 
         crash_point("submit.before_intent")
         try:

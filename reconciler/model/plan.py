@@ -219,6 +219,9 @@ class PlanItem(Frozen, frozen=True, kw_only=True):
     """Commit sha that requested this (the config's last commit, or a re-run trailer's)."""
     requested_subject: str | None = None
     """That commit's subject line."""
+    reruns: tuple[str, ...] = ()
+    """For a paid item: the commits whose pending ``Osmosis-Rerun`` request it carries out;
+    apply records them in the lockfile (``LockState.reruns``) when it submits."""
     download_types: tuple[str, ...] = ()
     """For ``download``: the output types to fetch."""
     blocked: Blocked | None = None

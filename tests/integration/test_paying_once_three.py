@@ -13,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.cli.results import main as results_main
+from tests.support.git import commit
+
 from .helpers import (
     Osmosis,
     Platform,
+    Result,
     git,
     init_repo,
     plan_items,
+    read_lock,
     smoke_config,
     start_platform,
 )
@@ -195,3 +200,65 @@ def test_item4_the_summary_says_what_the_smoke_runs_defer(
     line = f"4 attempts, dollars unknown; then 4 × {each:,} attempts after their smoke runs."
     assert line in osm.plan().out
     assert line in osm.plan("--format", "markdown").out
+
+
+# --------------------------------------------------------------------------- item 5
+
+
+class WithResults(Osmosis):
+    def results(self, *args: str) -> Result:
+        return self._call(results_main, list(args), None)
+
+
+def test_item5_a_rerun_request_is_consumed_only_by_the_apply_that_carries_it_out(
+    tmp_path: Path,
+) -> None:
+    """``osmosis-results accept`` plus the lockfile commit it asks for consumed two pending
+    re-run requests, and nothing was printed (main: the trailers were read only since the
+    lockfile's last commit)."""
+    server = start_platform(tmp_path / "platform", speed=2000.0)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+        osm = WithResults(repo, server)
+        done = osm.apply("--auto-approve", "--wait", "--wait-timeout", "120")
+        assert done.code == 0, done
+        commit(repo, "Record tb/a")
+        asked = commit(repo, "Re-run tb/a", "Osmosis-Rerun: tb/a", allow_empty=True)
+        run = read_lock(repo)["runs"]["tb/a"]["run_name"]
+        accepted = osm.results("accept", f"tb/a@{run}")
+        assert accepted.code == 0, accepted
+        commit(repo, "Accept the baseline of tb/a")
+
+        planned = osm.plan("--format", "json")
+        item = plan_items(planned)["tb/a"]
+        assert item["action"] == "submit" and item["reason"] == "replace_requested"
+        assert item["requested_by"] == asked
+        assert any(
+            f"pending re-run requests (Osmosis-Rerun): tb/a ({asked[:7]})" in w
+            for w in planned.json()["warnings"]
+        )
+        applied = osm.apply("--auto-approve")
+        assert applied.code == 0, applied
+        assert server.submits() == 2
+        assert read_lock(repo)["reruns"] == {"tb/a": [asked]}
+        commit(repo, "Record the re-run")
+        again = plan_items(osm.plan("--format", "json"))
+        assert again.get("tb/a", {}).get("action") != "submit"
+    finally:
+        server.close()
+
+
+# --------------------------------------------------------------------------- the way on
+
+
+def test_allow_duplicate_pays_for_another_run_on_request(
+    tmp_path: Path, platform: Platform, runtime_dir: Path
+) -> None:
+    a, b = two_clones(tmp_path, {"tb/c0": THREE["tb/c0"]})
+    assert Osm(a, platform).apply("--auto-approve").code == 0
+    osm = Osm(b, platform)
+    osm.apply("--auto-approve")
+    assert platform.submits() == 1
+    done = osm.apply("--auto-approve", "--allow-duplicate", "tb/*")
+    assert done.code == 0, done
+    assert platform.submits() == 2
