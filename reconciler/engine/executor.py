@@ -159,11 +159,14 @@ class Applier:
 
     def apply(self, plan: Plan, *, parallelism: int) -> ApplyResult:
         result = ApplyResult()
-        # A blocked item is reported as failed, so that a merge whose config cannot run
-        # fails its apply job visibly instead of passing with nothing done.
+        # A blocked item is reported, not attempted: it fails the plan that first shows it
+        # (exit 4 in the pull request), never the apply by itself (issue 34: a standing block
+        # turned every apply red). A saved item the recomputed plan refuses is a failure.
         for item in plan.items:
             if item.action is Action.BLOCKED:
-                outcome = Outcome(item, False, _one_line(item.details) or "cannot succeed")
+                refused = item.blocked is not None and item.blocked.refused
+                message = _one_line(item.details) or "cannot succeed"
+                outcome = Outcome(item, False, message, blocked=not refused)
                 self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]

@@ -130,6 +130,9 @@ class Blocked(Frozen, frozen=True, kw_only=True):
     """Why it would have done it (the item's ``reason`` then names the first problem)."""
     fixes: tuple[Fix, ...] = ()
     """The steps that make it pass, in order (each is also quoted in ``details``)."""
+    refused: bool = False
+    """A saved plan's item that the plan recomputed at apply time does not hold: apply
+    refuses it, and that is a failure of the apply (an ordinary blocked item is not)."""
 
 
 class Cost(Frozen, frozen=True, kw_only=True):

@@ -32,7 +32,7 @@ from reconciler.render.pieces import (
     unmanaged_line,
 )
 from reconciler.render.tables import _md_results
-from reconciler.render.text import _item_body, smoke_suffix, summary_line
+from reconciler.render.text import STANDING_NOTE, _item_body, smoke_suffix, summary_line
 
 
 def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
@@ -101,6 +101,8 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         body = ""
         for item in blocked:
             entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
+            if item.standing:
+                entry += f"  - standing: {_md_text(STANDING_NOTE)}\n"
             entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
             if fits(heading, body, entry, "\n"):
                 body += entry

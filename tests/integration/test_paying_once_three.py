@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli.results import main as results_main
+from tests.support.clock import FakeClock
 from tests.support.git import commit
 
 from .helpers import (
@@ -26,6 +27,7 @@ from .helpers import (
     read_lock,
     smoke_config,
     start_platform,
+    write_config,
 )
 
 THREE = {f"tb/c{i}": smoke_config(f"openai/gpt-5.{i}", comment=f"config {i}") for i in range(3)}
@@ -262,3 +264,81 @@ def test_allow_duplicate_pays_for_another_run_on_request(
     done = osm.apply("--auto-approve", "--allow-duplicate", "tb/*")
     assert done.code == 0, done
     assert platform.submits() == 2
+
+
+# --------------------------------------------------------------------------- item 8
+
+SMOKE_TB = """\
+[tool.osmosis-reconciler]
+
+[[tool.osmosis-reconciler.smoke]]
+addresses = ["tb/full"]
+above = 10
+"""
+FINISHED = 4000.0
+"""Seconds after which every run of these tests has ended on the local Platform."""
+
+
+def failing_full_config() -> str:
+    """Every Terminal-Bench task, twice, against an endpoint that fails every attempt."""
+    return (
+        "[experiment]\n"
+        'benchmark = "terminal-bench-2-1"\n\n'
+        "[[agents]]\n"
+        'harness = "terminus-2"\n\n'
+        "[agents.model]\n"
+        'type = "endpoint"\n'
+        'model = "my-org/model"\n'
+        'base_url = "https://always-errors.example.invalid/v1"\n'
+        'api_key_secret = "MY_ENDPOINT_KEY"\n\n'
+        "[execution]\n"
+        "attempts_per_task = 2\n"
+        "max_concurrent_attempts = 4\n"
+    )
+
+
+def test_item8_a_standing_block_turns_neither_applies_nor_plans_red(tmp_path: Path) -> None:
+    """A full run blocked after its smoke run failed made every later apply exit 3 ("1
+    failed"), an unrelated stop included, until someone edited the config."""
+    clock = FakeClock()
+    server = start_platform(tmp_path / "platform", clock=clock)
+    try:
+        repo = init_repo(
+            tmp_path / "repo", configs={"tb/full": failing_full_config()}, pyproject=SMOKE_TB
+        )
+        osm = Osmosis(repo, server)
+        assert osm.apply("--auto-approve").code == 0
+        clock.advance(FINISHED)
+
+        # New: the plan that first sees the smoke run fail fails the check (exit 4).
+        first = osm.plan("--format", "json")
+        assert first.code == 4, first
+        item = plan_items(first)["tb/full"]
+        assert item["reason"] == "smoke_failed" and item["standing"] is False
+
+        # The apply reports the block, attempts nothing for it, and is not red.
+        applied = osm.apply("--auto-approve")
+        assert applied.code == 0, applied
+        assert "1 blocked (not attempted)" in applied.text
+        assert read_lock(repo)["runs"]["tb/full"]["status"] == "failed"
+        commit(repo, "Record the smoke run's end")
+
+        # Standing now: listed in every plan and PR comment, but the check stays green.
+        again = osm.plan("--format", "json")
+        assert again.code == 0, again
+        assert plan_items(again)["tb/full"]["standing"] is True
+        assert "standing: this block is recorded in the lockfile" in osm.plan().out
+        assert "standing: this block is recorded" in osm.plan("--format", "markdown").out
+
+        # An unrelated submit and then its stop apply green beside the standing block.
+        write_config(repo, "tb/late", smoke_config("openai/gpt-5.9"))
+        commit(repo, "Add tb/late")
+        assert osm.apply("--auto-approve").code == 0
+        (repo / "benchmarks" / "tb" / "late.toml").unlink()
+        commit(repo, "Drop tb/late")
+        stopped = osm.apply("--auto-approve")
+        assert stopped.code == 0, stopped
+        assert "stop" in stopped.text
+        assert server.submits() == 2
+    finally:
+        server.close()
