@@ -188,6 +188,11 @@ def parse_state(
         workspace=ctx.workspace,
         specs=specs,
     )
+    instance = ctx.platform_instance
+    if instance is not None and state.platform_instance is None:
+        # The embedded Platform that writes this state, recorded with the next write: a
+        # clone on another machine (another instance) is told none of its runs exist there.
+        state = state.model_copy(update={"platform_instance": instance})
     git = ctx.git
     if git is None:
         return state
@@ -258,6 +263,10 @@ def observe_platform(
         vouched = _vouched_by_state_record(ctx, notices)
         if vouched:
             observation = observation.model_copy(update={"vouched": vouched})
+    if ctx.platform_instance is not None:
+        observation = observation.model_copy(
+            update={"platform_instance": ctx.platform_instance}
+        )
     return observation
 
 

@@ -6,21 +6,30 @@ Ground truth is the Platform's own count of runs (``Platform.submits``).
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.plan import main as plan_main
 from reconciler.cli.results import main as results_main
+from reconciler.local_platform import LocalPlatform
 from tests.support.clock import FakeClock
 from tests.support.git import commit
 
 from .helpers import (
+    SECRET_VALUE_PREFIX,
     Osmosis,
     Platform,
     Result,
+    _environ,
+    cli_env,
     git,
     init_repo,
     plan_items,
@@ -342,3 +351,43 @@ def test_item8_a_standing_block_turns_neither_applies_nor_plans_red(tmp_path: Pa
         assert server.submits() == 2
     finally:
         server.close()
+
+
+# --------------------------------------------------------------------------- item 3
+
+
+def on_embedded(repo: Path, main: Callable[[list[str]], int], *args: str) -> Result:
+    """A command against the clone's embedded Platform (``--platform local``), no token,
+    with the secret the configs reference stored there."""
+    local = LocalPlatform(repo / ".osmosis" / "local-platform", auto_workspaces=True)
+    local.set_secret("local", "OPENAI_API_KEY", SECRET_VALUE_PREFIX + "openai_api_key")
+    env = {k: v for k, v in cli_env().items() if k != "OSMOSIS_TOKEN"}
+    out, err = io.StringIO(), io.StringIO()
+    with _environ(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--dir", str(repo), "--platform", "local", "--no-color", *args])
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def test_item3_a_clone_of_another_machines_try_out_pays_for_nothing(tmp_path: Path) -> None:
+    """A teammate's clone of a repository whose lockfile was written against the embedded
+    Platform planned every recorded run as missing and, once their secrets were set, 12
+    submits ($437); nothing said the lockfile was another machine's."""
+    configs = {f"tb/m{i}": smoke_config(f"openai/gpt-5.{i}") for i in range(3)}
+    mine = init_repo(tmp_path / "mine", configs=configs)
+    applied = on_embedded(mine, apply_main, "--auto-approve")
+    assert applied.code == 0, applied
+    assert read_lock(mine)["platform_instance"].startswith("lp_")
+    commit(mine, "Record the try-out")
+    git(tmp_path, "clone", "-q", str(mine), "theirs")
+    theirs = tmp_path / "theirs"
+
+    plan = on_embedded(theirs, plan_main, "--format", "json")
+    assert plan.code == 0, plan
+    document = json.loads(plan.out)
+    assert document["actions"] == [] and document["summary"]["attempts"] == 0
+    (message,) = [w for w in document["warnings"] if "another machine" in w]
+    assert "none of its 3 recorded run(s) exist here" in message
+    assert "docs/local-platform.md" in message
+    on_embedded(theirs, apply_main, "--auto-approve")
+    local = LocalPlatform(theirs / ".osmosis" / "local-platform", auto_workspaces=True)
+    assert local.submit_count("local") == 0
