@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -19,11 +20,14 @@ import pytest
 from reconciler.cli.apply import main as apply_main
 from reconciler.cli.plan import main as plan_main
 from reconciler.cli.results import main as results_main
-from reconciler.local_platform import LocalPlatform
+from reconciler.config.spec import build_spec
+from reconciler.local_platform import Faults, LocalPlatform
+from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.git import commit
 
 from .helpers import (
+    COLLEAGUE_TOKEN,
     SECRET_VALUE_PREFIX,
     Osmosis,
     Platform,
@@ -391,3 +395,78 @@ def test_item3_a_clone_of_another_machines_try_out_pays_for_nothing(tmp_path: Pa
     on_embedded(theirs, apply_main, "--auto-approve")
     local = LocalPlatform(theirs / ".osmosis" / "local-platform", auto_workspaces=True)
     assert local.submit_count("local") == 0
+
+
+# --------------------------------------------------------------------------- item 7
+
+
+def body_of(config: str) -> dict:
+    """The submit body a config asks for (what a person submitting it by hand sends)."""
+    return build_spec(tomllib.loads(config))
+
+
+def test_item7_resolve_accepts_only_the_run_the_lost_submit_created(tmp_path: Path) -> None:
+    """``resolve --submitted RUN`` believed any id: after an ordinary edit of the config,
+    the next apply stopped another user's running run as a replace."""
+    clock = FakeClock()
+    platform = start_platform(tmp_path / "p", clock=clock)
+    try:
+        with contextlib.closing(platform.client(COLLEAGUE_TOKEN)) as colleague:
+            theirs = colleague.submit_run(body_of(smoke_config("openai/gpt-5-mini")))
+            now = clock.now
+            clock.now = now - 7200  # an identical run made two hours before the submit
+            early = colleague.submit_run(body_of(smoke_config()))
+            clock.now = now
+        faults = Faults(drop_after_submit_rate=1.0, list_omit_rate=1.0)
+        platform.platform.faults = faults
+        platform.platform.injector = FaultInjector(faults)
+        osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
+        osm.apply("--auto-approve")  # the answer is dropped: the outcome is unknown
+        assert "? tb/a" in osm.plan().out
+        rows = platform.platform.store.read().execute("SELECT id FROM runs").fetchall()
+        (ours,) = {str(row[0]) for row in rows} - {theirs.id, early.id}
+
+        other = osm.state("resolve", "tb/a", "--submitted", theirs.id)
+        assert other.code == 1, other
+        assert "cannot be the run the lost submit of tb/a created" in other.err
+        assert "the run differs from the body that was sent" in other.err
+        assert "openai/gpt-5-mini" in other.err
+        before = osm.state("resolve", "tb/a", "--submitted", early.id)
+        assert before.code == 1, before
+        assert "before the submit started" in before.err
+        assert "intent" in read_lock(osm.repo)["runs"]["tb/a"]
+
+        done = osm.state("resolve", "tb/a", "--submitted", ours)
+        assert done.code == 0, done
+        assert read_lock(osm.repo)["runs"]["tb/a"]["run_id"] == ours
+        assert platform.submits() == 3
+    finally:
+        platform.close()
+
+
+# --------------------------------------------------------------------------- adopt
+
+
+def test_adopt_records_the_twin_the_plan_names_checked_against_the_config(
+    tmp_path: Path, platform: Platform, runtime_dir: Path
+) -> None:
+    a, b = two_clones(tmp_path, THREE)
+    assert Osm(a, platform).apply("--auto-approve").code == 0
+    theirs = read_lock(a)["runs"]
+    osm = Osm(b, platform)
+
+    wrong = osm.state("adopt", "tb/c0", theirs["tb/c1"]["run_id"])
+    assert wrong.code == 1, wrong
+    assert "does not do what benchmarks/tb/c0.toml asks" in wrong.err
+    assert "agents[0].model" in wrong.err
+
+    for address in THREE:
+        done = osm.state("adopt", address, theirs[address]["run_id"])
+        assert done.code == 0, done
+        assert "nothing was paid" in done.out
+    assert {a: e["run_id"] for a, e in read_lock(b)["runs"].items()} == {
+        a: e["run_id"] for a, e in theirs.items()
+    }
+    assert plan_items(osm.plan("--format", "json")) == {}
+    assert osm.apply("--auto-approve").code == 0
+    assert platform.submits() == 3
