@@ -470,3 +470,32 @@ def test_adopt_records_the_twin_the_plan_names_checked_against_the_config(
     assert plan_items(osm.plan("--format", "json")) == {}
     assert osm.apply("--auto-approve").code == 0
     assert platform.submits() == 3
+
+
+# --------------------------------------------------------------------------- item 6
+
+HLE_POLICY = """\
+[tool.osmosis-reconciler]
+
+[[tool.osmosis-reconciler.policy]]
+name = "hle on anthropic only"
+benchmark = "hle"
+models = ["anthropic/*"]
+"""
+
+
+def test_item6_a_deny_rule_holds_however_the_config_spells_its_benchmark(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """A rule on ``benchmark = "hle"`` matched the text: ``benchmark = "HLE"`` (the catalog's
+    name for the same benchmark, which the Platform accepts) escaped it, and a run was
+    paid."""
+    spelled = hle_config("openai/gpt-5.2").replace('benchmark = "hle"', 'benchmark = "HLE"')
+    repo = init_repo(tmp_path / "repo", configs={"hle/parity": spelled}, pyproject=HLE_POLICY)
+    osm = Osmosis(repo, platform)
+    plan = osm.plan()
+    assert plan.code == 1, plan
+    assert 'policy "hle on anthropic only"' in plan.text
+    assert 'model "openai/gpt-5.2" is not allowed' in plan.text
+    osm.apply("--auto-approve")
+    assert platform.submits() == 0
