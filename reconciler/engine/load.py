@@ -264,9 +264,7 @@ def observe_platform(
         if vouched:
             observation = observation.model_copy(update={"vouched": vouched})
     if ctx.platform_instance is not None:
-        observation = observation.model_copy(
-            update={"platform_instance": ctx.platform_instance}
-        )
+        observation = observation.model_copy(update={"platform_instance": ctx.platform_instance})
     return observation
 
 

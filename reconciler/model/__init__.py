@@ -12,7 +12,7 @@ Three snapshots feed ``compute_plan``:
 and ``Settings`` (``settings``) says how; ``compute_plan`` returns a ``Plan`` (``plan``).
 ``status`` holds ``RunStatus``, ``adoption`` the fingerprints that recognise a run,
 ``base`` the ``Frozen`` base and the canonical digest, ``generator`` what a run generator
-(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings. Every name is re-exported here:
+(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings, ``decision`` a config's ``[decide]`` table. Every name is re-exported here:
 ``from reconciler.model import X`` is the way to import them.
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
@@ -29,11 +29,18 @@ from reconciler.model.adoption import (
     spec_fingerprint_fields,
 )
 from reconciler.model.base import (
+    DEFAULT_ATTEMPTS_PER_TASK,
     Frozen,
+    attempts_per_task,
     canonical_digest,
     canonical_json,
     digest,
     recorded_benchmark,
+)
+from reconciler.model.decision import (
+    FUTILITY_RULES,
+    MONITORS,
+    DecisionSpec,
 )
 from reconciler.model.desired import (
     DesiredRun,
@@ -94,8 +101,15 @@ from reconciler.model.recorded import (
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
+    SETTING_CHOICES,
+    LockKind,
+    OnChange,
+    OnDelete,
+    Outputs,
+    Refresh,
     Settings,
     SmokeRule,
+    Unmanaged,
 )
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
@@ -104,6 +118,15 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "SETTING_CHOICES",
+    "LockKind",
+    "OnChange",
+    "OnDelete",
+    "Outputs",
+    "Refresh",
+    "Unmanaged",
+    "DEFAULT_ATTEMPTS_PER_TASK",
+    "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
     "AgentResult",
@@ -115,10 +138,12 @@ __all__ = [
     "BenchmarkRef",
     "CellSource",
     "DOWNLOAD_TYPES",
+    "DecisionSpec",
     "DesiredRun",
     "Downloads",
     "DriftItem",
     "DriftKind",
+    "FUTILITY_RULES",
     "Fix",
     "Frozen",
     "GeneratorMove",
@@ -132,6 +157,7 @@ __all__ = [
     "LeaderboardScore",
     "LocalOutputs",
     "LockState",
+    "MONITORS",
     "Observation",
     "PAID_ACTIONS",
     "ObservedRun",
