@@ -1,4 +1,5 @@
-"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW``: flags, run, output.
+"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW | resolve ADDR | adopt ADDR RUN``:
+flags, run, output.
 
 The state edits themselves are ``engine/state_commands.py``; this module parses the
 command's arguments and returns a ``CommandResult`` to the one printer. Each subcommand
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,7 +20,7 @@ from reconciler import numbers
 from reconciler.cli.common import command_parser, repo_root
 from reconciler.cli.error_handler import run_command
 from reconciler.cli.output import CommandResult, Output
-from reconciler.engine.context import resolve_settings
+from reconciler.engine.context import Context, resolve_settings
 from reconciler.engine.state_commands import (
     check_address,
     config_path,
@@ -45,10 +47,11 @@ from reconciler.model import (
 from reconciler.platform import normalize_platform_url
 from reconciler.state.lockfile import check_state_path
 
-COMMANDS = ("list", "show", "forget", "mv", "resolve")
+COMMANDS = ("list", "show", "forget", "mv", "resolve", "adopt")
 
 DESCRIPTION = """\
-Inspect and edit the recorded state (the lockfile) without calling the Platform.
+Inspect and edit the recorded state (the lockfile); only resolve --submitted and adopt read
+the Platform (the run they record, checked against the body).
 
   list [ADDR|GLOB]...   the recorded addresses with their runs
   show ADDR             one entry in full, with its history
@@ -57,9 +60,12 @@ Inspect and edit the recorded state (the lockfile) without calling the Platform.
   mv OLD NEW            re-key an entry (after renaming its config); refused when NEW exists
   resolve ADDR --submitted RUN | --not-submitted
                         settle a submit whose outcome is unknown (the plan shows ?): RUN is
-                        the run it created, or it created none (the next apply submits)
+                        the run it created (checked: the same body, created after the
+                        submit), or it created none (the next apply submits)
+  adopt ADDR RUN        record RUN, an active twin the plan names, as ADDR's run: checked
+                        against the config at ADDR (its full run or its smoke run)
 
-forget, mv and resolve take the apply lock and add 1 to the lockfile's serial; list and show only
+forget, mv, resolve and adopt take the apply lock and add 1 to the lockfile's serial; list and show only
 read. --platform/--workspace, when given, must match the lockfile's own.
 """
 
@@ -94,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
-        help="forget/mv/resolve: wait this long for the apply lock (default 0: do not wait)",
+        help="forget/mv/resolve/adopt: wait this long for the apply lock (default 0: do not wait)",
     )
     outcome = parser.add_mutually_exclusive_group()
     outcome.add_argument(
@@ -113,13 +119,14 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     """The subcommand's result (``err`` gets the lock's waiting notes)."""
     if args.format == "markdown":
         raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
-    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2, "resolve": 1}[args.command]
+    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2, "resolve": 1, "adopt": 2}[args.command]
     if wanted is not None and len(args.addresses) != wanted:
         usage = {
             "show": "show ADDR",
             "forget": "forget ADDR",
             "mv": "mv OLD NEW",
             "resolve": "resolve ADDR --submitted RUN | --not-submitted",
+            "adopt": "adopt ADDR RUN",
         }[args.command]
         raise UsageError(
             f"osmosis-state {usage}: expected {wanted} address{'es' if wanted > 1 else ''}, "
@@ -197,6 +204,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             warnings=tuple(escape_text(w) for w in warnings),
         )
 
+    if args.command == "adopt":
+        return _adopt(args, repo_root, command_line, err, json_out)
     if args.command == "resolve":
         return _resolve(args, repo_root, settings, command_line, err, scope, json_out, known)
 
@@ -260,15 +269,26 @@ def _resolve(
     if submitted is not None and not submitted:
         raise UsageError("--submitted needs a run id", "e.g. --submitted bmr_0123")
     display = settings.state
-    before, written, _entry = write_state(
-        repo_root,
-        settings,
-        timeout=args.lock_timeout,
-        command=command_line,
-        err=err,
-        edit=lambda s: resolve_entry(s, address, display, submitted=submitted),
-        **scope,
-    )
+    if submitted is not None:
+        # The run is read and checked against the lost submit's body first (issue 34: any
+        # id was believed, and a later replace stopped another user's run).
+        from reconciler.engine.evidence import resolve_submitted
+
+        with _platform(args, repo_root, err) as ctx:
+            before, written, detail = resolve_submitted(
+                ctx, address, submitted, timeout=args.lock_timeout, command=command_line, err=err
+            )
+        submitted = detail.summary.id
+    else:
+        before, written, _entry = write_state(
+            repo_root,
+            settings,
+            timeout=args.lock_timeout,
+            command=command_line,
+            err=err,
+            edit=lambda s: resolve_entry(s, address, display, submitted=None),
+            **scope,
+        )
     if json_out:
         body = {
             "lockfile": _written_json(display, before, written),
@@ -310,6 +330,67 @@ def recorded_address(text: str, what: str, state: LockState | None) -> str:
         if unescaped is not None and unescaped in recorded:
             return unescaped
     return check_address(text, what)
+
+
+@contextmanager
+def _platform(args: argparse.Namespace, root: Path, err: TextIO) -> Iterator[Context]:
+    """The Platform and workspace of the flags, for the subcommands that read a run."""
+    from reconciler.engine.context import open_context
+
+    ctx = open_context(
+        repo_root=root,
+        platform_flag=args.platform,
+        workspace_flag=args.workspace,
+        overrides={"benchmarks": args.benchmarks, "state": args.state},
+    )
+    try:
+        if ctx.announcement:
+            err.write(ctx.announcement + "\n")
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def _adopt(
+    args: argparse.Namespace, root: Path, command_line: str, err: TextIO, json_out: bool
+) -> CommandResult:
+    """``osmosis-state adopt ADDR RUN``: a person's decision that an active twin the plan
+    names is this address's run, checked against the config (``engine.evidence``)."""
+    from reconciler.engine.evidence import adopt_run
+
+    address = check_address(args.addresses[0], "ADDR")
+    ref = args.addresses[1].strip()
+    if not ref:
+        raise UsageError("adopt needs a run id or name", "e.g. osmosis-state adopt tb/a bmr_0123")
+    with _platform(args, root, err) as ctx:
+        display = ctx.settings.state
+        before, written, adoption = adopt_run(
+            ctx, address, ref, timeout=args.lock_timeout, command=command_line, err=err
+        )
+    entry = adoption.entry
+    replaced = adoption.replaces.run_id if adoption.replaces is not None else None
+    if json_out:
+        body = {
+            "lockfile": _written_json(display, before, written),
+            "adopted": {
+                "address": address,
+                "run_id": entry.run_id,
+                "run_name": entry.run_name,
+                "stage": entry.stage,
+                "replaced": replaced,
+            },
+            "warnings": [],
+        }
+        return CommandResult(Ending.DONE, "state_adopt", body)
+    label = f"{entry.run_name} ({entry.run_id})" if entry.run_name else str(entry.run_id)
+    stage = " as its smoke run" if entry.stage == "smoke" else ""
+    moved = f"; run {replaced} moves to the history" if replaced else ""
+    text = (
+        f"Adopted {label} as {address}'s run{stage}: it does exactly what the config asks"
+        f"{moved} ({display}: serial {before.serial} -> {written.serial}). The next plan "
+        "reads its status; nothing was paid.\n"
+    )
+    return CommandResult(Ending.DONE, "state_adopt", text=escape_text(text, keep_newlines=True))
 
 
 def _platform_flag(raw: str | None) -> str | None:

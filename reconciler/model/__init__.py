@@ -86,6 +86,7 @@ from reconciler.model.policy import (
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
+    RERUNS_KEPT,
     AgentResult,
     Baseline,
     Downloads,
@@ -152,6 +153,7 @@ __all__ = [
     "HistoryEntry",
     "Intent",
     "LOCKFILE_VERSION",
+    "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
     "LockState",

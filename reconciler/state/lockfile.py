@@ -306,6 +306,8 @@ def serialize(state: LockState) -> str:
         out.append(f"repository = {_toml_str(state.repository)}")
     if state.root_commit is not None:
         out.append(f"root_commit = {_toml_str(state.root_commit)}")
+    if state.platform_instance is not None:
+        out.append(f"platform_instance = {_toml_str(state.platform_instance)}")
     if state.observed_until is not None:
         out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
@@ -326,6 +328,12 @@ def serialize(state: LockState) -> str:
             f"baselines.{_toml_key(address)}",
             [(name, getattr(baseline, name)) for name in Baseline.field_names()],
         )
+    if any(state.reruns.values()):
+        out.append("")
+        out.append("[reruns]")
+        for address in sorted(state.reruns):
+            if state.reruns[address]:
+                out.append(f"{_toml_key(address)} = {_inline(list(state.reruns[address]))}")
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -355,8 +363,13 @@ _HEADER_KEYS = frozenset(
         "rejections",
         "history",
         "baselines",
+        "platform_instance",
+        "reruns",
     }
 )
+_FORMAT3_KEYS = ("platform_instance", "reruns")
+"""Keys a lockfile of format 3 may hold and an older one may not."""
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40,64}")
 
 HEADER_BYTES = _PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
@@ -375,6 +388,7 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         raw = migrate_v1(raw)
     repository, root_commit, observed_until = _optional_header(raw, filename, locator)
     runs, rejections, history, baselines = _build_tables(raw, filename, locator, specs)
+    platform_instance, reruns = _format3_fields(raw, filename, locator)
     return LockState(
         version=version,
         lineage=raw["lineage"],
@@ -388,6 +402,8 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         rejections=rejections,
         history=history,
         baselines=baselines,
+        platform_instance=platform_instance,
+        reruns=reruns,
     )
 
 
@@ -491,6 +507,10 @@ def _check_header(raw: Mapping[str, Any], filename: str, locator: KeyLines) -> t
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
     if version == 1 and "root_commit" in raw:
         raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+    if version < 3:
+        newer = next((key for key in _FORMAT3_KEYS if key in raw), None)
+        if newer is not None:
+            raise _shape_error(filename, locator, [newer], f"unknown key in format {version}")
     return version, serial
 
 
@@ -572,6 +592,42 @@ def _build_tables(
         for address, table in baselines_table.items()
     }
     return runs, rejections, history, baselines
+
+
+def _format3_fields(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines
+) -> tuple[str | None, dict[str, tuple[str, ...]]]:
+    """``platform_instance`` and ``[reruns]`` (format 3), each checked when present."""
+    platform_instance = raw.get("platform_instance")
+    if platform_instance is not None and (
+        not isinstance(platform_instance, str) or not platform_instance.strip()
+    ):
+        raise _shape_error(
+            filename,
+            locator,
+            ["platform_instance"],
+            f"must be a non-empty string (found {_describe_input(platform_instance)})",
+        )
+    return platform_instance, _build_reruns(raw.get("reruns", {}), filename, locator)
+
+
+def _build_reruns(table: Any, filename: str, locator: KeyLines) -> dict[str, tuple[str, ...]]:
+    """``[reruns]``: address -> the commits whose re-run request an apply acted on."""
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, ["reruns"], "must be a table of addresses")
+    reruns: dict[str, tuple[str, ...]] = {}
+    for address, commits in table.items():
+        if not isinstance(commits, list) or not all(
+            isinstance(c, str) and _COMMIT_SHA.fullmatch(c) for c in commits
+        ):
+            raise _shape_error(
+                filename,
+                locator,
+                ["reruns", address],
+                f"must be a list of commit shas (found {_describe_input(commits)})",
+            )
+        reruns[address] = tuple(commits)
+    return reruns
 
 
 def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def test_smoke_then_full_run(tmp_path: Path, platform: Platform, clock: ManualCl
     entry = lock["runs"]["tb/full"]
     assert entry["stage"] == "smoke"
     assert entry["attempts"] == 1
-    assert lock["version"] == 2
+    assert lock["version"] == 3
     smoke_run = entry["run_id"]
 
     # While the smoke run runs, nothing is submitted.
@@ -346,7 +346,7 @@ def test_the_blocked_full_run_quotes_the_smoke_runs_last_error_lines(
     assert "the model endpoint answered 502 Bad Gateway" in comment
     # The apply reports the blocked item on one line, the quoted lines after their colon.
     applied = osm.apply("--auto-approve")
-    assert applied.code == 1, applied
+    assert applied.code == 0, applied  # issue 34: reported, not a failure
     line = next(x for x in applied.out.splitlines() if "lines: " in x and "tb/full" in x)
     assert "last error lines: " in line and ":;" not in line and why in line, line
     # The command the blocked reason names shows the same line.
