@@ -125,8 +125,13 @@ def _installed_commit(venv: Path) -> str:
         "print(json.loads(m.distribution('osmosis-reconciler').read_text('direct_url.json'))"
         "['vcs_info']['commit_id'])"
     )
+    # Not from this checkout's directory: its egg-info would answer for the package.
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
+        [str(venv / "bin" / "python"), "-c", code],
+        cwd=venv,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return done.stdout.strip()
 
@@ -192,6 +197,7 @@ def test_the_action_installs_its_pinned_commit_and_its_version_input(
                 "-c",
                 "import reconciler.cli.front as f; print(f.__file__)",
             ],
+            cwd=tmp_path,
             capture_output=True,
             text=True,
             check=True,
