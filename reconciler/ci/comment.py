@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
+from reconciler.exit_codes import OK, PENDING
 
 MARKER_PREFIX = "<!-- osmosis-reconciler:plan"
 """Every sticky plan comment starts with this; ``osmosis-plan`` adds the rest of the line."""
@@ -100,7 +101,7 @@ def prepare_comment_body(
             "The errors are annotated on the changed files; run `osmosis-plan --validate-only` "
             "locally to see them."
         )
-    elif exit_code not in (0, 2):
+    elif exit_code not in (OK, PENDING):
         warning = (
             ":x: **osmosis-plan failed** (exit code "
             f"{exit_code if exit_code is not None else 'unknown'}): this plan cannot be "

@@ -28,6 +28,7 @@ from typing import Any
 
 from reconciler.errors import GitError, StateError, UsageError
 from reconciler.escaping import escape_text
+from reconciler.exit_codes import OK, PARTIAL
 from reconciler.model import LockState, RecordedRun, RunStatus
 from reconciler.paths import check_inside, read_regular, relative_path_problem, write_inside
 from reconciler.state.lockfile import parse
@@ -233,7 +234,7 @@ def commit_message(
     line per change, the plan summary, the commit applied and the workflow run)."""
     changes = lockfile_changes(before, after, plan)
     done = [c for c in changes if c.kind not in ("not applied", "blocked")]
-    partial = {0: "", 3: " (partial)"}.get(exit_code, f" (exit code {exit_code})")
+    partial = {OK: "", PARTIAL: " (partial)"}.get(exit_code, f" (exit code {exit_code})")
     subject = f"{title}: {_count(done) or 'lockfile updated'}{partial} {SKIP_CI}"
     body = [c.line() for c in changes[:MAX_LINES]]
     if len(changes) > MAX_LINES:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
+from reconciler.exit_codes import Ending, exit_code
 from reconciler.paths import read_regular
 from reconciler.redact import redact as redact_text
 from reconciler.redact import register_environment_secrets
@@ -144,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         output.configure(fmt=args.format, quiet=False, color=False)
         try:
-            code = _dispatch(args, output)
+            ending = _dispatch(args, output)
         except OSError as exc:
             raise file_error(exc) or exc from None
     except SystemExit as exc:  # --help, --version: argparse printed them
@@ -156,16 +157,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             output.err.write(f"  {redact_text(exc.hint)}\n")
         output.diagnose(error_diagnostic(exc))
-        code = 1
+        ending = Ending.FAILED
     except KeyboardInterrupt:
         output.failure("Interrupted", "interrupted")
-        code = 130
+        ending = Ending.INTERRUPTED
     except Exception:
         # A bug: the traceback for the job log, and still one document in JSON mode.
         output.err.write(redact_text(traceback.format_exc()))
         output.failure("InternalError", "internal error (a bug); the traceback is above")
-        code = 1
-    return output.finish(code)
+        ending = Ending.FAILED
+    return output.finish(exit_code(ending))
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -195,7 +196,7 @@ def _generators(
     return loaded.generators, cells
 
 
-def _dispatch(args: argparse.Namespace, output: Output) -> int:
+def _dispatch(args: argparse.Namespace, output: Output) -> Ending:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
     if args.command == "commit-message":
@@ -224,7 +225,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         )
         output.show(message)
         output.result("ci_commit_message", {"message": message})
-        return 0
+        return Ending.DONE
     if args.command == "commit-lockfile":
         from reconciler.ci.commit import commit_lockfile, copy_results, read_state, state_text
 
@@ -262,7 +263,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
                 "results_written": written,
             },
         )
-        return 0
+        return Ending.DONE
 
     if getattr(args, "print", False):
         return _print_offline(args, run_url, output)
@@ -293,7 +294,7 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
-def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> int:
+def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
     """``comment --print`` / ``drift-issue --print``: what GitHub would get, offline."""
     if args.command == "comment":
         from reconciler.ci.comment import prepare_comment_body
@@ -312,7 +313,7 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
         output.result(
             "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
         )
-        return 0
+        return Ending.DONE
     from reconciler.ci.drift import issue_title, read_drift, render_issue_body
 
     drift = read_drift(_read_plan_json(args.plan_json))
@@ -336,12 +337,12 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             "body": body,
         },
     )
-    return 0
+    return Ending.DONE
 
 
 def _github_command(
     api: Any, args: argparse.Namespace, run_url: str | None, root: Path, output: Output
-) -> int:
+) -> Ending:
     say = partial(output.progress, essential=True)
     if args.command == "comment":
         from reconciler.ci.comment import prepare_comment_body, sync_comment
@@ -370,13 +371,13 @@ def _github_command(
             say(f"::warning::{warning}")
             output.diagnose(Diagnostic("warning", "GitHubError", redact_text(warning)))
             output.result("ci_comment", {"pr": args.pr, "action": "skipped", "comment_id": None})
-            return 0
+            return Ending.DONE
         where = f" {action.comment_id}" if action.comment_id is not None else ""
         say(f"plan comment: {action.kind}{where} on #{args.pr}")
         output.result(
             "ci_comment", {"pr": args.pr, "action": action.kind, "comment_id": action.comment_id}
         )
-        return 0
+        return Ending.DONE
     if args.command == "drift-issue":
         from reconciler.ci.drift import read_drift, sync_drift_issue
 
@@ -397,7 +398,7 @@ def _github_command(
                 "resolved": len(decision.resolved),
             },
         )
-        return 0
+        return Ending.DONE
     if args.command == "announce":
         from reconciler.ci.announce import announce
         from reconciler.engine.context import resolve_settings
@@ -436,7 +437,7 @@ def _github_command(
                 "failed": report.failed,
             },
         )
-        return 1 if report.failed else 0
+        return Ending.FAILED if report.failed else Ending.DONE
     raise UsageError(f"unknown command {args.command}")  # pragma: no cover
 
 

@@ -40,6 +40,15 @@ from reconciler.errors import (
     ReconcilerError,
 )
 from reconciler.escaping import escape_text
+from reconciler.exit_codes import (
+    ERROR,
+    INTERRUPTED,
+    OK,
+    PARTIAL,
+    PENDING,
+    WAIT_TIMED_OUT,
+    Ending,
+)
 from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
@@ -194,11 +203,12 @@ def error_diagnostic(exc: ReconcilerError) -> Diagnostic:
 
 @dataclass(frozen=True)
 class CommandResult:
-    """What a command hands to the one printer (``Output.present``): its exit code, its
+    """What a command hands to the one printer (``Output.present``): how it ended, its
     document for scripts (type and body) and its text for people. No command writes its
     result itself, and none writes JSON to be parsed back."""
 
-    exit_code: int
+    ending: Ending
+    """How the command ended (its exit code: ``reconciler.exit_codes``)."""
     document_type: str
     """The document's ``type`` (``plan``, ``state_list``, ``import``, ...)."""
     body: Body | None = None
@@ -318,16 +328,16 @@ class Output:
         """Set the document's type and body (replacing an earlier one)."""
         self._type, self._body = type_, body
 
-    def present(self, result: CommandResult) -> int:
+    def present(self, result: CommandResult) -> Ending:
         """Print a command's result: its document (printed last, by ``finish``) and its
-        text for people; returns its exit code."""
+        text for people; returns how the command ended."""
         if result.body is not None:
             self.result(result.document_type, result.body)
         if not self.machine:
             for warning in result.warnings:
                 self.warning(warning)
             self.show(result.text)
-        return result.exit_code
+        return result.ending
 
     def diagnose(self, diagnostic: Diagnostic) -> None:
         """Record an error or warning already shown to people (e.g. in the plan text)."""
@@ -375,7 +385,7 @@ class Output:
             **body,
             "diagnostics": [d.to_dict() for d in self._diagnostics],
             "errors": errors,
-            "errored": exit_code not in (0, 2) or bool(errors),
+            "errored": exit_code not in (OK, PENDING) or bool(errors),
             "exit_code": exit_code,
         }
         return redact_value(document)
@@ -402,13 +412,27 @@ class Output:
             "diagnostics": [],
             "errors": [],
             "errored": False,
-            "exit_code": 0,
+            "exit_code": OK,
         }
         self._write(self.out, _dumps(redact_value(document)) + "\n")
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def render_plan(plan: Plan, fmt: str, *, color: bool) -> str:
+    """The plan as ``--format`` asks for it (the JSON modes print the plan's document)."""
+    from reconciler.render import render_json, render_markdown, render_text
+
+    if fmt == "json":
+        return render_json(plan)
+    if fmt == "markdown":
+        return render_markdown(plan)
+    return render_text(plan, color=color)
 
 
 # --------------------------------------------------------------------------- apply
@@ -451,7 +475,8 @@ class ApplyReport:
     """An apply as it happens: lines for people, events, and the ``apply`` document.
 
     The engine's ``ApplyProgress`` (``reconciler.engine.report``): the ``Applier`` calls
-    ``started``/``finished`` from its worker threads; the session calls the rest in order.
+    ``started``/``finished`` from its worker threads; the apply (``engine.apply``) calls the
+    rest in order, and the CLI ``planned``.
     """
 
     def __init__(self, output: Output) -> None:
@@ -599,11 +624,11 @@ class ApplyReport:
             outcomes = list(self.outcomes)
         ok = sum(1 for o in outcomes if o.ok)
         outcome = {
-            0: "applied" if outcomes else "nothing_to_do",
-            1: "failed",
-            3: "partial",
-            4: "wait_timeout",
-            130: "interrupted",
+            OK: "applied" if outcomes else "nothing_to_do",
+            ERROR: "failed",
+            PARTIAL: "partial",
+            WAIT_TIMED_OUT: "wait_timeout",
+            INTERRUPTED: "interrupted",
         }.get(exit_code, "failed")
         return {
             "plan": self.plan,

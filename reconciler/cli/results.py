@@ -21,13 +21,15 @@ from pathlib import Path
 
 import httpx
 
+from reconciler.cli.common import Parser, add_common_flags, repo_root
+from reconciler.cli.error_handler import run_command
 from reconciler.cli.logs import explain_failures
-from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
 from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
 from reconciler.engine.state_commands import utcnow
 from reconciler.errors import UsageError
+from reconciler.exit_codes import Ending
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
 from reconciler.outputs.kept import ResultsStore
@@ -56,9 +58,6 @@ from reconciler.results.report import (
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
 from reconciler.state.door import LockScope, open_door
 from reconciler.state.lockfile import new_state, read_lockfile
-
-EXIT_REGRESSION = 2
-"""``--fail-on-regression``: the newest run is worse than the accepted baseline."""
 
 DESCRIPTION = """\
 Results you can decide with: every recorded run of each address (current and history)
@@ -90,8 +89,8 @@ exit codes:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def parser() -> argparse.ArgumentParser:
+    parser = Parser(
         prog="osmosis-results",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -128,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command("osmosis-results", _parser, argv, _command)
+    return run_command("osmosis-results", parser, argv, _command)
 
 
 def terminal_width(explicit: int | None) -> int:
@@ -169,8 +168,8 @@ class _Platform:
             self.ctx.close()
 
 
-def _command(args: argparse.Namespace, output: Output) -> int:
-    root = _root(args).resolve()
+def _command(args: argparse.Namespace, output: Output) -> Ending:
+    root = repo_root(args).resolve()
     settings = resolve_settings(root, {"benchmarks": args.benchmarks, "state": args.state})
     margin_pp = args.margin if args.margin is not None else settings.regression_margin_pp
     if not 0 < margin_pp < 100:
@@ -256,7 +255,7 @@ def _list(
     store: ResultsStore,
     platform: _Platform,
     grids: Sequence[Grid] = (),
-) -> int:
+) -> Ending:
     def kept(run: RecordedResult) -> str | None:
         return store.relative_dir(run) if (store.run_dir(run) / "results.csv").is_file() else None
 
@@ -323,7 +322,8 @@ def _list(
         output.show(text)
     if args.html:
         output.info(f"HTML report written to {args.html}")
-    return EXIT_REGRESSION if worse else 0
+    # --fail-on-regression: the newest run is worse than the accepted baseline.
+    return Ending.PENDING if worse else Ending.DONE
 
 
 def _compare(
@@ -334,7 +334,7 @@ def _compare(
     load: Callable[[RecordedResult], RunOutcomes | None],
     margin: float,
     store: ResultsStore,
-) -> int:
+) -> Ending:
     if len(words) != 2:
         raise UsageError(
             f"osmosis-results compare LEFT RIGHT: expected 2 run references, got {len(words)}",
@@ -366,7 +366,8 @@ def _compare(
         output.show(render_compare_markdown(reports))
     else:
         output.show(render_compare_text(reports, terminal_width(args.width)))
-    return EXIT_REGRESSION if worse else 0
+    # --fail-on-regression: the newest run is worse than the accepted baseline.
+    return Ending.PENDING if worse else Ending.DONE
 
 
 def _write_html(
@@ -412,7 +413,7 @@ def _accept_instead(state: LockState, address: str) -> str:
     )
 
 
-def _accept(output: Output, root: Path, settings: Settings, words: list[str]) -> int:
+def _accept(output: Output, root: Path, settings: Settings, words: list[str]) -> Ending:
     if len(words) != 1 or "@" not in words[0]:
         raise UsageError(
             "osmosis-results accept ADDR@RUN: expected one run reference with its run",
@@ -461,4 +462,4 @@ def _accept(output: Output, root: Path, settings: Settings, words: list[str]) ->
         )
     else:
         output.show(message + "\n")
-    return 0
+    return Ending.DONE

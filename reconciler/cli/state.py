@@ -1,7 +1,7 @@
 """``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW``: flags, run, output.
 
-``cli`` builds the parser (common flags) and the error handling; this module adds the
-command's own arguments and returns a ``CommandResult`` to the one printer. Each subcommand
+The state edits themselves are ``engine/state_commands.py``; this module parses the
+command's arguments and returns a ``CommandResult`` to the one printer. Each subcommand
 builds its document body in one function (``*_json``) and its text in another (``*_text``).
 """
 
@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from reconciler import numbers
-from reconciler.cli.output import CommandResult
+from reconciler.cli.common import command_parser, repo_root
+from reconciler.cli.error_handler import run_command
+from reconciler.cli.output import CommandResult, Output
 from reconciler.engine.context import resolve_settings
 from reconciler.engine.state_commands import (
     check_address,
@@ -32,6 +34,7 @@ from reconciler.engine.state_commands import (
 )
 from reconciler.errors import UsageError
 from reconciler.escaping import escape_text
+from reconciler.exit_codes import Ending
 from reconciler.model import (
     HistoryEntry,
     LockState,
@@ -64,6 +67,22 @@ exit codes:
   0  done
   1  error: bad arguments, no such address, lock held, unreadable lockfile
 """
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = command_parser("osmosis-state", DESCRIPTION, EPILOG)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("osmosis-state", parser, argv, command)
+
+
+def command(args: argparse.Namespace, output: Output) -> Ending:
+    if args.dir is None:
+        args.dir = str(repo_root(args))
+    return output.present(run(args, output.err))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,9 +138,9 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         patterns = list(args.addresses)
         chosen = entries(state, patterns) if state else []
         if json_out:
-            return CommandResult(0, "state_list", list_json(state, display, chosen))
+            return CommandResult(Ending.DONE, "state_list", list_json(state, display, chosen))
         return CommandResult(
-            0,
+            Ending.DONE,
             "state_list",
             text=escape_text(list_text(state, display, chosen, patterns), keep_newlines=True),
         )
@@ -133,9 +152,13 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         assert state is not None
         history = history_of(state, address)
         if json_out:
-            return CommandResult(0, "state_show", show_json(state, display, entry, history))
+            return CommandResult(
+                Ending.DONE, "state_show", show_json(state, display, entry, history)
+            )
         return CommandResult(
-            0, "state_show", text=escape_text(show_text(entry, history), keep_newlines=True)
+            Ending.DONE,
+            "state_show",
+            text=escape_text(show_text(entry, history), keep_newlines=True),
         )
 
     command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
@@ -161,10 +184,10 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             )
         if json_out:
             return CommandResult(
-                0, "state_forget", forget_json(display, before, written, entry, warnings)
+                Ending.DONE, "state_forget", forget_json(display, before, written, entry, warnings)
             )
         return CommandResult(
-            0,
+            Ending.DONE,
             "state_forget",
             text=escape_text(forget_text(display, before, written, entry), keep_newlines=True),
             warnings=tuple(escape_text(w) for w in warnings),
@@ -203,10 +226,10 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         )
     if json_out:
         return CommandResult(
-            0, "state_mv", mv_json(display, before, written, old, new, entry, warnings)
+            Ending.DONE, "state_mv", mv_json(display, before, written, old, new, entry, warnings)
         )
     return CommandResult(
-        0,
+        Ending.DONE,
         "state_mv",
         text=escape_text(mv_text(display, before, written, old, new, entry), keep_newlines=True),
         warnings=tuple(escape_text(w) for w in warnings),
@@ -251,7 +274,7 @@ def _resolve(
             },
             "warnings": [],
         }
-        return CommandResult(0, "state_resolve", body)
+        return CommandResult(Ending.DONE, "state_resolve", body)
     outcome = f"submitted run {submitted}" if submitted else "not submitted"
     then = (
         "the next plan reads its status"
@@ -262,7 +285,7 @@ def _resolve(
         f"Resolved {address}: {outcome}; {then} ({display}: serial {before.serial} -> "
         f"{written.serial}).\n"
     )
-    return CommandResult(0, "state_resolve", text=text)
+    return CommandResult(Ending.DONE, "state_resolve", text=text)
 
 
 def _platform_flag(raw: str | None) -> str | None:

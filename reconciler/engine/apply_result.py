@@ -34,10 +34,3 @@ class ApplyResult:
     def unrecorded(self) -> list[Outcome]:
         """Failed items that nonetheless changed the Platform (see ``Outcome.reached_platform``)."""
         return [o for o in self.outcomes if not o.ok and o.reached_platform]
-
-    @property
-    def exit_code(self) -> int:
-        """0 all applied; 3 partial (something succeeded or reached the Platform); 1 nothing."""
-        if not self.failures and self.unsaved is None:
-            return 0
-        return 3 if self.succeeded or self.unrecorded else 1

@@ -1,7 +1,7 @@
 """The engine's seam to the printer: what a step tells people and scripts while it works.
 
-The engine never prints (style.md, "Import direction"): a ``Session`` is handed a
-``Notices`` for its notes and warnings, and ``Session.apply`` an ``ApplyProgress`` for the
+The engine never prints (style.md, "Import direction"): each operation is handed a
+``Notices`` for its notes and warnings, and ``engine.apply.apply`` an ``ApplyProgress`` for the
 apply's live report (each action as it starts and ends, the ``--wait``, the closing
 summary). Both are protocols: the one printer, ``reconciler.cli.output.Output`` and its
 ``ApplyReport``, implements them, and a test may hand in anything with these methods. The
@@ -86,7 +86,7 @@ class Notices(Protocol):
 
 class ApplyProgress(Protocol):
     """The live report of one apply. ``started`` and ``finished`` are called from the
-    ``Applier``'s worker threads; the rest by the session, in order."""
+    ``Applier``'s worker threads; the rest by the apply (``engine.apply``), in order."""
 
     def started(self, item: PlanItem) -> None:
         """An action is about to start."""

@@ -37,7 +37,8 @@ class Configs(msgspec.Struct, frozen=True):
 @dataclass(frozen=True)
 class Snapshots:
     """The inputs of one plan, loaded once per command and handed on as a value:
-    ``Session.load`` -> ``Snapshots`` -> ``Session.plan`` -> ``Session.apply``."""
+    ``engine.load.load`` -> ``Snapshots`` -> ``engine.plan.plan_snapshots`` ->
+    ``engine.apply.apply``."""
 
     desired: tuple[DesiredRun, ...]
     """The configs, with ``Osmosis-Rerun`` trailers' commits as their ``requested_by``."""
@@ -58,7 +59,7 @@ class Snapshots:
 
 class TrailerRequests(msgspec.Struct, frozen=True):
     """What the ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers since the lockfile's last
-    commit ask for (``Session.trailer_requests``)."""
+    commit ask for (``engine.load.trailer_requests``)."""
 
     replace: tuple[str, ...] = ()
     """Addresses to re-run, in the order first asked for."""

@@ -4,11 +4,11 @@
 * ``render_markdown``  a sticky pull-request comment, capped below ``max_chars``;
 * ``render_json``      machine-readable, ``format_version`` "1.0".
 
-``plan_to_dict`` / ``plan_from_dict`` are the JSON shape of a saved plan (``--out``): the
-same document ``render_json`` prints, which round-trips to an equal ``Plan``.
+``plan_to_dict`` is the JSON shape of a plan, also the body of a saved plan (``--out``),
+whose format and reader live in ``reconciler.engine.saved_plan``.
 
 Modules: ``pieces`` (words, colours, escaping shared by the renders), ``text``,
-``markdown``, ``jsondoc``, ``refresh``, ``planfile`` (the saved plan's format),
+``markdown``, ``jsondoc``, ``refresh``,
 ``tables`` (the results tables the renders share). This module only re-exports: ``from
 reconciler.render import X`` works for every public name.
 
@@ -35,12 +35,6 @@ from reconciler.render.pieces import (
     reason_text,
     unmanaged_line,
 )
-from reconciler.render.planfile import (
-    SAVED_PLAN_KIND,
-    parse_saved_plan,
-    plan_from_dict,
-    saved_plan_text,
-)
 from reconciler.render.refresh import render_refresh_markdown, render_refresh_text
 from reconciler.render.tables import (
     TEXT_RESULT_ROWS,
@@ -57,13 +51,10 @@ __all__ = [
     "MARKDOWN_MARKER",
     "NO_CHANGES",
     "REASON_TEXT",
-    "SAVED_PLAN_KIND",
     "TEXT_RESULT_ROWS",
     "UNMANAGED_LIST_MAX",
     "format_table",
     "ignored_line",
-    "parse_saved_plan",
-    "plan_from_dict",
     "plan_to_dict",
     "reason_text",
     "refresh_to_dict",
@@ -74,7 +65,6 @@ __all__ = [
     "render_results_markdown",
     "render_results_text",
     "render_text",
-    "saved_plan_text",
     "summary_line",
     "unmanaged_line",
 ]

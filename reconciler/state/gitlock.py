@@ -29,7 +29,7 @@ A holder renews its lock every ``ttl / 3`` seconds. A lock is taken over when it
 is dead (same host, pid gone), when its ``expires_at`` has passed (allowing ``CLOCK_SKEW``
 between machines), or when a waiter has watched it unchanged for longer than ``ttl`` (its
 own clock: no skew at all). A holder whose renewal is refused has lost the lock and says
-so through ``on_lost`` (the session stops starting new actions).
+so through ``on_lost`` (the apply stops starting new actions).
 
 Which lock applies is ``locking.choose_lock``'s decision: never for the embedded Platform
 (it lives in its clone) nor, unless ``lock = "git"`` is set, for a loopback Platform (it lives

@@ -15,10 +15,9 @@ from hypothesis import strategies as st
 from reconciler.config.discover import Found
 from reconciler.config.load import load_file
 from reconciler.config.project import load_project_settings
-from reconciler.engine.session import read_saved_plan
+from reconciler.engine.saved_plan import SAVED_PLAN_KIND, read_saved_plan
 from reconciler.errors import ReconcilerError, StateError, UsageError
 from reconciler.paths import relative_path_problem
-from reconciler.render.planfile import SAVED_PLAN_KIND
 from reconciler.state.lockfile import parse
 
 from .conftest import FUZZ, exercise

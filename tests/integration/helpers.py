@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli.main import apply_main, import_main, plan_main, state_main
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.importing import main as import_main
+from reconciler.cli.plan import main as plan_main
+from reconciler.cli.state import main as state_main
 from reconciler.local_platform import Faults, LocalPlatform, make_user
 from reconciler.local_platform.server import ServerHandle
 from reconciler.platform import PlatformClient

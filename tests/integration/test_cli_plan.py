@@ -537,7 +537,7 @@ def test_force_color_and_no_color_decide_the_colours(tmp_path: Path, platform: P
         import contextlib
         import io
 
-        from reconciler.cli.main import plan_main
+        from reconciler.cli.plan import main as plan_main
 
         out, err = io.StringIO(), io.StringIO()
         with (

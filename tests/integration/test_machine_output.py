@@ -22,8 +22,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.cli.main import apply_main, import_main, plan_main, state_main
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.importing import main as import_main
 from reconciler.cli.output import SCHEMA_FILE
+from reconciler.cli.plan import main as plan_main
+from reconciler.cli.state import main as state_main
 from reconciler.state.locking import hold_lock
 from tests.support.clock import FakeClock
 

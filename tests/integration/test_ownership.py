@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli.main import apply_main, plan_main
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.plan import main as plan_main
 from reconciler.local_platform import LocalPlatform
 from reconciler.state.gitlock import LEGACY_STATE_REF, GuardedRefs
 from reconciler.state.locking import hold_lock, machine_lock_path

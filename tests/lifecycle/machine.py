@@ -52,7 +52,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from reconciler.cli.main import apply_main, plan_main
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.plan import main as plan_main
 from reconciler.local_platform import Faults, LocalPlatform
 from reconciler.local_platform.faults import FaultInjector
 from reconciler.state.gitlock import GuardedRefs

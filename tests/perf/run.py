@@ -475,7 +475,7 @@ def instructions(argv: list[str]) -> float | None:
 LIBRARIES = "import msgspec, httpx, httpcore"
 STARTUP_PARTS = (
     ("the libraries: msgspec, httpx, httpcore", LIBRARIES),
-    ("+ the tool's modules", "import reconciler.cli.main, reconciler.engine.session"),
+    ("+ the tool's modules", "import reconciler.cli.plan, reconciler.engine.plan"),
 )
 
 

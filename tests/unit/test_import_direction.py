@@ -36,14 +36,9 @@ EDGE_LIBRARIES = ("httpx", "tomlkit", "structlog", "watchfiles")
 SHELL_PACKAGES = ("cli", "ci")
 """The command shells: only a shell imports a shell (``ci`` uses cli's printer)."""
 # Imports against the layering that predate this test, each to be removed by the work named.
-# The test fails when one disappears, so the set only shrinks; it is empty now.
+# The test fails when one disappears, so the set only shrinks; both are empty now.
 KNOWN_CLI_IMPORTS: set[tuple[str, str]] = set()
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    # logs.py takes main's parser and common flags; main lazily calls logs' explain_failures
-    # after an apply. The split of the CLI into one module per verb (issue 33) removes it;
-    # delete this entry then (the test below fails until it is deleted).
-    frozenset({"reconciler.cli.logs", "reconciler.cli.main"}),
-}
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 """Import circles that predate their test, each to be removed; the set only shrinks."""
 LOCAL_PLATFORM = "local_platform"
 LOCAL_PLATFORM_EMBEDDERS = {"reconciler.engine.context"}
@@ -453,9 +448,10 @@ def test_the_type_gate_is_strict_for_the_core_and_the_engine() -> None:
 
 # --------------------------------------------------------------------------- the house limits
 
-TOP_LEVEL_MODULES = 14
+TOP_LEVEL_MODULES = 15
 """At most this many modules directly under ``reconciler/`` (issue 20): the rest live in
-packages named for their concerns."""
+packages named for their concerns. The fifteenth is ``exit_codes`` (issue 33): the numbers
+every command line uses (``cli``, ``ci``, the local Platform's), so below all of them."""
 MAX_LINES = 900
 """No file under ``reconciler/`` longer than this (issue 20): a longer one holds more than
 one job."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.engine.saved_plan import plan_from_dict
 from reconciler.errors import StalePlanError
 from reconciler.model import (
     Action,
@@ -31,7 +32,6 @@ from reconciler.render import (
     MARKDOWN_MARKER,
     NO_CHANGES,
     REASON_TEXT,
-    plan_from_dict,
     plan_to_dict,
     render_json,
     render_markdown,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import tomlkit
 
+from reconciler.engine.saved_plan import plan_from_dict
 from reconciler.errors import StateError
 from reconciler.model import (
     AgentResult,
@@ -33,7 +34,6 @@ from reconciler.platform.models import RunDetail
 from reconciler.render import (
     NO_CHANGES,
     TEXT_RESULT_ROWS,
-    plan_from_dict,
     plan_to_dict,
     render_json,
     render_markdown,

@@ -14,6 +14,10 @@ NOT_AT_START = [
     "deepdiff",
     "structlog",
     "reconciler.engine.apply",
+    "reconciler.engine.executor",
+    "reconciler.engine.wait",
+    "reconciler.engine.saved_plan",
+    "reconciler.cli.apply",
     "reconciler.engine.apply_result",
     "asyncio",
     "tomlkit",
@@ -50,7 +54,7 @@ NOT_AT_START = [
 
 PROBE = """
 import sys
-import reconciler.cli.main, reconciler.engine.session, reconciler.config.project
+import reconciler.cli.plan, reconciler.engine.load, reconciler.engine.plan, reconciler.config.project
 print(",".join(name for name in {names!r} if name in sys.modules))
 """
 

@@ -93,8 +93,8 @@ def cli_commands(script: str, program: str) -> list[list[str]]:
     return commands
 
 
-def cli_help(entry: str) -> str:
-    code = f"import sys; from reconciler.cli.main import {entry}; sys.exit({entry}(['--help']))"
+def cli_help(command: str) -> str:
+    code = f"import sys; from reconciler.cli.{command} import main; sys.exit(main(['--help']))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -230,8 +230,8 @@ def test_action_installs_its_own_version_by_default() -> None:
 
 def test_action_commands_use_flags_the_clis_have() -> None:
     helps = {
-        "osmosis-plan": cli_help("plan_main"),
-        "osmosis-apply": cli_help("apply_main"),
+        "osmosis-plan": cli_help("plan"),
+        "osmosis-apply": cli_help("apply"),
     }
     script = action_scripts()[-1]
     seen = 0
@@ -411,7 +411,7 @@ def test_pre_commit_hook_manifest() -> None:
 
 
 def test_the_fmt_hook_is_the_installed_front_door_with_that_flag() -> None:
-    from reconciler.cli.authoring import fmt_parser
+    from reconciler.cli.fmt import parser as fmt_parser
 
     hook = parse_hook_manifest(read(HOOKS))[1]
     program, verb, *flags = hook["entry"].split()
@@ -427,7 +427,7 @@ def test_pre_commit_entry_is_an_installed_console_script_with_that_flag() -> Non
     program, *flags = hook["entry"].split()
     scripts = tomllib.loads(read(ROOT / "pyproject.toml"))["project"]["scripts"]
     assert program in scripts
-    help_text = cli_help("plan_main")
+    help_text = cli_help("plan")
     for flag in flags:
         assert flag in help_text
 

@@ -1,33 +1,42 @@
 """The saved plan (``osmosis-plan --out PLANFILE``): its own format, read back by
-``osmosis-apply PLANFILE``.
+``osmosis-apply PLANFILE`` and ``osmosis-reconciler show``, and refused when stale.
 
 A saved plan is ``{"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}``: the JSON
 document ``render_json`` prints, wrapped so that another JSON file is not taken for a plan.
-``plan_from_dict`` reads the document back to an equal ``Plan``. Pure: the caller reads
-and writes the file.
+``plan_from_dict`` reads the document back to an equal ``Plan`` (the renders only write
+it). ``save_plan`` and ``read_saved_plan`` move it to and from a file; ``stale_reasons``
+says why a saved plan no longer describes the repository (design.md §7.2: the lockfile's
+serial and lineage, a config's digest, HEAD, the Platform and workspace).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from reconciler.errors import StalePlanError
+from reconciler.errors import StalePlanError, UsageError
 from reconciler.model import (
     PLAN_FORMAT_VERSION,
     Action,
     AgentResult,
     BenchmarkFacts,
     Blocked,
+    CellSource,
     Cost,
     DriftItem,
     DriftKind,
     Fix,
+    GeneratorMove,
+    GeneratorProduct,
+    GeneratorRemoval,
     LeaderboardScore,
+    LockState,
     Plan,
     PlanItem,
     PlanSummary,
@@ -35,7 +44,7 @@ from reconciler.model import (
     ResultRow,
     Smoke,
 )
-from reconciler.render.generators import generators_from_dicts, source_from_dict
+from reconciler.paths import UnsafeInputError, read_regular
 from reconciler.render.jsondoc import plan_to_dict
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -45,6 +54,58 @@ def saved_plan_text(plan: Plan) -> str:
     """The text of a saved plan file (sorted keys, final newline)."""
     payload = {"kind": SAVED_PLAN_KIND, "plan": plan_to_dict(plan)}
     return json.dumps(payload, indent=2, sort_keys=True) + "\n"
+
+
+def save_plan(plan: Plan, path: Path) -> None:
+    """Write ``plan`` to ``path`` (a temporary file renamed over it: never half a plan)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(saved_plan_text(plan), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_saved_plan(path: Path) -> Plan:
+    """The plan saved at ``path`` by ``osmosis-plan --out``; a ``UsageError`` for anything
+    else (the fuzz suite's saved-plan target: a clear error, never an internal one)."""
+    try:
+        # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
+        # memory ran out, a FIFO blocked forever.
+        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
+    except UnsafeInputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UsageError(
+            f"{path}: cannot read the saved plan: {exc}",
+            "create one with `osmosis-plan --out PLANFILE`",
+        ) from exc
+
+
+def stale_reasons(
+    plan: Plan,
+    *,
+    state: LockState,
+    config_digests: Mapping[str, str],
+    platform: str,
+    workspace: str,
+    head: str | None,
+) -> list[str]:
+    """Why ``plan`` no longer describes what is read now (empty: it still does)."""
+    stale = []
+    # No lockfile when planned nor now: each read of a missing lockfile gets a fresh
+    # lineage, so only serial 0 on both sides proves the state is unchanged.
+    unwritten = plan.serial == 0 and state.serial == 0
+    if (not unwritten and plan.lineage not in (None, state.lineage)) or (
+        plan.lineage is not None and plan.serial != state.serial
+    ):
+        stale.append(f"the lockfile changed (serial {plan.serial} -> {state.serial})")
+    if plan.platform != platform or plan.workspace != workspace:
+        stale.append("it was made for another platform or workspace")
+    if dict(config_digests) != plan.config_digests:
+        changed = sorted(set(config_digests.items()) ^ set(plan.config_digests.items()))
+        names = sorted({a for a, _ in changed})
+        stale.append(f"configs changed: {', '.join(names[:10])}")
+    if plan.head != head:
+        stale.append(f"HEAD moved ({(plan.head or 'none')[:12]} -> {(head or 'none')[:12]})")
+    return stale
 
 
 def parse_saved_plan(text: str) -> Plan:
@@ -199,4 +260,41 @@ def _smoke(data: Any) -> Smoke | None:
         full_attempts=data.get("full_attempts", 0),
         tasks=tuple(data.get("tasks", ())),
         smoke_run_id=data.get("smoke_run_id"),
+    )
+
+
+def generators_from_dicts(data: Sequence[Mapping[str, Any]]) -> tuple[GeneratorProduct, ...]:
+    return tuple(
+        GeneratorProduct(
+            file=g["file"],
+            prefix=g["prefix"],
+            axes={name: tuple(keys) for name, keys in g["axes"].items()},
+            element_lines=dict(g.get("element_lines", {})),
+            cells=tuple(g["cells"]),
+            excluded=g.get("excluded", 0),
+            included=g.get("included", 0),
+            on_remove=g.get("on_remove", "stop"),
+            removed=tuple(GeneratorRemoval.model_validate(r) for r in g.get("removed", ())),
+            moves=tuple(
+                GeneratorMove(
+                    line=m["line"],
+                    label=m.get("label", ""),
+                    pairs=tuple((p[0], p[1]) for p in m.get("pairs", ())),
+                )
+                for m in g.get("moved", ())
+            ),
+        )
+        for g in data
+    )
+
+
+def source_from_dict(data: Mapping[str, Any] | None) -> CellSource | None:
+    if not data:
+        return None
+    return CellSource(
+        file=data["file"],
+        kind=data.get("kind", "generator"),
+        cell=dict(data.get("cell", {})),
+        line=data.get("line"),
+        note=data.get("note"),
     )
