@@ -96,8 +96,7 @@ def next_commands(root: Path, is_repo: bool) -> list[str]:
     first = commit if is_repo else f"git init -b main && {commit}"
     return [
         first,
-        "echo local-only | osmosis-platform-emulator secret set OPENAI_API_KEY "
-        "--scope workspace",
+        "echo local-only | osmosis-platform-emulator secret set OPENAI_API_KEY --scope workspace",
         "osmosis-plan",
     ]
 
@@ -139,7 +138,9 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         "kept": kept,
         "next": commands,
     }
-    return output.present(CommandResult(Ending.DONE, "init", document, text="\n".join(lines) + "\n"))
+    return output.present(
+        CommandResult(Ending.DONE, "init", document, text="\n".join(lines) + "\n")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

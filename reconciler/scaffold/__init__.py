@@ -91,7 +91,9 @@ def _gitignore(path: Path, wanted: str) -> Outcome:
     # ``.osmosis/`` (no slash in front) ignores the same directory as ``/.osmosis/``.
     present |= {"/" + line for line in present if not line.startswith(("/", "#"))}
     missing = [
-        line for line in wanted.splitlines() if line and not line.startswith("#") and line not in present
+        line
+        for line in wanted.splitlines()
+        if line and not line.startswith("#") and line not in present
     ]
     if not missing:
         return Outcome.UNCHANGED
@@ -105,9 +107,7 @@ def write_scaffold(root: Path, files: dict[str, str], *, force: bool = False) ->
     """Write ``files`` under ``root`` as the module docstring says; what happened to each."""
     done: list[Written] = []
     settings = settings_source(root)
-    benchmarks_dir = next(
-        (root / p).parent.parent for p in files if p.endswith(EXAMPLE)
-    )
+    benchmarks_dir = next((root / p).parent.parent for p in files if p.endswith(EXAMPLE))
     has_configs = benchmarks_dir.is_dir() and any(benchmarks_dir.rglob("*.toml"))
     for rel, text in files.items():
         path = root / rel
