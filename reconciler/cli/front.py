@@ -58,6 +58,9 @@ VERBS: Final[Mapping[str, Verb]] = MappingProxyType(
         ),
         "show": Verb("reconciler.cli.show", "print a saved plan as the plan was printed"),
         "expand": Verb("reconciler.cli.expand", "print or write a generator's expanded configs"),
+        "status": Verb(
+            "reconciler.cli.status", "where every address stands: run, downloads, verdict, pending"
+        ),
         "init": Verb(
             "reconciler.cli.init", "set a repository up: .gitignore, settings, workflows, a config"
         ),

@@ -99,12 +99,14 @@ from reconciler.model.settings import (
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
+    AddressStatus,
     RunStatus,
 )
 
 __all__ = [
     "ACTION_SYMBOLS",
     "Action",
+    "AddressStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",
