@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test lint demo perf reliability fuzz lifecycle clean
+.PHONY: install test lint demo perf reliability fuzz lifecycle stats-decide clean
 
 install: $(STAMP)
 
@@ -60,6 +60,14 @@ fuzz: install
 # LIFECYCLE_SEED, LIFECYCLE_PLANT=lost-record (see tests/lifecycle/machine.py).
 lifecycle: install
 	$(BIN)/python -m tests.lifecycle.run
+
+# Decisions at minimum cost (issue 39, docs/deciding.md): the simulation suite at full size,
+# offline and seeded, in two processes; prints the table, the dollar-budget check and the
+# time, and fails when a goal is missed. `make test` runs a reduced size
+# (tests/unit/test_decide_simulation.py). DECIDE_ARGS="--replicates N --seed S" to vary it.
+DECIDE_ARGS ?=
+stats-decide: install
+	$(BIN)/python -m tests.stats.sequential $(DECIDE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt .lifecycle-failure.py

@@ -12,7 +12,7 @@ Three snapshots feed ``compute_plan``:
 and ``Settings`` (``settings``) says how; ``compute_plan`` returns a ``Plan`` (``plan``).
 ``status`` holds ``RunStatus``, ``adoption`` the fingerprints that recognise a run,
 ``base`` the ``Frozen`` base and the canonical digest, ``generator`` what a run generator
-(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings. Every name is re-exported here:
+(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings, ``decision`` a config's ``[decide]`` table. Every name is re-exported here:
 ``from reconciler.model import X`` is the way to import them.
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
@@ -34,6 +34,11 @@ from reconciler.model.base import (
     canonical_json,
     digest,
     recorded_benchmark,
+)
+from reconciler.model.decision import (
+    FUTILITY_RULES,
+    MONITORS,
+    DecisionSpec,
 )
 from reconciler.model.desired import (
     DesiredRun,
@@ -116,10 +121,12 @@ __all__ = [
     "BenchmarkRef",
     "CellSource",
     "DOWNLOAD_TYPES",
+    "DecisionSpec",
     "DesiredRun",
     "Downloads",
     "DriftItem",
     "DriftKind",
+    "FUTILITY_RULES",
     "Fix",
     "Frozen",
     "GeneratorMove",
@@ -132,6 +139,7 @@ __all__ = [
     "LeaderboardScore",
     "LocalOutputs",
     "LockState",
+    "MONITORS",
     "Observation",
     "PAID_ACTIONS",
     "ObservedRun",
