@@ -35,7 +35,7 @@ from tests.support.osmosis import PROJECT_ROOT, smoke_config
 
 from .actions_runner import Runner, find_environment
 
-ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
+ACTION_REF = docs.action_ref()
 WORKSPACE = "acme-bench"
 TOKEN = "osm-consumer-token-not-printed"
 DEV = ("Dev", "dev@example.com")

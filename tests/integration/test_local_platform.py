@@ -121,8 +121,8 @@ def test_auto_workspaces_create_workspaces_and_git_identities(srv: LocalServer) 
     workspaces = httpx.get(f"{srv.url}/api/cli/workspaces", headers=auth).json()["workspaces"]
     by_name = {w["name"]: w for w in workspaces}
     assert by_name["octo/repo"]["connected_repo"]["repo_full_name"] == "octo/repo"
-    assert by_name["default"]["connected_repo"] is None
-    assert set(by_name["default"]) == {"id", "name", "role", "has_billing_setup", "connected_repo"}
+    assert by_name["local"]["connected_repo"] is None
+    assert set(by_name["local"]) == {"id", "name", "role", "has_billing_setup", "connected_repo"}
 
 
 def test_verify_reports_user_and_connected_workspace(srv: LocalServer) -> None:

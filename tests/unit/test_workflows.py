@@ -31,7 +31,7 @@ APPLY = WORKFLOWS / "osmosis-apply.yml"
 DRIFT = WORKFLOWS / "osmosis-drift.yml"
 ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
-ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
+ACTION_REF = docs.action_ref()
 
 
 # --------------------------------------------------------------------------- helpers
