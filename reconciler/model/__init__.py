@@ -85,11 +85,13 @@ from reconciler.model.recorded import (
     Baseline,
     Downloads,
     HistoryEntry,
+    HistoryReason,
     Intent,
     LockState,
     RecordedRun,
     Rejection,
     RunResults,
+    SmokeStage,
     rejection_context,
     selection_digest,
 )
@@ -112,6 +114,8 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "HistoryReason",
+    "SmokeStage",
     "SETTING_CHOICES",
     "LockKind",
     "OnChange",

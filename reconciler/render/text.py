@@ -8,6 +8,7 @@ from reconciler.model import (
     Action,
     Plan,
     PlanItem,
+    SmokeStage,
 )
 from reconciler.render import _money, _text_results
 from reconciler.render.generators import generator_lines, source_line
@@ -81,16 +82,16 @@ def smoke_suffix(item: PlanItem) -> str:
     smoke = item.smoke
     if smoke is None or item.action is Action.ADOPT:
         return ""
-    if smoke.stage == "smoke" and item.action is not Action.BLOCKED:
+    if smoke.stage == SmokeStage.SMOKE and item.action is not Action.BLOCKED:
         return (
             f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,})"
         )
-    if smoke.stage == "full":
+    if smoke.stage == SmokeStage.FULL:
         if smoke.smoke_run_id is None:
             return " (full run: its lost submit sent again)"
         return " (full run: the smoke run ended well)"
-    if smoke.stage == "skipped":
+    if smoke.stage == SmokeStage.SKIPPED:
         return " (smoke stage skipped on request)"
     return " (full run blocked: the smoke run did not end well)"
 
