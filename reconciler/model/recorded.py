@@ -81,8 +81,8 @@ def _benchmark_json(benchmark: BenchmarkInfo) -> str:
 class Intent(Frozen, frozen=True, kw_only=True):
     """Written to the lockfile *before* a paid call; cleared once the response is recorded."""
 
-    op: str
-    """``submit`` or ``stop``."""
+    op: Literal["submit", "stop"]
+    """The paid call in flight."""
     started_at: datetime
     """When the paid call started (adoption looks for runs created after it)."""
     body_digest: str

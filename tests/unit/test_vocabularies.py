@@ -41,6 +41,17 @@ def test_an_unknown_stage_is_refused_naming_the_words() -> None:
     )
 
 
+def test_an_unknown_intent_op_is_refused() -> None:
+    intent = (
+        '\n[runs.a.intent]\nop = "delete"\nbody_digest = "x"\nstarted_at = 2026-01-01T00:00:00Z\n'
+    )
+    with pytest.raises(StateError) as caught:
+        parse(HEADER + RUN + intent, "state/osmosis.lock")
+    assert caught.value.message == (
+        "state/osmosis.lock:12: runs.a.intent.op: unknown op 'delete' (expected one of stop, submit)"
+    )
+
+
 def test_history_reasons_are_the_type() -> None:
     assert frozenset(get_args(HistoryReason)) == HISTORY_REASONS
     state = LockState(
