@@ -91,11 +91,13 @@ from reconciler.model.recorded import (
     Baseline,
     Downloads,
     HistoryEntry,
+    HistoryReason,
     Intent,
     LockState,
     RecordedRun,
     Rejection,
     RunResults,
+    SmokeStage,
     rejection_context,
     selection_digest,
 )
@@ -119,6 +121,8 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "HistoryReason",
+    "SmokeStage",
     "SETTING_CHOICES",
     "LockKind",
     "OnChange",

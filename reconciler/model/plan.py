@@ -12,7 +12,7 @@ import msgspec
 from reconciler.model.base import Frozen
 from reconciler.model.generator import CellSource, GeneratorProduct
 from reconciler.model.observed import LeaderboardScore, ObservedRun
-from reconciler.model.recorded import AgentResult
+from reconciler.model.recorded import AgentResult, SmokeStage
 
 PLAN_FORMAT_VERSION = "1.0"
 
@@ -158,7 +158,7 @@ class BenchmarkFacts(Frozen, frozen=True, kw_only=True):
 class Smoke(Frozen, frozen=True, kw_only=True):
     """The smoke stage of a paid item (``smoke`` setting, docs/smoke.md)."""
 
-    stage: str
+    stage: SmokeStage
     """``smoke``: this item submits the smoke run (``spec`` is the narrowed body); ``full``:
     the full run, after the smoke run ended well; ``skipped``: the full run, the smoke
     stage skipped on request (``--skip-smoke``, an ``Osmosis-Skip-Smoke`` trailer)."""

@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 import msgspec
 
@@ -26,6 +27,24 @@ and what a history entry keeps (pending downloads, the cost inputs), and ``stage
 runs) on entries, intents and history. Format 3 adds the embedded Platform instance that
 wrote it (``LockState.platform_instance``) and the re-run requests acted on
 (``LockState.reruns``)."""
+
+
+class SmokeStage(StrEnum):
+    """The stages of a config under a ``smoke`` setting (docs/smoke.md). A recorded run,
+    intent or history entry holds ``SMOKE`` or nothing (None: a full run); a plan item's
+    ``Smoke`` holds any of the three."""
+
+    SMOKE = "smoke"
+    """The smoke run: a narrowed body of the config, never the address's result."""
+    FULL = "full"
+    """The full run, after the smoke run ended well."""
+    SKIPPED = "skipped"
+    """The full run, the smoke stage skipped on request."""
+
+
+HistoryReason = Literal["replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"]
+"""Why a run left its address (``HistoryEntry.reason``); ``smoke``: a smoke run that left
+its address to the full run (or to a new smoke run)."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -66,8 +85,8 @@ def _benchmark_json(benchmark: BenchmarkInfo) -> str:
 class Intent(Frozen, frozen=True, kw_only=True):
     """Written to the lockfile *before* a paid call; cleared once the response is recorded."""
 
-    op: str
-    """``submit`` or ``stop``."""
+    op: Literal["submit", "stop"]
+    """The paid call in flight."""
     started_at: datetime
     """When the paid call started (adoption looks for runs created after it)."""
     body_digest: str
@@ -78,7 +97,7 @@ class Intent(Frozen, frozen=True, kw_only=True):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
     digest); None for a full run."""
     listings: tuple[datetime, ...] | None = None
@@ -209,7 +228,7 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
     creator: str | None = None
     """``creator_digest`` of the account that created the run, as the Platform lists it:
     evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke``: this is a smoke run (a narrowed body of the config whose digest is
     ``spec_digest``); never the address's result, never downloaded. None: the full run."""
     announced_at: datetime | None = None
@@ -267,13 +286,13 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     """When it was submitted."""
     ended_at: datetime | None = None
     """When it left (replaced, forgotten, ...)."""
-    reason: str
-    """Why it left: ``replaced``, ``rerun``, ``forgotten``, ``moved``, ``lost``."""
+    reason: HistoryReason
+    """Why it left (``HistoryReason``)."""
     requested_by: str | None = None
     """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run (never a baseline to compare with); None for a full run."""
     outputs_pending: bool | None = None
     """True when the run had ended but its outputs were not (fully) downloaded when it left

@@ -8,6 +8,7 @@ from reconciler.model import (
     Reason,
     RecordedRun,
     RunStatus,
+    SmokeStage,
     spec_fingerprint,
 )
 from reconciler.plan.draft import CLOCK_SKEW, Draft, drift_fingerprint, run_label, timestamp
@@ -104,7 +105,7 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
         return  # not looked at: an ended run never changes
     if entry.status is None or not RunStatus.of(entry.status).is_active:
         return
-    if entry.stage == "smoke":
+    if entry.stage == SmokeStage.SMOKE:
         return  # a smoke run's end is what its plan item judges (plan/smoke.py)
     now = RunStatus.of(run.status)
     if now is RunStatus.STOPPED and not (intent is not None and intent.op == "stop"):

@@ -28,6 +28,7 @@ from reconciler.model import (
     Reason,
     RecordedRun,
     Smoke,
+    SmokeStage,
     canonical_digest,
     spec_fingerprint,
 )
@@ -271,7 +272,9 @@ def _resend_item(
         item = _unknown_item(draft, entry, intent, pending.before, sent)
         if after_smoke is not None:
             full = paid_item(draft, Action.SUBMIT, Reason.RESUBMIT_AFTER_LOST, wanted)
-            smoke = Smoke(stage="full", full_attempts=full.attempts, smoke_run_id=after_smoke)
+            smoke = Smoke(
+                stage=SmokeStage.FULL, full_attempts=full.attempts, smoke_run_id=after_smoke
+            )
             item = item.model_copy(update={"smoke": smoke})
         return item
     changes: tuple[str, ...] = ()

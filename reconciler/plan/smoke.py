@@ -30,10 +30,11 @@ from reconciler.model import (
     Settings,
     Smoke,
     SmokeRule,
+    SmokeStage,
     glob_match,
 )
 
-SMOKE = "smoke"
+SMOKE = SmokeStage.SMOKE
 
 LOG_LINES = 3
 """The smoke run's last error lines a blocked full run quotes."""
@@ -80,10 +81,10 @@ def stage_paid_item(
     if rule is None or item.attempts <= rule.above:
         return item
     if after_smoke is not None or resend_full:
-        smoke = Smoke(stage="full", full_attempts=item.attempts, smoke_run_id=after_smoke)
+        smoke = Smoke(stage=SmokeStage.FULL, full_attempts=item.attempts, smoke_run_id=after_smoke)
         return item.model_copy(update={"smoke": smoke})
     if skipped(settings, item.address):
-        smoke = Smoke(stage="skipped", full_attempts=item.attempts)
+        smoke = Smoke(stage=SmokeStage.SKIPPED, full_attempts=item.attempts)
         return item.model_copy(update={"smoke": smoke})
     if rule.task_names:
         tasks = rule.task_names

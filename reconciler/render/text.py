@@ -9,6 +9,7 @@ from reconciler.model import (
     Plan,
     PlanItem,
     Reason,
+    SmokeStage,
 )
 from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
@@ -100,24 +101,24 @@ def smoke_suffix(item: PlanItem) -> str:
     smoke = item.smoke
     if smoke is None or item.action is Action.ADOPT:
         return ""
-    if smoke.stage == "smoke" and item.action is not Action.BLOCKED:
+    if smoke.stage == SmokeStage.SMOKE and item.action is not Action.BLOCKED:
         return (
             f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,})"
         )
     if item.reason is Reason.SMOKE_NOT_POSSIBLE:
         return f" (blocked: its smoke run cannot be made; the full run is {smoke.full_attempts:,})"
-    if smoke.stage == "smoke" and item.reason is not Reason.SMOKE_FAILED:
+    if smoke.stage == SmokeStage.SMOKE and item.reason is not Reason.SMOKE_FAILED:
         # Blocked before its smoke run was paid (a twin, a refusal): both sizes, as planned.
         return (
             f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,}; blocked)"
         )
-    if smoke.stage == "full":
+    if smoke.stage == SmokeStage.FULL:
         if smoke.smoke_run_id is None:
             return " (full run: its lost submit sent again)"
         return " (full run: the smoke run ended well)"
-    if smoke.stage == "skipped":
+    if smoke.stage == SmokeStage.SKIPPED:
         return " (smoke stage skipped on request)"
     return " (full run blocked: the smoke run did not end well)"
 

@@ -26,6 +26,7 @@ from reconciler.model import (
     LockState,
     RunResults,
     RunStatus,
+    SmokeStage,
     selection_digest,
 )
 
@@ -57,13 +58,13 @@ class RecordedResult(msgspec.Struct, frozen=True):
     results: RunResults | None = None
     outputs_complete: bool = True
     spec: Mapping[str, Any] = msgspec.field(default_factory=dict)
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run (docs/smoke.md): a narrowed test of the config, never a
     baseline nor the address's result."""
 
     @property
     def smoke(self) -> bool:
-        return self.stage == "smoke"
+        return self.stage == SmokeStage.SMOKE
 
     @property
     def partial(self) -> bool:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler.errors import StateError
-from reconciler.model import Downloads, HistoryEntry, Intent, LockState, RecordedRun
+from reconciler.model import Downloads, HistoryEntry, HistoryReason, Intent, LockState, RecordedRun
 from reconciler.paths import relative_path_problem
 from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
@@ -654,7 +654,7 @@ def test_a_deferred_update_is_written_once_the_interval_has_passed(tmp_path: Pat
 # --------------------------------------------------------------------------- history
 
 
-def entry(address: str, run_id: str, reason: str = "replaced") -> HistoryEntry:
+def entry(address: str, run_id: str, reason: HistoryReason = "replaced") -> HistoryEntry:
     return HistoryEntry(
         address=address,
         run_id=run_id,
@@ -714,7 +714,7 @@ def test_history_is_capped_per_address() -> None:
     assert state.history[0].run_id == "b0"
     assert cap_history(state.history, limit=1) == (state.history[0], state.history[1])
     with pytest.raises(ValueError):
-        add_history(state, entry("a", "x", reason="whim"))
+        add_history(state, entry("a", "x", reason="whim"))  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- the fast reader

@@ -9,7 +9,7 @@ import pytest
 
 from reconciler.config.project import load_project_settings
 from reconciler.errors import UsageError
-from reconciler.model import LOCKFILE_VERSION, LockState, RecordedRun, SmokeRule
+from reconciler.model import LOCKFILE_VERSION, LockState, RecordedRun, SmokeRule, SmokeStage
 from reconciler.state.lockfile import parse, serialize
 
 
@@ -67,7 +67,11 @@ def test_stage_round_trips() -> None:
         lineage="L",
         platform="local",
         workspace="w",
-        runs={"a": RecordedRun(address="a", spec_digest="sha256:x", run_id="r", stage="smoke")},
+        runs={
+            "a": RecordedRun(
+                address="a", spec_digest="sha256:x", run_id="r", stage=SmokeStage.SMOKE
+            )
+        },
     )
     text = serialize(state)
     assert 'stage = "smoke"' in text
