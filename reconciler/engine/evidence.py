@@ -34,6 +34,7 @@ from reconciler.model import (
     RecordedRun,
     RunStatus,
     Settings,
+    SmokeStage,
     canonical_digest,
     spec_fingerprint,
     spec_fingerprint_fields,
@@ -102,7 +103,7 @@ def adopted_entry(
     detail: RunDetail,
     benchmark_id: str,
     *,
-    stage: str | None,
+    stage: SmokeStage | None,
     spec: Mapping[str, Any],
     now: datetime,
     head: str | None,
@@ -263,7 +264,7 @@ def _adopted_body(
     benchmark: BenchmarkInfo,
     detail: RunDetail,
     label: str,
-) -> tuple[str | None, dict[str, Any]]:
+) -> tuple[SmokeStage | None, dict[str, Any]]:
     """(stage, body): what of the config the run does, the full run or its smoke run."""
     differences = body_differences(detail, wanted.spec, benchmark.id)
     if not differences:

@@ -199,7 +199,7 @@ def ended(
 
 
 def gone(
-    address: str, run_id: str, res: RunResults | None, reason: str = "replaced"
+    address: str, run_id: str, res: RunResults | None, reason: Any = "replaced"
 ) -> HistoryEntry:
     return HistoryEntry(
         address=address,
