@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from reconciler.model.base import Frozen
+from reconciler.model.decision import DecisionSpec
 from reconciler.model.generator import CellSource
 
 
@@ -47,3 +48,6 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     """For a run expanded from a generator (``*.matrix.toml``): the file and the cell."""
     moved_from: tuple[str, ...] = ()
     """Addresses a generator's ``[[moved]]`` block says this run was recorded under before."""
+    decide: DecisionSpec | None = None
+    """The config's ``[decide]`` table (docs/deciding.md); never part of ``spec`` or its
+    digest, so adding or editing it never replaces a run."""
