@@ -36,6 +36,7 @@ from reconciler.model import (
     Settings,
 )
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
+from reconciler.plan.decision import note_decisions
 from reconciler.plan.diff import diff_configs
 from reconciler.plan.draft import CLOCK_SKEW, Draft
 from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
@@ -75,6 +76,7 @@ def compute_plan(
     hint_renames(draft, new_addresses)
     shape_generator_items(draft)
     note_power(draft)
+    note_decisions(draft)
     check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)
