@@ -38,7 +38,9 @@ from reconciler.model.base import (
 from reconciler.model.decision import (
     FUTILITY_RULES,
     MONITORS,
+    DecisionRecord,
     DecisionSpec,
+    LookRecord,
 )
 from reconciler.model.desired import (
     DesiredRun,
@@ -119,7 +121,9 @@ __all__ = [
     "BenchmarkRef",
     "CellSource",
     "DOWNLOAD_TYPES",
+    "DecisionRecord",
     "DecisionSpec",
+    "LookRecord",
     "DesiredRun",
     "Downloads",
     "DriftItem",

@@ -1,0 +1,103 @@
+"""A decision's looks as the lockfile records them: the next look, the replay that
+recomputes every look bit for bit, and the report (pure; docs/deciding.md).
+
+The paired difference of task ``t`` is ``d_t = right_t − left_t``, each side's per-task
+pass rate (the mean of its attempts; Miller 2024, recommendation 5 — the task is the
+cluster). A look at batch boundary ``k`` uses every task of ``order[:batch_ends[k]]`` that
+has both sides' results, and ``looks.look`` compares it with the boundary spent at the
+fractions of the looks actually made (Lan & DeMets 1983).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconciler.model.decision import DecisionRecord, LookRecord
+from reconciler.results.sequential.looks import Sums, look
+
+__all__ = ["first_difference", "look_at", "record_look", "report"]
+
+
+def _sums(record: DecisionRecord, diffs: Mapping[str, float], upto: int) -> Sums:
+    return Sums.of([diffs[name] for name in record.order[:upto] if name in diffs])
+
+
+def look_at(
+    record: DecisionRecord, diffs: Mapping[str, float], k: int, *, last: bool
+) -> LookRecord:
+    """Look ``k`` (1-based) after batch ``k``, with the tasks of the earlier looks."""
+    sums = _sums(record, diffs, record.batch_ends[k - 1])
+    previous = [r.tasks for r in record.looks[: k - 1]]
+    spec = record.spec
+    result = look(
+        sums,
+        previous,
+        max_tasks=record.max_tasks,
+        margin=spec.margin,
+        alpha=spec.alpha,
+        futility=spec.futility == "equivalence",
+        last=last,
+    )
+    return LookRecord(
+        index=k,
+        tasks=sums.tasks,
+        total=sums.total,
+        squares=sums.squares,
+        estimate=result.estimate,
+        statistic=result.statistic,
+        boundary=result.boundary,
+        alpha_spent=result.alpha_spent,
+        verdict=result.verdict.value,
+        final=last,
+    )
+
+
+def record_look(
+    record: DecisionRecord, diffs: Mapping[str, float], *, last: bool
+) -> DecisionRecord:
+    """The record with the look after its latest batch added, and its verdict."""
+    k = len(record.looks) + 1
+    if k > len(record.batch_ends):
+        raise ValueError(f"look {k} needs batch {k}; {len(record.batch_ends)} paid")
+    made = look_at(record, diffs, k, last=last)
+    return record.model_copy(update={"looks": (*record.looks, made), "verdict": made.verdict})
+
+
+_COMPARED = ("tasks", "total", "squares", "estimate", "statistic", "boundary", "alpha_spent")
+
+
+def first_difference(record: DecisionRecord, diffs: Mapping[str, float]) -> str | None:
+    """Recompute every recorded look from ``diffs``; None when each matches bit for bit,
+    else the first difference, named (``look 2: statistic recorded 2.1, recomputed 2.3``)."""
+    replayed = record.model_copy(update={"looks": ()})
+    for recorded in record.looks:
+        again = look_at(replayed, diffs, recorded.index, last=recorded.final)
+        for field in (*_COMPARED, "verdict"):
+            mine, theirs = getattr(recorded, field), getattr(again, field)
+            if mine != theirs and not (mine != mine and theirs != theirs):  # NaN == NaN here
+                return f"look {recorded.index}: {field} recorded {mine!r}, recomputed {theirs!r}"
+        replayed = replayed.model_copy(update={"looks": (*replayed.looks, recorded)})
+    return None
+
+
+def report(record: DecisionRecord, dollars_per_task: float | None = None) -> dict[str, object]:
+    """The decision as ``osmosis-results decide --format json`` shows it."""
+    used = record.batch_ends[-1] if record.batch_ends else 0
+    saved = None
+    if dollars_per_task is not None:
+        saved = round(max(0.0, record.fixed_tasks * dollars_per_task - record.dollars_spent), 6)
+    return {
+        "verdict": record.verdict,
+        "reason": record.reason,
+        "tasks_used": used,
+        "max_tasks": record.max_tasks,
+        "fixed_tasks": record.fixed_tasks,
+        "looks": [
+            {field: getattr(r, field) for field in ("index", *_COMPARED, "verdict")}
+            for r in record.looks
+        ],
+        "alpha_spent": record.looks[-1].alpha_spent if record.looks else 0.0,
+        "dollars_spent": record.dollars_spent,
+        "dollars_saved": saved,
+        "batches": len(record.batch_ends),
+    }

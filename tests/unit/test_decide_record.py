@@ -1,0 +1,104 @@
+"""A decision's looks as recorded (issue 39): each look after a batch, stopping at the
+boundary; the replay recomputes every look bit for bit and names the first difference."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+
+from reconciler.model import DecisionRecord, DecisionSpec
+from reconciler.results.sequential import batch_ends, design, task_order
+from reconciler.results.sequential.record import first_difference, record_look, report
+
+TASKS = 400
+
+
+def per_task_diffs(shift: float, seed: int) -> dict[str, float]:
+    """Two agents, 3 attempts per task, the right one better by ``shift`` on every task."""
+    rng = random.Random(seed)
+    diffs = {}
+    for t in range(TASKS):
+        base = rng.uniform(0.1, 0.8)
+        left = sum(rng.random() < base for _ in range(3)) / 3
+        right = sum(rng.random() < min(1.0, base + shift) for _ in range(3)) / 3
+        diffs[f"task-{t:03d}"] = right - left
+    return diffs
+
+
+def start(spec: DecisionSpec) -> DecisionRecord:
+    plan = design(margin=spec.margin, omega2=0.143, looks=spec.looks)
+    categories = {f"task-{t:03d}": f"c{t % 4}" for t in range(TASKS)}
+    return DecisionRecord(
+        spec=spec,
+        max_tasks=min(plan.max_tasks, TASKS),
+        fixed_tasks=plan.fixed_tasks,
+        order=task_order(categories, spec.seed),
+    )
+
+
+def run(record: DecisionRecord, diffs: dict[str, float], usd_per_task: float) -> DecisionRecord:
+    """Pay batch after batch, looking after each, until a verdict."""
+    ends = batch_ends(record.max_tasks, record.spec.looks)
+    while record.verdict == "continue":
+        k = len(record.batch_ends)
+        paid = ends[k] - (record.batch_ends[-1] if record.batch_ends else 0)
+        record = record.model_copy(
+            update={
+                "batch_ends": (*record.batch_ends, ends[k]),
+                "batch_runs": (*record.batch_runs, f"run-{k + 1}"),
+                "dollars_spent": record.dollars_spent + paid * usd_per_task,
+            }
+        )
+        record = record_look(record, diffs, last=k + 1 == len(ends))
+    return record
+
+
+def test_a_clear_difference_stops_early_and_reports_the_saving() -> None:
+    spec = DecisionSpec(margin_pp=10, seed=3, looks=4)
+    record = run(start(spec), per_task_diffs(0.25, seed=1), usd_per_task=0.5)
+    assert record.verdict == "better"
+    out = report(record, dollars_per_task=0.5)
+    assert out["tasks_used"] < record.max_tasks
+    assert len(out["looks"]) == len(record.looks) < spec.looks  # type: ignore[arg-type]
+    assert out["dollars_spent"] == out["tasks_used"] * 0.5  # type: ignore[operator]
+    assert out["dollars_saved"] == record.fixed_tasks * 0.5 - out["dollars_spent"]  # type: ignore[operator]
+    assert 0 < out["alpha_spent"] < spec.alpha  # type: ignore[operator]
+    last = record.looks[-1]
+    assert abs(last.statistic) >= last.boundary
+
+
+def test_no_difference_runs_on_and_never_declares_one() -> None:
+    spec = DecisionSpec(margin_pp=10, seed=3, looks=4)
+    record = run(start(spec), per_task_diffs(0.0, seed=2), usd_per_task=0.5)
+    assert record.verdict in ("no change", "inconclusive")
+    assert all(abs(r.statistic) < r.boundary for r in record.looks)
+
+
+def test_the_replay_matches_after_a_round_trip_through_the_lockfile_encoding() -> None:
+    spec = DecisionSpec(margin_pp=10, seed=3, looks=4)
+    diffs = per_task_diffs(0.15, seed=4)
+    record = run(start(spec), diffs, usd_per_task=0.5)
+    stored = msgspec.json.decode(msgspec.json.encode(record), type=DecisionRecord)
+    assert stored == record
+    assert first_difference(stored, diffs) is None
+
+
+def test_the_replay_names_the_first_difference() -> None:
+    spec = DecisionSpec(margin_pp=10, seed=3, looks=4)
+    diffs = per_task_diffs(0.15, seed=4)
+    record = run(start(spec), diffs, usd_per_task=0.5)
+    changed = dict(diffs)
+    first_task = record.order[0]
+    changed[first_task] = diffs[first_task] - 1.0 / 3
+    found = first_difference(record, changed)
+    assert found is not None and found.startswith("look 1: total recorded ")
+    tampered = record.model_copy(
+        update={
+            "looks": (record.looks[0].model_copy(update={"verdict": "worse"}), *record.looks[1:])
+        }
+    )
+    assert (
+        first_difference(tampered, diffs)
+        == "look 1: verdict recorded 'worse', recomputed 'continue'"
+    )
