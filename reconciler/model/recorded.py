@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from reconciler.model.base import Frozen, canonical_json, digest
+from reconciler.model.decision import DecisionRecord
 from reconciler.model.observed import BenchmarkInfo
 
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
@@ -333,3 +334,5 @@ class LockState(Frozen, frozen=True, kw_only=True):
     """Newest first, capped per address."""
     baselines: dict[str, Baseline] = msgspec.field(default_factory=dict)
     """Address -> its accepted baseline run (format 2)."""
+    decisions: dict[str, DecisionRecord] = msgspec.field(default_factory=dict)
+    """Address -> its decision (``[decide]``; state/decisions.py): none, no table."""

@@ -326,6 +326,10 @@ def serialize(state: LockState) -> str:
             f"baselines.{_toml_key(address)}",
             [(name, getattr(baseline, name)) for name in Baseline.field_names()],
         )
+    if state.decisions:
+        from reconciler.state.decisions import emit_decisions
+
+        emit_decisions(out, state.decisions)
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -355,6 +359,7 @@ _HEADER_KEYS = frozenset(
         "rejections",
         "history",
         "baselines",
+        "decisions",
     }
 )
 
@@ -532,7 +537,17 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         rejections=rejections,
         history=history,
         baselines=baselines,
+        decisions=_decisions(raw, filename, locator),
     )
+
+
+def _decisions(raw: dict[str, Any], filename: str, locator: Any) -> dict[str, Any]:
+    if "decisions" not in raw:
+        return {}
+    # Imported here: a lockfile without decisions never loads their reader.
+    from reconciler.state.decisions import build_decisions
+
+    return build_decisions(raw["decisions"], filename, locator)
 
 
 def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:

@@ -102,3 +102,36 @@ def test_the_replay_names_the_first_difference() -> None:
         first_difference(tampered, diffs)
         == "look 1: verdict recorded 'worse', recomputed 'continue'"
     )
+
+
+def test_the_lockfile_keeps_a_decision_exactly_and_only_when_there_is_one() -> None:
+    from reconciler.state.lockfile import new_state, parse, serialize
+
+    spec = DecisionSpec(margin_pp=10.0, seed=3, looks=4, budget_usd=250.0, where="b/ab.toml:9")
+    diffs = per_task_diffs(0.15, seed=4)
+    record = run(start(spec), diffs, usd_per_task=0.37)
+    empty = new_state("local", "acme/evals")
+    assert "decisions" not in serialize(empty)
+    state = empty.model_copy(update={"decisions": {"tb/ab": record}})
+    text = serialize(state)
+    assert '\n[decisions."tb/ab"]\nversion = 1\n' in text
+    assert '\n[decisions."tb/ab".spec]\nmargin_pp = 10.0\n' in text
+    assert text.count('[[decisions."tb/ab".looks]]') == len(record.looks)
+    again = parse(text, "state/osmosis.lock")
+    assert again.decisions == {"tb/ab": record}
+    assert serialize(again) == text
+    assert first_difference(again.decisions["tb/ab"], diffs) is None
+
+
+def test_a_decision_of_an_unknown_version_is_refused_with_its_line() -> None:
+    import pytest
+
+    from reconciler.errors import StateError
+    from reconciler.state.lockfile import new_state, parse, serialize
+
+    record = start(DecisionSpec(margin_pp=10, seed=3))
+    text = serialize(new_state("local", "w").model_copy(update={"decisions": {"a": record}}))
+    with pytest.raises(StateError) as caught:
+        parse(text.replace("version = 1\nmax_tasks", "version = 2\nmax_tasks"), "osmosis.lock")
+    assert "decisions.a.version" in str(caught.value)
+    assert "reads decision version 1" in str(caught.value)
