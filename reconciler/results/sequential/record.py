@@ -10,12 +10,13 @@ fractions of the looks actually made (Lan & DeMets 1983).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from reconciler.model.decision import DecisionRecord, LookRecord
+from reconciler.results.data import RunOutcomes
 from reconciler.results.sequential.looks import Sums, look
 
-__all__ = ["first_difference", "look_at", "record_look", "report"]
+__all__ = ["first_difference", "look_at", "paired_diffs", "record_look", "report"]
 
 
 def _sums(record: DecisionRecord, diffs: Mapping[str, float], upto: int) -> Sums:
@@ -101,3 +102,15 @@ def report(record: DecisionRecord, dollars_per_task: float | None = None) -> dic
         "dollars_saved": saved,
         "batches": len(record.batch_ends),
     }
+
+
+def paired_diffs(runs: Iterable[RunOutcomes], left: int = 0, right: int = 1) -> dict[str, float]:
+    """``d_t = right_t − left_t`` for every task both agents scored in any of ``runs`` (the
+    decision's batches: each task is in one batch), each side's per-task pass rate."""
+    diffs: dict[str, float] = {}
+    for outcomes in runs:
+        mine, theirs = outcomes.scored(left), outcomes.scored(right)
+        for task in sorted(mine.keys() & theirs.keys()):
+            a, b = mine[task], theirs[task]
+            diffs[task] = b.passes / b.attempts - a.passes / a.attempts
+    return diffs
