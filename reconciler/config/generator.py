@@ -603,102 +603,130 @@ class _Expander:
         for index, table in enumerate(self.tables("moved")):
             at: TomlPath = ("moved", index)
             self.check_keys(table, ("axis", "from", "to", "from_prefix"), at)
-            line = self.line(at)
             if "from_prefix" in table:
-                old_prefix = table["from_prefix"]
-                if not isinstance(old_prefix, str) or old_prefix.strip("/") == self.prefix:
-                    self.problem(
-                        (*at, "from_prefix"),
-                        "moved.from_prefix must be the generator's old address prefix "
-                        f"(not {self.prefix!r})",
-                        anchor="value",
-                    )
-                    continue
-                old_prefix = old_prefix.strip("/")
-                pairs = tuple(
-                    (old_prefix + address[len(self.prefix) :], address)
-                    for address in sorted(addresses)
-                )
-                out.append(GeneratorMove(line=line, pairs=pairs, label=f"from {old_prefix}"))
-                continue
-            if "axis" in table:
-                axis, old, new = table.get("axis"), table.get("from"), table.get("to")
-                if not isinstance(axis, str) or axis not in keys:
-                    self.problem(
-                        (*at, "axis"),
-                        f'moved.axis "{axis}": unknown axis{_did_you_mean(str(axis), list(keys))}',
-                        anchor="value",
-                    )
-                    continue
-                if not isinstance(old, str) or not isinstance(new, str):
-                    self.problem(
-                        at, 'moved needs from = "old-key" and to = "new-key"', anchor="table"
-                    )
-                    continue
-                if old in keys[axis]:
-                    index_of = keys[axis].index(old)
-                    self.problem(
-                        (*at, "from"),
-                        f'moved from "{old}", but "{old}" is still an element (line '
-                        f"{self.line(('axis', axis, index_of))})",
-                        "rename the element's key to the new one, or delete this [[moved]] block",
-                        "value",
-                    )
-                    continue
-                if new not in keys[axis]:
-                    self.problem(
-                        (*at, "to"),
-                        f'moved to "{new}" matches no element of axis.{axis}'
-                        f"{_did_you_mean(new, keys[axis])}",
-                        anchor="value",
-                    )
-                    continue
-                position = order.index(axis)
-                pairs_list = []
-                for address, cell in sorted(addresses.items()):
-                    if cell[axis] != new:
-                        continue
-                    parts = [cell[a] for a in order]
-                    parts[position] = old
-                    pairs_list.append((self.prefix + "/" + "/".join(parts), address))
-                out.append(
-                    GeneratorMove(
-                        line=line, pairs=tuple(pairs_list), label=f'{axis} "{old}" -> "{new}"'
-                    )
-                )
-                continue
-            old_address, target = table.get("from"), table.get("to")
-            if not isinstance(old_address, str) or not isinstance(target, dict):
-                self.problem(
-                    at,
-                    'moved needs axis/from/to (rename a key), from = "old/address" with '
-                    'to = { axis = "key", ... } (adopt a file), or from_prefix',
-                    anchor="table",
-                )
-                continue
-            chosen = self.selector(target, keys, (*at, "to"), "moved.to")
-            if chosen is None:
-                continue
-            cell = {a: next(iter(v)) for a, v in chosen.items() if len(v) == 1}
-            new_address = self.prefix + "/" + "/".join(cell.get(a, "?") for a in order)
-            if new_address not in addresses:
-                self.problem(
-                    (*at, "to"),
-                    "moved.to must name one existing cell (one key of every axis: "
-                    + ", ".join(order)
-                    + ")",
-                    anchor="value",
-                )
-                continue
-            out.append(
-                GeneratorMove(
-                    line=line,
-                    pairs=((old_address.strip("/"), new_address),),
-                    label=f"{old_address} -> {new_address}",
-                )
+                move = self.moved_prefix(table, at, addresses)
+            elif "axis" in table:
+                move = self.moved_key(table, at, keys, order, addresses)
+            else:
+                move = self.moved_file(table, at, keys, order, addresses)
+            if move is not None:
+                out.append(move)
+        self.check_moves(out, addresses)
+        return out
+
+    def moved_prefix(
+        self, table: Mapping[str, Any], at: TomlPath, addresses: Mapping[str, dict[str, str]]
+    ) -> GeneratorMove | None:
+        """``from_prefix``: every cell was under another prefix."""
+        old_prefix = table["from_prefix"]
+        if not isinstance(old_prefix, str) or old_prefix.strip("/") == self.prefix:
+            self.problem(
+                (*at, "from_prefix"),
+                "moved.from_prefix must be the generator's old address prefix "
+                f"(not {self.prefix!r})",
+                anchor="value",
             )
+            return None
+        old_prefix = old_prefix.strip("/")
+        pairs = tuple(
+            (old_prefix + address[len(self.prefix) :], address) for address in sorted(addresses)
+        )
+        return GeneratorMove(line=self.line(at), pairs=pairs, label=f"from {old_prefix}")
+
+    def moved_key(
+        self,
+        table: Mapping[str, Any],
+        at: TomlPath,
+        keys: Mapping[str, list[str]],
+        order: list[str],
+        addresses: Mapping[str, dict[str, str]],
+    ) -> GeneratorMove | None:
+        """``axis``/``from``/``to``: an element's key was renamed."""
+        axis, old, new = table.get("axis"), table.get("from"), table.get("to")
+        if not isinstance(axis, str) or axis not in keys:
+            self.problem(
+                (*at, "axis"),
+                f'moved.axis "{axis}": unknown axis{_did_you_mean(str(axis), list(keys))}',
+                anchor="value",
+            )
+            return None
+        if not isinstance(old, str) or not isinstance(new, str):
+            self.problem(at, 'moved needs from = "old-key" and to = "new-key"', anchor="table")
+            return None
+        if old in keys[axis]:
+            index_of = keys[axis].index(old)
+            self.problem(
+                (*at, "from"),
+                f'moved from "{old}", but "{old}" is still an element (line '
+                f"{self.line(('axis', axis, index_of))})",
+                "rename the element's key to the new one, or delete this [[moved]] block",
+                "value",
+            )
+            return None
+        if new not in keys[axis]:
+            self.problem(
+                (*at, "to"),
+                f'moved to "{new}" matches no element of axis.{axis}'
+                f"{_did_you_mean(new, keys[axis])}",
+                anchor="value",
+            )
+            return None
+        position = order.index(axis)
+        pairs_list = []
+        for address, cell in sorted(addresses.items()):
+            if cell[axis] != new:
+                continue
+            parts = [cell[a] for a in order]
+            parts[position] = old
+            pairs_list.append((self.prefix + "/" + "/".join(parts), address))
+        return GeneratorMove(
+            line=self.line(at), pairs=tuple(pairs_list), label=f'{axis} "{old}" -> "{new}"'
+        )
+
+    def moved_file(
+        self,
+        table: Mapping[str, Any],
+        at: TomlPath,
+        keys: Mapping[str, list[str]],
+        order: list[str],
+        addresses: Mapping[str, dict[str, str]],
+    ) -> GeneratorMove | None:
+        """``from = "old/address"`` with ``to = { axis = "key", ... }``: a file adopted."""
+        old_address, target = table.get("from"), table.get("to")
+        if not isinstance(old_address, str) or not isinstance(target, dict):
+            self.problem(
+                at,
+                'moved needs axis/from/to (rename a key), from = "old/address" with '
+                'to = { axis = "key", ... } (adopt a file), or from_prefix',
+                anchor="table",
+            )
+            return None
+        chosen = self.selector(target, keys, (*at, "to"), "moved.to")
+        if chosen is None:
+            return None
+        cell = {a: next(iter(v)) for a, v in chosen.items() if len(v) == 1}
+        new_address = self.prefix + "/" + "/".join(cell.get(a, "?") for a in order)
+        if new_address not in addresses:
+            self.problem(
+                (*at, "to"),
+                "moved.to must name one existing cell (one key of every axis: "
+                + ", ".join(order)
+                + ")",
+                anchor="value",
+            )
+            return None
+        return GeneratorMove(
+            line=self.line(at),
+            pairs=((old_address.strip("/"), new_address),),
+            label=f"{old_address} -> {new_address}",
+        )
+
+    def check_moves(
+        self, moves: list[GeneratorMove], addresses: Mapping[str, dict[str, str]]
+    ) -> None:
+        """No move from a cell that still exists, and none of one address to two."""
         seen: dict[str, str] = {}
-        for move in out:
+        for move in moves:
             for old, new in move.pairs:
                 if old in addresses:
                     self.problem(
@@ -713,7 +741,6 @@ class _Expander:
                         anchor="table",
                     )
                 seen[old] = new
-        return out
 
 
 def expand_generator(parsed: Mapping[str, Any], text: str, relpath: str, address: str) -> Expansion:

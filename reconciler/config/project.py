@@ -30,7 +30,13 @@ import msgspec
 
 from reconciler.errors import UsageError, closest
 from reconciler.escaping import escape_text
-from reconciler.model import DOWNLOAD_TYPES, POLICY_EFFECTS, PolicyRule, SmokeRule
+from reconciler.model import (
+    DOWNLOAD_TYPES,
+    POLICY_EFFECTS,
+    SETTING_CHOICES,
+    PolicyRule,
+    SmokeRule,
+)
 from reconciler.paths import read_regular
 
 TABLE = "osmosis-reconciler"
@@ -41,13 +47,7 @@ SETTINGS_MAX_BYTES = 1024 * 1024
 """A settings file (or pyproject.toml) larger than this is refused, not read."""
 """Settings files of their own, in order of precedence; ``pyproject.toml`` comes after."""
 
-_CHOICES = {
-    "on_delete": ("stop", "forget"),
-    "on_change": ("replace", "keep"),
-    "unmanaged": ("ignore", "summary", "list"),
-    "outputs": ("recorded", "disk"),
-    "lock": ("local", "git"),
-}
+_CHOICES = SETTING_CHOICES
 _TYPES: dict[str, type[Any]] = {
     "benchmarks": str,
     "state": str,

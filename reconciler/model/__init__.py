@@ -29,7 +29,9 @@ from reconciler.model.adoption import (
     spec_fingerprint_fields,
 )
 from reconciler.model.base import (
+    DEFAULT_ATTEMPTS_PER_TASK,
     Frozen,
+    attempts_per_task,
     canonical_digest,
     canonical_json,
     digest,
@@ -100,8 +102,15 @@ from reconciler.model.recorded import (
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
+    SETTING_CHOICES,
+    LockKind,
+    OnChange,
+    OnDelete,
+    Outputs,
+    Refresh,
     Settings,
     SmokeRule,
+    Unmanaged,
 )
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
@@ -110,6 +119,15 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "SETTING_CHOICES",
+    "LockKind",
+    "OnChange",
+    "OnDelete",
+    "Outputs",
+    "Refresh",
+    "Unmanaged",
+    "DEFAULT_ATTEMPTS_PER_TASK",
+    "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
     "AgentResult",

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from reconciler.model.base import Frozen, canonical_json, digest
+from reconciler.model.base import Frozen, attempts_per_task, canonical_json, digest
 from reconciler.model.decision import DecisionRecord
 from reconciler.model.observed import BenchmarkInfo
 
@@ -212,6 +212,13 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
     announced_at: datetime | None = None
     """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
     kept here so a fresh checkout never announces the same run twice."""
+
+    @property
+    def attempts_per_task(self) -> int:
+        """``attempts_per_task`` of the submitted body (``model.attempts_per_task``), at
+        least 1: the Platform accepted the body, and a hand-edited 0 must not divide a
+        cost by zero."""
+        return max(1, attempts_per_task(self.spec.get("execution_config")))
 
 
 class Rejection(Frozen, frozen=True, kw_only=True):

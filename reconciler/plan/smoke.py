@@ -79,7 +79,6 @@ def stage_paid_item(
     rule = rule_for(settings, item.address)
     if rule is None or item.attempts <= rule.above:
         return item
-    agents = len(wanted.spec.get("agents") or ())
     if after_smoke is not None or resend_full:
         smoke = Smoke(stage="full", full_attempts=item.attempts, smoke_run_id=after_smoke)
         return item.model_copy(update={"smoke": smoke})
@@ -95,7 +94,7 @@ def stage_paid_item(
     tasks = selected[: rule.tasks]
     smoke = Smoke(
         stage=SMOKE,
-        smoke_attempts=len(tasks) * agents,
+        smoke_attempts=len(tasks) * wanted.agent_count,  # one attempt per task
         full_attempts=item.attempts,
         tasks=tasks,
     )

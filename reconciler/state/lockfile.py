@@ -372,6 +372,33 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
     ``specs`` (address -> current body) lets equal recorded bodies share it (``_build_run``)."""
     if text.startswith("\ufeff"):
         text = text[1:]  # an editor's BOM is harmless; do not refuse the file for it
+    _refuse_conflicts(text, filename)
+    locator = KeyLines(text)
+    raw = _read_document(text, filename, locator, specs)
+    version, serial = _check_header(raw, filename, locator)
+    if version == 1:
+        raw = migrate_v1(raw)
+    repository, root_commit, observed_until = _optional_header(raw, filename, locator)
+    runs, rejections, history, baselines = _build_tables(raw, filename, locator, specs)
+    return LockState(
+        version=version,
+        lineage=raw["lineage"],
+        serial=serial,
+        platform=raw["platform"],
+        workspace=raw["workspace"],
+        repository=repository,
+        root_commit=root_commit,
+        observed_until=observed_until,
+        runs=runs,
+        rejections=rejections,
+        history=history,
+        baselines=baselines,
+        decisions=_decisions(raw, filename, locator),
+    )
+
+
+def _refuse_conflicts(text: str, filename: str) -> None:
+    """A lockfile with git's merge-conflict markers is refused with the way out."""
     # The substring test is C-speed; the line scan runs only when a marker may be present.
     maybe_conflicted = any(marker in text for marker in ("<<<<<<<", "=======", ">>>>>>>"))
     regions = _conflict_regions(text.splitlines()) if maybe_conflicted else []
@@ -382,7 +409,13 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
-    locator = KeyLines(text)
+
+
+def _read_document(
+    text: str, filename: str, locator: KeyLines, specs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The TOML document: the fast tier when it reads the text, else ``tomllib``; a syntax
+    error becomes a ``StateError`` with the file, line and column."""
     try:
         try:  # entries built as they are read: never the whole document as dicts
             raw = _fast_load(text, entry_builder(filename, locator, specs))
@@ -416,7 +449,11 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
             f"{where}: an integer with more than 4,300 digits",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
+    return raw
 
+
+def _check_header(raw: Mapping[str, Any], filename: str, locator: KeyLines) -> tuple[int, int]:
+    """The required header keys checked, no unknown key: the format version and serial."""
     version = raw.get("version")
     if "version" not in raw:
         raise _shape_error(filename, locator, ["version"], "missing required key")
@@ -458,11 +495,15 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
     unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
-    if version == 1:
-        if "root_commit" in raw:
-            raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
-        raw = migrate_v1(raw)
+    if version == 1 and "root_commit" in raw:
+        raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+    return version, serial
 
+
+def _optional_header(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines
+) -> tuple[str | None, str | None, datetime | None]:
+    """``repository``, ``root_commit`` and ``observed_until``, each checked when present."""
     repository = raw.get("repository")
     if repository is not None and (not isinstance(repository, str) or not repository.strip()):
         raise _shape_error(
@@ -491,6 +532,18 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         )
     if isinstance(observed_until, datetime) and observed_until.tzinfo is None:
         observed_until = observed_until.replace(tzinfo=UTC)
+    return repository, root_commit, observed_until
+
+
+def _build_tables(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines, specs: Mapping[str, Any] | None
+) -> tuple[
+    dict[str, RecordedRun],
+    dict[str, Rejection],
+    tuple[HistoryEntry, ...],
+    dict[str, Baseline],
+]:
+    """The ``runs``, ``rejections``, ``history`` and ``baselines`` tables, each entry built."""
     runs_table = raw.get("runs", {})
     if not isinstance(runs_table, dict):
         raise _shape_error(filename, locator, ["runs"], "must be a table of addresses")
@@ -524,24 +577,10 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         address: _build_baseline(address, table, filename, locator)
         for address, table in baselines_table.items()
     }
-    return LockState(
-        version=version,
-        lineage=raw["lineage"],
-        serial=serial,
-        platform=raw["platform"],
-        workspace=raw["workspace"],
-        repository=repository,
-        root_commit=root_commit,
-        observed_until=observed_until,
-        runs=runs,
-        rejections=rejections,
-        history=history,
-        baselines=baselines,
-        decisions=_decisions(raw, filename, locator),
-    )
+    return runs, rejections, history, baselines
 
 
-def _decisions(raw: dict[str, Any], filename: str, locator: Any) -> dict[str, Any]:
+def _decisions(raw: Mapping[str, Any], filename: str, locator: Any) -> dict[str, Any]:
     if "decisions" not in raw:
         return {}
     # Imported here: a lockfile without decisions never loads their reader.
