@@ -135,3 +135,47 @@ def test_a_decision_of_an_unknown_version_is_refused_with_its_line() -> None:
         parse(text.replace("version = 1\nmax_tasks", "version = 2\nmax_tasks"), "osmosis.lock")
     assert "decisions.a.version" in str(caught.value)
     assert "reads decision version 1" in str(caught.value)
+
+
+def pay(record: DecisionRecord, diffs: dict[str, float], usd: float) -> DecisionRecord:
+    """The apply's loop as ``next_batch`` drives it: pay the slice, then look."""
+    from reconciler.results.sequential.record import next_batch
+
+    while (batch := next_batch(record, usd)) is not None:
+        record = record.model_copy(
+            update={
+                "batch_ends": (*record.batch_ends, batch.end),
+                "batch_runs": (*record.batch_runs, f"run-{batch.index}"),
+                "dollars_spent": record.dollars_spent + len(batch.tasks) * usd,
+            }
+        )
+        record = record_look(record, diffs, last=batch.last)
+    return record
+
+
+def test_batches_are_consecutive_slices_of_the_order_until_a_verdict() -> None:
+    from reconciler.results.sequential.record import next_batch
+
+    spec = DecisionSpec(margin_pp=10.0, seed=3, looks=4)
+    record = start(spec)
+    first = next_batch(record, 0.5)
+    assert first is not None and first.index == 1 and not first.last
+    assert first.tasks == record.order[: first.end]
+    assert first.end == batch_ends(record.max_tasks, 4)[0]
+    paid = record.model_copy(update={"batch_ends": (first.end,)})
+    assert next_batch(paid, 0.5) is None  # no second batch before the first look
+    # The same decisions as the loop by hand, stopping at the same look.
+    diffs = per_task_diffs(0.25, seed=1)
+    assert pay(record, diffs, 0.5) == run(record, diffs, 0.5)
+    still = pay(record, per_task_diffs(0.0, seed=2), 0.5)
+    assert still.verdict != "continue" and next_batch(still, 0.5) is None
+
+
+def test_the_budget_cuts_the_last_batch_and_is_never_overshot() -> None:
+    spec = DecisionSpec(margin_pp=10.0, seed=3, looks=4, budget_usd=40.0)
+    record = pay(start(spec), per_task_diffs(0.0, seed=2), 0.5)
+    assert record.dollars_spent <= 40.0
+    # $0.50 at worst a task: 79 tasks fit (each cost rounded up by a nanodollar), 80 do not.
+    assert record.batch_ends[-1] == 79
+    assert record.looks[-1].final
+    assert record.verdict in ("inconclusive", "no change", "better", "worse")

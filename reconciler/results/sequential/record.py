@@ -11,12 +11,23 @@ fractions of the looks actually made (Lan & DeMets 1983).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from reconciler.model.decision import DecisionRecord, LookRecord
 from reconciler.results.data import RunOutcomes
+from reconciler.results.sequential.boundaries import batch_ends
 from reconciler.results.sequential.looks import Sums, look
+from reconciler.results.sequential.schedule import affordable_tasks
 
-__all__ = ["first_difference", "look_at", "paired_diffs", "record_look", "report"]
+__all__ = [
+    "NextBatch",
+    "first_difference",
+    "look_at",
+    "next_batch",
+    "paired_diffs",
+    "record_look",
+    "report",
+]
 
 
 def _sums(record: DecisionRecord, diffs: Mapping[str, float], upto: int) -> Sums:
@@ -114,3 +125,41 @@ def paired_diffs(runs: Iterable[RunOutcomes], left: int = 0, right: int = 1) -> 
             a, b = mine[task], theirs[task]
             diffs[task] = b.passes / b.attempts - a.passes / a.attempts
     return diffs
+
+
+@dataclass(frozen=True)
+class NextBatch:
+    """The slice of the order the next paid run buys (its ``task_names``)."""
+
+    index: int
+    """1-based: the look that follows it."""
+    tasks: tuple[str, ...]
+    end: int
+    """Tasks bought once it is paid (the look's ``batch_ends`` entry)."""
+    last: bool
+    """Its look is the decision's last: the planned maximum, or all the budget buys."""
+
+
+def next_batch(record: DecisionRecord, worst_usd_per_task: float | None) -> NextBatch | None:
+    """The next batch of a decision that goes on, within its dollar budget (each task at
+    its worst case, ``schedule.affordable_tasks``); None once a look stopped it, the
+    planned batches are all paid, or the budget buys no further task."""
+    if record.verdict != "continue" or len(record.looks) < len(record.batch_ends):
+        return None
+    spec = record.spec
+    planned = batch_ends(record.max_tasks, min(spec.looks, record.max_tasks))
+    k = len(record.batch_ends)
+    if k >= len(planned):
+        return None
+    start = record.batch_ends[-1] if record.batch_ends else 0
+    names = record.order[start : planned[k]]
+    last = k + 1 == len(planned)
+    if spec.budget_usd is not None and worst_usd_per_task is not None:
+        fits = affordable_tasks(
+            spec.budget_usd, record.dollars_spent, [worst_usd_per_task] * len(names)
+        )
+        if fits == 0:
+            return None
+        if fits < len(names):
+            names, last = names[:fits], True
+    return NextBatch(k + 1, tuple(names), start + len(names), last)
