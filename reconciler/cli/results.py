@@ -74,6 +74,9 @@ task, the commit that requested it, and whether it is complete or partial.
                         LEFT/RIGHT: ADDR (its newest run), ADDR@RUN or ADDR@RUN#AGENT
                         (RUN: a run name or id, or ~N: N runs before the newest)
   accept ADDR@RUN       record RUN as ADDR's baseline in the lockfile (never a partial run)
+  decide ADDR           a decision ([decide]): verdict, tasks used of the maximum, each
+                        look, α spent, dollars spent and saved; --replay recomputes every
+                        look and prints "match" or the first difference (exit 1)
 
 Each run's summary.csv and results.csv are kept under results/<address>/<run-dir>/ (from
 the local download, else fetched from the Platform on demand) so any two recorded runs
@@ -120,6 +123,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never call the Platform: runs whose files are not kept are shown from the "
         "lockfile's summary (comparisons unpaired)",
+    )
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="decide: recompute every look from the lockfile and the downloaded results; "
+        'print "match" (exit 0) or the first difference (exit 1)',
     )
     parser.add_argument(
         "--width", type=int, metavar="COLUMNS", help="text width (default: the terminal's)"
@@ -196,6 +205,10 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
     try:
         if words[:1] == ["accept"]:
             return _accept(output, root, settings, words[1:])
+        if words[:1] == ["decide"]:
+            from reconciler.cli.results_decide import decide_command
+
+            return decide_command(args, output, state, words[1:], load)
         if words[:1] == ["compare"]:
             return _compare(args, output, state, words[1:], load, margin, store)
         grids = _generator_grids(root, settings, state, words, load, args.seed)

@@ -8,7 +8,6 @@ so a repository of valid configs pays for parsing and checking only.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import re
 import tomllib
@@ -21,6 +20,7 @@ import msgspec
 
 from reconciler import toml_locate as locate
 from reconciler.config import rules
+from reconciler.config.decide import check_decide, parse_decide
 from reconciler.config.discover import (
     GENERATOR_SUFFIX,
     Found,
@@ -31,6 +31,7 @@ from reconciler.config.discover import (
     special_kind,
     unprintable,
 )
+from reconciler.config.keypath import format_path
 from reconciler.config.policy import check_policy
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
@@ -43,9 +44,8 @@ from reconciler.model import (
     attempts_per_task,
     glob_match,
 )
-from reconciler.redact import REDACTED, redact
+from reconciler.redact import redact
 
-_BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
 _DUPLICATE_REASONS = ("Cannot overwrite a value", "Cannot declare")
 _TOML_HINT = "fix the TOML syntax there (reference: https://toml.io/en/v1.0.0)"
 
@@ -106,23 +106,6 @@ class LoadResult(msgspec.Struct, frozen=True):
     @property
     def warnings(self) -> tuple[ConfigIssue, ...]:
         return tuple(issue for issue in self.issues if issue.severity == "warning")
-
-
-def format_path(path: tuple[str | int, ...]) -> str:
-    """``("agents", 1, "model", "api_key_secret")`` -> ``agents[1].model.api_key_secret``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        if looks_like_credential(part):
-            text = REDACTED
-        elif _BARE.match(part):
-            text = part
-        else:
-            text = json.dumps(part, ensure_ascii=False)
-        out += f".{text}" if out else text
-    return out
 
 
 def load_configs(
@@ -326,7 +309,7 @@ def load_file(
                 f"{item.relpath[: -len('.toml')]}{GENERATOR_SUFFIX}`",
             )
         ]
-    problems = check(parsed)
+    problems = check(parsed) + check_decide(parsed)
     issues = _locate(item.relpath, text, problems) if problems else []
     if any(p.severity == "error" for p in problems):
         return None, issues
@@ -392,7 +375,7 @@ def load_generator_file(
         return [], None, issues
     runs: list[DesiredRun] = []
     for cell in expansion.cells:
-        cell_problems = check(cell.config)
+        cell_problems = check(cell.config) + check_decide(cell.config)
         for problem in cell_problems:
             where = problem.at or problem.path
             origin = None
@@ -713,4 +696,5 @@ def _desired_run(item: Found, doc: dict[str, Any]) -> DesiredRun:
         harnesses=tuple(agent.get("harness") for agent in agents),
         secret_names=tuple(secret_names),
         judge_secret=judge,
+        decide=parse_decide(doc, item.relpath) if "decide" in doc else None,
     )

@@ -40,7 +40,9 @@ from reconciler.model.base import (
 from reconciler.model.decision import (
     FUTILITY_RULES,
     MONITORS,
+    DecisionRecord,
     DecisionSpec,
+    LookRecord,
 )
 from reconciler.model.desired import (
     DesiredRun,
@@ -144,7 +146,9 @@ __all__ = [
     "BenchmarkRef",
     "CellSource",
     "DOWNLOAD_TYPES",
+    "DecisionRecord",
     "DecisionSpec",
+    "LookRecord",
     "DesiredRun",
     "Downloads",
     "DriftItem",

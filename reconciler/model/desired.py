@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from reconciler.model.base import DEFAULT_ATTEMPTS_PER_TASK, Frozen
+from reconciler.model.decision import DecisionSpec
 from reconciler.model.generator import CellSource
 
 
@@ -51,6 +52,9 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     has carried out yet (``engine.requests``): a submit of the address carries them out."""
     moved_from: tuple[str, ...] = ()
     """Addresses a generator's ``[[moved]]`` block says this run was recorded under before."""
+    decide: DecisionSpec | None = None
+    """The config's ``[decide]`` table (docs/deciding.md); never part of ``spec`` or its
+    digest, so adding or editing it never replaces a run."""
 
     def planned_attempts(self, tasks: int) -> int:
         """Attempts the Platform schedules for ``tasks`` selected tasks: tasks x agents x

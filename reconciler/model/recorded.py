@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from reconciler.model.base import Frozen, attempts_per_task, canonical_json, digest
+from reconciler.model.decision import DecisionRecord
 from reconciler.model.observed import BenchmarkInfo
 
 RERUNS_KEPT = 20
@@ -371,3 +372,5 @@ class LockState(Frozen, frozen=True, kw_only=True):
     """Address -> the commits whose ``Osmosis-Rerun`` trailer an apply acted on for it,
     oldest first, at most ``RERUNS_KEPT`` (format 3): only these, or a later run of the
     address, consume a request; no other lockfile commit does."""
+    decisions: dict[str, DecisionRecord] = msgspec.field(default_factory=dict)
+    """Address -> its decision (``[decide]``; state/decisions.py): none, no table."""

@@ -40,6 +40,7 @@ from reconciler.model import (
     Settings,
 )
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
+from reconciler.plan.decision import note_decisions
 from reconciler.plan.diff import diff_configs
 from reconciler.plan.draft import CLOCK_SKEW, Draft
 from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
@@ -89,6 +90,7 @@ def compute_plan(
     guard_twins(draft)
     mark_standing(draft)
     check_resolved_rules(draft)
+    note_decisions(draft)
     check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)

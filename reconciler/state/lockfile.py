@@ -334,6 +334,10 @@ def serialize(state: LockState) -> str:
         for address in sorted(state.reruns):
             if state.reruns[address]:
                 out.append(f"{_toml_key(address)} = {_inline(list(state.reruns[address]))}")
+    if state.decisions:
+        from reconciler.state.decisions import emit_decisions
+
+        emit_decisions(out, state.decisions)
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -365,6 +369,7 @@ _HEADER_KEYS = frozenset(
         "baselines",
         "platform_instance",
         "reruns",
+        "decisions",
     }
 )
 _FORMAT3_KEYS = ("platform_instance", "reruns")
@@ -404,6 +409,7 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         baselines=baselines,
         platform_instance=platform_instance,
         reruns=reruns,
+        decisions=_decisions(raw, filename, locator),
     )
 
 
@@ -628,6 +634,15 @@ def _build_reruns(table: Any, filename: str, locator: KeyLines) -> dict[str, tup
             )
         reruns[address] = tuple(commits)
     return reruns
+
+
+def _decisions(raw: Mapping[str, Any], filename: str, locator: Any) -> dict[str, Any]:
+    if "decisions" not in raw:
+        return {}
+    # Imported here: a lockfile without decisions never loads their reader.
+    from reconciler.state.decisions import build_decisions
+
+    return build_decisions(raw["decisions"], filename, locator)
 
 
 def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
