@@ -157,6 +157,7 @@ class Context:
             mode=self.settings.lock,
             ttl=self.settings.lock_ttl,
             env=self.env,
+            project=self.settings.id,
         )
 
     @property
@@ -239,7 +240,7 @@ def open_context(
                     tls.append(httpx.create_ssl_context())
             return httpx.Client(verify=tls[0], timeout=httpx.Timeout(600.0, connect=30.0))
 
-    workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
+    workspace_name = workspace_flag or settings.workspace or env.get("OSMOSIS_WORKSPACE") or None
     git_identity = None
     if workspace_name:
         workspace_name = workspace_name.strip()
