@@ -101,6 +101,7 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
     if args.all and (args.project or args.changed_since or getattr(args, "failed", False)):
         raise UsageError("--all cannot be combined with --project, --changed-since or --failed")
     changed = None
+    git = None
     if args.changed_since:
         git = GitRepo.discover(root.path)
         if git is None:
@@ -118,6 +119,8 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
                 "run osmosis-apply --all first",
             )
     selected = select(root, ids=tuple(args.project), changed=changed, failed=failed)
+    if changed is not None and git is not None:
+        selected += _removed(root, git, args.changed_since)
     if getattr(args, "emit_matrix", False):
         import json
 
@@ -152,6 +155,24 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
     return output.present(
         CommandResult(_ENDINGS.get(code, Ending.FAILED), "projects", body, text=text)
     )
+
+
+def _removed(root: Root, git: Any, base: str) -> list[Any]:
+    """The projects deleted since ``base``, staged to forget or stop their runs."""
+    from reconciler.projects.removed import removed_projects, stage
+    from reconciler.projects.select import Selected
+
+    found = []
+    for removed in removed_projects(root, git, base):
+        verb = "stopped" if removed.on_remove == "stop" else "forgotten"
+        found.append(
+            Selected(
+                stage(root, removed),
+                f"removed: {removed.project.dir} was deleted since {base}; its runs are "
+                f"{verb} (on_project_remove = {removed.on_remove!r})",
+            )
+        )
+    return found
 
 
 def _relative(git_root: Path, root: Path, path: str) -> str | None:

@@ -222,3 +222,31 @@ def test_emit_matrix_lists_the_selected_projects(
             {"project": "b", "dir": "teams/b", "workspace": "", "reason": "all projects (--all)"},
         ]
     }
+
+
+@pytest.mark.parametrize("setting", ["", 'on_project_remove = "stop"\n'])
+def test_a_deleted_project_forgets_its_runs_unless_the_root_says_stop(
+    tmp_path: Path, platform: Platform, setting: str
+) -> None:
+    repo = projects_repo(tmp_path, {"a": "", "gone": ""}, root=ROOT_SETTINGS + setting)
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve", "--format", "json").code == 0
+    git(repo, "add", "-A")
+    commit(repo, "lockfiles")
+    git(repo, "rm", "-r", "-q", "teams/gone")
+    commit(repo, "delete gone")
+    plan = osm.plan("--format", "json", "--changed-since", "HEAD~1")
+    assert plan.code == 0, plan
+    found = entries(plan)
+    verb = "stopped" if setting else "forgotten"
+    assert found["gone"]["reason"].startswith(
+        f"removed: teams/gone was deleted since HEAD~1; its runs are {verb}"
+    )
+    action = "stop" if setting else "forget"
+    assert found["gone"]["actions"][action] == 1, found["gone"]
+    statuses_before = platform.statuses()
+    applied = osm.apply("--auto-approve", "--format", "json", "--changed-since", "HEAD~1")
+    assert applied.code == 0, applied
+    stopped = [r for r, s in platform.statuses().items() if s != statuses_before[r]]
+    assert len(stopped) == (1 if setting else 0)
+    assert platform.submits() == 2
