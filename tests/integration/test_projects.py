@@ -250,3 +250,46 @@ def test_a_deleted_project_forgets_its_runs_unless_the_root_says_stop(
     stopped = [r for r, s in platform.statuses().items() if s != statuses_before[r]]
     assert len(stopped) == (1 if setting else 0)
     assert platform.submits() == 2
+
+
+def test_the_json_document_follows_the_published_schema(tmp_path: Path, platform: Platform) -> None:
+    from .test_machine_output import check_schema
+
+    repo = projects_repo(tmp_path, {"a": "", "b": 'after = ["a"]\n'})
+    check_schema(Osmosis(repo, platform).plan("--format", "json").json())
+    applied = Osmosis(repo, platform).apply("--auto-approve", "--format", "json")
+    assert applied.code == 0, applied
+    check_schema(applied.json())
+
+
+def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:
+    import shlex
+
+    from tests.support import docs
+
+    (block,) = [
+        b
+        for b in docs.blocks(docs.DOCS / "projects.md")
+        if b.lang == "sh" and "## Trying it on the local Platform" in b.headings
+    ]
+    repo = projects_repo(tmp_path, {"coding-agents": "", "browsing": 'after = ["coding-agents"]\n'})
+    write(repo / "teams" / "browsing" / "benchmarks" / "tb" / "new.toml", smoke_config(attempts=2))
+    commit(repo, "browsing grows")
+    osm = Osmosis(repo, platform)
+    outputs = {}
+    for line in block.body.splitlines():
+        name, *args = shlex.split(line)
+        result = osm.run(name, *args)
+        assert result.code == 0, result
+        outputs[line] = result.out
+    assert "coding-agents" in outputs["osmosis-plan --all"]
+    assert "browsing" not in outputs["osmosis-plan --project coding-agents"]
+    assert (
+        "planned because teams/browsing/benchmarks/tb/new.toml changed"
+        in outputs["osmosis-plan --changed-since HEAD~1"]
+    )
+    assert json.loads(outputs["osmosis-plan --emit-matrix"])["include"][0]["project"] == (
+        "coding-agents"
+    )
+    assert platform.submits() == 3
+    assert "No project selected." in outputs["osmosis-apply --failed --auto-approve"]
