@@ -293,3 +293,64 @@ def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:
     )
     assert platform.submits() == 3
     assert "No project selected." in outputs["osmosis-apply --failed --auto-approve"]
+
+
+def test_100_generated_pairs_disjoint_projects_never_wait_overlapping_ones_exclude(
+    tmp_path: Path,
+) -> None:
+    import random
+
+    from reconciler.errors import LockHeldError
+    from reconciler.state.door import LockScope, open_door
+    from reconciler.state.locking import LockKind
+
+    rng = random.Random(38)
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    url = "http://127.0.0.1:8765"
+    outcomes = {"disjoint": 0, "overlapping": 0}
+    for pair in range(100):
+        workspace = rng.choice(["w1", "w2"])
+        first = rng.choice(["a", "b", "c", "d"])
+        second = first if rng.random() < 0.5 else rng.choice(["a", "b", "c", "d"])
+        # Two clones (two lockfiles): only the key can make them meet.
+        scopes = [
+            LockScope(
+                state_path=tmp_path / f"clone{pair}-{side}" / "state" / "osmosis.lock",
+                display="state/osmosis.lock",
+                platform=url,
+                workspace=workspace,
+                env=env,
+                project=project,
+            )
+            for side, project in (("x", first), ("y", second))
+        ]
+        for scope in scopes:
+            scope.state_path.parent.mkdir(parents=True)
+        assert scopes[0].kind() is LockKind.MACHINE
+        with open_door(scopes[0], timeout=0.0, command="first"):
+            if first != second:
+                with open_door(scopes[1], timeout=0.0, command="second"):
+                    outcomes["disjoint"] += 1
+            else:
+                with pytest.raises(LockHeldError):
+                    with open_door(scopes[1], timeout=0.0, command="second"):
+                        pass
+                outcomes["overlapping"] += 1
+    assert outcomes["disjoint"] > 20 and outcomes["overlapping"] > 20
+
+
+def test_an_apply_waits_only_for_its_own_projects_lock(tmp_path: Path, platform: Platform) -> None:
+    from reconciler.state.locking import hold_lock, machine_lock_path
+
+    repo = projects_repo(tmp_path, {"a": "", "b": ""})
+    osm = Osmosis(repo, platform)
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    held = machine_lock_path(platform.url, platform.workspace, env, "a")
+    held.parent.mkdir(parents=True, exist_ok=True)
+    with hold_lock(held, timeout=0.0, command="another apply of a"):
+        result = osm.apply("--auto-approve", "--format", "json", env=env)
+    found = entries(result)
+    assert found["b"]["status"] == "done"
+    assert found["a"]["status"] == "failed"
+    assert any("lock" in e.lower() for e in found["a"]["errors"]), found["a"]
+    assert platform.submits() == 1  # b's; a submitted nothing while its lock was held
