@@ -84,7 +84,7 @@ PROJECT_KEYS = ("id", "after", "on_remove")
 """Settings of one project that it never inherits from the root."""
 ROOT_KEYS = ("projects", "on_project_remove")
 """Settings of the root of many projects, never inherited by a project."""
-_NOT_INHERITED = (*PROJECT_KEYS, *ROOT_KEYS, "benchmarks", "state")
+NOT_INHERITED = (*PROJECT_KEYS, *ROOT_KEYS, "benchmarks", "state")
 """A project's paths are its own: relative to its directory, never the root's."""
 _RULE_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,),
@@ -299,7 +299,7 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
     if "id" in settings:
         parent = _root_of_projects(repo_root)
         if parent is not None:
-            inherited = {k: v for k, v in parent.items() if k not in _NOT_INHERITED}
+            inherited = {k: v for k, v in parent.items() if k not in NOT_INHERITED}
             settings = {**inherited, **settings}
     return settings
 

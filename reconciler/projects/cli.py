@@ -118,7 +118,12 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
                 f"--failed: no apply at the root recorded in {run.LAST_APPLY}",
                 "run osmosis-apply --all first",
             )
-    selected = select(root, ids=tuple(args.project), changed=changed, failed=failed)
+    root_keys = None
+    if changed is not None and git is not None and root.settings_file in changed:
+        root_keys = root_keys_changed(root, git, args.changed_since)
+    selected = select(
+        root, ids=tuple(args.project), changed=changed, failed=failed, root_keys=root_keys
+    )
     if changed is not None and git is not None:
         selected += _removed(root, git, args.changed_since)
     if getattr(args, "emit_matrix", False):
@@ -155,6 +160,25 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
     return output.present(
         CommandResult(_ENDINGS.get(code, Ending.FAILED), "projects", body, text=text)
     )
+
+
+def root_keys_changed(root: Root, git: Any, base: str) -> set[str] | None:
+    """The root settings that changed since ``base`` (None: cannot tell, so all count)."""
+    import tomllib
+
+    from reconciler.config.project import settings_source
+    from reconciler.projects.select import changed_keys
+
+    source = settings_source(root.path)
+    if source is None or source.prefix:  # pyproject.toml: compare as a whole
+        return None
+    path = (root.path / root.settings_file).resolve().relative_to(git.root.resolve())
+    text = git.committed_file(path.as_posix(), base)
+    try:
+        before = tomllib.loads(text.decode("utf-8")) if text is not None else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    return changed_keys(before, source.table)
 
 
 def _removed(root: Root, git: Any, base: str) -> list[Any]:

@@ -4,14 +4,17 @@
 projects whose inputs changed. A project's inputs are what loading its configs reads
 (``config.project.load_project_settings``, ``config.load_configs``): every file in its
 directory (its settings file, its configs and generators under ``benchmarks/``) except what
-the reconciler writes there (its lockfile, ``.osmosis/``), and the root settings file it
-inherits defaults and policy from. A change to the root settings file selects every project.
+the reconciler writes there (its lockfile, ``.osmosis/``), and the settings of the root
+settings file it inherits (a changed setting the project sets itself is not its input).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from reconciler.config.project import NOT_INHERITED, settings_source
 from reconciler.errors import UsageError, closest
 from reconciler.projects.discover import OSMOSIS_DIR, Project, Root
 
@@ -29,6 +32,7 @@ def select(
     ids: tuple[str, ...] = (),
     changed: set[str] | None = None,
     failed: tuple[str, ...] | None = None,
+    root_keys: set[str] | None = None,
 ) -> list[Selected]:
     """The selected projects, in ``after`` order (see the module docstring)."""
     by_id = root.by_id()
@@ -44,18 +48,38 @@ def select(
         return [Selected(p, "all projects (--all)") for p in root.projects]
     selected = []
     for project in root.projects:
-        inputs = sorted(path for path in changed if reads(root, project, path))
+        inputs = sorted(path for path in changed if reads(root, project, path, root_keys))
         if not inputs:
             continue
+        first = inputs[0]
+        if first == root.settings_file and root_keys is not None:
+            first += f" ({', '.join(sorted(inherited(root, project, root_keys)))})"
         more = f" (and {len(inputs) - 1} more)" if len(inputs) > 1 else ""
-        selected.append(Selected(project, f"planned because {inputs[0]} changed{more}"))
+        selected.append(Selected(project, f"planned because {first} changed{more}"))
     return selected
 
 
-def reads(root: Root, project: Project, path: str) -> bool:
-    """Whether loading ``project``'s configs reads the file ``path`` (relative to the root)."""
+def changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
+    """The settings whose values differ between two tables of the root settings file."""
+    return {key for key in set(before) | set(after) if before.get(key) != after.get(key)}
+
+
+def inherited(root: Root, project: Project, keys: set[str]) -> set[str]:
+    """Of the root's changed ``keys``, the ones ``project`` inherits (it does not set them
+    itself); a change of ``projects`` concerns every project."""
+    if "projects" in keys:
+        return {"projects"}
+    source = settings_source(root.path / project.dir)
+    own = set(source.table) if source is not None else set()
+    return keys - own - set(NOT_INHERITED)
+
+
+def reads(root: Root, project: Project, path: str, root_keys: set[str] | None = None) -> bool:
+    """Whether loading ``project``'s configs reads the file ``path`` (relative to the root).
+    The root settings file counts when ``root_keys`` (its changed settings; None: unknown)
+    holds one the project inherits."""
     if path == root.settings_file:
-        return True
+        return root_keys is None or bool(inherited(root, project, root_keys))
     prefix = project.dir + "/"
     if not path.startswith(prefix):
         return False

@@ -122,7 +122,7 @@ def test_changed_since_selects_the_projects_whose_inputs_changed_with_reasons(
     commit(repo, "root settings")
     found = entries(osm.plan("--format", "json", "--changed-since", "HEAD~1"))
     assert sorted(found) == ["a", "b", "c"]
-    assert found["c"]["reason"] == "planned because osmosis.toml changed"
+    assert found["c"]["reason"] == "planned because osmosis.toml (max_stops) changed"
 
 
 def test_moving_a_project_directory_keeps_its_id_and_its_runs(
