@@ -124,7 +124,9 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
     selected = select(
         root, ids=tuple(args.project), changed=changed, failed=failed, root_keys=root_keys
     )
-    if changed is not None and git is not None:
+    if changed is not None and git is not None and not getattr(args, "emit_matrix", False):
+        # A matrix job checks out the new tree, where a deleted project is gone: removals
+        # are planned and applied at the root (docs/projects.md).
         selected += _removed(root, git, args.changed_since)
     if getattr(args, "emit_matrix", False):
         import json
