@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.git import commit, git
-
-from .helpers import Osmosis, Platform, smoke_config
+from tests.support.osmosis import Osmosis, Platform, Result, smoke_config
 
 ROOT_SETTINGS = 'projects = ["teams/*"]\nmax_attempts = 100\n'
 
@@ -44,7 +44,7 @@ def projects_repo(tmp_path: Path, ids: dict[str, str], root: str = ROOT_SETTINGS
     return repo
 
 
-def entries(result) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+def entries(result: Result) -> dict[str, dict[str, Any]]:
     document = result.json()
     assert document["type"] == "projects", document
     return {p["id"]: p for p in document["projects"]}

@@ -19,8 +19,7 @@ from reconciler.projects.cli import root_keys_changed
 from reconciler.projects.discover import load_root
 from reconciler.projects.select import select
 from tests.support.git import commit, git
-
-from .helpers import smoke_config
+from tests.support.osmosis import smoke_config
 
 ROOT = 'projects = ["teams/*", "labs/**/evals"]\nmax_attempts = 100\n'
 PROJECTS = {
@@ -109,7 +108,18 @@ def append(path: str, text: str) -> Callable[[Path], None]:
 
 
 def run_git(*args: str) -> Callable[[Path], None]:
-    return lambda repo: git(repo, *args)
+    def change(repo: Path) -> None:
+        git(repo, *args)
+
+    return change
+
+
+def both(*changes: Callable[[Path], None]) -> Callable[[Path], None]:
+    def change(repo: Path) -> None:
+        for one in changes:
+            one(repo)
+
+    return change
 
 
 CASES: list[tuple[str, Callable[[Path], None]]] = [
@@ -159,21 +169,21 @@ CASES: list[tuple[str, Callable[[Path], None]]] = [
     ("move a project", run_git("mv", "teams/b", "teams/b2")),
     (
         "move to a deep glob",
-        lambda r: ((r / "labs" / "q").mkdir(parents=True), git(r, "mv", "teams/c", "labs/q/evals")),
+        both(edit("labs/q/.keep", ""), run_git("mv", "teams/c", "labs/q/evals")),
     ),
     ("new project", edit("teams/e/osmosis.toml", 'id = "e"\n')),
     (
         "two projects' configs",
-        lambda r: (
-            edit("teams/a/benchmarks/tb/r0.toml", smoke_config(attempts=9))(r),
-            edit("labs/x/evals/benchmarks/tb/r1.toml", smoke_config(attempts=9))(r),
+        both(
+            edit("teams/a/benchmarks/tb/r0.toml", smoke_config(attempts=9)),
+            edit("labs/x/evals/benchmarks/tb/r1.toml", smoke_config(attempts=9)),
         ),
     ),
     (
         "root and a config",
-        lambda r: (
-            append("osmosis.toml", "max_stops = 4\n")(r),
-            edit("teams/d/benchmarks/tb/r0.toml", smoke_config(attempts=5))(r),
+        both(
+            append("osmosis.toml", "max_stops = 4\n"),
+            edit("teams/d/benchmarks/tb/r0.toml", smoke_config(attempts=5)),
         ),
     ),
     ("config of the dependency", edit("teams/a/benchmarks/tb/r1.toml", smoke_config(attempts=6))),
