@@ -100,7 +100,7 @@ def parser() -> Parser:
         "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
     )
     add_selection_flags(parser)
-    from reconciler.projects.cli import add_root_flags
+    from reconciler.cli.projects import add_root_flags
 
     add_root_flags(parser, command="apply")
     parser.add_argument(
@@ -127,7 +127,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             "--refresh-only takes no PLANFILE", "run `osmosis-apply --refresh-only` alone"
         )
     root = repo_root(args)
-    from reconciler.projects.cli import refuse_root_flags, root_command, root_of
+    from reconciler.cli.projects import refuse_root_flags, root_command, root_of
 
     projects = root_of(root)
     if projects is not None:  # a root of many projects (docs/projects.md)

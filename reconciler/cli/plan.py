@@ -58,7 +58,7 @@ def parser() -> Parser:
         help="only plan the configs changed since this git revision (a PR's base)",
     )
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
-    from reconciler.projects.cli import add_root_flags
+    from reconciler.cli.projects import add_root_flags
 
     add_root_flags(parser, command="plan")
     parser.add_argument(
@@ -95,7 +95,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             "a refresh-only plan is recorded with `osmosis-apply --refresh-only`",
         )
     root = repo_root(args)
-    from reconciler.projects.cli import refuse_root_flags, root_command, root_of
+    from reconciler.cli.projects import refuse_root_flags, root_command, root_of
 
     projects = root_of(root)
     if projects is not None:  # a root of many projects (docs/projects.md)

@@ -137,6 +137,11 @@ def find_root(start: Path, dir_flag: str | None = None) -> Path:
     )
 
 
+def has_settings(directory: Path) -> bool:
+    """Whether ``directory`` holds a settings file (``find_root`` stops there)."""
+    return _has_settings(directory)
+
+
 def _has_settings(directory: Path) -> bool:
     if any((directory / name).is_file() for name in SETTINGS_FILES):
         return True

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from reconciler.config.project import (
     SETTINGS_FILES,
-    _has_settings,
     dir_glob_matches,
+    has_settings,
     load_project_settings,
     settings_source,
 )
@@ -118,7 +118,7 @@ def _project_dirs(root: Path, globs: tuple[str, ...]) -> list[Path]:
             if any(part.startswith(".") for part in relative.split("/")):
                 continue
             if candidate.is_dir() and not candidate.is_symlink() and candidate != root:
-                if dir_glob_matches(relative, pattern) and _has_settings(candidate):
+                if dir_glob_matches(relative, pattern) and has_settings(candidate):
                     found.add(candidate)
     return sorted(found)
 

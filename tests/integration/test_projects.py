@@ -253,7 +253,15 @@ def test_a_deleted_project_forgets_its_runs_unless_the_root_says_stop(
 
 
 def test_the_json_document_follows_the_published_schema(tmp_path: Path, platform: Platform) -> None:
-    from .test_machine_output import check_schema
+    from jsonschema import Draft202012Validator
+
+    from reconciler.cli.output import SCHEMA_FILE
+
+    validator = Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+    def check_schema(document: dict[str, Any]) -> None:
+        errors = [e.message for e in validator.iter_errors(document)]
+        assert errors == [], errors
 
     repo = projects_repo(tmp_path, {"a": "", "b": 'after = ["a"]\n'})
     check_schema(Osmosis(repo, platform).plan("--format", "json").json())

