@@ -52,6 +52,7 @@ perf: install
 	$(BIN)/python -m tests.perf.run
 	$(BIN)/python -m tests.perf.bench_toml_emit
 	$(BIN)/python -m tests.perf.bench_retry
+	$(BIN)/python -m tests.perf.bench_projects
 	$(BIN)/python -m pytest -m perf -p no:xdist -s -q tests
 
 reliability: install

@@ -100,6 +100,9 @@ def parser() -> Parser:
         "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
     )
     add_selection_flags(parser)
+    from reconciler.cli.projects import add_root_flags
+
+    add_root_flags(parser, command="apply")
     parser.add_argument(
         "--refresh",
         choices=("incremental", "full"),
@@ -124,6 +127,12 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             "--refresh-only takes no PLANFILE", "run `osmosis-apply --refresh-only` alone"
         )
     root = repo_root(args)
+    from reconciler.cli.projects import refuse_root_flags, root_command, root_of
+
+    projects = root_of(root)
+    if projects is not None:  # a root of many projects (docs/projects.md)
+        return root_command(projects, args, output, "apply")
+    refuse_root_flags(args, "apply")
     if args.force_unlock:
         return _force_unlock(args, root, output)
     from reconciler.cli.output import ApplyReport

@@ -58,6 +58,9 @@ def parser() -> Parser:
         help="only plan the configs changed since this git revision (a PR's base)",
     )
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
+    from reconciler.cli.projects import add_root_flags
+
+    add_root_flags(parser, command="plan")
     parser.add_argument(
         "--refresh",
         choices=("incremental", "full"),
@@ -92,6 +95,12 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             "a refresh-only plan is recorded with `osmosis-apply --refresh-only`",
         )
     root = repo_root(args)
+    from reconciler.cli.projects import refuse_root_flags, root_command, root_of
+
+    projects = root_of(root)
+    if projects is not None:  # a root of many projects (docs/projects.md)
+        return root_command(projects, args, output, "plan")
+    refuse_root_flags(args, "plan")
     if args.validate_only:
         return _validate_only(args, root, output)
     from reconciler.engine import plan as operation

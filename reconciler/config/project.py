@@ -23,6 +23,7 @@ import math
 import os
 import re
 import tomllib
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,21 @@ _TYPES: dict[str, type[Any]] = {
     "policy": list,
     "unknown_outcome_listings": int,
     "unknown_outcome_quiet_minutes": float,
+    # Many projects in one repository (reconciler/projects): a project's settings file
+    # carries its ``id`` (and ``after``, ``on_remove``); the root's lists the ``projects``.
+    "id": str,
+    "workspace": str,
+    "after": list,
+    "on_remove": str,
+    "projects": list,
+    "on_project_remove": str,
 }
+PROJECT_KEYS = ("id", "after", "on_remove")
+"""Settings of one project that it never inherits from the root."""
+ROOT_KEYS = ("projects", "on_project_remove")
+"""Settings of the root of many projects, never inherited by a project."""
+NOT_INHERITED = (*PROJECT_KEYS, *ROOT_KEYS, "benchmarks", "state")
+"""A project's paths are its own: relative to its directory, never the root's."""
 _RULE_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,),
     "match": (list, str),
@@ -120,6 +135,11 @@ def find_root(start: Path, dir_flag: str | None = None) -> Path:
         "run the command inside the repository that holds benchmarks/ and state/, pass "
         "--dir PATH, or create an osmosis.toml at the repository root",
     )
+
+
+def has_settings(directory: Path) -> bool:
+    """Whether ``directory`` holds a settings file (``find_root`` stops there)."""
+    return _has_settings(directory)
 
 
 def _has_settings(directory: Path) -> bool:
@@ -253,12 +273,75 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             value = tuple(parse_download_types(value, where))
         if key == "policy":
             value = parse_policy(value, text, source)
+        if key in ("after", "projects") and not all(
+            isinstance(v, str) and v.strip() for v in value
+        ):
+            example = '["teams/*", "shared/evals"]' if key == "projects" else '["base-models"]'
+            raise UsageError(f"{where}: must be a list of non-empty strings, e.g. {example}")
+        if key == "id":
+            value = value.strip()
+            if not _ID.fullmatch(value):
+                raise UsageError(
+                    f"{where}: {_shown(value)} is not a project id",
+                    "use letters, digits, '.', '_' and '-' (e.g. id = \"coding-agents\"); "
+                    "the id names the project's lock and runs, so pick one that lasts",
+                )
+        if key in ("after", "projects"):
+            value = tuple(v.strip() for v in value)
         if key == "ignore":
             if not all(isinstance(v, str) and v.strip() for v in value):
                 raise UsageError(f'{where}: must be a list of address globs, e.g. ["templates/**"]')
             value = tuple(v.strip().removesuffix(".toml") for v in value)
         settings[key] = value
+    if "id" in settings and "projects" in settings:
+        raise UsageError(
+            f"{source.name}: has both id and projects",
+            "the root lists the projects (projects = [...]); each project's own settings "
+            'file names it (id = "..."): a project cannot hold projects',
+        )
+    if "id" in settings:
+        parent = _root_of_projects(repo_root)
+        if parent is not None:
+            inherited = {k: v for k, v in parent.items() if k not in NOT_INHERITED}
+            settings = {**inherited, **settings}
     return settings
+
+
+def dir_glob_matches(relative: str, glob: str) -> bool:
+    """Whether a directory (relative to the root, ``/``-separated) matches one glob of
+    ``projects``: one ``*`` matches one path component, ``**`` any number of them."""
+    return _match_parts(relative.strip("/").split("/"), glob.strip().strip("/").split("/"))
+
+
+def _match_parts(parts: list[str], pattern: list[str]) -> bool:
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_match_parts(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return (
+        bool(parts) and fnmatchcase(parts[0], pattern[0]) and _match_parts(parts[1:], pattern[1:])
+    )
+
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _root_of_projects(project_dir: Path) -> dict[str, Any] | None:
+    """The settings of the root that lists ``project_dir`` as one of its ``projects``
+    (the nearest directory above it, inside the git work tree, whose settings file has
+    ``projects`` and a glob matching it), or None."""
+    here = project_dir.resolve()
+    for directory in here.parents:
+        if _has_settings(directory):
+            values = load_project_settings(directory)
+            globs = values.get("projects", ())
+            relative = here.relative_to(directory).as_posix()
+            if any(dir_glob_matches(relative, g) for g in globs):
+                return values
+            return None
+        if (directory / ".git").exists():
+            return None
+    return None
 
 
 _SMOKE_KEYS = ("addresses", "above", "tasks", "min_score", "task_names")

@@ -163,6 +163,7 @@ class Context:
             mode=self.settings.lock,
             ttl=self.settings.lock_ttl,
             env=self.env,
+            project=self.settings.id,
         )
 
     @property
@@ -236,7 +237,9 @@ def open_context(
         make_http = _remote_http()
 
     workspace_name, git_identity, label = _workspace_scope(
-        workspace_flag or env.get("OSMOSIS_WORKSPACE") or None, git, local=local is not None
+        workspace_flag or settings.workspace or env.get("OSMOSIS_WORKSPACE") or None,
+        git,
+        local=local is not None,
     )
     client = PlatformClient(
         base_url,

@@ -23,6 +23,8 @@ SETTING_CHOICES: dict[str, tuple[str, ...]] = {
     "unmanaged": get_args(Unmanaged),
     "outputs": get_args(Outputs),
     "lock": get_args(LockKind),
+    "on_remove": get_args(OnDelete),
+    "on_project_remove": get_args(OnDelete),
 }
 """The settings a file may set to one of a few words, and the words, in the order messages
 list them."""
@@ -106,6 +108,20 @@ class Settings(Frozen, frozen=True, kw_only=True):
     task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""
     allow_unestimated: bool = False
     """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    id: str | None = None
+    """The project's id (``id`` in a project's settings file): it names the project's lock
+    and state record beside the Platform and workspace; None: the repository is one project."""
+    workspace: str | None = None
+    """The Platform workspace (``workspace``); ``--workspace`` wins over it, and it wins
+    over ``OSMOSIS_WORKSPACE`` (each project of a repository has its own)."""
+    after: tuple[str, ...] = ()
+    """Projects (ids) whose apply must succeed before this project's (``after``)."""
+    on_remove: str | None = None
+    """``stop`` or ``forget`` the runs of this project when its directory is deleted."""
+    projects: tuple[str, ...] = ()
+    """The root of many projects: globs of their directories."""
+    on_project_remove: str = "forget"
+    """The root's default for a deleted project's runs: ``forget`` or ``stop``."""
     unknown_outcome_listings: int = 3
     """Complete run listings without a matching run, after a submit whose outcome is
     unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""

@@ -40,6 +40,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
     (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
+    (DOCS / "projects.md", "## Trying it on the local Platform"): "test_projects.py",
     (DOCS / "smoke.md", "## When the smoke run did not end well"): "test_smoke_doc.py",
     (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
     (DOCS / "results.md", "## Two runs of one config"): "test_docs_results.py",
