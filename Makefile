@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test lint demo perf reliability fuzz lifecycle stats-decide clean
+.PHONY: install test coverage lint demo perf reliability fuzz lifecycle stats-decide clean
 
 # The demo installs only what it runs (the package, no extra): a first `make demo` does not
 # wait for the test, lint and browser tools (docs/performance.md, "make demo's first run").
@@ -39,9 +39,22 @@ test: install $(OSMOSIS_CLI_VENV)/.done
 	OSMOSIS_REAL_CLI=$$(test -x $(OSMOSIS_CLI_VENV)/bin/osmosis && echo $(CURDIR)/$(OSMOSIS_CLI_VENV)/bin/osmosis) \
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The coverage of reconciler/ (statements and branches) by `make test`'s suite, the commands
+# the tests run as subprocesses included (pyproject's [tool.coverage.run]: patch = subprocess).
+# A separate step so `make test` keeps its speed; .ci/run runs both. COVERAGE_FLOOR is a
+# ratchet: raise it when coverage rises, never lower it. Today's figure: 90.9 % on main at
+# 35dc349 and 90.83 % with these gates (a child that fills the disk is no longer measured;
+# a few lines hang on timing and Hypothesis's draws), so the floor is the lower, 90.8.
+COVERAGE_FLOOR := 90.8
+coverage: install $(OSMOSIS_CLI_VENV)/.done
+	rm -f .coverage .coverage.*
+	OSMOSIS_REAL_CLI=$$(test -x $(OSMOSIS_CLI_VENV)/bin/osmosis && echo $(CURDIR)/$(OSMOSIS_CLI_VENV)/bin/osmosis) \
+	$(BIN)/python -m pytest $(PYTEST_ARGS) -q --cov --cov-report=term --cov-fail-under=$(COVERAGE_FLOOR)
+
+# ruff and mypy (pyproject's [tool.mypy] checks reconciler/ and tests/).
 lint: install
-	$(BIN)/ruff check reconciler tests
-	$(BIN)/ruff format --check reconciler tests
+	$(BIN)/ruff check reconciler tests scripts
+	$(BIN)/ruff format --check reconciler tests scripts
 	$(BIN)/mypy
 
 demo: $(DEMO_STAMP)
@@ -84,4 +97,4 @@ stats-decide: install
 	$(BIN)/python -m tests.stats.sequential $(DECIDE_ARGS)
 
 clean:
-	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt .lifecycle-failure.py
+	rm -rf $(VENV) $(OSMOSIS_CLI_VENV) .osmosis .pytest_cache .hypothesis .fuzz-tallies .fuzz-report.txt .lifecycle-failure.py .coverage .coverage.*

@@ -33,6 +33,7 @@ On main at 35dc349 (issue 33 said 5, 4, yes, 3, 21, 151) this printed 5, 9 (modu
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -95,7 +96,7 @@ def show(figures: dict[str, Any], details: bool) -> str:
         + (f" (longest {longest[0]}, {longest[1]} lines)" if longest else ""),
         f"private names imported            {figures['private_imports']}",
         "coverage                          "
-        + ("no data (run `make coverage`)" if coverage is None else f"{coverage:.1f}%"),
+        + (_no_coverage() if coverage is None else f"{coverage:.2f}%"),
     ]
     if details:
         detail = figures["details"]
@@ -111,6 +112,12 @@ def show(figures: dict[str, Any], details: bool) -> str:
         for entry in detail["private_imports"]:
             lines.append(f"private  {entry}")
     return "\n".join(lines) + "\n"
+
+
+def _no_coverage() -> str:
+    if importlib.util.find_spec("coverage") is None:
+        return "coverage is not installed here (run this with .venv/bin/python)"
+    return "no data (run `make coverage`)"
 
 
 def main(argv: list[str] | None = None) -> int:
