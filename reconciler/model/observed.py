@@ -36,6 +36,9 @@ class ObservedRun:
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
     creator: str | None = None
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
+    creator_name: str | None = None
+    """Who made the run, as the Platform names them (``creator_name``): said beside an
+    unmanaged run and a possible duplicate, so a person knows whom to ask."""
 
 
 class LeaderboardScore(Frozen, frozen=True, kw_only=True):
