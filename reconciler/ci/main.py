@@ -39,7 +39,7 @@ from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
 from reconciler.exit_codes import Ending, exit_code
-from reconciler.paths import read_regular
+from reconciler.paths import read_named
 from reconciler.redact import redact as redact_text
 from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _read_text(path: Path, what: str) -> str:
     """A text file a subcommand was given: regular, bounded (``reconciler.paths``), UTF-8."""
-    data = read_regular(path, what=what)
+    data = read_named(path, what=what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -293,7 +293,7 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     from reconciler.ci.drift import PlanJsonError
 
     try:
-        payload = json.loads(read_regular(path, what="--plan-json"))
+        payload = json.loads(read_named(path, what="--plan-json"))
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read the plan JSON: {exc}") from exc
     if not isinstance(payload, dict):

@@ -156,6 +156,8 @@ class PlatformCore:
         self.public_url = public_url.rstrip("/")
         self.clock = clock
         self.store = Store(self.data_dir)
+        self.instance = self.store.meta("instance")
+        """This data dir's id (``LockState.platform_instance``), made when it was created."""
         self.seed = int(seed) if seed is not None else int(self.store.meta("seed") or 0)
         stored = self.store.speed()
         wanted = speed if speed is not None else (None if stored else self.store.legacy_speed())

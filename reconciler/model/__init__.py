@@ -29,7 +29,9 @@ from reconciler.model.adoption import (
     spec_fingerprint_fields,
 )
 from reconciler.model.base import (
+    DEFAULT_ATTEMPTS_PER_TASK,
     Frozen,
+    attempts_per_task,
     canonical_digest,
     canonical_json,
     digest,
@@ -84,6 +86,7 @@ from reconciler.model.policy import (
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
+    RERUNS_KEPT,
     AgentResult,
     Baseline,
     Downloads,
@@ -98,8 +101,15 @@ from reconciler.model.recorded import (
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
+    SETTING_CHOICES,
+    LockKind,
+    OnChange,
+    OnDelete,
+    Outputs,
+    Refresh,
     Settings,
     SmokeRule,
+    Unmanaged,
 )
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
@@ -109,6 +119,15 @@ from reconciler.model.status import (
 )
 
 __all__ = [
+    "SETTING_CHOICES",
+    "LockKind",
+    "OnChange",
+    "OnDelete",
+    "Outputs",
+    "Refresh",
+    "Unmanaged",
+    "DEFAULT_ATTEMPTS_PER_TASK",
+    "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
     "AddressStatus",
@@ -136,6 +155,7 @@ __all__ = [
     "HistoryEntry",
     "Intent",
     "LOCKFILE_VERSION",
+    "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
     "LockState",

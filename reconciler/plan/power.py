@@ -9,7 +9,7 @@ the measured MDE once both runs exist.
 
 from __future__ import annotations
 
-from reconciler.model import Action
+from reconciler.model import Action, attempts_per_task
 from reconciler.plan.draft import Draft
 from reconciler.results.runs import address_runs
 
@@ -38,7 +38,7 @@ def note_power(draft: Draft) -> None:
         rates = [a.pass_at_1 for a in basis.agents if a.pass_at_1 is not None]
         p = sum(rates) / len(rates)
         mde = planning_mde(p, item.task_count)
-        attempts = (item.spec or {}).get("execution_config", {}).get("attempts_per_task", 1)
+        attempts = attempts_per_task((item.spec or {}).get("execution_config"))
         line = (
             f"power: compared with {basis.label} (pass@1 {p * 100:.1f}%), {item.task_count} "
             f"tasks × {attempts} attempts detect |Δ| ≥ {mde * 100:.1f} pts (80% power; "

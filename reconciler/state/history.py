@@ -59,7 +59,7 @@ def _history_entry(
         and not downloaded
         and run.stage != "smoke"  # a smoke run's outputs are not the address's
     )
-    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
+    per_task = run.attempts_per_task
     return HistoryEntry(
         outputs_pending=True if pending else None,
         benchmark_id=run.benchmark_id,
@@ -68,9 +68,7 @@ def _history_entry(
             for agent in run.spec.get("agents") or []
         )
         or None,
-        attempts_per_task=per_task
-        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
-        else None,
+        attempts_per_task=per_task if per_task > 1 else None,
         address=address or run.address,
         run_id=run.run_id,
         run_name=run.run_name,

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.git import git
-
-from .helpers import BIN_DIR, PROJECT_ROOT, smoke_config
+from tests.support.osmosis import BIN_DIR, PROJECT_ROOT, smoke_config
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 

@@ -17,8 +17,7 @@ from reconciler.config.project import load_project_settings
 from tests.support import docs
 from tests.support.emulator import spawn_emulator, stop_process
 from tests.support.git import git
-
-from .helpers import BIN_DIR, EXAMPLES, cli_env
+from tests.support.osmosis import BIN_DIR, EXAMPLES, cli_env
 
 README, DOCS = docs.README, docs.DOCS
 # (page, the heading a block sits under) -> the test that runs that section's sh blocks.

@@ -16,8 +16,7 @@ from jsonschema import Draft202012Validator
 
 from reconciler.scaffold import WORKFLOWS
 from tests.support.git import git
-
-from .helpers import BIN_DIR, PROJECT_ROOT
+from tests.support.osmosis import BIN_DIR, PROJECT_ROOT
 
 SCHEMA = json.loads((PROJECT_ROOT / "reconciler" / "schema" / "output.schema.json").read_text())
 

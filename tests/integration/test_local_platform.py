@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from reconciler.local_platform import Faults, LocalPlatform
-from reconciler.model import adoption_fingerprint, spec_fingerprint
+from reconciler.model import RunStatus, adoption_fingerprint, spec_fingerprint
 from tests.support.bodies import tb_body
 from tests.support.clock import FakeClock
 
@@ -552,7 +552,7 @@ def test_runs_list_pagination_order_and_filter(srv: LocalServer, http: httpx.Cli
 
 
 def test_seed_runs_honours_the_status_mix(srv: LocalServer, http: httpx.Client) -> None:
-    srv.platform.seed_runs("mixed", 40, status_mix={"finished": 1, "running": 1})
+    srv.platform.seed_runs("mixed", 40, status_mix={RunStatus.FINISHED: 1, RunStatus.RUNNING: 1})
     page = httpx.get(
         f"{srv.url}/api/cli/benchmark-runs", headers=srv.auth("mixed"), params={"limit": 50}
     ).json()

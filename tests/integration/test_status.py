@@ -20,8 +20,7 @@ from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from reconciler.cli.status import main as status_main
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Result,
     init_repo,
@@ -78,7 +77,7 @@ def team(tmp_path_factory: pytest.TempPathFactory):
     server.close()
 
 
-def test_one_row_per_address_with_run_download_baseline_verdict_pending_blocked(team) -> None:  # type: ignore[no-untyped-def]
+def test_one_row_per_address_with_run_download_baseline_verdict_pending_blocked(team) -> None:
     osm, older = team
     lock = read_lock(osm.repo)
     done = osm.status("--format", "json")
@@ -98,7 +97,7 @@ def test_one_row_per_address_with_run_download_baseline_verdict_pending_blocked(
     assert rows[LONG]["baseline"] is None and rows[LONG]["verdict"] is None
 
 
-def test_the_text_table_fits_100_columns_and_shortens_a_long_address(team) -> None:  # type: ignore[no-untyped-def]
+def test_the_text_table_fits_100_columns_and_shortens_a_long_address(team) -> None:
     osm, _ = team
     done = osm.status()
     assert done.code == 0, done
@@ -120,7 +119,7 @@ def test_the_text_table_fits_100_columns_and_shortens_a_long_address(team) -> No
     assert f"| `{LONG}` |" in markdown and "| `tb/needs-a-secret` |" in markdown
 
 
-def test_the_pr_comment_has_the_same_status_in_a_collapsed_section(team, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_pr_comment_has_the_same_status_in_a_collapsed_section(team, tmp_path) -> None:
     osm, older = team
     saved = tmp_path / "plan.json"
     markdown = osm.plan("--format", "markdown", "--out", str(saved))

@@ -31,7 +31,7 @@ from tests.unit.test_workflows import run_actionlint
 SHA = "35dc349762d8620362a6aecd6a1e52630a009bb6"
 
 
-def outcomes(written: list) -> dict[str, Outcome]:  # type: ignore[type-arg]
+def outcomes(written: list) -> dict[str, Outcome]:
     return {w.path: w.outcome for w in written}
 
 
