@@ -157,7 +157,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             from reconciler.render import plan_to_dict
 
             if not saved:
-                output.show(render_plan(plan, args.format, color=output.color))
+                output.show(render_plan(plan, args.format, color=output.color, quiet=output.quiet))
             report.planned(plan, plan_to_dict(plan))
 
         request = operation.ApplyRequest(
@@ -178,7 +178,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         )
         if applied.plan.errors:
             policy_errors(applied.plan.errors, output)
-        if args.wait and not output.machine:
+        if args.wait and not output.machine and not output.quiet:
             _show_downloaded_results(applied, output)
         if applied.result is not None and applied.result.unsuccessful and not output.machine:
             _explain_unsuccessful(ctx, applied, output)

@@ -16,6 +16,8 @@ import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from reconciler.exit_codes import Ending, exit_code
+
 KINDS = ("addresses", "refs")
 """``addresses``: addresses only; ``refs``: addresses and ``ADDRESS@RUN`` of recorded runs."""
 
@@ -83,4 +85,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     kind = args[0] if args and args[0] in KINDS else "addresses"
     for line in candidates(kind, Path.cwd()):
         print(line)
-    return 0
+    return exit_code(Ending.DONE)

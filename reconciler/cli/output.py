@@ -424,15 +424,18 @@ def _dumps(value: Any) -> str:
 # --------------------------------------------------------------------------- plan
 
 
-def render_plan(plan: Plan, fmt: str, *, color: bool) -> str:
-    """The plan as ``--format`` asks for it (the JSON modes print the plan's document)."""
+def render_plan(
+    plan: Plan, fmt: str, *, color: bool, results: bool | None = None, quiet: bool = False
+) -> str:
+    """The plan as ``--format`` asks for it (the JSON modes print the plan's document);
+    ``results`` and ``quiet`` shape the text (``render_text``)."""
     from reconciler.render import render_json, render_markdown, render_text
 
     if fmt == "json":
         return render_json(plan)
     if fmt == "markdown":
         return render_markdown(plan)
-    return render_text(plan, color=color)
+    return render_text(plan, color=color, results=results, quiet=quiet)
 
 
 # --------------------------------------------------------------------------- apply

@@ -75,6 +75,12 @@ def parser() -> Parser:
         "like `osmosis benchmark runs download --overwrite`)",
     )
     parser.add_argument(
+        "--results",
+        action="store_true",
+        help="show the results table of ended runs even when nothing is planned (a plan "
+        'with nothing to do says only "No changes.")',
+    )
+    parser.add_argument(
         "--show-unmanaged",
         action="store_true",
         help="list the workspace's runs this repository does not manage (lists every run)",
@@ -117,7 +123,13 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         from reconciler.render import plan_to_dict
 
         ending = operation.ending(plan, detailed=args.detailed_exitcode)
-        text = render_plan(plan, args.format, color=output.color)
+        text = render_plan(
+            plan,
+            args.format,
+            color=output.color,
+            results=True if args.results else None,
+            quiet=output.quiet,
+        )
         output.present(CommandResult(ending, "plan", plan_to_dict(plan), text=text))
         if args.out:
             from reconciler.engine.saved_plan import save_plan

@@ -709,7 +709,8 @@ class Applier:
             item,
             True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date",
+            f"{result.files_skipped} up to date, in "
+            f"{escape_text(self._recorded_directory(result.directory))}/",
             entry.run_id,
             entry.run_name,
             entry.status,
@@ -774,7 +775,9 @@ class Applier:
             item,
             True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date (an earlier run, kept in the history)",
+            f"{result.files_skipped} up to date, in "
+            f"{escape_text(self._recorded_directory(result.directory))}/ (an earlier run, kept "
+            "in the history)",
             run_id,
             old.run_name,
             old.status,

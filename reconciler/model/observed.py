@@ -38,7 +38,8 @@ class ObservedRun:
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
     creator_name: str | None = None
     """Who created the run, as the Platform names them (``creator_name``): shown when a
-    paid item is blocked by this run (``plan.twins``)."""
+    paid item is blocked by this run (``plan.twins``), beside an unmanaged run and a
+    possible duplicate, so a person knows whom to ask."""
 
 
 class LeaderboardScore(Frozen, frozen=True, kw_only=True):

@@ -125,6 +125,7 @@ def _unmanaged_to_dict(run: ObservedRun) -> dict[str, Any]:
         "benchmark_id": run.benchmark_id,
         "benchmark_name": run.benchmark_name,
         "created_at": run.created_at.isoformat() if run.created_at else None,
+        "creator_name": run.creator_name,
     }
 
 

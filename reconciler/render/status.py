@@ -12,22 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from reconciler.model import AddressStatus
-from reconciler.render.pieces import _md_cell
+from reconciler.render.pieces import _md_cell, shorten_middle
 from reconciler.results.table import Column, fit_table
 
 TEXT_WIDTH = 100
 ADDRESS_MAX = 28
 """An address longer than this is shortened in the middle in the text table."""
 HEADERS = ("address", "run", "status", "downloaded", "baseline", "verdict", "pending", "blocked")
-
-
-def shorten_middle(text: str, width: int) -> str:
-    """``text`` at most ``width`` characters: its start and end, joined by ``…``."""
-    if len(text) <= width:
-        return text
-    keep = width - 1
-    head = (keep + 1) // 2
-    return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
 def _downloaded(value: bool | None) -> str:

@@ -20,6 +20,7 @@ from reconciler.render.pieces import (
     _md_code,
     _md_plain,
     _run_label,
+    shorten_middle,
 )
 from reconciler.results.table import Column, fit_table, wrap_cell
 
@@ -133,8 +134,11 @@ def format_table(
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
+ADDRESS_WIDTH = 28
+"""An address longer than this is shortened in the middle in the text table (never
+wrapped: a wrapped address reads as two; the markdown and JSON carry it whole)."""
 RESULT_COLUMNS = (
-    Column("address", wrap=True),
+    Column("address"),
     Column("run", wrap=True),
     Column("agent", wrap=True),
     Column("pass@1", wrap=True),
@@ -155,7 +159,7 @@ def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[
     out = [*wrap_cell(title, width), ""]
     table = [
         [
-            _e(row.address),
+            shorten_middle(_e(row.address), ADDRESS_WIDTH),
             _result_run(row, with_id=False),
             _agent_label(row.agent),
             _pass_at_1(row.agent),

@@ -177,21 +177,40 @@ def _benchmark_line(item: PlanItem) -> str | None:
 # --------------------------------------------------------------------------- text
 
 
-def render_text(plan: Plan, *, color: bool = False) -> str:
-    """Terraform-like text: header, legend of the symbols present, items, drift, summary."""
+def render_text(
+    plan: Plan, *, color: bool = False, results: bool | None = None, quiet: bool = False
+) -> str:
+    """Terraform-like text: header, legend of the symbols present, items, drift, summary.
+
+    The answer leads: a plan with nothing to do says "No changes." first, alone; the
+    results table of ended runs follows only when asked (``results``; by default only when
+    something is planned, as the items' context). ``quiet`` keeps only what needs a person:
+    the items, drift, warnings, errors and the summary line (nothing at all for a plan with
+    nothing to do)."""
 
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if color else text
 
+    changes = bool(plan.items or plan.drift)
+    show_results = (changes if results is None else results) and not quiet
     out: list[str] = []
-    if plan.items or plan.drift:
+    if not changes and not plan.errors:
+        if quiet and not plan.warnings:
+            return ""
+        out += [NO_CHANGES, ""]
+    if changes and not quiet:
         out += [_header(plan), ""]
-    out += generator_lines(plan)
+    if not quiet:
+        out += generator_lines(plan)
     if plan.items:
-        out.append("Actions are shown with these symbols:")
-        for action in _present_actions(plan):
-            out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
-        out += ["", "Osmosis would:", ""]
+        if not quiet:
+            out.append("Actions are shown with these symbols:")
+            for action in _present_actions(plan):
+                out.append(
+                    f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}"
+                )
+            out.append("")
+        out += ["Osmosis would:", ""]
         for item in plan.items:
             out.append(
                 f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}"
@@ -200,20 +219,20 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
     out += _text_drift(plan, paint)
-    if plan.results:
+    if plan.results and show_results:
         out += _text_results(plan.results)
     if plan.warnings:
         out.append(paint(_YELLOW, "Warnings:"))
         out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
         out.append("")
-    if plan.other_pending:
+    if plan.other_pending and not quiet:
         out += [_other_pending_note(plan), ""]
-    unmanaged = unmanaged_line(plan)
+    unmanaged = unmanaged_line(plan) if not quiet else None
     if unmanaged:
         out += [unmanaged, ""]
         if plan.unmanaged:
             out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
-    ignored = ignored_line(plan)
+    ignored = ignored_line(plan) if not quiet else None
     if ignored:
         out += [ignored, ""]
     for error in plan.errors:
@@ -226,8 +245,10 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
         out.append(
             f"No changes to benchmark runs. {_count(len(plan.drift), 'drift item')} listed above."
         )
-    else:
+    elif plan.errors:
         out.append(NO_CHANGES)
+    while out and out[-1] == "":
+        out.pop()
     return "\n".join(out) + "\n"
 
 

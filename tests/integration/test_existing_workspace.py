@@ -116,6 +116,11 @@ def test_runs_made_elsewhere_are_one_line_not_drift(
     assert doc["unmanaged_count"] == 7
     assert len(doc["unmanaged"]) == 7 and doc["drift"] == []
     assert {u["benchmark_name"] for u in doc["unmanaged"]} == {"Terminal-Bench 2.1"}
+    # Issue 37: each names its creator (the seeded team), in the JSON and the text.
+    team = {user.name for user in HISTORY_TEAM}
+    assert {u["creator_name"] for u in doc["unmanaged"]} <= team
+    rows = [line for line in osm.plan("--show-unmanaged").out.splitlines() if " · created " in line]
+    assert len(rows) == 7 and all(any(row.endswith(f" by {n}") for n in team) for row in rows)
 
 
 def test_unmanaged_setting_ignore_hides_the_line(
@@ -196,6 +201,8 @@ def test_a_duplicate_made_by_hand_after_the_commit_is_drift_naming_both(
     assert "possible duplicate payment" in plan.out
     assert f"{name} ({theirs})" in plan.out
     assert f"{ours['run_name']} ({ours['run_id']})" in plan.out
+    # Issue 37: it names who made it, so a person knows whom to ask.
+    assert f"run {name} ({theirs}) was made by Colleague outside this repository" in plan.out
     assert platform.submits() == 2
 
 
