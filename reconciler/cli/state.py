@@ -35,7 +35,7 @@ from reconciler.engine.state_commands import (
     write_state,
 )
 from reconciler.errors import UsageError
-from reconciler.escaping import escape_text
+from reconciler.escaping import escape_text, unescape_text
 from reconciler.exit_codes import Ending
 from reconciler.model import (
     HistoryEntry,
@@ -45,6 +45,7 @@ from reconciler.model import (
     Settings,
 )
 from reconciler.platform import normalize_platform_url
+from reconciler.state.lockfile import check_state_path
 
 COMMANDS = ("list", "show", "forget", "mv", "resolve", "adopt")
 
@@ -136,13 +137,15 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     if not repo_root.is_dir():
         raise UsageError(f"--dir {args.dir}: no such directory", "pass the repository root")
     settings = resolve_settings(repo_root, {"benchmarks": args.benchmarks, "state": args.state})
+    # Before the lock is taken: a linked state/ would get the lock file and temp files.
+    check_state_path(repo_root, settings.state)
     path, display = repo_root / settings.state, settings.state
     scope = {"platform": _platform_flag(args.platform), "workspace": _workspace_flag(args)}
     json_out = args.format == "json"
 
     if args.command == "list":
         state = read_state(path, display, **scope)
-        patterns = list(args.addresses)
+        patterns = [unescape_text(p) or p if "\\" in p else p for p in args.addresses]
         chosen = entries(state, patterns) if state else []
         if json_out:
             return CommandResult(Ending.DONE, "state_list", list_json(state, display, chosen))
@@ -153,8 +156,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         )
 
     if args.command == "show":
-        address = check_address(args.addresses[0], "ADDR")
         state = read_state(path, display, **scope)
+        address = recorded_address(args.addresses[0], "ADDR", state)
         entry = require_entry(state, address, display)
         assert state is not None
         history = history_of(state, address)
@@ -168,9 +171,10 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             text=escape_text(show_text(entry, history), keep_newlines=True),
         )
 
-    command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
+    command_line = escape_text(f"osmosis-state {args.command} {' '.join(args.addresses)}")
+    known = read_state(path, display, **scope)
     if args.command == "forget":
-        address = check_address(args.addresses[0], "ADDR")
+        address = recorded_address(args.addresses[0], "ADDR", known)
         now = utcnow()
         before, written, entry = write_state(
             repo_root,
@@ -203,9 +207,9 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     if args.command == "adopt":
         return _adopt(args, repo_root, command_line, err, json_out)
     if args.command == "resolve":
-        return _resolve(args, repo_root, settings, command_line, err, scope, json_out)
+        return _resolve(args, repo_root, settings, command_line, err, scope, json_out, known)
 
-    old = check_address(args.addresses[0], "OLD")
+    old = recorded_address(args.addresses[0], "OLD", known)
     new = check_address(args.addresses[1], "NEW")
     now = utcnow()
     before, written, entry = write_state(
@@ -253,8 +257,9 @@ def _resolve(
     err: TextIO,
     scope: dict[str, str | None],
     json_out: bool,
+    known: LockState | None,
 ) -> CommandResult:
-    address = check_address(args.addresses[0], "ADDR")
+    address = recorded_address(args.addresses[0], "ADDR", known)
     if (args.submitted is None) == (not args.not_submitted):
         raise UsageError(
             "osmosis-state resolve needs --submitted RUN or --not-submitted",
@@ -302,10 +307,29 @@ def _resolve(
         else "the next osmosis-apply submits the config"
     )
     text = (
-        f"Resolved {address}: {outcome}; {then} ({display}: serial {before.serial} -> "
+        f"Resolved {escape_text(address)}: {outcome}; {then} ({display}: serial {before.serial} -> "
         f"{written.serial}).\n"
     )
     return CommandResult(Ending.DONE, "state_resolve", text=text)
+
+
+def recorded_address(text: str, what: str, state: LockState | None) -> str:
+    """The address ``text`` names: exactly a recorded one, or one as the text output
+    prints it (escaped: ``tb/\\x1b[2Jsmoke``), else a valid new address (``check_address``).
+
+    The plan refuses a config whose address holds a control character (issue 36), but a
+    lockfile may record one from before: it must still be possible to show, forget, move or
+    resolve it, so such an address is taken as it is recorded, or as printed."""
+    recorded: set[str] = set()
+    if state is not None:
+        recorded = set(state.runs) | {h.address for h in state.history}
+    if text in recorded:
+        return text
+    if "\\" in text:
+        unescaped = unescape_text(text)
+        if unescaped is not None and unescaped in recorded:
+            return unescaped
+    return check_address(text, what)
 
 
 @contextmanager
@@ -493,8 +517,8 @@ def _iso(value: datetime | None) -> str | None:
 
 def _run_text(entry: RecordedRun | HistoryEntry) -> str:
     if entry.run_name and entry.run_id:
-        return f"{entry.run_name} ({entry.run_id})"
-    return entry.run_id or entry.run_name or "-"
+        return escape_text(f"{entry.run_name} ({entry.run_id})")
+    return escape_text(entry.run_id or entry.run_name or "-")
 
 
 def _status_text(entry: RecordedRun) -> str:
@@ -511,7 +535,7 @@ def list_text(
     rows = [("ADDRESS", "RUN", "STATUS", "SOURCE")]
     for e in chosen:
         source = f"imported {e.imported_at:%Y-%m-%d}" if e.imported_at else ""
-        rows.append((e.address, _run_text(e), _status_text(e), source))
+        rows.append((escape_text(e.address), _run_text(e), _status_text(e), source))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [
         "  ".join(
@@ -538,7 +562,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, datetime):
         return _iso(value) or ""
     if isinstance(value, str):
-        return value
+        return escape_text(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -557,7 +581,7 @@ def _flatten(value: Any, prefix: str) -> list[str]:
 
 
 def show_text(entry: RecordedRun, history: list[HistoryEntry]) -> str:
-    lines = [entry.address]
+    lines = [escape_text(entry.address)]
     data = entry.model_dump(exclude_none=True)
     scalars = [
         (k, v)
@@ -601,7 +625,8 @@ def show_text(entry: RecordedRun, history: list[HistoryEntry]) -> str:
 def forget_text(display: str, before: LockState, written: LockState, entry: RecordedRun) -> str:
     status = f", {entry.status}" if entry.status else ""
     return (
-        f"Forgot {entry.address} (run {_run_text(entry)}{status}): its entry moved to the "
+        f"Forgot {escape_text(entry.address)} (run {_run_text(entry)}{status}): its entry "
+        "moved to the "
         f"history of {display} (serial {before.serial} -> {written.serial}).\n"
         "The run itself was not stopped; this repository no longer manages it.\n"
     )
@@ -616,6 +641,6 @@ def mv_text(
     entry: RecordedRun,
 ) -> str:
     return (
-        f"Moved {old} -> {new} (run {_run_text(entry)}) in {display} "
+        f"Moved {escape_text(old)} -> {escape_text(new)} (run {_run_text(entry)}) in {display} "
         f"(serial {before.serial} -> {written.serial}).\n"
     )

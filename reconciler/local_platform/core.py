@@ -60,6 +60,12 @@ ANIMALS = (
 )  # fmt: skip
 
 
+DEFAULT_WORKSPACE = "local"
+"""The workspace of the embedded Platform (what ``osmosis-plan`` uses without a token or an
+``origin``), and so every emulator command's and ``serve``'s default: a secret set or a
+history seeded without ``--workspace`` is where the plan looks."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A workspace: ``catalog`` is ``all`` (every catalog benchmark is in it) or ``added``
@@ -133,7 +139,7 @@ class PlatformCore:
         users: Mapping[str, User] | None = None,
         faults: Faults = Faults(),  # noqa: B008 - frozen dataclass, safe as a default
         auto_workspaces: bool = True,
-        workspaces: Sequence[str] = ("default",),
+        workspaces: Sequence[str] = (DEFAULT_WORKSPACE,),
         public_url: str = "http://localhost",
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -114,6 +114,7 @@ from reconciler.model.settings import (
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
+    AddressStatus,
     RunStatus,
 )
 
@@ -129,6 +130,7 @@ __all__ = [
     "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
+    "AddressStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",

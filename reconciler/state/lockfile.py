@@ -73,7 +73,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, check_named
 from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
     _CONFLICT_END,
     _CONFLICT_MIDDLE,
@@ -702,7 +702,11 @@ def read_lockfile(
 def read_lockfile_bytes(path: Path, name: str) -> bytes | None:
     """The lockfile's bytes, None when there is none; ``StateError`` when the path is not a
     regular file, is over ``MAX_LOCKFILE_BYTES`` or cannot be read. The one read of the
-    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``)."""
+    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``).
+
+    Never through a symlink, for every command (issue 36): ``osmosis-state``, results,
+    logs and import read a linked lockfile (or ``state/``) that the plan refuses."""
+    check_named(path, what="lockfile", error=StateError)
     try:
         info = path.stat()
     except FileNotFoundError:

@@ -18,8 +18,7 @@ from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     LineReader,
     Osmosis,
     Platform,
@@ -408,8 +407,7 @@ def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
     ), blocked
     assert "FAILED" not in blocked and blocked.count("blocked") == 1, blocked
     assert (
-        "  ! tb/locked (blocked, not attempted): Secret(s) not found: NEVER_STORED_KEY"
-        in first.out
+        "  ! tb/locked (blocked, not attempted): Secret(s) not found: NEVER_STORED_KEY" in first.out
     )
 
     # tb/a is stopped outside the tool; once both runs have ended, the download lines and

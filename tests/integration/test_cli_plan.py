@@ -17,8 +17,7 @@ import pytest
 
 from tests.support.clock import FakeClock
 from tests.support.git import git
-
-from .helpers import (
+from tests.support.osmosis import (
     WORKSPACE,
     Osmosis,
     Platform,
@@ -478,7 +477,7 @@ def test_figures_plan_over_1000_configs_with_1000_recorded_terminal_runs(tmp_pat
 
 
 def test_an_invalid_config_makes_no_paid_or_run_call_and_writes_nothing(tmp_path: Path) -> None:
-    from .helpers import RequestLog
+    from tests.support.osmosis import RequestLog
 
     log = RequestLog()
     server = start_platform(tmp_path / "logged-platform", access_log=log)
@@ -530,7 +529,7 @@ def test_each_error_is_printed_once_and_quiet_keeps_only_results(
 
 
 def test_force_color_and_no_color_decide_the_colours(tmp_path: Path, platform: Platform) -> None:
-    from .helpers import _environ, cli_env
+    from tests.support.osmosis import _environ, cli_env
 
     osm = two_configs(tmp_path, platform)
     args = ["--dir", str(osm.repo), "--platform", platform.url, "--workspace", platform.workspace]

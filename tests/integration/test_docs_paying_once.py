@@ -12,8 +12,7 @@ from reconciler.local_platform import Faults
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.docs import section_blocks
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     cli_env,
     init_repo,

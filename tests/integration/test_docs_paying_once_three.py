@@ -19,8 +19,7 @@ from reconciler.local_platform import Faults, LocalPlatform
 from tests.support.clock import FakeClock
 from tests.support.docs import DOCS, blocks
 from tests.support.git import commit, git
-
-from .helpers import (
+from tests.support.osmosis import (
     COLLEAGUE_TOKEN,
     SECRET_VALUE_PREFIX,
     Osmosis,

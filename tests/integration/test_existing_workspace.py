@@ -23,10 +23,10 @@ from pathlib import Path
 from reconciler.config.spec import build_spec
 from reconciler.local_platform import Faults
 from reconciler.local_platform.history import HISTORY_TEAM
+from reconciler.model import RunStatus
 from tests.support.clock import FakeClock
 from tests.support.git import commit, git
-
-from .helpers import (
+from tests.support.osmosis import (
     COLLEAGUE_TOKEN,
     Osmosis,
     Platform,
@@ -65,7 +65,7 @@ def others(platform: Platform, clock: FakeClock, n: int, *, hours_ago: float = 0
             n,
             body=body_of(smoke_config("vendor/elsewhere")),
             created_from=clock.now - HOUR,
-            status_mix={"finished": 0.9, "failed": 0.1},
+            status_mix={RunStatus.FINISHED: 0.9, RunStatus.FAILED: 0.1},
             creators=HISTORY_TEAM,
         )
     finally:
@@ -131,6 +131,8 @@ def test_unmanaged_setting_ignore_hides_the_line(
 def test_converged_plan_cost_does_not_grow_with_history(
     tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
+    requests = platform.requests
+    assert requests is not None
     counts = []
     for round_, extra in enumerate((60, 300)):
         others(platform, clock, extra, hours_ago=10)
@@ -138,17 +140,16 @@ def test_converged_plan_cost_does_not_grow_with_history(
         osm = Osmosis(repo, platform)
         assert osm.apply("--auto-approve").code == 0
         finish_all(osm, clock)
-        assert platform.requests is not None
-        platform.requests.reset()
+        requests.reset()
         plan = osm.plan("--detailed-exitcode")
         assert plan.code == 0, plan
-        counts.append(len(platform.requests.lines))
+        counts.append(len(requests.lines))
     # One page of the list, one catalog read, one secrets list: the same at 61 and 361 runs.
     assert counts[0] == counts[1] <= 4, counts
 
     full = osm.plan("--refresh", "full", "--detailed-exitcode")
     assert full.code == 0, full
-    assert platform.requests.count("GET /api/cli/benchmark-runs") > 3
+    assert requests.count("GET /api/cli/benchmark-runs") > 3
 
 
 # --------------------------------------------------------------------------- adoption
@@ -288,7 +289,9 @@ def test_a_submit_reply_of_the_wrong_shape_keeps_the_intent_and_adopts(
         platform.close()
 
 
-def test_a_hand_edited_run_id_names_the_real_run_and_pays_nothing(tmp_path: Path, platform: Platform) -> None:
+def test_a_hand_edited_run_id_names_the_real_run_and_pays_nothing(
+    tmp_path: Path, platform: Platform
+) -> None:
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
     assert osm.apply("--auto-approve").code == 0
     lockfile = osm.repo / "state" / "osmosis.lock"

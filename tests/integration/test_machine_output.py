@@ -29,8 +29,7 @@ from reconciler.cli.plan import main as plan_main
 from reconciler.cli.state import main as state_main
 from reconciler.state.locking import hold_lock
 from tests.support.clock import FakeClock
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     Result,

@@ -25,8 +25,7 @@ from reconciler.local_platform import Faults, LocalPlatform
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     COLLEAGUE_TOKEN,
     SECRET_VALUE_PREFIX,
     Osmosis,

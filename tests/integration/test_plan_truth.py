@@ -13,8 +13,7 @@ from pathlib import Path
 from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     RequestLog,

@@ -19,8 +19,7 @@ from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from tests.support.browser import PageVisit
 from tests.support.clock import FakeClock
-
-from .helpers import Osmosis, Result, init_repo, read_lock, start_platform
+from tests.support.osmosis import Osmosis, Result, init_repo, read_lock, start_platform
 
 ADDRESS = "tb/security"
 VALIDATOR = Draft202012Validator(

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from tests.support.clock import FakeClock as ManualClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     init_repo,
@@ -176,7 +175,7 @@ def test_skip_smoke_flag_and_trailer(tmp_path: Path, platform: Platform) -> None
 
 
 def test_apply_wait_carries_both_stages(tmp_path: Path) -> None:
-    from .helpers import start_platform
+    from tests.support.osmosis import start_platform
 
     # A Platform on the real clock, sped up, so `--wait` sees both runs end.
     platform = start_platform(tmp_path / "fast-platform", speed=400.0)
@@ -218,7 +217,8 @@ def test_a_crash_after_the_smoke_post_adopts_the_smoke_run(
     assert "intent" not in entry
     # One run on the Platform: the smoke run, paid once.
     assert platform.submits() == 1
-    assert [r.id for r in platform.client().list_runs()] == [entry["run_id"]]
+    with platform.client() as client:
+        assert [r.id for r in client.list_runs()] == [entry["run_id"]]
 
     clock.advance(FINISHED)
     full = plan_items(osm.plan("--format", "json"))["tb/full"]

@@ -12,9 +12,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from reconciler.config.policy import check_policy
-
 from reconciler.model import (
     Action,
+    BenchmarkInfo,
     PolicyRule,
     Reason,
     Rejection,
@@ -24,7 +24,7 @@ from reconciler.model import (
 from reconciler.plan import compute_plan
 from reconciler.plan.smoke import narrowed_spec
 from reconciler.render import render_markdown, render_text
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     HLE,
     NOW,
     TB,
@@ -214,7 +214,9 @@ def _rule_spelling() -> st.SearchStrategy[str]:
     """How a rule may name the benchmark: any accepted spelling, in any case."""
     return st.sampled_from(SPELLINGS).flatmap(
         lambda name: st.lists(st.booleans(), min_size=len(name), max_size=len(name)).map(
-            lambda upper: "".join(c.upper() if u else c.lower() for c, u in zip(name, upper))
+            lambda upper: "".join(
+                c.upper() if u else c.lower() for c, u in zip(name, upper, strict=True)
+            )
         )
     )
 
@@ -227,7 +229,7 @@ def test_no_accepted_spelling_bypasses_a_deny_rule(rule_name: str, config_name: 
     run = desired("hle/a", config_name, models=("openai/gpt-5",))
     models = PolicyRule(name="anthropic only", benchmark=rule_name, models=("anthropic/*",))
     budget = PolicyRule(name="small", benchmark=rule_name, max_attempts=10)
-    benchmarks = {config_name: HLE}
+    benchmarks: dict[str, BenchmarkInfo | None] = {config_name: HLE}
     at_load = check_policy([run], [models], Path("/nonexistent"))
     plan = compute_plan(
         [run],

@@ -29,7 +29,7 @@ from reconciler.plan import (
     drift_fingerprint,
     spec_changes,
 )
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     BENCHMARKS,
     HLE,
     NOW,

@@ -32,7 +32,7 @@ from reconciler.plan import compute_plan
 from reconciler.plan.recheck import still_planned
 from reconciler.plan.restrict import restrict_plan
 from reconciler.state.lockfile import parse, retire_run, serialize
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     ALL_SECRETS,
     NOW,
     desired,
