@@ -341,16 +341,17 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
         )
         return Ending.DONE
-    from reconciler.ci.drift import issue_title, read_drift, render_issue_body
+    from reconciler.ci.drift import issue_title, read_drift, read_standing, render_issue_body
 
-    drift = read_drift(_read_plan_json(args.plan_json))
+    payload = _read_plan_json(args.plan_json)
+    drift = read_drift(payload)
     if not drift:
         output.show("No drift: the drift issue would be closed (or not opened).\n")
         body = ""
         title = None
     else:
         title = issue_title(drift)
-        body = render_issue_body(drift, run_url=run_url)
+        body = render_issue_body(drift, run_url=run_url, standing=read_standing(payload))
         output.show(f"{title}\n\n{body}" + ("" if body.endswith("\n") else "\n"))
     output.result(
         "ci_drift_issue",
@@ -407,10 +408,13 @@ def _github_command(
         )
         return Ending.DONE
     if args.command == "drift-issue":
-        from reconciler.ci.drift import read_drift, sync_drift_issue
+        from reconciler.ci.drift import read_drift, read_standing, sync_drift_issue
 
-        drift = read_drift(_read_plan_json(args.plan_json))
-        decision, number = sync_drift_issue(api, drift, label=args.label, run_url=run_url)
+        payload = _read_plan_json(args.plan_json)
+        drift = read_drift(payload)
+        decision, number = sync_drift_issue(
+            api, drift, label=args.label, run_url=run_url, standing=read_standing(payload)
+        )
         where = f" #{number}" if number is not None else ""
         say(
             f"drift issue: {decision.kind}{where}; {len(drift)} drift item(s), "

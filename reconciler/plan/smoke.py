@@ -120,8 +120,7 @@ def smoke_not_possible(
     details = (
         f"a smoke rule covers {address} ({item.attempts:,} attempts, above {rule.above:,}), "
         "but its smoke run cannot be made: the catalog does not list the tasks of this "
-        f"selection, so the first {rule.tasks} of them cannot be chosen; the full run is not "
-        "submitted in its place",
+        "selection, so none can be chosen for it; the full run is not submitted in its place",
         f"fix: one of: submit the full run without a smoke run, `{skip}` (or an "
         f"`Osmosis-Skip-Smoke: {address}` commit trailer); select tasks the catalog lists in "
         f"[tasks] of {wanted.path} (task_names or categories); or name the smoke run's tasks "

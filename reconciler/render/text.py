@@ -74,8 +74,9 @@ def deferred_text(plan: Plan) -> str:
         return ""
     if s.deferred_each is not None and s.deferred > 1:
         return f"; then {s.deferred:,} × {s.deferred_each:,} attempts after their smoke runs"
-    runs = "" if s.deferred == 1 else f" ({s.deferred:,} full runs)"
-    return f"; then {s.deferred_attempts:,} attempts{runs} after their smoke run{'s' if s.deferred > 1 else ''}"
+    if s.deferred == 1:
+        return f"; then {s.deferred_attempts:,} attempts after its smoke run"
+    return f"; then {s.deferred_attempts:,} attempts ({s.deferred:,} full runs) after their smoke runs"
 
 
 STANDING_NOTE = (

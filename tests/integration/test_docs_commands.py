@@ -43,6 +43,17 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "projects.md", "## Trying it on the local Platform"): "test_projects.py",
     (DOCS / "smoke.md", "## When the smoke run did not end well"): "test_smoke_doc.py",
     (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
+    (DOCS / "paying-once.md", "## Never a twin without a decision"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## A run that went missing is no reason to pay"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## A smoke stage that cannot be made is blocked"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## A re-run request waits for the apply that carries it out"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## Guards read what the Platform resolves"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## Red means something new"): "test_docs_paying_once_three.py",
     (DOCS / "results.md", "## Two runs of one config"): "test_docs_results.py",
     (DOCS / "results.md", "## Every recorded run"): "test_docs_results.py",
     (DOCS / "results.md", "## Comparing two runs"): "test_docs_results.py",

@@ -272,3 +272,24 @@ def test_another_machines_try_out_lockfile_plans_nothing_and_says_so_once() -> N
     mine = observation(missing=missing).model_copy(update={"platform_instance": "lp_theirs"})
     same = compute_plan(configs, theirs, mine, settings())
     assert not any("another machine" in w for w in same.warnings)
+
+
+def test_the_drift_report_lists_standing_blocks_without_counting_them_as_drift() -> None:
+    from reconciler.ci.drift import read_drift, read_standing, render_issue_body
+
+    payload = {
+        "drift": [
+            {"kind": "run_missing", "address": "a", "run_id": "r", "message": "m",
+             "fingerprint": "sha256:" + "0" * 64}
+        ],
+        "actions": [
+            {"address": "tb/full", "action": "blocked", "standing": True,
+             "details": ["the smoke run ended failed: ..."], "reason": "smoke_failed"},
+            {"address": "tb/new", "action": "blocked", "standing": False, "details": ["x"]},
+        ],
+    }  # fmt: skip
+    standing = read_standing(payload)
+    assert standing == (("tb/full", "the smoke run ended failed: ..."),)
+    body = render_issue_body(read_drift(payload), standing=standing)
+    assert "**Standing blocks**" in body and "- tb/full: the smoke run ended failed" in body
+    assert len(read_drift(payload)) == 1
