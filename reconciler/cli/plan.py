@@ -157,20 +157,25 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> Endi
 
 
 def _blocked(plan: Plan, output: Output) -> None:
-    """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
-    a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
+    """New blocked items fail the plan (exit 4): the plan shows each with its fix; scripts
+    get a diagnostic per item (and, in the JSON modes, people read them on stderr). A
+    standing block (recorded by an earlier apply) is a warning: listed, not red."""
     from reconciler.model import Action
 
     for item in plan.items:
         if item.action is not Action.BLOCKED:
             continue
+        standing = " (standing)" if item.standing else ""
         message = (
-            f"{item.address} (blocked): {item.details[0] if item.details else item.reason.value}"
+            f"{item.address} (blocked{standing}): "
+            f"{item.details[0] if item.details else item.reason.value}"
         )
         fix = next((d for d in item.details if d.startswith("fix:")), None)
+        severity = "warning" if item.standing else "error"
         if output.machine:
-            output.err.write(f"Error: {message}\n" + (f"  {fix}\n" if fix else ""))
-        output.diagnose(Diagnostic("error", "Blocked", message, fix))
+            label = "Warning" if item.standing else "Error"
+            output.err.write(f"{label}: {message}\n" + (f"  {fix}\n" if fix else ""))
+        output.diagnose(Diagnostic(severity, "Blocked", message, fix))
 
 
 def policy_errors(errors: Sequence[str], output: Output) -> None:

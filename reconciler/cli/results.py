@@ -33,6 +33,7 @@ from reconciler.exit_codes import Ending
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
 from reconciler.outputs.kept import ResultsStore
+from reconciler.paths import write_named
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare
@@ -57,7 +58,7 @@ from reconciler.results.report import (
 )
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
 from reconciler.state.door import LockScope, open_door
-from reconciler.state.lockfile import new_state, read_lockfile
+from reconciler.state.lockfile import check_state_path, new_state, read_lockfile
 
 DESCRIPTION = """\
 Results you can decide with: every recorded run of each address (current and history)
@@ -185,6 +186,7 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
         raise UsageError("--margin must be between 0 and 100 (percentage points)")
     margin = margin_pp / 100
     state_path = root / settings.state
+    check_state_path(root, settings.state)  # accept writes it; nothing is read through a link
     state = read_lockfile(state_path, platform=None, workspace=None, display_path=settings.state)
     words = list(args.args)
     platform = _Platform(args, root, state)
@@ -398,12 +400,9 @@ def _write_html(
             if found is not None and found.paired:
                 outcomes[line.report.run.run_id] = found
     text = html_report.render_html(reports, outcomes, comparisons, grids=grids)
-    target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.partial")
-        temp.write_text(text, encoding="utf-8")
-        temp.replace(target)
+        # Anywhere the user names, never through a symlink (reconciler.paths, issue 36).
+        write_named(path, text.encode("utf-8"), what="--html")
     except OSError as exc:
         raise UsageError(
             f"--html {path}: cannot write the report: {exc.strerror or exc}",

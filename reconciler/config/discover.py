@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from reconciler.escaping import escape_text
 from reconciler.paths import check_inside, describe_link
 
 CONFIG_SUFFIX = ".toml"
@@ -95,6 +96,45 @@ def bad_name_byte(name: str) -> int | None:
     except UnicodeDecodeError as exc:
         return raw[exc.start]
     return None
+
+
+def unprintable(found: list[Found]) -> tuple[list[Found], list[Refused]]:
+    """The configs whose address prints as itself, and the others refused (issue 36).
+
+    An address with a control character (an escape sequence, a newline), a bidirectional
+    override or a backslash in its path was planned, applied and recorded, and then could
+    not be named to ``osmosis-state`` (it is printed escaped everywhere). Refused here, by
+    file, before anything is planned or paid; addresses already recorded so can still be
+    edited (``osmosis-state`` takes them exact or as printed)."""
+    kept: list[Found] = []
+    refused: list[Refused] = []
+    for item in found:
+        shown = escape_text(item.address)
+        if shown == item.address:
+            kept.append(item)
+            continue
+        bad = next(c for c in item.address if escape_text(c) != c)
+        refused.append(
+            Refused(
+                item.relpath,
+                f"the path holds {_char_kind(bad)} ({escape_text(bad)}), so its address "
+                f"{shown} cannot be typed or printed as it is",
+                "rename the file (and its directories) with printable characters: an "
+                "address is the config's path, recorded in the lockfile and named to "
+                "osmosis-state",
+            )
+        )
+    return kept, refused
+
+
+def _char_kind(char: str) -> str:
+    if char == "\\":
+        return "a backslash"
+    if ord(char) < 32 or 0x7F <= ord(char) <= 0x9F:
+        return "a control character"
+    if char in "\u2028\u2029":
+        return "a line separator"
+    return "a bidirectional control"
 
 
 def check_root(repo_root: str, rel: str) -> str:

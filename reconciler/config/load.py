@@ -29,6 +29,7 @@ from reconciler.config.discover import (
     is_generator,
     looks_like_generator,
     special_kind,
+    unprintable,
 )
 from reconciler.config.keypath import format_path
 from reconciler.config.policy import check_policy
@@ -125,6 +126,8 @@ def load_configs(
     repo_root = Path(repo_root)
     try:
         found, refused = discover(repo_root, benchmarks_dir)
+        found, unnamed = unprintable(found)
+        refused = sorted([*refused, *unnamed], key=lambda r: r.relpath)
     except RootError as exc:
         return LoadResult(
             (), (ConfigIssue(benchmarks_dir, None, None, "", exc.message, exc.hint),), 0

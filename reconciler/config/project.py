@@ -261,13 +261,14 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
     return settings
 
 
-_SMOKE_KEYS = ("addresses", "above", "tasks", "min_score")
+_SMOKE_KEYS = ("addresses", "above", "tasks", "min_score", "task_names")
 
 
 def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
     """The ``smoke`` setting: one table or a list of tables (``[[smoke]]``), each with
     ``addresses`` (globs, default every address), ``above`` (planned attempts, required),
-    ``tasks`` (default 1) and ``min_score`` (a fraction, optional)."""
+    ``tasks`` (default 1), ``min_score`` (a fraction, optional) and ``task_names`` (the
+    smoke run's tasks by name, optional)."""
     tables = [value] if isinstance(value, dict) else value
     example = '[[smoke]] with addresses = ["**"], above = 100'
     if not isinstance(tables, list) or not tables:
@@ -311,12 +312,19 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
                 f"{at}.min_score: must be a fraction between 0 and 1, got {score!r}",
                 "e.g. min_score = 0.2 (best pass@1 of the smoke run)",
             )
+        names = table.get("task_names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+            raise UsageError(
+                f"{at}.task_names: must be a list of task names, got {names!r}",
+                'e.g. task_names = ["hle/q-0001"] (the smoke run\'s tasks)',
+            )
         rules.append(
             SmokeRule(
                 addresses=tuple(a.strip().removesuffix(".toml") for a in addresses),
                 above=above,
                 tasks=tasks,
                 min_score=None if score is None else float(score),
+                task_names=tuple(dict.fromkeys(n.strip() for n in names)),
             )
         )
     return tuple(rules)

@@ -71,6 +71,12 @@ class Context:
     tryout: bool = False
     """A try-out against the embedded Platform in a repository whose lockfile belongs to a
     real Platform: its state lives in ``TRYOUT_STATE`` and the team's lockfile is untouched."""
+
+    @property
+    def platform_instance(self) -> str | None:
+        """The embedded Platform's instance (its data dir's id); None for any other."""
+        return getattr(self.local, "instance", None) if self.local is not None else None
+
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
     _http_build: threading.Thread | None = field(default=None, init=False, repr=False)
     _http_error: BaseException | None = field(default=None, init=False, repr=False)

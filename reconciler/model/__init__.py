@@ -88,6 +88,7 @@ from reconciler.model.policy import (
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
+    RERUNS_KEPT,
     AgentResult,
     Baseline,
     Downloads,
@@ -115,6 +116,7 @@ from reconciler.model.settings import (
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
+    AddressStatus,
     RunStatus,
 )
 
@@ -130,6 +132,7 @@ __all__ = [
     "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
+    "AddressStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",
@@ -156,6 +159,7 @@ __all__ = [
     "HistoryEntry",
     "Intent",
     "LOCKFILE_VERSION",
+    "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
     "LockState",

@@ -47,6 +47,9 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     created before it cannot be one this repository's apply submitted for this content."""
     source: CellSource | None = None
     """For a run expanded from a generator (``*.matrix.toml``): the file and the cell."""
+    reruns: tuple[str, ...] = ()
+    """Commits whose ``Osmosis-Rerun`` trailer asks to re-run this address and that no apply
+    has carried out yet (``engine.requests``): a submit of the address carries them out."""
     moved_from: tuple[str, ...] = ()
     """Addresses a generator's ``[[moved]]`` block says this run was recorded under before."""
     decide: DecisionSpec | None = None

@@ -36,6 +36,9 @@ class ObservedRun:
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
     creator: str | None = None
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
+    creator_name: str | None = None
+    """Who created the run, as the Platform names them (``creator_name``): shown when a
+    paid item is blocked by this run (``plan.twins``)."""
 
 
 class LeaderboardScore(Frozen, frozen=True, kw_only=True):
@@ -148,6 +151,9 @@ class Observation(Frozen, frozen=True, kw_only=True):
     catalog: tuple[BenchmarkRef, ...] | None = None
     """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
     None when not listed."""
+    platform_instance: str | None = None
+    """With the embedded Platform: its instance (its data directory's id), to compare with
+    the one the lockfile records (``LockState.platform_instance``); None otherwise."""
     vouched: frozenset[str] = frozenset()
     """Run ids the remote state record of this Platform and workspace names (the lockfile
     the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses

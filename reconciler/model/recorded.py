@@ -15,14 +15,18 @@ from reconciler.model.base import Frozen, attempts_per_task, canonical_json, dig
 from reconciler.model.decision import DecisionRecord
 from reconciler.model.observed import BenchmarkInfo
 
+RERUNS_KEPT = 20
+"""Re-run request commits kept per address (``LockState.reruns``)."""
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-LOCKFILE_VERSION = 2
+LOCKFILE_VERSION = 3
 """The lockfile format this version writes; older ones are read and migrated on write
 (``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
 (``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
 and what a history entry keeps (pending downloads, the cost inputs), and ``stage`` (smoke
-runs) on entries, intents and history."""
+runs) on entries, intents and history. Format 3 adds the embedded Platform instance that
+wrote it (``LockState.platform_instance``) and the re-run requests acted on
+(``LockState.reruns``)."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -341,5 +345,13 @@ class LockState(Frozen, frozen=True, kw_only=True):
     """Newest first, capped per address."""
     baselines: dict[str, Baseline] = msgspec.field(default_factory=dict)
     """Address -> its accepted baseline run (format 2)."""
+    platform_instance: str | None = None
+    """With ``platform = "local"``: the instance of the embedded Platform that wrote this
+    state (its data directory's id, format 3). A clone on another machine has another
+    instance, where none of these runs exist: its plan says so and pays for nothing."""
+    reruns: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    """Address -> the commits whose ``Osmosis-Rerun`` trailer an apply acted on for it,
+    oldest first, at most ``RERUNS_KEPT`` (format 3): only these, or a later run of the
+    address, consume a request; no other lockfile commit does."""
     decisions: dict[str, DecisionRecord] = msgspec.field(default_factory=dict)
     """Address -> its decision (``[decide]``; state/decisions.py): none, no table."""

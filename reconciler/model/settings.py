@@ -40,6 +40,9 @@ class SmokeRule(Frozen, frozen=True, kw_only=True):
     """Tasks of the smoke run: the first ones, in catalog order, of the config's selection."""
     min_score: float | None = None
     """Best pass@1 (a fraction) the smoke run must reach; None: no score is asked for."""
+    task_names: tuple[str, ...] = ()
+    """The smoke run's tasks, by name, when given: for a selection whose tasks the catalog
+    does not list (a task set of HLE), where the first ``tasks`` cannot be chosen."""
 
 
 class Settings(Frozen, frozen=True, kw_only=True):
@@ -108,3 +111,7 @@ class Settings(Frozen, frozen=True, kw_only=True):
     unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
     unknown_outcome_quiet_minutes: float = 30.0
     """Minutes since such a submit that those listings must span."""
+    allow_duplicate: tuple[str, ...] = ()
+    """Address globs that may pay for a run although an identical active run exists that
+    this repository has no evidence for (``--allow-duplicate``, an
+    ``Osmosis-Allow-Duplicate`` trailer; ``plan.twins``)."""

@@ -128,6 +128,7 @@ def paid_item(
         "warnings": tuple(found.warnings),
         "requested_by": wanted.requested_by,
         "requested_subject": wanted.requested_subject,
+        "reruns": wanted.reruns,
     }
     if benchmark is not None and (
         benchmark.source_url is not None or benchmark.pass_threshold is not None

@@ -85,13 +85,12 @@ def stage_paid_item(
     if skipped(settings, item.address):
         smoke = Smoke(stage="skipped", full_attempts=item.attempts)
         return item.model_copy(update={"smoke": smoke})
-    if not selected:
-        note = (
-            "smoke stage not possible: the catalog does not list this selection's tasks, so "
-            "the full run is submitted at once"
-        )
-        return item.model_copy(update={"warnings": (*item.warnings, note)})
-    tasks = selected[: rule.tasks]
+    if rule.task_names:
+        tasks = rule.task_names
+    elif selected:
+        tasks = selected[: rule.tasks]
+    else:
+        return smoke_not_possible(settings, item, wanted, rule)
     smoke = Smoke(
         stage=SMOKE,
         smoke_attempts=len(tasks) * wanted.agent_count,  # one attempt per task
@@ -105,6 +104,41 @@ def stage_paid_item(
             "attempts": smoke.smoke_attempts,
             "smoke": smoke,
             "cost": None,
+        }
+    )
+
+
+def smoke_not_possible(
+    settings: Settings, item: PlanItem, wanted: DesiredRun, rule: SmokeRule
+) -> PlanItem:
+    """A staged config whose smoke run cannot be made (the catalog does not list the tasks
+    of its selection), blocked: the full run is never paid in its place (issue 34: HLE with
+    ``task_set = "parity"`` paid 1,245 attempts at once, with a warning and exit 0)."""
+    address = wanted.address
+    skip = f"osmosis-apply --skip-smoke {shlex.quote(address)}"
+    details = (
+        f"a smoke rule covers {address} ({item.attempts:,} attempts, above {rule.above:,}), "
+        "but its smoke run cannot be made: the catalog does not list the tasks of this "
+        f"selection, so the first {rule.tasks} of them cannot be chosen; the full run is not "
+        "submitted in its place",
+        f"fix: one of: submit the full run without a smoke run, `{skip}` (or an "
+        f"`Osmosis-Skip-Smoke: {address}` commit trailer); select tasks the catalog lists in "
+        f"[tasks] of {wanted.path} (task_names or categories); or name the smoke run's tasks "
+        f'in its smoke rule, `task_names = ["..."]` in its [[smoke]] table '
+        f"({settings.settings_where})",
+    )
+    smoke = Smoke(stage=SMOKE, full_attempts=item.attempts)
+    return item.model_copy(
+        update={
+            "action": Action.BLOCKED,
+            "reason": Reason.SMOKE_NOT_POSSIBLE,
+            "details": (*details, *item.details),
+            "blocked": Blocked(
+                intended_action=item.action,
+                intended_reason=item.reason,
+                fixes=(Fix(command=skip),),
+            ),
+            "smoke": smoke,
         }
     )
 

@@ -34,7 +34,7 @@ from reconciler.render.pieces import (
     unmanaged_line,
 )
 from reconciler.render.tables import _md_results
-from reconciler.render.text import _item_body, smoke_suffix, summary_line
+from reconciler.render.text import STANDING_NOTE, _item_body, smoke_suffix, summary_line
 
 
 def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
@@ -137,6 +137,8 @@ def _md_blocked(plan: Plan, comment: _Comment) -> None:
     body = ""
     for item in blocked:
         entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
+        if item.standing:
+            entry += f"  - standing: {_md_text(STANDING_NOTE)}\n"
         entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
         if comment.fits(heading, body, entry, "\n"):
             body += entry

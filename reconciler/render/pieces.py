@@ -61,6 +61,9 @@ REASON_TEXT = {
     Reason.SMOKE_PASSED: "its smoke run ended well",
     Reason.SMOKE_FAILED: "its smoke run did not end well",
     Reason.OUTCOME_UNKNOWN: "a submit's outcome is unknown (no matching run listed yet)",
+    Reason.TWIN_ACTIVE: "an identical run is active that this repository has no evidence for",
+    Reason.RUN_MISSING_UNDECIDED: "recorded run not listed; it may still be running",
+    Reason.SMOKE_NOT_POSSIBLE: "its smoke stage cannot be made",
 }
 
 DRIFT_TEXT = {

@@ -8,6 +8,7 @@ from reconciler.model import (
     Action,
     Plan,
     PlanItem,
+    Reason,
 )
 from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
@@ -49,7 +50,8 @@ def summary_line(plan: Plan) -> str:
     if s.move:
         parts.append(f"{s.move:,} to move")
     if s.blocked:
-        parts.append(f"{s.blocked:,} blocked")
+        standing = f" ({s.standing:,} standing)" if s.standing else ""
+        parts.append(f"{s.blocked:,} blocked{standing}")
     unknown = sum(1 for item in plan.items if item.action is Action.UNKNOWN)
     if unknown:
         parts.append(f"{unknown:,} unknown outcome{'' if unknown == 1 else 's'}")
@@ -61,8 +63,25 @@ def summary_line(plan: Plan) -> str:
             cost += f" (+{s.unestimated:,} without an estimate)"
     elif s.unestimated:
         cost = ", dollars unknown"
-    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}{deferred_text(plan)}."
 
+
+def deferred_text(plan: Plan) -> str:
+    """``; then 4 × 462 attempts after their smoke runs``: what this apply does not pay yet."""
+    s = plan.summary
+    if not s.deferred:
+        return ""
+    if s.deferred_each is not None and s.deferred > 1:
+        return f"; then {s.deferred:,} × {s.deferred_each:,} attempts after their smoke runs"
+    runs = "" if s.deferred == 1 else f" ({s.deferred:,} full runs)"
+    return f"; then {s.deferred_attempts:,} attempts{runs} after their smoke run{'s' if s.deferred > 1 else ''}"
+
+
+STANDING_NOTE = (
+    "this block is recorded in the lockfile since an earlier apply; it is listed until it is "
+    "fixed, and does not fail the plan"
+)
+"""Said under a standing blocked item (``PlanItem.standing``)."""
 
 UNKNOWN_COST = "dollars unknown (no recorded run of its model)"
 """A paid item without an estimate: the only basis of one is what recorded runs of the same
@@ -86,6 +105,14 @@ def smoke_suffix(item: PlanItem) -> str:
             f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,})"
         )
+    if item.reason is Reason.SMOKE_NOT_POSSIBLE:
+        return f" (blocked: its smoke run cannot be made; the full run is {smoke.full_attempts:,})"
+    if smoke.stage == "smoke" and item.reason is not Reason.SMOKE_FAILED:
+        # Blocked before its smoke run was paid (a twin, a refusal): both sizes, as planned.
+        return (
+            f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
+            f"then {smoke.full_attempts:,}; blocked)"
+        )
     if smoke.stage == "full":
         if smoke.smoke_run_id is None:
             return " (full run: its lost submit sent again)"
@@ -98,6 +125,8 @@ def smoke_suffix(item: PlanItem) -> str:
 def _item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
+    if item.standing:
+        lines.append(f"standing: {STANDING_NOTE}")
     source = source_line(item)
     if source:
         lines.append(source)

@@ -180,7 +180,7 @@ def _unpaired(
     if la is None or ra is None or la.pass_at_1 is None or ra.pass_at_1 is None:
         raise UsageError(
             f"cannot compare {left.label} with {right.label}: no per-task results and no "
-            "recorded pass@1 for both",
+            "recorded pass@1 for both (" + "; ".join(missing) + ")",
             "run `osmosis-apply` to download the ended runs' outputs, or check the "
             "Platform is reachable so `osmosis-results` can fetch them",
         )

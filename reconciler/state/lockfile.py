@@ -73,7 +73,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, check_named
 from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
     _CONFLICT_END,
     _CONFLICT_MIDDLE,
@@ -306,6 +306,8 @@ def serialize(state: LockState) -> str:
         out.append(f"repository = {_toml_str(state.repository)}")
     if state.root_commit is not None:
         out.append(f"root_commit = {_toml_str(state.root_commit)}")
+    if state.platform_instance is not None:
+        out.append(f"platform_instance = {_toml_str(state.platform_instance)}")
     if state.observed_until is not None:
         out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
@@ -326,6 +328,12 @@ def serialize(state: LockState) -> str:
             f"baselines.{_toml_key(address)}",
             [(name, getattr(baseline, name)) for name in Baseline.field_names()],
         )
+    if any(state.reruns.values()):
+        out.append("")
+        out.append("[reruns]")
+        for address in sorted(state.reruns):
+            if state.reruns[address]:
+                out.append(f"{_toml_key(address)} = {_inline(list(state.reruns[address]))}")
     if state.decisions:
         from reconciler.state.decisions import emit_decisions
 
@@ -359,9 +367,14 @@ _HEADER_KEYS = frozenset(
         "rejections",
         "history",
         "baselines",
+        "platform_instance",
+        "reruns",
         "decisions",
     }
 )
+_FORMAT3_KEYS = ("platform_instance", "reruns")
+"""Keys a lockfile of format 3 may hold and an older one may not."""
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40,64}")
 
 HEADER_BYTES = _PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
@@ -380,6 +393,7 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         raw = migrate_v1(raw)
     repository, root_commit, observed_until = _optional_header(raw, filename, locator)
     runs, rejections, history, baselines = _build_tables(raw, filename, locator, specs)
+    platform_instance, reruns = _format3_fields(raw, filename, locator)
     return LockState(
         version=version,
         lineage=raw["lineage"],
@@ -393,6 +407,8 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         rejections=rejections,
         history=history,
         baselines=baselines,
+        platform_instance=platform_instance,
+        reruns=reruns,
         decisions=_decisions(raw, filename, locator),
     )
 
@@ -497,6 +513,10 @@ def _check_header(raw: Mapping[str, Any], filename: str, locator: KeyLines) -> t
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
     if version == 1 and "root_commit" in raw:
         raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+    if version < 3:
+        newer = next((key for key in _FORMAT3_KEYS if key in raw), None)
+        if newer is not None:
+            raise _shape_error(filename, locator, [newer], f"unknown key in format {version}")
     return version, serial
 
 
@@ -580,6 +600,42 @@ def _build_tables(
     return runs, rejections, history, baselines
 
 
+def _format3_fields(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines
+) -> tuple[str | None, dict[str, tuple[str, ...]]]:
+    """``platform_instance`` and ``[reruns]`` (format 3), each checked when present."""
+    platform_instance = raw.get("platform_instance")
+    if platform_instance is not None and (
+        not isinstance(platform_instance, str) or not platform_instance.strip()
+    ):
+        raise _shape_error(
+            filename,
+            locator,
+            ["platform_instance"],
+            f"must be a non-empty string (found {_describe_input(platform_instance)})",
+        )
+    return platform_instance, _build_reruns(raw.get("reruns", {}), filename, locator)
+
+
+def _build_reruns(table: Any, filename: str, locator: KeyLines) -> dict[str, tuple[str, ...]]:
+    """``[reruns]``: address -> the commits whose re-run request an apply acted on."""
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, ["reruns"], "must be a table of addresses")
+    reruns: dict[str, tuple[str, ...]] = {}
+    for address, commits in table.items():
+        if not isinstance(commits, list) or not all(
+            isinstance(c, str) and _COMMIT_SHA.fullmatch(c) for c in commits
+        ):
+            raise _shape_error(
+                filename,
+                locator,
+                ["reruns", address],
+                f"must be a list of commit shas (found {_describe_input(commits)})",
+            )
+        reruns[address] = tuple(commits)
+    return reruns
+
+
 def _decisions(raw: Mapping[str, Any], filename: str, locator: Any) -> dict[str, Any]:
     if "decisions" not in raw:
         return {}
@@ -661,7 +717,11 @@ def read_lockfile(
 def read_lockfile_bytes(path: Path, name: str) -> bytes | None:
     """The lockfile's bytes, None when there is none; ``StateError`` when the path is not a
     regular file, is over ``MAX_LOCKFILE_BYTES`` or cannot be read. The one read of the
-    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``)."""
+    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``).
+
+    Never through a symlink, for every command (issue 36): ``osmosis-state``, results,
+    logs and import read a linked lockfile (or ``state/``) that the plan refuses."""
+    check_named(path, what="lockfile", error=StateError)
     try:
         info = path.stat()
     except FileNotFoundError:

@@ -25,8 +25,7 @@ from reconciler.results.runs import address_runs
 from reconciler.results.sequential import task_order
 from reconciler.results.sequential.record import paired_diffs, record_look
 from reconciler.state.lockfile import parse, serialize
-
-from .helpers import Osmosis, Result, init_repo, start_platform
+from tests.support.osmosis import Osmosis, Result, init_repo, start_platform
 
 ADDRESS = "tb/ab"
 VALIDATOR = Draft202012Validator(
@@ -72,7 +71,7 @@ def test_a_decision_the_selection_cannot_power_is_refused_before_paying(tmp_path
 
 
 @pytest.fixture(scope="module")
-def decided(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def decided(tmp_path_factory: pytest.TempPathFactory):
     """A wide margin the selection can power: planned, paid once, downloaded; then the
     decision's first batch and look recorded in the lockfile from the downloaded results."""
     tmp = tmp_path_factory.mktemp("decide")
@@ -110,7 +109,7 @@ def decided(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     server.close()
 
 
-def test_the_decision_is_shown_in_text_and_schema_valid_json(decided) -> None:  # type: ignore[no-untyped-def]
+def test_the_decision_is_shown_in_text_and_schema_valid_json(decided) -> None:
     osm, record = decided
     shown = osm.results("decide", ADDRESS, "--no-fetch", "--format", "json")
     assert shown.code == 0, shown
@@ -128,7 +127,7 @@ def test_the_decision_is_shown_in_text_and_schema_valid_json(decided) -> None:  
     assert "look 1: " in text.out
 
 
-def test_the_replay_matches_and_names_a_difference(decided) -> None:  # type: ignore[no-untyped-def]
+def test_the_replay_matches_and_names_a_difference(decided) -> None:
     osm, record = decided
     replay = osm.results("decide", ADDRESS, "--replay", "--no-fetch")
     assert replay.code == 0, replay
@@ -149,7 +148,7 @@ def test_the_replay_matches_and_names_a_difference(decided) -> None:  # type: ig
         lock_path.write_text(original, encoding="utf-8")
 
 
-def test_an_address_without_a_decision_is_a_usage_error(decided) -> None:  # type: ignore[no-untyped-def]
+def test_an_address_without_a_decision_is_a_usage_error(decided) -> None:
     osm, _ = decided
     missing = osm.results("decide", "tb/other", "--no-fetch")
     assert missing.code == 1

@@ -17,8 +17,7 @@ from reconciler.config.project import load_project_settings
 from tests.support import docs
 from tests.support.emulator import spawn_emulator, stop_process
 from tests.support.git import git
-
-from .helpers import BIN_DIR, EXAMPLES, cli_env
+from tests.support.osmosis import BIN_DIR, EXAMPLES, cli_env
 
 README, DOCS = docs.README, docs.DOCS
 # (page, the heading a block sits under) -> the test that runs that section's sh blocks.
@@ -27,6 +26,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "import-and-state.md", "# Bring existing runs under management: osmosis-import "
      "and osmosis-state"): "test_readme_import.py",
     (README, "## Quick start"): "this file: quick start",
+    (README, "## Install in another repository"): "test_pinned_install.py",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
     (DOCS / "development.md", "## The lifecycle suite"): "tests/lifecycle/test_lifecycle_doc.py",

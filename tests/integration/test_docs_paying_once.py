@@ -11,8 +11,7 @@ from pathlib import Path
 from reconciler.local_platform import Faults
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     cli_env,
     init_repo,

@@ -253,7 +253,9 @@ def history_scenario(work: Path, k: int, total: int, managed: int) -> None:
         WORKSPACE, total - managed, benchmark_key=OTHER_BENCHMARK, status_mix=TERMINAL_MIX
     )
     platform.seed_runs(WORKSPACE, managed, status_mix=TERMINAL_MIX)
-    ours = platform.resolve_benchmark("terminal-bench-2-1")["id"]
+    benchmark = platform.resolve_benchmark("terminal-bench-2-1")
+    assert benchmark is not None
+    ours = benchmark["id"]
     platform.store.close()
     label = f"history {total:,} runs, {managed} ours"
     for latency in (0, 50):

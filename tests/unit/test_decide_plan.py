@@ -10,7 +10,7 @@ from reconciler.model import AgentResult, DecisionSpec, LockState, RecordedRun, 
 from reconciler.plan import compute_plan
 from reconciler.plan.decision import DEFAULT_OMEGA2, omega2_of
 from reconciler.render import render_text
-from tests.unit.plan_fixtures import desired, observation, observed_run, recorded_run, settings
+from tests.support.plan_fixtures import desired, observation, observed_run, recorded_run, settings
 
 MODELS = ("openai/gpt-5.2", "openai/gpt-5")
 
@@ -26,14 +26,14 @@ def state(*runs: RecordedRun) -> LockState:
                      runs={r.address: r for r in runs})  # fmt: skip
 
 
-def plan_of(decide: DecisionSpec, *recorded: RecordedRun, observed: tuple = ()):  # type: ignore[no-untyped-def]
+def plan_of(decide: DecisionSpec, *recorded: RecordedRun, observed: tuple = ()):
     want = desired("hle/ab", models=MODELS).model_copy(update={"decide": decide})
     plan = compute_plan([want], state(*recorded), observation(*observed), settings())
     (item,) = [i for i in plan.items if i.address == "hle/ab" and i.action.value == "submit"]
     return plan, [d for d in item.details if d.startswith("decide:")]
 
 
-def ending(plan) -> Ending:  # type: ignore[no-untyped-def]
+def ending(plan) -> Ending:
     from reconciler.engine.plan import ending as plan_ending
 
     return plan_ending(plan, detailed=False)

@@ -59,10 +59,10 @@ def test_a_clear_difference_stops_early_and_reports_the_saving() -> None:
     record = run(start(spec), per_task_diffs(0.25, seed=1), usd_per_task=0.5)
     assert record.verdict == "better"
     out = report(record, dollars_per_task=0.5)
-    assert out["tasks_used"] < record.max_tasks
+    assert out["tasks_used"] < record.max_tasks  # type: ignore[operator]
     assert len(out["looks"]) == len(record.looks) < spec.looks  # type: ignore[arg-type]
     assert out["dollars_spent"] == out["tasks_used"] * 0.5  # type: ignore[operator]
-    assert out["dollars_saved"] == record.fixed_tasks * 0.5 - out["dollars_spent"]  # type: ignore[operator]
+    assert out["dollars_saved"] == record.fixed_tasks * 0.5 - out["dollars_spent"]
     assert 0 < out["alpha_spent"] < spec.alpha  # type: ignore[operator]
     last = record.looks[-1]
     assert abs(last.statistic) >= last.boundary

@@ -38,7 +38,7 @@ from reconciler.render import (
     render_text,
     summary_line,
 )
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     NOW,
     desired,
     downloads,

@@ -41,7 +41,7 @@ from reconciler.render import (
 )
 from reconciler.render.tables import _text_results
 from reconciler.state.lockfile import _fast_load, parse, put_run, retire_run, serialize
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     BENCHMARKS,
     HLE,
     desired,

@@ -209,7 +209,13 @@ def test_planning_mde_by_hand() -> None:
 
 def test_a_submit_with_history_shows_its_power_before_paying() -> None:
     from reconciler.plan import compute_plan
-    from tests.unit.plan_fixtures import desired, observation, observed_run, recorded_run, settings
+    from tests.support.plan_fixtures import (
+        desired,
+        observation,
+        observed_run,
+        recorded_run,
+        settings,
+    )
 
     want = desired("hle/a", models=("openai/gpt-5.2",))
     old = desired("hle/a")

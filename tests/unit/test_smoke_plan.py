@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from reconciler.model import (
     HistoryEntry,
     LockState,
@@ -45,7 +47,7 @@ def test_min_score() -> None:
 
 
 def test_narrowed_spec_keeps_the_rest_and_does_not_touch_the_original() -> None:
-    spec = {
+    spec: dict[str, Any] = {
         "experiment_config": {"benchmark": "hle"},
         "tasks_config": {"task_set": "parity"},
         "execution_config": {"attempts_per_task": 3, "max_concurrent_attempts": 4},

@@ -49,7 +49,7 @@ def test_bad_smoke_settings_name_the_file_and_key(tmp_path: Path, text: str, mes
     assert message in caught.value.message
 
 
-def test_format_1_is_read_and_written_as_2() -> None:
+def test_format_1_is_read_and_written_as_today_s_format() -> None:
     v1 = (
         'version = 1\nlineage = "L"\nserial = 1\nplatform = "local"\nworkspace = "w"\n\n'
         '[runs."a/b"]\nspec_digest = "sha256:x"\nrun_id = "r1"\n'
@@ -57,8 +57,8 @@ def test_format_1_is_read_and_written_as_2() -> None:
     state = parse(v1, "osmosis.lock")
     assert state.runs["a/b"].stage is None
     text = serialize(state)
-    assert LOCKFILE_VERSION == 2
-    assert text.splitlines()[1] == "version = 2"
+    assert LOCKFILE_VERSION == 3
+    assert text.splitlines()[1] == "version = 3"
     assert parse(text, "osmosis.lock").runs["a/b"] == state.runs["a/b"]
 
 
