@@ -76,7 +76,9 @@ def deferred_text(plan: Plan) -> str:
         return f"; then {s.deferred:,} × {s.deferred_each:,} attempts after their smoke runs"
     if s.deferred == 1:
         return f"; then {s.deferred_attempts:,} attempts after its smoke run"
-    return f"; then {s.deferred_attempts:,} attempts ({s.deferred:,} full runs) after their smoke runs"
+    return (
+        f"; then {s.deferred_attempts:,} attempts ({s.deferred:,} full runs) after their smoke runs"
+    )
 
 
 STANDING_NOTE = (
