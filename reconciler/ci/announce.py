@@ -29,7 +29,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reconciler.ci.comment import COMMENT_LIMIT, decide_comment_action
-from reconciler.ci.commit import state_text
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
 from reconciler.errors import GitHubError, UsageError
 from reconciler.model import (
@@ -38,6 +37,7 @@ from reconciler.model import (
     RecordedRun,
     ResultRow,
     RunStatus,
+    Settings,
 )
 from reconciler.plan import result_rows
 from reconciler.render import render_results_markdown
@@ -46,8 +46,7 @@ from reconciler.results.compare import DEFAULT_MARGIN
 from reconciler.results.grid import build_grids, render_grids_markdown
 from reconciler.results.report import mermaid_trend, render_compare_markdown
 from reconciler.results.runs import RunRef, address_runs, previous_comparable, what_changed
-from reconciler.state.lockfile import parse, write_lockfile
-from reconciler.state.locking import hold_lock
+from reconciler.state.door import LockScope, open_door
 
 MARKER = "<!-- osmosis-reconciler:results"
 MAX_AGE = timedelta(days=14)
@@ -295,14 +294,21 @@ def announce(
     margin: float = DEFAULT_MARGIN,
     generators: Sequence[GeneratorProduct] = (),
     cells: Mapping[str, Mapping[str, str]] | None = None,
+    settings: Settings | None = None,
+    lock_timeout: float = 60.0,
+    say: Callable[[str], object] | None = None,
 ) -> AnnounceReport:
-    """Announce the due runs of the lockfile at ``state_path`` and record it there; with
-    ``repo_root``, comparisons are paired on the runs' files in that repository."""
+    """Announce the due runs of the lockfile at ``state_path`` and record it there, through
+    the lockfile's door (the locks an apply of the Platform and workspace it records takes,
+    under the ``lock`` setting of ``settings``); with ``repo_root``, comparisons are paired
+    on the runs' files in that repository. ``say`` is told when it waits for the lock."""
     if not state_path.is_file():
         return AnnounceReport()
-    lock_path = state_path.parent / ".osmosis.lock.held"
-    with hold_lock(lock_path, timeout=60.0, command="osmosis-ci announce"):
-        state = parse(state_text(state_path), str(state_path))
+    scope = LockScope.recorded(state_path, str(state_path), settings=settings)
+    with open_door(scope, timeout=lock_timeout, command="osmosis-ci announce", say=say) as door:
+        state = door.read()
+        if state is None:  # removed while this job waited for the lock
+            return AnnounceReport()
         load: Loader = _no_outcomes
         if repo_root is not None:
             from reconciler.ci.report import repo_loader
@@ -320,5 +326,5 @@ def announce(
             cells=cells,
         )
         if updated is not state:
-            write_lockfile(state_path, updated)
+            door.write(updated)
     return report

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from reconciler.ci.github import BOT_LOGIN, GitHubAPI
+from reconciler.exit_codes import OK, PENDING
 
 MARKER_PREFIX = "<!-- osmosis-reconciler:plan"
 """Every sticky plan comment starts with this; ``osmosis-plan`` adds the rest of the line."""
@@ -75,6 +76,7 @@ def prepare_comment_body(
     validation_failed: bool = False,
     run_url: str | None = None,
     limit: int = COMMENT_LIMIT,
+    status: str | None = None,
 ) -> str:
     """The comment text for one workflow run, always starting with the marker.
 
@@ -83,7 +85,8 @@ def prepare_comment_body(
     * plan exit code 1: whatever the plan printed, under a warning that it cannot be applied;
     * otherwise the plan's markdown as printed.
 
-    A footer links the workflow run. The result never exceeds ``limit`` characters.
+    ``status`` (the markdown table of ``osmosis-reconciler status``) follows in a collapsed
+    section. A footer links the workflow run. The result never exceeds ``limit`` characters.
     """
     text = markdown.replace("\r\n", "\n").strip("\n")
     if text.startswith(MARKER_PREFIX):
@@ -100,7 +103,7 @@ def prepare_comment_body(
             "The errors are annotated on the changed files; run `osmosis-plan --validate-only` "
             "locally to see them."
         )
-    elif exit_code not in (0, 2):
+    elif exit_code not in (OK, PENDING):
         warning = (
             ":x: **osmosis-plan failed** (exit code "
             f"{exit_code if exit_code is not None else 'unknown'}): this plan cannot be "
@@ -109,6 +112,12 @@ def prepare_comment_body(
         sections.append(f"{warning}\n\n{rest}" if rest else f"### osmosis-plan\n\n{warning}")
     else:
         sections.append(rest or "### osmosis-plan\n\nThe plan printed nothing.")
+    if status and not validation_failed:
+        rows = max(0, status.count("\n") - 2)
+        sections.append(
+            f"<details><summary>Status of every address ({rows})</summary>\n\n"
+            f"{status.strip(chr(10))}\n\n</details>"
+        )
 
     footer = f"\n\n---\n<sub>[workflow run]({run_url})</sub>" if run_url else ""
     body = f"{marker}\n" + "\n\n".join(sections) + footer + "\n"

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
-from reconciler.paths import read_regular
+from reconciler.exit_codes import Ending, exit_code
+from reconciler.paths import read_named
 from reconciler.redact import redact as redact_text
 from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
@@ -91,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     comment.add_argument("--exit-code", type=numbers.bounded_int(0, 255))
     comment.add_argument("--validation-failed", action="store_true")
+    comment.add_argument(
+        "--plan-json",
+        type=Path,
+        help="the saved plan (osmosis-plan --out): adds a collapsed status of every address "
+        "(the lockfile's runs, what is pending, what is blocked)",
+    )
+    comment.add_argument("--state", default="state/osmosis.lock")
 
     drift = sub.add_parser(
         "drift-issue", parents=[common], help="open, update or close the drift issue"
@@ -144,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         output.configure(fmt=args.format, quiet=False, color=False)
         try:
-            code = _dispatch(args, output)
+            ending = _dispatch(args, output)
         except OSError as exc:
             raise file_error(exc) or exc from None
     except SystemExit as exc:  # --help, --version: argparse printed them
@@ -156,21 +164,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             output.err.write(f"  {redact_text(exc.hint)}\n")
         output.diagnose(error_diagnostic(exc))
-        code = 1
+        ending = Ending.FAILED
     except KeyboardInterrupt:
         output.failure("Interrupted", "interrupted")
-        code = 130
+        ending = Ending.INTERRUPTED
     except Exception:
         # A bug: the traceback for the job log, and still one document in JSON mode.
         output.err.write(redact_text(traceback.format_exc()))
         output.failure("InternalError", "internal error (a bug); the traceback is above")
-        code = 1
-    return output.finish(code)
+        ending = Ending.FAILED
+    return output.finish(exit_code(ending))
 
 
 def _read_text(path: Path, what: str) -> str:
     """A text file a subcommand was given: regular, bounded (``reconciler.paths``), UTF-8."""
-    data = read_regular(path, what=what)
+    data = read_named(path, what=what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -195,7 +203,7 @@ def _generators(
     return loaded.generators, cells
 
 
-def _dispatch(args: argparse.Namespace, output: Output) -> int:
+def _dispatch(args: argparse.Namespace, output: Output) -> Ending:
     root = Path(args.dir).resolve()
     run_url = args.run_url or ci_run_url()
     if args.command == "commit-message":
@@ -224,7 +232,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
         )
         output.show(message)
         output.result("ci_commit_message", {"message": message})
-        return 0
+        return Ending.DONE
     if args.command == "commit-lockfile":
         from reconciler.ci.commit import commit_lockfile, copy_results, read_state, state_text
 
@@ -262,7 +270,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> int:
                 "results_written": written,
             },
         )
-        return 0
+        return Ending.DONE
 
     if getattr(args, "print", False):
         return _print_offline(args, run_url, output)
@@ -285,7 +293,7 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     from reconciler.ci.drift import PlanJsonError
 
     try:
-        payload = json.loads(read_regular(path, what="--plan-json"))
+        payload = json.loads(read_named(path, what="--plan-json"))
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read the plan JSON: {exc}") from exc
     if not isinstance(payload, dict):
@@ -293,7 +301,26 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
-def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> int:
+def _status_markdown(args: argparse.Namespace) -> str | None:
+    """The status table of every address (``engine.status``) from the saved plan and the
+    lockfile in the checkout, for the comment's collapsed section; None without a plan."""
+    if args.plan_json is None or not args.plan_json.is_file():
+        return None
+    from reconciler.engine.context import resolve_settings
+    from reconciler.engine.saved_plan import read_saved_plan
+    from reconciler.engine.status import address_statuses, baseline_verdicts
+    from reconciler.render.status import render_status_markdown
+    from reconciler.state.lockfile import read_lockfile
+
+    root = Path(args.dir)
+    plan = read_saved_plan(args.plan_json)
+    state = read_lockfile(root / args.state, platform=None, workspace=None)
+    margin = resolve_settings(root, {}).regression_margin_pp / 100
+    rows = address_statuses(state, plan, baseline_verdicts(state, root, margin))
+    return render_status_markdown(rows) if rows else None
+
+
+def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
     """``comment --print`` / ``drift-issue --print``: what GitHub would get, offline."""
     if args.command == "comment":
         from reconciler.ci.comment import prepare_comment_body
@@ -307,22 +334,24 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
+            status=_status_markdown(args),
         )
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
             "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
         )
-        return 0
-    from reconciler.ci.drift import issue_title, read_drift, render_issue_body
+        return Ending.DONE
+    from reconciler.ci.drift import issue_title, read_drift, read_standing, render_issue_body
 
-    drift = read_drift(_read_plan_json(args.plan_json))
+    payload = _read_plan_json(args.plan_json)
+    drift = read_drift(payload)
     if not drift:
         output.show("No drift: the drift issue would be closed (or not opened).\n")
         body = ""
         title = None
     else:
         title = issue_title(drift)
-        body = render_issue_body(drift, run_url=run_url)
+        body = render_issue_body(drift, run_url=run_url, standing=read_standing(payload))
         output.show(f"{title}\n\n{body}" + ("" if body.endswith("\n") else "\n"))
     output.result(
         "ci_drift_issue",
@@ -336,12 +365,12 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             "body": body,
         },
     )
-    return 0
+    return Ending.DONE
 
 
 def _github_command(
     api: Any, args: argparse.Namespace, run_url: str | None, root: Path, output: Output
-) -> int:
+) -> Ending:
     say = partial(output.progress, essential=True)
     if args.command == "comment":
         from reconciler.ci.comment import prepare_comment_body, sync_comment
@@ -355,6 +384,7 @@ def _github_command(
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
+            status=_status_markdown(args),
         )
         try:
             action = sync_comment(api, args.pr, body)
@@ -370,18 +400,21 @@ def _github_command(
             say(f"::warning::{warning}")
             output.diagnose(Diagnostic("warning", "GitHubError", redact_text(warning)))
             output.result("ci_comment", {"pr": args.pr, "action": "skipped", "comment_id": None})
-            return 0
+            return Ending.DONE
         where = f" {action.comment_id}" if action.comment_id is not None else ""
         say(f"plan comment: {action.kind}{where} on #{args.pr}")
         output.result(
             "ci_comment", {"pr": args.pr, "action": action.kind, "comment_id": action.comment_id}
         )
-        return 0
+        return Ending.DONE
     if args.command == "drift-issue":
-        from reconciler.ci.drift import read_drift, sync_drift_issue
+        from reconciler.ci.drift import read_drift, read_standing, sync_drift_issue
 
-        drift = read_drift(_read_plan_json(args.plan_json))
-        decision, number = sync_drift_issue(api, drift, label=args.label, run_url=run_url)
+        payload = _read_plan_json(args.plan_json)
+        drift = read_drift(payload)
+        decision, number = sync_drift_issue(
+            api, drift, label=args.label, run_url=run_url, standing=read_standing(payload)
+        )
         where = f" #{number}" if number is not None else ""
         say(
             f"drift issue: {decision.kind}{where}; {len(drift)} drift item(s), "
@@ -397,7 +430,7 @@ def _github_command(
                 "resolved": len(decision.resolved),
             },
         )
-        return 0
+        return Ending.DONE
     if args.command == "announce":
         from reconciler.ci.announce import announce
         from reconciler.engine.context import resolve_settings
@@ -413,6 +446,8 @@ def _github_command(
             margin=settings.regression_margin_pp / 100,
             generators=generators,
             cells=cells,
+            settings=settings,
+            say=output.progress,
         )
         for line in report.posted:
             say(f"results comment: {line}")
@@ -434,7 +469,7 @@ def _github_command(
                 "failed": report.failed,
             },
         )
-        return 1 if report.failed else 0
+        return Ending.FAILED if report.failed else Ending.DONE
     raise UsageError(f"unknown command {args.command}")  # pragma: no cover
 
 

@@ -1,7 +1,7 @@
 """``osmosis-import RUN [--to PATH] | --all [filters]``: flags, run, output.
 
-``cli`` builds the parser (common flags) and the error handling; this module adds the
-command's arguments, drives ``reconciler.engine.importer`` and writes to the streams it is given.
+This module parses the command's arguments, drives ``reconciler.engine.importer`` and
+hands its ``CommandResult`` to the one printer.
 The JSON document is built in one function (``import_json``) so it can move onto a shared
 output layer.
 """
@@ -10,23 +10,26 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from reconciler import numbers
-from reconciler.cli.output import CommandResult
+from reconciler.cli.common import command_parser, repo_root
+from reconciler.cli.error_handler import run_command
+from reconciler.cli.output import CommandResult, Diagnostic, Output
 from reconciler.engine.context import Context, open_context
 from reconciler.engine.importer import Importer, ImportFlags, ImportPlan, run_label
-from reconciler.engine.state_commands import hold_state_lock
 from reconciler.errors import ImportRefusedError, NotFoundError, UsageError
 from reconciler.escaping import escape_text
+from reconciler.exit_codes import Ending
 from reconciler.model import LockState
 from reconciler.platform import RunStatus, RunSummary
-from reconciler.state.lockfile import read_lockfile
-from reconciler.state.store import StateStore
+from reconciler.redact import redact
+from reconciler.state.door import open_door
+from reconciler.state.lockfile import new_state, read_lockfile
 
 DESCRIPTION = """\
 Bring existing Platform runs under management: write a config generated from the run's
@@ -61,6 +64,45 @@ exit codes:
   1  nothing imported: bad arguments, a refused run, lock held, platform unreachable
   3  --all: some runs imported, some refused (the lockfile holds the imported ones)
 """
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = command_parser("osmosis-import", DESCRIPTION, EPILOG)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("osmosis-import", parser, argv, command)
+
+
+def command(args: argparse.Namespace, output: Output) -> Ending:
+    if args.dir is None:
+        args.dir = str(repo_root(args))
+    result = run(args, output.err)
+    _diagnose_refusals(result, output)
+    return output.present(result)
+
+
+def _diagnose_refusals(result: CommandResult, output: Output) -> None:
+    """A refused import is an error of the command: in the document's diagnostics and on
+    stderr (issue 23: ``--format json`` said errored with empty diagnostics and nothing on
+    stderr). The text formats say it already, in the result's text."""
+    if not output.machine:
+        return
+    runs = result.body.get("runs") if isinstance(result.body, Mapping) else None
+    for item in runs if isinstance(runs, list) else ():
+        if isinstance(item, Mapping) and item.get("outcome") == "refused":
+            hint = item.get("hint")
+            refusal = Diagnostic(
+                "error",
+                "ImportRefusedError",
+                str(item.get("message")),
+                hint if isinstance(hint, str) else None,
+            )
+            output.diagnose(refusal)
+            shown = f"Error: {refusal.message}\n" + (f"  {refusal.hint}\n" if refusal.hint else "")
+            output.err.write(escape_text(redact(shown), keep_newlines=True))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,24 +213,28 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
                     raise
                 outcome = Outcome(detail.summary, "refused", exc.message, exc.hint)
                 body = import_json([outcome], args.dry_run, ctx.settings.state, state.serial)
-                return CommandResult(1, "import", body)
+                return CommandResult(Ending.FAILED, "import", body)
             outcomes = [Outcome(plan.run, "would_import", "", plan=plan)]
         serial = state.serial
         if not args.dry_run and any(o.plan for o in outcomes):
             outcomes, serial = _commit(ctx, importer, outcomes, args, err)
         if args.format == "json":
             result = CommandResult(
-                0, "import", import_json(outcomes, args.dry_run, ctx.settings.state, serial)
+                Ending.DONE,
+                "import",
+                import_json(outcomes, args.dry_run, ctx.settings.state, serial),
             )
         else:
             text = render_text(outcomes, args.dry_run, ctx.settings.state, serial, args.all)
-            result = CommandResult(0, "import", text=escape_text(text, keep_newlines=True))
+            result = CommandResult(
+                Ending.DONE, "import", text=escape_text(text, keep_newlines=True)
+            )
     finally:
         ctx.close()
     imported = sum(o.outcome in ("imported", "would_import") for o in outcomes)
     refused = sum(o.outcome == "refused" for o in outcomes)
     if refused:
-        return replace(result, exit_code=3 if imported else 1)
+        return replace(result, ending=Ending.PARTIAL if imported else Ending.FAILED)
     return result
 
 
@@ -317,12 +363,17 @@ def _commit(
     args: argparse.Namespace,
     err: TextIO,
 ) -> tuple[list[Outcome], int]:
-    """Under the apply lock: re-read the lockfile, then write each config and its entry."""
+    """Through the lockfile's door: re-read the lockfile under the apply lock, then write
+    each config and its entry."""
     done: list[Outcome] = []
-    with hold_state_lock(
-        ctx.state_path, timeout=args.lock_timeout, command=importer.invocation[:300], err=err
-    ):
-        store = StateStore(ctx.state_path, _read(ctx))
+    with open_door(
+        ctx.lock_scope(),
+        timeout=args.lock_timeout,
+        command=importer.invocation[:300],
+        say=lambda line: err.write(line + "\n"),
+    ) as door:
+        state = door.read(platform=ctx.platform_id, workspace=ctx.workspace)
+        store = door.store(state or new_state(ctx.platform_id, ctx.workspace), publish=False)
         for outcome in outcomes:
             plan = outcome.plan
             if plan is None:

@@ -14,10 +14,12 @@ import argparse
 from collections.abc import Sequence
 
 from reconciler import shutdown
-from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
+from reconciler.cli.common import Parser, add_common_flags, repo_root
+from reconciler.cli.error_handler import run_command
 from reconciler.cli.output import Output
 from reconciler.engine.context import open_context, resolve_settings
 from reconciler.errors import ReconcilerError, UsageError
+from reconciler.exit_codes import Ending
 from reconciler.model import RunStatus
 from reconciler.platform import PlatformClient
 from reconciler.platform.logs import LEVELS, PAGE_MAX, last_error_lines, line_text
@@ -43,8 +45,8 @@ exit codes:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def parser() -> argparse.ArgumentParser:
+    parser = Parser(
         prog="osmosis-logs",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -71,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command("osmosis-logs", _parser, argv, _command)
+    return run_command("osmosis-logs", parser, argv, _command)
 
 
 def _key(entry: LogEntry) -> tuple[str, str, str, str]:
@@ -87,14 +89,14 @@ def _entry_dict(entry: LogEntry) -> dict[str, object]:
     }
 
 
-def _command(args: argparse.Namespace, output: Output) -> int:
+def _command(args: argparse.Namespace, output: Output) -> Ending:
     if not 1 <= args.limit <= 10_000:
         raise UsageError("--limit must be between 1 and 10000")
     if args.follow and args.cursor:
         raise UsageError("--follow shows new lines; it cannot start from --cursor")
     if args.interval <= 0:
         raise UsageError("--interval must be positive")
-    root = _root(args).resolve()
+    root = repo_root(args).resolve()
     settings = resolve_settings(root, {"benchmarks": args.benchmarks, "state": args.state})
     state = read_lockfile(
         root / settings.state, platform=None, workspace=None, display_path=settings.state
@@ -152,7 +154,7 @@ def _command(args: argparse.Namespace, output: Output) -> int:
             )
     finally:
         ctx.close()
-    return 0
+    return Ending.DONE
 
 
 def _newest(

@@ -40,11 +40,19 @@ from reconciler.errors import (
     ReconcilerError,
 )
 from reconciler.escaping import escape_text
+from reconciler.exit_codes import (
+    ERROR,
+    INTERRUPTED,
+    OK,
+    PARTIAL,
+    PENDING,
+    WAIT_TIMED_OUT,
+    Ending,
+)
 from reconciler.redact import redact, redact_optional, redact_value
 
 if TYPE_CHECKING:
-    from reconciler.engine.apply_result import Outcome
-    from reconciler.engine.report import RunRef, WaitReport
+    from reconciler.engine.report import Outcome, RunRef, WaitReport
     from reconciler.model import Plan, PlanItem
 
 FORMAT_VERSION = "1.0"
@@ -195,11 +203,12 @@ def error_diagnostic(exc: ReconcilerError) -> Diagnostic:
 
 @dataclass(frozen=True)
 class CommandResult:
-    """What a command hands to the one printer (``Output.present``): its exit code, its
+    """What a command hands to the one printer (``Output.present``): how it ended, its
     document for scripts (type and body) and its text for people. No command writes its
     result itself, and none writes JSON to be parsed back."""
 
-    exit_code: int
+    ending: Ending
+    """How the command ended (its exit code: ``reconciler.exit_codes``)."""
     document_type: str
     """The document's ``type`` (``plan``, ``state_list``, ``import``, ...)."""
     body: Body | None = None
@@ -319,16 +328,16 @@ class Output:
         """Set the document's type and body (replacing an earlier one)."""
         self._type, self._body = type_, body
 
-    def present(self, result: CommandResult) -> int:
+    def present(self, result: CommandResult) -> Ending:
         """Print a command's result: its document (printed last, by ``finish``) and its
-        text for people; returns its exit code."""
+        text for people; returns how the command ended."""
         if result.body is not None:
             self.result(result.document_type, result.body)
         if not self.machine:
             for warning in result.warnings:
                 self.warning(warning)
             self.show(result.text)
-        return result.exit_code
+        return result.ending
 
     def diagnose(self, diagnostic: Diagnostic) -> None:
         """Record an error or warning already shown to people (e.g. in the plan text)."""
@@ -376,7 +385,7 @@ class Output:
             **body,
             "diagnostics": [d.to_dict() for d in self._diagnostics],
             "errors": errors,
-            "errored": exit_code not in (0, 2) or bool(errors),
+            "errored": exit_code not in (OK, PENDING) or bool(errors),
             "exit_code": exit_code,
         }
         return redact_value(document)
@@ -403,13 +412,30 @@ class Output:
             "diagnostics": [],
             "errors": [],
             "errored": False,
-            "exit_code": 0,
+            "exit_code": OK,
         }
         self._write(self.out, _dumps(redact_value(document)) + "\n")
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def render_plan(
+    plan: Plan, fmt: str, *, color: bool, results: bool | None = None, quiet: bool = False
+) -> str:
+    """The plan as ``--format`` asks for it (the JSON modes print the plan's document);
+    ``results`` and ``quiet`` shape the text (``render_text``)."""
+    from reconciler.render import render_json, render_markdown, render_text
+
+    if fmt == "json":
+        return render_json(plan)
+    if fmt == "markdown":
+        return render_markdown(plan)
+    return render_text(plan, color=color, results=results, quiet=quiet)
 
 
 # --------------------------------------------------------------------------- apply
@@ -424,7 +450,7 @@ def outcome_line(outcome: Outcome) -> str:
     message = escape_text(outcome.message, keep_newlines=True)
     head = f"{item.action.symbol} {escape_text(item.address)}: {item.action.value}"
     if item.action is Action.BLOCKED:
-        return f"{head}: {message}"
+        return f"{head}: {'not attempted' if outcome.blocked else 'REFUSED'}: {message}"
     run = outcome.run_name or outcome.run_id
     if run:
         head += f" {escape_text(run)}"
@@ -441,6 +467,7 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
         "action": item.action.value,
         "symbol": item.action.symbol,
         "ok": outcome.ok,
+        "blocked": outcome.blocked,
         "message": outcome.message,
         "run_id": outcome.run_id,
         "run_name": outcome.run_name,
@@ -452,7 +479,8 @@ class ApplyReport:
     """An apply as it happens: lines for people, events, and the ``apply`` document.
 
     The engine's ``ApplyProgress`` (``reconciler.engine.report``): the ``Applier`` calls
-    ``started``/``finished`` from its worker threads; the session calls the rest in order.
+    ``started``/``finished`` from its worker threads; the apply (``engine.apply``) calls the
+    rest in order, and the CLI ``planned``.
     """
 
     def __init__(self, output: Output) -> None:
@@ -478,7 +506,7 @@ class ApplyReport:
         with self._lock:
             self.outcomes.append(outcome)
         self.output.progress(outcome_line(outcome), essential=True)
-        kind = "apply_complete" if outcome.ok else "apply_errored"
+        kind = "apply_complete" if outcome.ok or outcome.blocked else "apply_errored"
         self.output.event(kind, outcome=outcome_to_dict(outcome))
 
     def waiting(self, runs: Sequence[RunRef], timeout: float) -> None:
@@ -537,8 +565,11 @@ class ApplyReport:
 
         self.unsuccessful = tuple(unsuccessful)
         ok = sum(1 for o in self.outcomes if o.ok)
-        failed = [o for o in self.outcomes if not o.ok]
+        failed = [o for o in self.outcomes if not o.ok and not o.blocked]
+        blocked = [o for o in self.outcomes if o.blocked]
         closing = f"Apply complete: {ok} succeeded, {len(failed)} failed."
+        if blocked:
+            closing = closing[:-1] + f", {len(blocked)} blocked (not attempted)."
         runs = {o.item.address for o in self.outcomes}
         if len(runs) != len(self.outcomes):
             # 14 outcomes for 7 runs (a submit and a download each) must not read as 14 runs.
@@ -565,6 +596,18 @@ class ApplyReport:
                     "error",
                     "Blocked" if item.action is Action.BLOCKED else "ActionFailed",
                     f"{item.address} ({item.action.value}): {redact(outcome.message)}",
+                )
+            )
+        for outcome in blocked:
+            item = outcome.item
+            address, message = (
+                escape_text(item.address),
+                escape_text(outcome.message, keep_newlines=True),
+            )
+            lines.append(f"  ! {address} (blocked, not attempted): {message}")
+            self.output.diagnose(
+                Diagnostic(
+                    "warning", "Blocked", f"{item.address} (blocked): {redact(outcome.message)}"
                 )
             )
         if unsaved:
@@ -594,17 +637,16 @@ class ApplyReport:
             self.output.progress(line, essential=True)
 
     def body(self, exit_code: int) -> dict[str, Any]:
-        from reconciler.model import Action  # after an apply: the models are loaded
 
         with self._lock:
             outcomes = list(self.outcomes)
         ok = sum(1 for o in outcomes if o.ok)
         outcome = {
-            0: "applied" if outcomes else "nothing_to_do",
-            1: "failed",
-            3: "partial",
-            4: "wait_timeout",
-            130: "interrupted",
+            OK: "applied" if outcomes else "nothing_to_do",
+            ERROR: "failed",
+            PARTIAL: "partial",
+            WAIT_TIMED_OUT: "wait_timeout",
+            INTERRUPTED: "interrupted",
         }.get(exit_code, "failed")
         return {
             "plan": self.plan,
@@ -614,8 +656,8 @@ class ApplyReport:
             "summary": {
                 "outcome": outcome,
                 "succeeded": ok,
-                "failed": len(outcomes) - ok,
-                "blocked": sum(1 for o in outcomes if o.item.action is Action.BLOCKED),
+                "failed": sum(1 for o in outcomes if not o.ok and not o.blocked),
+                "blocked": sum(1 for o in outcomes if o.blocked),
             },
         }
 

@@ -22,16 +22,19 @@ from pathlib import Path
 
 import httpx
 
+from reconciler.cli.common import Parser, add_common_flags, repo_root
+from reconciler.cli.error_handler import run_command
 from reconciler.cli.logs import explain_failures
-from reconciler.cli.main import _Parser, _root, add_common_flags, run_command
 from reconciler.cli.output import Output
 from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
-from reconciler.engine.state_commands import hold_state_lock, utcnow
+from reconciler.engine.state_commands import utcnow
 from reconciler.errors import ReconcilerError, UsageError
+from reconciler.exit_codes import Ending
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
 from reconciler.outputs.kept import ResultsStore
+from reconciler.paths import write_named
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare, build_gate
@@ -55,10 +58,8 @@ from reconciler.results.report import (
     render_compare_text,
 )
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
-from reconciler.state.lockfile import read_lockfile, write_lockfile
-
-EXIT_REGRESSION = 2
-"""``--fail-on-regression``: the newest run is worse than the accepted baseline."""
+from reconciler.state.door import LockScope, open_door
+from reconciler.state.lockfile import check_state_path, new_state, read_lockfile
 
 DESCRIPTION = """\
 Results you can decide with: every recorded run of each address (current and history)
@@ -78,6 +79,9 @@ summary).
                         LEFT/RIGHT: ADDR (its newest run), ADDR@RUN or ADDR@RUN#AGENT
                         (RUN: a run name or id, or ~N: N runs before the newest)
   accept ADDR@RUN       record RUN as ADDR's baseline in the lockfile (never a partial run)
+  decide ADDR           a decision ([decide]): verdict, tasks used of the maximum, each
+                        look, α spent, dollars spent and saved; --replay recomputes every
+                        look and prints "match" or the first difference (exit 1)
 
 Each run's summary.csv and results.csv are kept under results/<address>/<run-dir>/ (from
 the local download, else fetched from the Platform on demand) so any two recorded runs
@@ -95,8 +99,8 @@ exit codes:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def parser() -> argparse.ArgumentParser:
+    parser = Parser(
         prog="osmosis-results",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -133,13 +137,19 @@ def _parser() -> argparse.ArgumentParser:
         "lockfile's summary (comparisons unpaired)",
     )
     parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="decide: recompute every look from the lockfile and the downloaded results; "
+        'print "match" (exit 0) or the first difference (exit 1)',
+    )
+    parser.add_argument(
         "--width", type=int, metavar="COLUMNS", help="text width (default: the terminal's)"
     )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command("osmosis-results", _parser, argv, _command)
+    return run_command("osmosis-results", parser, argv, _command)
 
 
 def terminal_width(explicit: int | None) -> int:
@@ -180,14 +190,15 @@ class _Platform:
             self.ctx.close()
 
 
-def _command(args: argparse.Namespace, output: Output) -> int:
-    root = _root(args).resolve()
+def _command(args: argparse.Namespace, output: Output) -> Ending:
+    root = repo_root(args).resolve()
     settings = resolve_settings(root, {"benchmarks": args.benchmarks, "state": args.state})
     margin_pp = args.margin if args.margin is not None else settings.regression_margin_pp
     if not 0 < margin_pp < 100:
         raise UsageError("--margin must be between 0 and 100 (percentage points)")
     margin = margin_pp / 100
     state_path = root / settings.state
+    check_state_path(root, settings.state)  # accept writes it; nothing is read through a link
     state = read_lockfile(state_path, platform=None, workspace=None, display_path=settings.state)
     words = list(args.args)
     platform = _Platform(args, root, state)
@@ -206,7 +217,11 @@ def _command(args: argparse.Namespace, output: Output) -> int:
     thresholds = _CatalogThresholds(platform, fetch=not args.no_fetch)
     try:
         if words[:1] == ["accept"]:
-            return _accept(args, output, root, settings.state, words[1:])
+            return _accept(output, root, settings, words[1:])
+        if words[:1] == ["decide"]:
+            from reconciler.cli.results_decide import decide_command
+
+            return decide_command(args, output, state, words[1:], load)
         context = _Context(root, state, load, margin, store, platform, thresholds)
         if words[:1] == ["compare"]:
             return _compare(args, output, context, words[1:])
@@ -308,7 +323,7 @@ def _list(
     ctx: _Context,
     patterns: list[str],
     grids: Sequence[Grid] = (),
-) -> int:
+) -> Ending:
     store, state = ctx.store, ctx.state
 
     def kept(run: RecordedResult) -> str | None:
@@ -356,7 +371,9 @@ def _list(
         output.show(_list_text(args, ctx, reports, gate, grids))
     if args.html:
         output.info(f"HTML report written to {args.html}")
-    return EXIT_REGRESSION if failed else 0
+    # --fail-on-regression: the gate failed (worse beyond the margin after the family's
+    # adjustment, or with --fail-on-inconclusive-drop, non-inferiority not shown).
+    return Ending.PENDING if failed else Ending.DONE
 
 
 def _list_text(
@@ -388,7 +405,7 @@ def _list_text(
     return text
 
 
-def _compare(args: argparse.Namespace, output: Output, ctx: _Context, words: list[str]) -> int:
+def _compare(args: argparse.Namespace, output: Output, ctx: _Context, words: list[str]) -> Ending:
     state, load, margin = ctx.state, ctx.load, ctx.margin
     store, thresholds = ctx.store, ctx.thresholds
     if len(words) != 2:
@@ -425,7 +442,8 @@ def _compare(args: argparse.Namespace, output: Output, ctx: _Context, words: lis
         output.show(render_compare_markdown(reports))
     else:
         output.show(render_compare_text(reports, terminal_width(args.width)))
-    return EXIT_REGRESSION if worse else 0
+    # --fail-on-regression: the newest run is worse than the accepted baseline.
+    return Ending.PENDING if worse else Ending.DONE
 
 
 def _write_html(
@@ -450,12 +468,9 @@ def _write_html(
         grids=grids,
         about=_about(ctx.root, ctx.state),
     )
-    target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.partial")
-        temp.write_text(text, encoding="utf-8")
-        temp.replace(target)
+        # Anywhere the user names, never through a symlink (reconciler.paths, issue 36).
+        write_named(path, text.encode("utf-8"), what="--html")
     except OSError as exc:
         raise UsageError(
             f"--html {path}: cannot write the report: {exc.strerror or exc}",
@@ -488,9 +503,7 @@ def _accept_instead(state: LockState, address: str) -> str:
     )
 
 
-def _accept(
-    args: argparse.Namespace, output: Output, root: Path, display: str, words: list[str]
-) -> int:
+def _accept(output: Output, root: Path, settings: Settings, words: list[str]) -> Ending:
     if len(words) != 1 or "@" not in words[0]:
         raise UsageError(
             "osmosis-results accept ADDR@RUN: expected one run reference with its run",
@@ -500,10 +513,11 @@ def _accept(
     ref = parse_ref(words[0])
     if ref.agent is not None:
         raise UsageError(f"{words[0]}: a baseline is a whole run", "leave out the #AGENT part")
-    path = root / display
+    display = settings.state
     git = GitRepo.discover(root)
-    with hold_state_lock(path, timeout=0.0, command=f"osmosis-results accept {words[0]}"):
-        state = read_lockfile(path, platform=None, workspace=None, display_path=display)
+    scope = LockScope.recorded(root / display, display, repo_root=root, settings=settings)
+    with open_door(scope, timeout=0.0, command=f"osmosis-results accept {words[0]}") as door:
+        state = door.read() or new_state("", "")
         run = resolve(state, ref)
         if run.smoke:
             raise UsageError(
@@ -524,7 +538,7 @@ def _accept(
             accepted_at_commit=git.head() if git else None,
         )
         baselines = {**state.baselines, ref.address: baseline}
-        written = write_lockfile(path, state.model_copy(update={"baselines": baselines}))
+        written = door.write(state.model_copy(update={"baselines": baselines}))
     message = f"{ref.address}: baseline is now {run.label} ({run.run_id}); commit {display}"
     if output.machine:
         output.result(
@@ -538,4 +552,4 @@ def _accept(
         )
     else:
         output.show(message + "\n")
-    return 0
+    return Ending.DONE

@@ -9,19 +9,22 @@ stdout (JSON Lines), and errors and the "Watching" note go to stderr.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import watchfiles
 
+from reconciler.cli.output import render_plan
+from reconciler.engine.load import load_desired
+from reconciler.engine.plan import make_plan
 from reconciler.errors import ConfigError, NotFoundError, ReconcilerError
+from reconciler.exit_codes import Ending
 from reconciler.plan import compute_plan
 from reconciler.render import plan_to_dict
 
 if TYPE_CHECKING:
     from reconciler.cli.output import Output
-    from reconciler.engine.session import Session
+    from reconciler.engine.context import Context
     from reconciler.engine.snapshots import Snapshots
     from reconciler.model import DesiredRun, Observation
 
@@ -29,10 +32,15 @@ CLEAR = "\x1b[2J\x1b[H"
 
 
 def watch_plans(
-    session: Session, args: argparse.Namespace, output: Output, *, max_plans: int | None = None
-) -> int:
-    """Plan now, then after every change; returns 0 when stopped (^C ends it as usual)."""
-    bench_dir = session.ctx.repo_root / session.ctx.settings.benchmarks
+    ctx: Context,
+    fmt: str,
+    output: Output,
+    *,
+    max_plans: int | None = None,
+) -> Ending:
+    """Plan now, then after every change, in ``fmt``; done when stopped (^C ends it as
+    usual)."""
+    bench_dir = ctx.repo_root / ctx.settings.benchmarks
     out = output.out
     tty = out.isatty() and not output.machine
     color = output.color
@@ -46,11 +54,11 @@ def watch_plans(
             out.write(CLEAR)
         try:
             if snapshots is None:
-                plan, snapshots = session.make_plan()
+                plan, snapshots = make_plan(ctx, output)
             else:
-                configs = session.load_desired()
+                configs = load_desired(ctx, output)
                 desired = configs.runs
-                observation = _fill_missing_benchmarks(session, desired, snapshots.observation)
+                observation = _fill_missing_benchmarks(ctx, desired, snapshots.observation)
                 snapshots = replace(
                     snapshots,
                     desired=desired,
@@ -61,22 +69,20 @@ def watch_plans(
                     snapshots.desired,
                     snapshots.state,
                     snapshots.observation,
-                    session.ctx.settings,
+                    ctx.settings,
                     snapshots.generators,
                 )
             if output.machine:
                 output.document_line("plan", plan_to_dict(plan))
             else:
-                out.write(session.render(plan, args.format, color=color))
+                out.write(render_plan(plan, fmt, color=color))
         except ConfigError as exc:
             people = output.people
             for issue in exc.issues:
                 people.write(f"{issue.severity}: {issue.render()}\n")
         except ReconcilerError as exc:
             output.people.write(f"Error: {exc.message}\n")
-        output.people.write(
-            f"\nWatching {session.ctx.settings.benchmarks}/ for changes (Ctrl-C to stop)\n"
-        )
+        output.people.write(f"\nWatching {ctx.settings.benchmarks}/ for changes (Ctrl-C to stop)\n")
         output.people.flush()
         out.flush()
         plans += 1
@@ -85,7 +91,6 @@ def watch_plans(
     # never missed; the first (timed-out, empty) batch says the watcher is running.
     watcher = watchfiles.watch(
         bench_dir,
-        stop_event=session.cancel,
         debounce=200,
         watch_filter=_toml_filter,
         yield_on_timeout=True,
@@ -94,13 +99,13 @@ def watch_plans(
     next(watcher, None)
     show(first=True)
     if max_plans is not None and plans >= max_plans:
-        return 0
+        return Ending.DONE
     for changes in watcher:
         if changes:
             show(first=False)
         if max_plans is not None and plans >= max_plans:
             break
-    return 0
+    return Ending.DONE
 
 
 def _toml_filter(_change: watchfiles.Change, path: str) -> bool:
@@ -109,7 +114,7 @@ def _toml_filter(_change: watchfiles.Change, path: str) -> bool:
 
 
 def _fill_missing_benchmarks(
-    session: Session, desired: tuple[DesiredRun, ...], observation: Observation
+    ctx: Context, desired: tuple[DesiredRun, ...], observation: Observation
 ) -> Observation:
     """``observation`` with catalog info for every benchmark ``desired`` names."""
     missing = sorted({d.benchmark for d in desired} - set(observation.benchmarks))
@@ -118,7 +123,7 @@ def _fill_missing_benchmarks(
     benchmarks = dict(observation.benchmarks)
     for name in missing:
         try:
-            benchmarks[name] = session.ctx.client.get_benchmark(name).to_info()
+            benchmarks[name] = ctx.client.get_benchmark(name).to_info()
         except NotFoundError:
             benchmarks[name] = None
     return observation.model_copy(update={"benchmarks": benchmarks})

@@ -1,5 +1,6 @@
-"""What an apply ended with: each plan item's ``Outcome`` and the ``ApplyResult`` that
-holds them. Only the apply imports this at run time (a plan does not pay for it)."""
+"""What an apply ended with: the ``ApplyResult`` that holds each plan item's ``Outcome``
+(defined with the other values an apply reports, in ``report``). Only the apply imports
+this at run time (a plan does not pay for it)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reconciler.engine.report import RunRef, WaitReport
-    from reconciler.model import PlanItem
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What happened to one plan item."""
-
-    item: PlanItem
-    ok: bool
-    message: str
-    run_id: str | None = None
-    run_name: str | None = None
-    status: str | None = None
-    """The run's status as last seen by the action (``failed`` and ``stopped`` are shown)."""
-    reached_platform: bool = False
-    """A failed item whose paid call did happen (a run created or stopped) before the
-    failure, e.g. when the lockfile could not record it: the apply was partial."""
+    from reconciler.engine.report import Outcome, RunRef, WaitReport
 
 
 @dataclass
@@ -40,7 +24,13 @@ class ApplyResult:
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if not o.ok]
+        """Actions the apply attempted (or was asked to and refused) that did not succeed."""
+        return [o for o in self.outcomes if not o.ok and not o.blocked]
+
+    @property
+    def blocked(self) -> list[Outcome]:
+        """Blocked items: reported, not attempted, no failure by themselves."""
+        return [o for o in self.outcomes if o.blocked]
 
     @property
     def succeeded(self) -> list[Outcome]:
@@ -50,10 +40,3 @@ class ApplyResult:
     def unrecorded(self) -> list[Outcome]:
         """Failed items that nonetheless changed the Platform (see ``Outcome.reached_platform``)."""
         return [o for o in self.outcomes if not o.ok and o.reached_platform]
-
-    @property
-    def exit_code(self) -> int:
-        """0 all applied; 3 partial (something succeeded or reached the Platform); 1 nothing."""
-        if not self.failures and self.unsaved is None:
-            return 0
-        return 3 if self.succeeded or self.unrecorded else 1

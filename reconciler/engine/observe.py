@@ -228,7 +228,7 @@ def observe(
 
     ``full`` lists every run (``--refresh=full``); ``want_unmanaged`` does too and keeps the
     runs the lockfile does not know. ``walk`` is a ``RunWalk`` the caller already started,
-    ``outputs`` the ``scan_recorded_outputs`` of ``state`` when already scanned (the session
+    ``outputs`` the ``scan_recorded_outputs`` of ``state`` when already scanned (``engine.load``
     overlaps both with reading the files). ``download_root`` is unused (kept for callers).
     """
     del download_root

@@ -1,12 +1,13 @@
 """The engine's seam to the printer: what a step tells people and scripts while it works.
 
-The engine never prints (style.md, "Import direction"): a ``Session`` is handed a
-``Notices`` for its notes and warnings, and ``Session.apply`` an ``ApplyProgress`` for the
+The engine never prints (style.md, "Import direction"): each operation is handed a
+``Notices`` for its notes and warnings, and ``engine.apply.apply`` an ``ApplyProgress`` for the
 apply's live report (each action as it starts and ends, the ``--wait``, the closing
 summary). Both are protocols: the one printer, ``reconciler.cli.output.Output`` and its
 ``ApplyReport``, implements them, and a test may hand in anything with these methods. The
-values an apply reports (``RunRef``, ``WaitReport``) are defined here, with the engine that
-makes them.
+values an apply reports (``Outcome``, ``RunRef``, ``WaitReport``) are defined here, with the
+engine that makes them; ``apply_result`` (what an apply ended with) holds them and imports
+them from here, never the other way.
 """
 
 from __future__ import annotations
@@ -16,9 +17,28 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from reconciler.engine.apply_result import Outcome
     from reconciler.errors import ConfigIssue
     from reconciler.model import PlanItem
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one plan item."""
+
+    item: PlanItem
+    ok: bool
+    message: str
+    run_id: str | None = None
+    run_name: str | None = None
+    status: str | None = None
+    """The run's status as last seen by the action (``failed`` and ``stopped`` are shown)."""
+    reached_platform: bool = False
+    """A failed item whose paid call did happen (a run created or stopped) before the
+    failure, e.g. when the lockfile could not record it: the apply was partial."""
+    blocked: bool = False
+    """A blocked item, reported and not attempted (``ok`` is False): never a failure of the
+    apply by itself (issue 34: a standing block turned every apply red). A saved plan's
+    item the recomputed plan refuses is a failure, not this."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +90,7 @@ class Notices(Protocol):
 
 class ApplyProgress(Protocol):
     """The live report of one apply. ``started`` and ``finished`` are called from the
-    ``Applier``'s worker threads; the rest by the session, in order."""
+    ``Applier``'s worker threads; the rest by the apply (``engine.apply``), in order."""
 
     def started(self, item: PlanItem) -> None:
         """An action is about to start."""

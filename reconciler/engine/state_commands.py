@@ -2,8 +2,8 @@
 
 ``list`` and ``show`` only read the lockfile: it is replaced atomically, so a reader never
 sees half a write, and they work while a long ``osmosis-apply --wait`` holds the lock.
-``forget``, ``mv`` and ``resolve`` change it: under the apply lock (``hold_state_lock``), re-read after
-the lock is taken, one write with ``serial + 1``. Neither ever calls the Platform: ``forget``
+``forget``, ``mv`` and ``resolve`` change it through the lockfile's door (``state.door``): under
+the apply lock, re-read after the lock is taken, one write with ``serial + 1``. Neither ever calls the Platform: ``forget``
 moves an entry to the history (reason ``forgotten``, like the plan's forget) and leaves the
 run alone; ``mv`` re-keys an entry like the plan's move (``lockfile.rekey_run``);
 ``resolve`` settles a submit whose outcome is unknown (a person knows what the Platform did):
@@ -14,40 +14,27 @@ the next plan submits the config.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from reconciler.errors import UsageError
 from reconciler.model import HistoryEntry, LockState, RecordedRun, Settings, glob_match
-from reconciler.state.lockfile import (
-    put_run,
-    read_lockfile,
-    rekey_run,
-    remove_stale_temps,
-    retire_run,
-    write_lockfile,
-)
-from reconciler.state.locking import ci_run_url, hold_lock
+from reconciler.state.door import LockScope, open_door
+from reconciler.state.lockfile import put_run, read_lockfile, rekey_run, retire_run
 
 __all__ = [
-    "LOCK_NAME",
     "check_address",
     "config_path",
     "entries",
     "forget_entry",
     "history_of",
-    "hold_state_lock",
     "move_entry",
     "resolve_entry",
     "read_state",
     "write_state",
 ]
-
-LOCK_NAME = ".osmosis.lock.held"
-"""The apply lock's file, next to the lockfile (design.md §7)."""
 
 _ADDRESS_SEGMENT = re.compile(r"[^\x00-\x1f\x7f\\]+")
 
@@ -81,32 +68,6 @@ def read_state(
     if not path.exists():
         return None
     return read_lockfile(path, platform=platform, workspace=workspace, display_path=display)
-
-
-@contextmanager
-def hold_state_lock(
-    state_path: Path, *, timeout: float, command: str, err: TextIO | None = None
-) -> Iterator[None]:
-    """The apply lock for a command that writes the lockfile, as ``osmosis-apply`` takes it."""
-
-    def waiting(holder: dict[str, Any]) -> None:
-        if err is not None:
-            err.write(
-                f"Waiting for the apply lock held by pid {holder.get('pid')} on "
-                f"{holder.get('host')} since {holder.get('started_at')} ...\n"
-            )
-
-    state_path.parent.mkdir(parents=True, exist_ok=True)
-    with hold_lock(
-        state_path.parent / LOCK_NAME,
-        timeout=timeout,
-        command=command,
-        on_wait=waiting,
-        ci_url=ci_run_url(),
-    ):
-        # Every writer holds the lock, so a lockfile temp file seen now is a dead writer's.
-        remove_stale_temps(state_path)
-        yield
 
 
 def entries(state: LockState, patterns: Sequence[str] = ()) -> list[RecordedRun]:
@@ -176,8 +137,8 @@ def move_entry(
 
 
 def write_state(
-    state_path: Path,
-    display: str,
+    repo_root: Path,
+    settings: Settings,
     *,
     timeout: float,
     command: str,
@@ -186,15 +147,22 @@ def write_state(
     platform: str | None = None,
     workspace: str | None = None,
 ) -> tuple[LockState, LockState, RecordedRun]:
-    """Under the apply lock: re-read the lockfile, apply ``edit``, write it (serial + 1).
-
-    Returns (state before, state written, the entry edited).
+    """Through the lockfile's door: re-read the lockfile under the apply lock (the locks of
+    the Platform and workspace it records), apply ``edit``, write it (serial + 1). Returns
+    (state before, state written, the entry edited).
     """
-    with hold_state_lock(state_path, timeout=timeout, command=command, err=err):
-        before = read_state(state_path, display, platform=platform, workspace=workspace)
+    path = repo_root / settings.state
+    scope = LockScope.recorded(path, settings.state, repo_root=repo_root, settings=settings)
+
+    def note(line: str) -> None:
+        if err is not None:
+            err.write(line + "\n")
+
+    with open_door(scope, timeout=timeout, command=command, say=note) as door:
+        before = door.read(platform=platform, workspace=workspace)
         after, entry = edit(before)
         assert before is not None  # edit raised otherwise
-        written = write_lockfile(state_path, after)
+        written = door.write(after)
     return before, written, entry
 
 

@@ -12,7 +12,7 @@ Three snapshots feed ``compute_plan``:
 and ``Settings`` (``settings``) says how; ``compute_plan`` returns a ``Plan`` (``plan``).
 ``status`` holds ``RunStatus``, ``adoption`` the fingerprints that recognise a run,
 ``base`` the ``Frozen`` base and the canonical digest, ``generator`` what a run generator
-(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings. Every name is re-exported here:
+(``*.matrix.toml``) expanded to, ``policy`` the policy rules of the settings, ``decision`` a config's ``[decide]`` table. Every name is re-exported here:
 ``from reconciler.model import X`` is the way to import them.
 
 Nothing here does I/O or imports an edge library (httpx, tomlkit, structlog, watchfiles).
@@ -29,11 +29,20 @@ from reconciler.model.adoption import (
     spec_fingerprint_fields,
 )
 from reconciler.model.base import (
+    DEFAULT_ATTEMPTS_PER_TASK,
     Frozen,
+    attempts_per_task,
     canonical_digest,
     canonical_json,
     digest,
     recorded_benchmark,
+)
+from reconciler.model.decision import (
+    FUTILITY_RULES,
+    MONITORS,
+    DecisionRecord,
+    DecisionSpec,
+    LookRecord,
 )
 from reconciler.model.desired import (
     DesiredRun,
@@ -80,33 +89,56 @@ from reconciler.model.policy import (
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
+    RERUNS_KEPT,
     AgentResult,
     Baseline,
     Downloads,
     HistoryEntry,
+    HistoryReason,
     Intent,
     LockState,
     RecordedRun,
     Rejection,
     RunResults,
+    SmokeStage,
     rejection_context,
     selection_digest,
     spec_attempts_per_task,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
+    SETTING_CHOICES,
+    LockKind,
+    OnChange,
+    OnDelete,
+    Outputs,
+    Refresh,
     Settings,
     SmokeRule,
+    Unmanaged,
 )
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
+    AddressStatus,
     RunStatus,
 )
 
 __all__ = [
+    "HistoryReason",
+    "SmokeStage",
+    "SETTING_CHOICES",
+    "LockKind",
+    "OnChange",
+    "OnDelete",
+    "Outputs",
+    "Refresh",
+    "Unmanaged",
+    "DEFAULT_ATTEMPTS_PER_TASK",
+    "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
+    "AddressStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",
@@ -116,10 +148,14 @@ __all__ = [
     "BenchmarkRef",
     "CellSource",
     "DOWNLOAD_TYPES",
+    "DecisionRecord",
+    "DecisionSpec",
+    "LookRecord",
     "DesiredRun",
     "Downloads",
     "DriftItem",
     "DriftKind",
+    "FUTILITY_RULES",
     "Fix",
     "Frozen",
     "GeneratorMove",
@@ -129,10 +165,12 @@ __all__ = [
     "HistoryEntry",
     "Intent",
     "LOCKFILE_VERSION",
+    "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
     "TaskCounts",
     "LockState",
+    "MONITORS",
     "Observation",
     "PAID_ACTIONS",
     "ObservedRun",

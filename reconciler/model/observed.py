@@ -36,6 +36,10 @@ class ObservedRun:
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
     creator: str | None = None
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
+    creator_name: str | None = None
+    """Who created the run, as the Platform names them (``creator_name``): shown when a
+    paid item is blocked by this run (``plan.twins``), beside an unmanaged run and a
+    possible duplicate, so a person knows whom to ask."""
 
 
 class LeaderboardScore(Frozen, frozen=True, kw_only=True):
@@ -160,6 +164,9 @@ class Observation(Frozen, frozen=True, kw_only=True):
     task_counts: dict[str, TaskCounts] = msgspec.field(default_factory=dict)
     """Run id -> per-task outcomes of the recorded runs a new submit will be compared with
     (the newest comparable runs of each submit whose files are on disk)."""
+    platform_instance: str | None = None
+    """With the embedded Platform: its instance (its data directory's id), to compare with
+    the one the lockfile records (``LockState.platform_instance``); None otherwise."""
     vouched: frozenset[str] = frozenset()
     """Run ids the remote state record of this Platform and workspace names (the lockfile
     the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses

@@ -2,7 +2,7 @@
 
 Everything that talks to the Platform goes through ``PlatformClient``; Platform JSON is
 converted to the frozen models of ``reconciler.platform.models`` here and never travels
-further. The embedded local Platform lives in ``reconciler.platform.local``.
+further. The embedded local Platform lives in ``reconciler.local_platform``.
 """
 
 from reconciler.platform.client import (

@@ -433,6 +433,7 @@ class RunSummary(PlatformModel, frozen=True, kw_only=True):
             best_pass_at_1=self.best_pass_at_1,
             fingerprint=fingerprint,
             creator=creator_digest(self.creator_email),
+            creator_name=_interned(self.creator_name),
         )
 
 

@@ -7,16 +7,14 @@ Pure: takes the ``Plan`` and returns strings or plain data.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from reconciler.escaping import escape_text
 from reconciler.model import (
     Action,
     CellSource,
-    GeneratorMove,
     GeneratorProduct,
-    GeneratorRemoval,
     Plan,
     PlanItem,
     ResultRow,
@@ -197,40 +195,3 @@ def generator_to_dict(product: GeneratorProduct) -> dict[str, Any]:
         ],
         "product": product.product_line(),
     }
-
-
-def generators_from_dicts(data: Sequence[Mapping[str, Any]]) -> tuple[GeneratorProduct, ...]:
-    return tuple(
-        GeneratorProduct(
-            file=g["file"],
-            prefix=g["prefix"],
-            axes={name: tuple(keys) for name, keys in g["axes"].items()},
-            element_lines=dict(g.get("element_lines", {})),
-            cells=tuple(g["cells"]),
-            excluded=g.get("excluded", 0),
-            included=g.get("included", 0),
-            on_remove=g.get("on_remove", "stop"),
-            removed=tuple(GeneratorRemoval.model_validate(r) for r in g.get("removed", ())),
-            moves=tuple(
-                GeneratorMove(
-                    line=m["line"],
-                    label=m.get("label", ""),
-                    pairs=tuple((p[0], p[1]) for p in m.get("pairs", ())),
-                )
-                for m in g.get("moved", ())
-            ),
-        )
-        for g in data
-    )
-
-
-def source_from_dict(data: Mapping[str, Any] | None) -> CellSource | None:
-    if not data:
-        return None
-    return CellSource(
-        file=data["file"],
-        kind=data.get("kind", "generator"),
-        cell=dict(data.get("cell", {})),
-        line=data.get("line"),
-        note=data.get("note"),
-    )

@@ -312,7 +312,7 @@ def _unpaired(left: _Side, li: int, right: _Side, ri: int, margin: float, same: 
     if la is None or ra is None or la.pass_at_1 is None or ra.pass_at_1 is None:
         raise UsageError(
             f"cannot compare {left.run.label} with {right.run.label}: no per-task results and "
-            "no recorded pass@1 for both",
+            "no recorded pass@1 for both (" + "; ".join(missing) + ")",
             "run `osmosis-apply` to download the ended runs' outputs, or check the "
             "Platform is reachable so `osmosis-results` can fetch them",
         )

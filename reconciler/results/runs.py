@@ -28,6 +28,7 @@ from reconciler.model import (
     RecordedRun,
     RunResults,
     RunStatus,
+    SmokeStage,
     selection_digest,
     spec_attempts_per_task,
 )
@@ -62,7 +63,7 @@ class RecordedResult(msgspec.Struct, frozen=True):
     results: RunResults | None = None
     outputs_complete: bool = True
     spec: Mapping[str, Any] = msgspec.field(default_factory=dict)
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run (docs/smoke.md): a narrowed test of the config, never a
     baseline nor the address's result."""
     attempts_per_task: int = 1
@@ -72,7 +73,7 @@ class RecordedResult(msgspec.Struct, frozen=True):
 
     @property
     def smoke(self) -> bool:
-        return self.stage == "smoke"
+        return self.stage == SmokeStage.SMOKE
 
     @property
     def pass_threshold(self) -> float | None:

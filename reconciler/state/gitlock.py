@@ -29,7 +29,7 @@ A holder renews its lock every ``ttl / 3`` seconds. A lock is taken over when it
 is dead (same host, pid gone), when its ``expires_at`` has passed (allowing ``CLOCK_SKEW``
 between machines), or when a waiter has watched it unchanged for longer than ``ttl`` (its
 own clock: no skew at all). A holder whose renewal is refused has lost the lock and says
-so through ``on_lost`` (the session stops starting new actions).
+so through ``on_lost`` (the apply stops starting new actions).
 
 Which lock applies is ``locking.choose_lock``'s decision: never for the embedded Platform
 (it lives in its clone) nor, unless ``lock = "git"`` is set, for a loopback Platform (it lives
@@ -106,11 +106,16 @@ class GuardedRefs:
     """The normalised Platform URL (``Context.platform_id``)."""
     workspace: str
     """The workspace label recorded in the lockfile."""
+    project: str | None = None
+    """The project's id in a repository of many projects (``reconciler.projects``); None
+    (one project) keeps the key every earlier version used."""
 
     @property
     def key(self) -> str:
-        """A digest of both: ref names cannot hold a URL, and both must name the refs."""
+        """A digest of all three: ref names cannot hold a URL, and all must name the refs."""
         text = f"{self.platform.rstrip('/')}\n{self.workspace.strip()}"
+        if self.project is not None:
+            text += f"\n{self.project}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property
@@ -130,7 +135,8 @@ class GuardedRefs:
         return f"refs/osmosis-seen/{self.key}/state"
 
     def describe(self) -> str:
-        return f"{self.platform} workspace {self.workspace}"
+        project = f" project {self.project}" if self.project is not None else ""
+        return f"{self.platform} workspace {self.workspace}{project}"
 
 
 _HEADER_FIELD = re.compile(r'^(platform|workspace) = "([^"\\]*)"\s*$', re.MULTILINE)

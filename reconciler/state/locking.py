@@ -73,14 +73,19 @@ class LockKind(Enum):
     """The clone's OS lock plus the git lock on ``origin`` (``gitlock``)."""
 
 
-def choose_lock(mode: str | None, platform: str, *, has_origin: bool) -> LockKind:
-    """The lock for ``platform`` (``Context.platform_id``) under the ``lock`` setting."""
+def choose_lock(
+    mode: str | None, platform: str, *, has_origin: bool | Callable[[], bool]
+) -> LockKind:
+    """The lock for ``platform`` (``Context.platform_id``) under the ``lock`` setting.
+    ``has_origin`` may be a function, asked only when the choice depends on it (a git call
+    a command against a local or loopback Platform does not need to make)."""
+    ask = has_origin if callable(has_origin) else lambda: bool(has_origin)
     if platform == EMBEDDED_PLATFORM:
         return LockKind.CLONE  # its data is in this clone: no other clone can reach it
     if mode == "local":
         return LockKind.CLONE
     if mode == "git":
-        if not has_origin:
+        if not ask():
             raise UsageError(
                 'lock = "git" in [tool.osmosis-reconciler], but the repository has no origin '
                 "remote",
@@ -90,7 +95,7 @@ def choose_lock(mode: str | None, platform: str, *, has_origin: bool) -> LockKin
         return LockKind.GIT
     if is_loopback_url(platform):
         return LockKind.MACHINE
-    return LockKind.GIT if has_origin else LockKind.CLONE
+    return LockKind.GIT if ask() else LockKind.CLONE
 
 
 def machine_lock_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -105,9 +110,17 @@ def machine_lock_dir(env: Mapping[str, str] | None = None) -> Path:
     return base / "osmosis-reconciler" / "locks"
 
 
-def machine_lock_path(platform: str, workspace: str, env: Mapping[str, str] | None = None) -> Path:
-    """The machine-wide apply lock of one loopback Platform and workspace."""
+def machine_lock_path(
+    platform: str,
+    workspace: str,
+    env: Mapping[str, str] | None = None,
+    project: str | None = None,
+) -> Path:
+    """The machine-wide apply lock of one loopback Platform, workspace and project (the
+    project's id in a repository of many; None keeps the key of a repository of one)."""
     text = f"{platform.rstrip('/')}\n{workspace.strip()}"
+    if project is not None:
+        text += f"\n{project}"
     key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return machine_lock_dir(env) / f"{key}.held"
 

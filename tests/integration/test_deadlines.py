@@ -18,12 +18,12 @@ import pytest
 
 from reconciler import deadlines, shutdown
 from reconciler.errors import OutcomeUnknownError, TransportError, UsageError
+from reconciler.local_platform import Faults, LocalPlatform, LocalTransport
+from reconciler.local_platform.faults import FaultInjector
+from reconciler.local_platform.server import ServerHandle
 from reconciler.outputs.downloads import download_run
 from reconciler.platform import PlatformClient
 from reconciler.platform.client import RetryPolicy
-from reconciler.platform.local import Faults, LocalPlatform, LocalTransport
-from reconciler.platform.local.faults import FaultInjector
-from reconciler.platform.local.server import ServerHandle
 from tests.support.emulator import serve
 
 WORKSPACE = "deadlines"

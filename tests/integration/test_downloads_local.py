@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from reconciler.errors import ConflictError
+from reconciler.local_platform import Faults
 from reconciler.model import RunStatus
 from reconciler.outputs.downloads import download_run, run_dir_name, scan_outputs
 from reconciler.platform import PlatformClient
-from reconciler.platform.local import Faults
 from tests.support.bodies import hle_body
 from tests.support.clock import FakeClock
 from tests.support.emulator import start_local_platform

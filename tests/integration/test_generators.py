@@ -9,11 +9,11 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
-from reconciler.render import plan_from_dict, plan_to_dict
+from reconciler.engine.saved_plan import plan_from_dict
+from reconciler.render import plan_to_dict
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     actions,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from reconciler.platform.local import Faults, LocalPlatform, LocalTransport
+from reconciler.local_platform import Faults, LocalPlatform, LocalTransport
 from tests.support.bodies import tb_body
 from tests.support.clock import FakeClock
 from tests.support.emulator import EmulatorProcess, emulator_command
@@ -189,7 +189,7 @@ WORKER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from reconciler.platform.local import LocalPlatform
+    from reconciler.local_platform import LocalPlatform
     data, n, tag, body = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
     platform = LocalPlatform(data, seed=0)
     platform.set_secret("default", "OPENAI_API_KEY", "sk-" + tag)

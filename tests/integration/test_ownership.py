@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli.main import apply_main, plan_main
-from reconciler.platform.local import LocalPlatform
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.plan import main as plan_main
+from reconciler.local_platform import LocalPlatform
 from reconciler.state.gitlock import LEGACY_STATE_REF, GuardedRefs
 from reconciler.state.locking import hold_lock, machine_lock_path
-
-from .helpers import (
+from tests.support.osmosis import (
     SECRET_VALUE_PREFIX,
     WORKSPACE,
     Osmosis,

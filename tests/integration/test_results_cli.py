@@ -19,8 +19,7 @@ from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from tests.support.browser import PageVisit
 from tests.support.clock import FakeClock
-
-from .helpers import Osmosis, Result, init_repo, read_lock, start_platform
+from tests.support.osmosis import Osmosis, Result, init_repo, read_lock, start_platform
 
 ADDRESS = "tb/security"
 VALIDATOR = Draft202012Validator(
@@ -117,7 +116,7 @@ def test_baseline_gate_passes_an_aa_pair_and_fails_a_planted_regression(world: R
     assert accepted.code == 0, accepted
     VALIDATOR.validate(accepted.json())
     lock_text = (world.repo / "state" / "osmosis.lock").read_text(encoding="utf-8")
-    assert "version = 2" in lock_text
+    assert "version = 3" in lock_text
     assert f'[baselines."{ADDRESS}"]' in lock_text
     assert read_lock(world.repo)["baselines"][ADDRESS]["run_name"] == older
 

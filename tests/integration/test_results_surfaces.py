@@ -22,8 +22,8 @@ from reconciler.plan import result_rows
 from reconciler.render import render_results_text
 from reconciler.results.numbers import HEADLINE as HEADLINE_COLUMN
 from reconciler.state.lockfile import read_lockfile
+from tests.support.osmosis import Osmosis, Result, init_repo, start_platform
 
-from .helpers import Osmosis, Result, init_repo, start_platform
 from .test_results_cli import ADDRESS, category_config
 
 HEADLINE = re.compile(
@@ -186,8 +186,8 @@ def test_every_surface_shows_one_value_per_number(surfaces: Any, tmp_path: Path)
     for column, key in (("cost/task", "cost_per_task"), ("cost/attempt", "cost_per_attempt"),
                         ("tokens/task", "tokens_per_task"),
                         ("tokens/attempt", "tokens_per_attempt")):  # fmt: skip
-        values = {where: cells[column] for where, cells in tables.items()}
-        assert len(set(values.values())) == 1, (column, values)
+        shown_cells = {where: cells[column] for where, cells in tables.items()}
+        assert len(set(shown_cells.values())) == 1, (column, shown_cells)
         assert shown[key] == pytest.approx(numbers[key], rel=1e-3), (key, shown, numbers)
     assert numbers["cost_per_attempt"] == pytest.approx(numbers["cost_per_task"] / 3, rel=1e-5)
     assert shown["cost_per_attempt"] * shown["attempts"] == pytest.approx(  # total cost

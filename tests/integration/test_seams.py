@@ -21,12 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local import Faults
-from reconciler.platform.local.faults import FaultInjector
+from reconciler.local_platform import Faults
+from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     TEAM,
     TOKEN,
     Osmosis,

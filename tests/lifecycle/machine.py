@@ -52,11 +52,12 @@ from hypothesis.stateful import (
     rule,
 )
 
-from reconciler.cli.main import apply_main, plan_main
-from reconciler.platform.local import Faults, LocalPlatform
-from reconciler.platform.local.faults import FaultInjector
+from reconciler.cli.apply import main as apply_main
+from reconciler.cli.plan import main as plan_main
+from reconciler.local_platform import Faults, LocalPlatform
+from reconciler.local_platform.faults import FaultInjector
 from reconciler.state.gitlock import GuardedRefs
-from tests.integration.helpers import (
+from tests.support.osmosis import (
     BIN_DIR,
     COLLEAGUE_TOKEN,
     SECRET_NAMES,

@@ -3,7 +3,7 @@
 Run: ``python -m tests.perf.driver MODE REPO URL [ARG ...]``; prints one JSON line. Modes:
 
 * ``plan [REFRESH]``: what ``osmosis-plan --format text --refresh REFRESH`` does after parsing
-  flags (``Session.make_plan`` and the text render), timed from before the first product
+  flags (``engine.plan.make_plan`` and the text render), timed from before the first product
   import;
 * ``naive``: the baseline a script around ``osmosis benchmark runs info`` gives: read the
   configs and the lockfile, then one E5 info request per recorded run (current and history);
@@ -12,8 +12,9 @@ Run: ``python -m tests.perf.driver MODE REPO URL [ARG ...]``; prints one JSON li
 * ``trace``: ``plan`` under ``tracemalloc`` (traced peak, what is held, top sites by file);
 * ``floor``: ``tomllib`` parsing the same configs and lockfile, then the minimum number of
   list requests (one per 50 runs of the workspace) with a plain httpx loop;
-* ``apply WORKSPACE PARALLELISM``: plan (untimed), then ``Session.apply`` of its submits;
-* ``download PARALLELISM``: plan (untimed), then ``Session.apply`` of its downloads; a second
+* ``apply WORKSPACE PARALLELISM``: plan (untimed), then ``engine.apply.apply`` of its
+  submits (``--only submit``), timed from the plan's view (``on_plan``) to the end;
+* ``download PARALLELISM``: the same for its downloads (``--only download``); a second
   ``download_run`` of every run right after, which must transfer nothing (resume);
 * ``plain ROOT``: the same runs' files with a plain httpx loop (E8, E9, one streamed GET per
   file, written to disk), the reference for download throughput.
@@ -28,7 +29,9 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _plan(
@@ -38,29 +41,31 @@ def _plan(
     import argparse
     import io
 
-    from reconciler.cli.main import _invocation, _plan_parser
-    from reconciler.cli.output import Output
-    from reconciler.engine.session import Session
+    from reconciler.cli import plan as cli_plan
+    from reconciler.cli.common import invocation
+    from reconciler.cli.output import Output, render_plan
+    from reconciler.engine.load import open_command
+    from reconciler.engine.plan import make_plan
     from reconciler.log import configure_logging
 
     imported = time.perf_counter()
     configure_logging(fmt="json", verbosity=0, command="osmosis-plan")
-    args: argparse.Namespace = _plan_parser().parse_args(
+    args: argparse.Namespace = cli_plan.parser().parse_args(
         ["--dir", str(repo), "--platform", url, "--workspace", "perf", "--no-color",
          "--refresh", refresh]
     )  # fmt: skip
     output = Output("osmosis-plan", out=io.StringIO(), err=io.StringIO())
-    with Session.open(_invocation(args, repo), output) as session:
+    with open_command(invocation(args, repo), output) as ctx:
         t0 = time.perf_counter()
-        plan, _snapshots = session.make_plan()
+        plan, _snapshots = make_plan(ctx, output)
         t1 = time.perf_counter()
         if snapshots is not None:  # ``trace``: what the plan holds once it is made
             import tracemalloc
 
             snapshots.append(tracemalloc.take_snapshot())
-        text = session.render(plan, "text", color=False)
+        text = render_plan(plan, "text", color=False)
         t2 = time.perf_counter()
-        requests = session.ctx.client.request_count
+        requests = ctx.client.request_count
     return {
         "seconds": t2 - started,
         "imports": imported - started,
@@ -123,8 +128,9 @@ def _parse(repo: Path, url: str) -> dict:
     and lockfile into dicts with ``tomllib`` (each dropped after it is parsed)."""
     import tomllib
 
-    import reconciler.cli.main  # noqa: F401
-    import reconciler.engine.session  # noqa: F401
+    import reconciler.cli.plan  # noqa: F401
+    import reconciler.engine.load  # noqa: F401
+    import reconciler.engine.plan  # noqa: F401
 
     paths = sorted((repo / "benchmarks").rglob("*.toml")) + [repo / "state" / "osmosis.lock"]
     t0 = time.perf_counter()
@@ -153,39 +159,54 @@ def _trace(repo: Path, url: str) -> dict:
     }
 
 
-def _session_args(repo: Path, url: str, workspace: str, extra: list[str]):
-    from reconciler.cli.main import _apply_parser
+def _apply_args(repo: Path, url: str, workspace: str, extra: list[str]):
+    from reconciler.cli import apply as cli_apply
     from reconciler.log import configure_logging
 
     configure_logging(fmt="json", verbosity=0, command="osmosis-apply")
 
-    return _apply_parser().parse_args(
+    return cli_apply.parser().parse_args(
         ["--dir", str(repo), "--platform", url, "--workspace", workspace, "--no-color",
          "--auto-approve", "--allow-over-budget", *extra]
     )  # fmt: skip
 
 
+def _applied(ctx, output, only: str, on_start) -> Any:
+    """``engine.apply.apply`` of the plan's ``only`` items; ``on_start`` is called once the
+    plan is made, just before the executor starts (the clock starts there)."""
+    from reconciler.cli.output import ApplyReport
+    from reconciler.engine.apply import ApplyRequest, apply
+
+    return apply(
+        ctx,
+        output,
+        ApplyRequest(command="perf", only=frozenset({only})),
+        progress=ApplyReport(output),
+        on_plan=lambda _plan, _saved: on_start(),
+        approve=None,
+    )
+
+
 def _apply(repo: Path, url: str, workspace: str, parallelism: str) -> dict:
     import io
 
-    from reconciler.cli.main import _invocation
-    from reconciler.cli.output import ApplyReport, Output
-    from reconciler.engine.session import Session
-    from reconciler.model import Action
+    from reconciler.cli.common import invocation
+    from reconciler.cli.output import Output
+    from reconciler.engine.load import open_command
 
-    args = _session_args(repo, url, workspace, ["--parallelism", parallelism])
+    args = _apply_args(repo, url, workspace, ["--parallelism", parallelism])
     output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
-    with Session.open(_invocation(args, repo), output) as session:
-        plan, snapshots = session.make_plan()
-        items = tuple(i for i in plan.items if i.action is Action.SUBMIT)
-        plan = plan.model_copy(update={"items": items})
-        before = session.ctx.client.request_count
-        t0 = time.perf_counter()
-        result = session.apply(
-            plan, snapshots, report=ApplyReport(output), wait=False, wait_timeout=0
+    start: list[tuple[float, int]] = []
+    with open_command(invocation(args, repo), output) as ctx:
+        applied = _applied(
+            ctx,
+            output,
+            "submit",
+            lambda: start.append((time.perf_counter(), ctx.client.request_count)),
         )
-        seconds = time.perf_counter() - t0
-        requests = session.ctx.client.request_count - before
+        seconds = time.perf_counter() - start[0][0]
+        requests = ctx.client.request_count - start[0][1]
+    result = applied.result
     return {
         "seconds": seconds,
         "requests": requests,
@@ -201,29 +222,30 @@ TYPES = ("summary", "results", "artifacts")
 def _download(repo: Path, url: str, parallelism: str) -> dict:
     import io
 
-    from reconciler.cli.main import _invocation
-    from reconciler.cli.output import ApplyReport, Output
-    from reconciler.engine.session import Session
+    from reconciler.cli.common import invocation
+    from reconciler.cli.output import Output
+    from reconciler.engine.load import open_command
+    from reconciler.engine.plan import make_plan
     from reconciler.model import Action
     from reconciler.outputs.downloads import download_run
 
-    args = _session_args(
+    args = _apply_args(
         repo, url, "perf", ["--parallelism", parallelism, "--download-types", ",".join(TYPES)]
     )
     output = Output("osmosis-apply", out=io.StringIO(), err=io.StringIO())
-    with Session.open(_invocation(args, repo), output) as session:
-        plan, snapshots = session.make_plan()
-        items = tuple(i for i in plan.items if i.action is Action.DOWNLOAD)
-        plan = plan.model_copy(update={"items": items})
+    start: list[tuple[float, float]] = []
+
+    def started() -> None:
         # The download client is built before the clock, as the references build theirs:
         # its CA bundle load (20-170 ms here) is a one-time cost, not a transfer rate.
-        session.ctx.http  # noqa: B018
-        t0, c0 = time.perf_counter(), time.process_time()
-        result = session.apply(
-            plan, snapshots, report=ApplyReport(output), wait=False, wait_timeout=0
-        )
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-        state = session.load_state()
+        ctx.http  # noqa: B018
+        start.append((time.perf_counter(), time.process_time()))
+
+    with open_command(invocation(args, repo), output) as ctx:
+        applied = _applied(ctx, output, "download", started)
+        seconds, cpu = time.perf_counter() - start[0][0], time.process_time() - start[0][1]
+        result, state = applied.result, applied.state
+        items = applied.plan.items
         downloaded = sum(e.downloads.bytes for e in state.runs.values() if e.downloads)
         files = sum(e.downloads.files for e in state.runs.values() if e.downloads)
         # Resume: every file is complete on disk, so nothing may be transferred again.
@@ -231,16 +253,16 @@ def _download(repo: Path, url: str, parallelism: str) -> dict:
         again = 0
         for entry in state.runs.values():
             res = download_run(
-                session.ctx.client,
-                session.ctx.http,
+                ctx.client,
+                ctx.http,
                 run_id=entry.run_id or "",
                 run_name=entry.run_name,
-                root=session.ctx.download_root,
+                root=ctx.download_root,
                 types=TYPES,
             )
             again += res.bytes_downloaded
         resume_seconds = time.perf_counter() - t1
-        replan, _snapshots = session.make_plan()
+        replan, _snapshots = make_plan(ctx, output)
         left = sum(1 for i in replan.items if i.action is Action.DOWNLOAD)
     return {
         "seconds": seconds,
@@ -359,7 +381,7 @@ def peak_rss_mb() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
-    modes = {
+    modes: dict[str, Callable[..., dict[str, Any]]] = {
         "plan": _plan,
         "naive": _naive,
         "floor": _floor,

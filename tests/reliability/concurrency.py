@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 
 from .harness import (
     APPLY_ARGS,

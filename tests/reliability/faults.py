@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 
 from .harness import APPLY_ARGS, Findings, Server, read_state, run, tail
 

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 from tests.support.git import git
 
 from .harness import (

@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.errors import StateError
-from reconciler.platform.local import Faults, LocalPlatform
-from reconciler.platform.local.faults import FaultInjector
-from reconciler.platform.local.server import ServerHandle
+from reconciler.local_platform import Faults, LocalPlatform
+from reconciler.local_platform.faults import FaultInjector
+from reconciler.local_platform.server import ServerHandle
 from reconciler.state.lockfile import read_lockfile
 from tests.support.emulator import serve
 from tests.support.git import git
@@ -498,8 +498,8 @@ def check_converged(
         if count > 1:
             findings.duplicate_submits += count - 1
             findings.details.append(f"{repo.name}: config {index} was submitted {count} times")
-    for index in range(configs):
-        if per_index.get(str(index), 0) == 0:
+    for number in range(configs):
+        if per_index.get(str(number), 0) == 0:
             findings.never_submitted += 1
             findings.details.append(f"{repo.name}: config {index} never submitted")
     state = read_state(repo, server, findings, "after convergence")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 
 from . import report
 from .concurrency import Tally, eight_applies, killed_holder_then_apply, killed_holder_with_waiters

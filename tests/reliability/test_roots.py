@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local.server import ServerHandle
+from reconciler.local_platform.server import ServerHandle
 from tests.support.emulator import serve
 
 from . import report

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from reconciler.local_platform.core import new_run_id
+from reconciler.local_platform.simulation import make_schedule
 from reconciler.model import RunStatus
-from reconciler.platform.local.core import new_run_id
-from reconciler.platform.local.simulation import make_schedule
 from reconciler.state.lockfile import read_lockfile
 from tests.support.git import git
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.local_platform import Faults
+from reconciler.local_platform.faults import FaultInjector
 from reconciler.platform.client import DEFAULT_DEADLINE_S
-from reconciler.platform.local import Faults
-from reconciler.platform.local.faults import FaultInjector
 
 from . import report
 from .harness import (

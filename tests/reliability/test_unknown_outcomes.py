@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.platform.local import Faults
+from reconciler.local_platform import Faults
 
 from . import report
 from .harness import (

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from reconciler.platform.local import LocalPlatform, start_server
-from reconciler.platform.local.server import ServerHandle
+from reconciler.local_platform import LocalPlatform, start_server
+from reconciler.local_platform.server import ServerHandle
 
 
 def serve(
@@ -34,7 +34,7 @@ def serve(
     """
     handle = start_server(platform, "127.0.0.1", 0, access_log=access_log)
     if quiet:
-        handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        handle.server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     return handle
 
 
@@ -64,7 +64,7 @@ def emulator_command() -> list[str]:
     script = shutil.which("osmosis-platform-emulator", path=str(Path(sys.executable).parent))
     if script:
         return [script]
-    return [sys.executable, "-m", "reconciler.platform.local.server"]
+    return [sys.executable, "-m", "reconciler.local_platform.cli"]
 
 
 @dataclass

@@ -149,7 +149,7 @@ class Family:
             benchmark_id=BENCHMARK,
             task_count=results.agents[0].n,
             results=results,
-            stage=stage,
+            stage=stage,  # type: ignore[arg-type]
             requested_by="0123456789abcdef0123456789abcdef01234567",
         )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from reconciler.engine.apply import Applier
+from reconciler.engine.executor import Applier
 from reconciler.model import Action, Plan, PlanItem, Reason, Settings
 from reconciler.platform import PlatformClient
 from reconciler.state.lockfile import new_state, read_lockfile

@@ -16,31 +16,14 @@ from reconciler.ci.announce import announce, announce_state, marker, status_desc
 from reconciler.ci.commit import commit_lockfile, commit_message, copy_results, lockfile_changes
 from reconciler.ci.github import GitHubAPI
 from reconciler.errors import GitError
-from reconciler.model import Baseline, Downloads, HistoryEntry, Intent, LockState, selection_digest
+from reconciler.model import Baseline, HistoryEntry, Intent, LockState, selection_digest
 from reconciler.state.lockfile import parse, serialize, write_lockfile
-from tests.github_fake import FakeGitHub
-from tests.support.git import AUTHOR, git
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.git import AUTHOR, git, make_clones
+from tests.support.github_fake import FakeGitHub
+from tests.support.plan_fixtures import SHA, done, entry, lock
 from tests.unit.test_results import agent, results
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
-SHA = "c0ffee" + "0" * 34
-
-
-def entry(address: str, run_id: str, status: str = "running", **update: object):  # type: ignore[no-untyped-def]
-    base = recorded_run(desired(address), run_id, status=status, run_name=f"name-{run_id}")
-    return base.model_copy(update={"requested_by": SHA, "observed_at": NOW, **update})
-
-
-def done(files: dict[str, str] | None = None) -> Downloads:
-    files = files or {"summary.csv": "ab" * 32}
-    return Downloads(
-        types=("summary", "results"),
-        files=len(files),
-        bytes=10,
-        sha256=files,
-        directory=".osmosis/benchmarks/run",
-    )
 
 
 # --------------------------------------------------------------------------- commit message
@@ -133,21 +116,6 @@ def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
     return make_clones(tmp_path)
 
 
-def make_clones(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A bare ``main`` remote with one commit and two clones of it: (remote, a, b)."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    a, b = tmp_path / "a", tmp_path / "b"
-    git(tmp_path, "clone", "-q", str(remote), str(a))
-    git(a, "checkout", "-q", "-b", "main")
-    (a / "README.md").write_text("x\n")
-    git(a, "add", "-A")
-    git(a, "commit", "-q", "-m", "init")
-    git(a, "push", "-q", "origin", "main")
-    git(tmp_path, "clone", "-q", str(remote), str(b))
-    return remote, a, b
-
-
 def test_commit_lockfile_replays_on_a_moved_branch_as_the_bot(
     clones: tuple[Path, Path, Path],
 ) -> None:
@@ -217,7 +185,7 @@ def github() -> Iterator[FakeGitHub]:
     fake.close()
 
 
-def finished(address: str = "tb/a", run_id: str = "r1", **update: object):  # type: ignore[no-untyped-def]
+def finished(address: str = "tb/a", run_id: str = "r1", **update: object):
     fields: dict[str, object] = {
         "downloads": done(),
         "results": results(agent(0, 0.75, cost_per_task=0.12)),

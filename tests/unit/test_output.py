@@ -84,14 +84,15 @@ def test_jsonl_events_come_first_and_the_document_last() -> None:
 
 
 def test_every_flag_of_every_command_has_help_text() -> None:
-    from reconciler.cli.main import EXIT_CODES, _apply_parser, _plan_parser
+    from reconciler.cli import apply, plan
+    from reconciler.exit_codes import PLAN_AND_APPLY_HELP
 
-    for parser in (_plan_parser(), _apply_parser()):
+    for parser in (plan.parser(), apply.parser()):
         missing = [
             "/".join(action.option_strings) or action.dest
             for action in parser._actions
             if not action.help or not action.help.strip()
         ]
         assert missing == [], (parser.prog, missing)
-        assert EXIT_CODES in parser.format_help()
-    assert "4  only with --wait" in EXIT_CODES
+        assert PLAN_AND_APPLY_HELP in parser.format_help()
+    assert "4  only with --wait" in PLAN_AND_APPLY_HELP

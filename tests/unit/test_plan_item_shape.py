@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.engine.saved_plan import plan_from_dict
 from reconciler.model import (
     PAID_ACTIONS,
     Action,
@@ -16,7 +17,7 @@ from reconciler.model import (
     PlanItem,
     Reason,
 )
-from reconciler.render import plan_from_dict, plan_to_dict
+from reconciler.render import plan_to_dict
 
 COST = Cost(usd_low=1.0, usd_high=2.5, basis="2 recorded runs")
 FACTS = BenchmarkFacts(source_url="https://example.org/bench", pass_threshold=0.5)

@@ -23,8 +23,7 @@ from reconciler.results.report import (
 from reconciler.results.runs import RunRef
 from reconciler.results.stats import Interval
 from reconciler.results.summary import score_run
-from tests.support.results import Family, attempts_of, results_csv, with_rewards
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     desired,
     lock,
     observation,
@@ -32,6 +31,7 @@ from tests.unit.plan_fixtures import (
     recorded_run,
     settings,
 )
+from tests.support.results import Family, attempts_of, results_csv, with_rewards
 
 
 def _outcomes(spec: dict[str, tuple[int, int, int]]) -> dict[str, TaskOutcome]:
@@ -232,7 +232,7 @@ def test_5_a_gates_family_is_adjusted_with_holm() -> None:
     assert len(gate.comparisons) == 10
     assert all(r.comparison.family == "Holm over 10 comparisons" for r in gate.comparisons)
     assert all(r.comparison.adjusted_p is not None for r in gate.comparisons)
-    assert all(r.comparison.adjusted_p >= r.comparison.p_value for r in gate.comparisons)
+    assert all(r.comparison.adjusted_p >= r.comparison.p_value for r in gate.comparisons)  # type: ignore[operator]
     assert gate.summary_line().endswith("10 comparisons, Holm; passed")
     # compare shows the same adjusted verdict for a gate pair.
     (pair,) = build_compare(

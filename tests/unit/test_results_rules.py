@@ -20,7 +20,8 @@ from reconciler.model import (
     selection_digest,
 )
 from reconciler.plan.results import result_rows
-from reconciler.render import _text_results, render_text
+from reconciler.render import render_text
+from reconciler.render.tables import _text_results
 from reconciler.results.build import build_address_reports
 from reconciler.results.data import parse_results_csv
 from reconciler.results.report import AddressReport, render_addresses_text
@@ -202,7 +203,13 @@ def test_results_csv_is_read_by_header_name() -> None:
 
 def test_a_submit_with_history_shows_its_power_before_paying() -> None:
     from reconciler.plan import compute_plan
-    from tests.unit.plan_fixtures import desired, observation, observed_run, recorded_run, settings
+    from tests.support.plan_fixtures import (
+        desired,
+        observation,
+        observed_run,
+        recorded_run,
+        settings,
+    )
 
     want = desired("hle/a", models=("openai/gpt-5.2",))
     old = desired("hle/a")

@@ -62,7 +62,7 @@ def test_the_command_line_starts_without_the_value_types() -> None:
     # The output layer imports RunStatus (and Action) inside the functions that run after a
     # command's work, so `osmosis-plan --help` does not pay for the models or their library.
     probe = (
-        "import sys, reconciler.cli.main; "
+        "import sys, reconciler.cli.plan, reconciler.cli.apply; "
         "sys.exit(bool({'msgspec', 'reconciler.model'} & set(sys.modules)))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)

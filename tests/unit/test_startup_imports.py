@@ -10,10 +10,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.support.guards import without_coverage
+
 NOT_AT_START = [
     "deepdiff",
     "structlog",
     "reconciler.engine.apply",
+    "reconciler.engine.executor",
+    "reconciler.engine.wait",
+    "reconciler.engine.saved_plan",
+    "reconciler.cli.apply",
     "reconciler.engine.apply_result",
     "asyncio",
     "tomlkit",
@@ -21,7 +27,7 @@ NOT_AT_START = [
     "watchfiles",
     "sqlite3",  # the embedded Platform's store, only with --platform local
     "multiprocessing",
-    "reconciler.platform.local",
+    "reconciler.local_platform",
     "reconciler.ci",
     "reconciler.config.edit",
     "reconciler.config.fmt",
@@ -50,7 +56,7 @@ NOT_AT_START = [
 
 PROBE = """
 import sys
-import reconciler.cli.main, reconciler.engine.session, reconciler.config.project
+import reconciler.cli.plan, reconciler.engine.load, reconciler.engine.plan, reconciler.config.project
 print(",".join(name for name in {names!r} if name in sys.modules))
 """
 
@@ -62,6 +68,7 @@ def _loaded(names: list[str], prelude: str = "") -> list[str]:
         text=True,
         timeout=60,
         check=True,
+        env=without_coverage(),  # coverage would import sqlite3 and multiprocessing itself
     )
     return [name for name in result.stdout.strip().split(",") if name]
 

@@ -31,7 +31,7 @@ APPLY = WORKFLOWS / "osmosis-apply.yml"
 DRIFT = WORKFLOWS / "osmosis-drift.yml"
 ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
-ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
+ACTION_REF = docs.action_ref()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -93,8 +93,8 @@ def cli_commands(script: str, program: str) -> list[list[str]]:
     return commands
 
 
-def cli_help(entry: str) -> str:
-    code = f"import sys; from reconciler.cli.main import {entry}; sys.exit({entry}(['--help']))"
+def cli_help(command: str) -> str:
+    code = f"import sys; from reconciler.cli.{command} import main; sys.exit(main(['--help']))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -230,8 +230,8 @@ def test_action_installs_its_own_version_by_default() -> None:
 
 def test_action_commands_use_flags_the_clis_have() -> None:
     helps = {
-        "osmosis-plan": cli_help("plan_main"),
-        "osmosis-apply": cli_help("apply_main"),
+        "osmosis-plan": cli_help("plan"),
+        "osmosis-apply": cli_help("apply"),
     }
     script = action_scripts()[-1]
     seen = 0
@@ -244,7 +244,10 @@ def test_action_commands_use_flags_the_clis_have() -> None:
     assert '--only "download,refresh"' in script
     from reconciler.ci.main import _parser
 
-    sub = _parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    subparsers = _parser()._subparsers
+    assert subparsers is not None
+    sub = subparsers._group_actions[0].choices
+    assert isinstance(sub, dict)
     for line in script.replace("\\\n", " ").splitlines():
         match = re.search(r"osmosis-ci (\S+)(.*)", line)
         if not match:
@@ -411,7 +414,7 @@ def test_pre_commit_hook_manifest() -> None:
 
 
 def test_the_fmt_hook_is_the_installed_front_door_with_that_flag() -> None:
-    from reconciler.cli.authoring import fmt_parser
+    from reconciler.cli.fmt import parser as fmt_parser
 
     hook = parse_hook_manifest(read(HOOKS))[1]
     program, verb, *flags = hook["entry"].split()
@@ -427,7 +430,7 @@ def test_pre_commit_entry_is_an_installed_console_script_with_that_flag() -> Non
     program, *flags = hook["entry"].split()
     scripts = tomllib.loads(read(ROOT / "pyproject.toml"))["project"]["scripts"]
     assert program in scripts
-    help_text = cli_help("plan_main")
+    help_text = cli_help("plan")
     for flag in flags:
         assert flag in help_text
 
