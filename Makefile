@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test coverage lint demo perf reliability fuzz lifecycle stats-decide clean
+.PHONY: install test coverage lint demo perf reliability fuzz lifecycle stats stats-decide clean
 
 # The demo installs only what it runs (the package, no extra): a first `make demo` does not
 # wait for the test, lint and browser tools (docs/performance.md, "make demo's first run").
@@ -87,6 +87,14 @@ fuzz: install
 # LIFECYCLE_SEED, LIFECYCLE_PLANT=lost-record (see tests/lifecycle/machine.py).
 lifecycle: install
 	$(BIN)/python -m tests.lifecycle.run
+
+# The results statistics' calibration suite (issue 35), offline and seeded: false alarms,
+# "no change" under a true regression, power at the plan's MDE, the gate's family-wise rate,
+# interval coverage; prints the table docs/results.md shows. `make test` runs a reduced
+# version (tests/calibration/test_calibration.py). STATS_REPS, STATS_JOBS, STATS_SEED.
+stats: install
+	$(BIN)/python -m tests.calibration.run
+	$(MAKE) stats-decide
 
 # Decisions at minimum cost (issue 39, docs/deciding.md): the simulation suite at full size,
 # offline and seeded, in two processes; prints the table, the dollar-budget check and the

@@ -257,6 +257,7 @@ def observe_platform(
         want_unmanaged=ctx.settings.unmanaged == "list",
         walk=walk,
         outputs=outputs,
+        rerun=ctx.settings.replace,
     )
     known = recorded_ids(state)
     if any(run_id not in known for run_id in observation.runs):

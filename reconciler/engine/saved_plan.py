@@ -213,6 +213,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 else None,
                 unavailable_tasks=r.get("unavailable_tasks", 0),
                 unavailable_reason=r.get("unavailable_reason"),
+                stage=r.get("stage"),
             )
             for r in data.get("results", ())
         )

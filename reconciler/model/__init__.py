@@ -60,6 +60,7 @@ from reconciler.model.observed import (
     LocalOutputs,
     Observation,
     ObservedRun,
+    TaskCounts,
 )
 from reconciler.model.plan import (
     ACTION_SYMBOLS,
@@ -102,6 +103,7 @@ from reconciler.model.recorded import (
     SmokeStage,
     rejection_context,
     selection_digest,
+    spec_attempts_per_task,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
@@ -166,6 +168,7 @@ __all__ = [
     "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
+    "TaskCounts",
     "LockState",
     "MONITORS",
     "Observation",
@@ -200,6 +203,7 @@ __all__ = [
     "recorded_benchmark",
     "rejection_context",
     "selection_digest",
+    "spec_attempts_per_task",
     "spec_fingerprint",
     "spec_fingerprint_fields",
 ]

@@ -111,6 +111,15 @@ class LocalOutputs(Frozen, frozen=True, kw_only=True):
     """Recorded files whose sha256 no longer matches."""
 
 
+class TaskCounts(Frozen, frozen=True, kw_only=True):
+    """One recorded run's per-task outcomes, read from its kept ``results.csv`` so a plan can
+    estimate the power of the comparison a new submit will face (``plan.power``)."""
+
+    agents: dict[int, dict[str, tuple[int, int]]] = msgspec.field(default_factory=dict)
+    """Agent index -> task -> (passed attempts, attempts), errored attempts counting as not
+    passed (the headline's definition)."""
+
+
 class Observation(Frozen, frozen=True, kw_only=True):
     """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
 
@@ -152,6 +161,9 @@ class Observation(Frozen, frozen=True, kw_only=True):
     catalog: tuple[BenchmarkRef, ...] | None = None
     """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
     None when not listed."""
+    task_counts: dict[str, TaskCounts] = msgspec.field(default_factory=dict)
+    """Run id -> per-task outcomes of the recorded runs a new submit will be compared with
+    (the newest comparable runs of each submit whose files are on disk)."""
     platform_instance: str | None = None
     """With the embedded Platform: its instance (its data directory's id), to compare with
     the one the lockfile records (``LockState.platform_instance``); None otherwise."""

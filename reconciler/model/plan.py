@@ -373,6 +373,8 @@ class ResultRow(Frozen, frozen=True, kw_only=True):
     """How many tasks the benchmark lists as unavailable (not run, not scored)."""
     unavailable_reason: str | None = None
     """Why they are unavailable, as the catalog says."""
+    stage: str | None = None
+    """``smoke`` for a smoke run (labelled so wherever it is listed); None for a full run."""
 
 
 class Plan(Frozen, frozen=True, kw_only=True):

@@ -163,6 +163,11 @@ class AgentResult(Frozen, frozen=True, kw_only=True):
     """Mean wall time per task."""
     tokens_per_task: float | None = None
     """Mean tokens per task."""
+    errored: int | None = None
+    """The agent's attempts that errored (pass@1 counts them as not passed)."""
+    attempts_per_task: int | None = None
+    """The attempts per task the run was asked for (its configuration's
+    ``attempts_per_task``): k, and the divisor of the per-attempt cost and tokens."""
 
 
 class RunResults(Frozen, frozen=True, kw_only=True):
@@ -309,6 +314,15 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     selection: str | None = None
     """``selection_digest`` of the run's task selection (format 2): runs are comparable
     only on the same selection."""
+
+
+def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:
+    """A submit body's ``execution_config.attempts_per_task`` when it is a positive integer,
+    else the Platform's default 1."""
+    value = (spec.get("execution_config") or {}).get("attempts_per_task", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return 1
+    return value
 
 
 def selection_digest(spec: Mapping[str, Any]) -> str:

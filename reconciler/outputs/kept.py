@@ -16,14 +16,16 @@ from pathlib import Path
 
 import httpx
 
+from reconciler.errors import ReconcilerError
 from reconciler.model import RunStatus
-from reconciler.outputs.downloads import download_run, run_dir_name
+from reconciler.outputs.downloads import download_run
+from reconciler.outputs.layout import run_dir_name
 from reconciler.paths import UnsafeInputError, check_inside, read_regular, write_inside
 from reconciler.platform import PlatformClient
 from reconciler.results.data import RunOutcomes, parse_results_csv
 from reconciler.results.runs import RecordedResult
 
-__all__ = ["RESULTS_DIR", "KEPT", "ResultsStore"]
+__all__ = ["RESULTS_DIR", "KEPT", "ResultsStore", "read_kept_outcomes"]
 
 RESULTS_DIR = "results"
 KEPT = ("summary.csv", "results.csv")
@@ -99,6 +101,7 @@ class ResultsStore:
             return target / "results.csv"
         if not fetch or self._platform is None or not RunStatus.of(run.status).may_have_outputs:
             return None
+
         source, http = self._platform()
         result = download_run(
             source,
@@ -113,3 +116,24 @@ class ResultsStore:
         for path, error in result.failures:
             self.problems.append(f"{run.label}: {path}: {error}")
         return target / "results.csv" if (target / "results.csv").is_file() else None
+
+
+def read_kept_outcomes(
+    repo_root: Path, run: RecordedResult, download_root: Path
+) -> RunOutcomes | None:
+    """The run's ``results.csv`` parsed, from ``results/<address>/<run-dir>/`` or its
+    download directory; None when neither has it. Read only: nothing is copied or fetched
+    (a plan reads it), and nothing is followed through a symlink or out of the repository."""
+    name = run_dir_name(run.run_name, run.run_id)
+    for directory in (repo_root / RESULTS_DIR / run.address / name, download_root / name):
+        try:
+            data = read_regular(
+                directory / "results.csv",
+                what="results file",
+                max_bytes=50 * 1024 * 1024,
+                repo_root=repo_root,
+            )
+        except (FileNotFoundError, NotADirectoryError, ReconcilerError):
+            continue
+        return parse_results_csv(data.decode("utf-8", errors="replace"))
+    return None

@@ -5,10 +5,13 @@ here depends on their order. A paired comparison needs ``PAIRED_COLUMNS``; witho
 the caller falls back to an unpaired comparison of the summaries and says which columns
 were missing. Optional columns add cost, tokens, categories and task checksums.
 
-Outcomes: ``passed`` counts 1, ``failed`` 0; ``errored`` (and ``cancelled``) attempts are
-infrastructure failures, kept out of the scores and counted separately, because an agent
-should not be compared on attempts that never ran. Without an ``outcome`` column a
-``reward`` (or ``score``) column is read as passed when it is at least ``PASS_REWARD``.
+Outcomes follow the Platform's convention (docs/results.md, "One number per run"): every
+attempt counts, and an ``errored`` (or ``cancelled``) attempt counts as not passed; errored
+attempts are also counted apart, so every score can show them beside it. A scored attempt
+passes when its ``reward`` (or ``score``) is at least the pass threshold (the config's
+``pass_threshold``, else the catalog's; ``TaskOutcome.at_threshold``); while no threshold is
+known the file's ``outcome`` column (the Platform's own decision) decides, and without one a
+reward of at least ``PASS_REWARD``.
 
 The file is untrusted input (issue 36): every number is read as a finite value in its
 range (a reward in [0, ``max_reward``], counts and costs non-negative and below a bound
@@ -27,7 +30,7 @@ import csv
 import io
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "PAIRED_COLUMNS",
@@ -70,17 +73,46 @@ class TaskOutcome:
     """One agent's attempts at one task."""
 
     passes: int = 0
+    """Attempts that passed."""
     attempts: int = 0
-    """Scored attempts (passed or failed)."""
+    """Every attempt, errored ones included (the headline's denominator)."""
     errored: int = 0
+    """Attempts that errored or were cancelled: not passed, and counted apart."""
+    rewards: list[float] = field(default_factory=list)
+    """The reward of each scored attempt, when the file has rewards for all of them."""
     cost: float = 0.0
     tokens: int = 0
     checksum: str | None = None
     category: str | None = None
 
     @property
+    def scored(self) -> int:
+        """Attempts with a score (passed or failed)."""
+        return self.attempts - self.errored
+
+    @property
     def rate(self) -> float:
+        """The task's share of passed attempts, an errored attempt counting as not passed."""
         return self.passes / self.attempts if self.attempts else 0.0
+
+    @property
+    def scored_rate(self) -> float | None:
+        """The share of passed attempts among the scored ones (secondary, labelled so)."""
+        return self.passes / self.scored if self.scored else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        """Mean reward over every attempt (an errored one scores 0); None without rewards."""
+        if not self.attempts or len(self.rewards) != self.scored:
+            return None
+        return sum(self.rewards) / self.attempts
+
+    def at_threshold(self, threshold: float | None) -> TaskOutcome:
+        """The same attempts with passes counted as a reward of at least ``threshold``
+        (unchanged without a threshold or without a reward for every scored attempt)."""
+        if threshold is None or len(self.rewards) != self.scored:
+            return self
+        return replace(self, passes=sum(1 for r in self.rewards if r >= threshold))
 
 
 @dataclass
@@ -94,6 +126,8 @@ class RunOutcomes:
     """Columns a paired comparison needs that the file lacks (empty: it can pair)."""
     has_cost: bool = False
     has_tokens: bool = False
+    fractional: bool = False
+    """Some reward lies strictly between 0 and 1: the run has a score beside pass@1."""
     unreadable: int = 0
     """Rows whose outcome could not be read; any makes the run's per-task data unusable
     (``missing`` says so and ``tasks`` is empty)."""
@@ -102,14 +136,12 @@ class RunOutcomes:
     def paired(self) -> bool:
         return not self.missing
 
-    def scored(self, agent: int) -> dict[str, TaskOutcome]:
-        """The agent's tasks with at least one scored attempt."""
-        return {t: o for t, o in self.tasks.get(agent, {}).items() if o.attempts}
-
-    def attempts_per_task(self, agent: int) -> int:
-        """The smallest number of scored attempts over the agent's tasks (pass@k's k)."""
-        scored = self.scored(agent)
-        return min((o.attempts for o in scored.values()), default=0)
+    def attempted(self, agent: int, threshold: float | None = None) -> dict[str, TaskOutcome]:
+        """The agent's tasks with at least one attempt (errored ones count), with passes
+        counted at ``threshold`` when one is known."""
+        return {
+            t: o.at_threshold(threshold) for t, o in self.tasks.get(agent, {}).items() if o.attempts
+        }
 
 
 class _Unreadable(ValueError):
@@ -198,6 +230,7 @@ def parse_results_csv(text: str, *, max_reward: float = 1.0) -> RunOutcomes:
             if index_number is not None and not index_number.is_integer():
                 raise _Unreadable(str(index_number))
             passed = _passed(cell(row, outcome_col), cell(row, reward_col), max_reward)
+            reward = _number(cell(row, reward_col), high=max_reward)
         except _Unreadable:
             result.unreadable += 1
             continue
@@ -207,11 +240,8 @@ def parse_results_csv(text: str, *, max_reward: float = 1.0) -> RunOutcomes:
                 index, (cell(row, model_col) or "").strip(), (cell(row, harness_col) or "").strip()
             )
         outcome = result.tasks.setdefault(index, {}).setdefault(task, TaskOutcome())
-        if passed is None:
-            outcome.errored += 1
-            continue
         outcome.attempts += 1
-        outcome.passes += int(passed)
+        # Every attempt's cost and tokens count, errored ones too: the Platform bills them.
         cost, readable = _optional(cell(row, cost_col), MAX_COST_PER_ATTEMPT)
         outcome.cost += cost
         result.has_cost = result.has_cost and readable
@@ -223,6 +253,13 @@ def parse_results_csv(text: str, *, max_reward: float = 1.0) -> RunOutcomes:
             tokens, readable = tokens_in + tokens_out, read_in and read_out
         outcome.tokens += int(tokens)
         result.has_tokens = result.has_tokens and readable
+        if passed is None:
+            outcome.errored += 1
+        else:
+            if reward is not None:
+                outcome.rewards.append(reward)
+                result.fractional = result.fractional or 0.0 < reward < max_reward
+            outcome.passes += int(passed)
         checksum = cell(row, checksum_col)
         if checksum:
             outcome.checksum = checksum.strip()

@@ -74,7 +74,9 @@ def test_results_files(left: str, right: str) -> None:
         render_compare_text(compared, 80)
         render_compare_markdown(compared)
         json.dumps([compare_to_dict(c) for c in compared])
-        html_report.render_html(reports, {k: v for k, v in parsed.items() if v.paired}, compared)
+        html_report.render_html(
+            reports, {k: v for k, v in parsed.items() if v.paired}, comparisons=compared
+        )
         return compared
 
     exercise("results files", call, (UsageError,))

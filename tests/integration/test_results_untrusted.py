@@ -173,4 +173,6 @@ def test_no_cell_of_any_results_file_is_an_internal_error(left: str, right: str)
         compared = []
     render_compare_text(compared, 100)
     render_compare_markdown(compared)
-    html_report.render_html(reports, {k: v for k, v in parsed.items() if v.paired}, compared)
+    html_report.render_html(
+        reports, {k: v for k, v in parsed.items() if v.paired}, comparisons=compared
+    )

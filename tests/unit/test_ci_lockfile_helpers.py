@@ -208,7 +208,7 @@ def test_a_finished_run_is_announced_once_on_its_pull_request_and_commit(
         assert updated.runs["tb/running"].announced_at is None
         (body,) = github.bodies(7)
         assert body.startswith(marker("r1"))
-        assert "| `tb/a` |" in body and "75.0% (70.0–80.0)" in body and "$0.12" in body
+        assert "| `tb/a` |" in body and "75.0% [70.0–80.0]" in body and "$0.12" in body
         assert github.bodies(8) == []
         (status,) = github.statuses[SHA]
         assert status["state"] == "success" and status["context"] == "osmosis/tb/a"
@@ -368,6 +368,7 @@ def test_the_announcement_pairs_on_the_runs_files_in_the_repository(
         report = announce(api, path, now=lambda: NOW, repo_root=tmp_path)
     assert report.failed == []
     (body,) = github.bodies(7)
-    assert "**tb/a@name-r1** vs **tb/a@name-r0**: **worse**" in body
-    assert "| mcnemar exact, p = &lt; 0.001 | worse |" in body and "_note: unpaired" not in body
+    assert "**tb/a@name-r1** vs **tb/a@name-r0**: **worse beyond the margin**" in body
+    assert "| mcnemar exact, p = &lt; 0.001 | worse beyond the margin |" in body
+    assert "_note: unpaired" not in body
     assert "down in RIGHT (30): t06, t07" in body

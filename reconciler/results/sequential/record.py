@@ -120,7 +120,7 @@ def paired_diffs(runs: Iterable[RunOutcomes], left: int = 0, right: int = 1) -> 
     decision's batches: each task is in one batch), each side's per-task pass rate."""
     diffs: dict[str, float] = {}
     for outcomes in runs:
-        mine, theirs = outcomes.scored(left), outcomes.scored(right)
+        mine, theirs = outcomes.attempted(left), outcomes.attempted(right)
         for task in sorted(mine.keys() & theirs.keys()):
             a, b = mine[task], theirs[task]
             diffs[task] = b.passes / b.attempts - a.passes / a.attempts
