@@ -99,7 +99,7 @@ stats: install
 # Decisions at minimum cost (issue 39, docs/deciding.md): the simulation suite at full size,
 # offline and seeded, in two processes; prints the table, the dollar-budget check and the
 # time, and fails when a goal is missed. `make test` runs a reduced size
-# (tests/unit/test_decide_simulation.py). DECIDE_ARGS="--replicates N --seed S" to vary it.
+# (tests/stats/test_decide_simulation.py). DECIDE_ARGS="--replicates N --seed S" to vary it.
 DECIDE_ARGS ?=
 stats-decide: install
 	$(BIN)/python -m tests.stats.sequential $(DECIDE_ARGS)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from reconciler.config.project import dir_glob_matches
 from reconciler.gitinfo import GitRepo
 from reconciler.projects.discover import OSMOSIS_DIR, Project, Root
+from reconciler.state.door import restore_copy
 
 REMOVED_DIR = f"{OSMOSIS_DIR}/removed"
 
@@ -73,8 +74,7 @@ def stage(root: Root, removed: Removed) -> Project:
     if where.exists():
         shutil.rmtree(where)
     (where / "benchmarks").mkdir(parents=True)
-    (where / "state").mkdir()
-    (where / "state" / "osmosis.lock").write_bytes(removed.lockfile)
+    restore_copy(where / "state" / "osmosis.lock", removed.lockfile)
     lines = [
         f'id = "{removed.project.id}"',
         f'on_delete = "{removed.on_remove}"',

@@ -344,3 +344,11 @@ def force_unlock(repo_root: Path, state_path: Path, lock_id: str) -> str:
 
     machine_locks = sorted(machine_lock_dir(os.environ).glob("*.held"))
     return force_unlock_any(repo_root, [held_path(state_path), *machine_locks], lock_id)
+
+
+def restore_copy(path: Path, data: bytes) -> None:
+    """A lockfile's bytes as git history holds them, written to a scratch copy outside the
+    project (a removed project's last lockfile, planned from ``.osmosis/removed/``): no lock,
+    since nothing else writes there, and never the project's own lockfile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

@@ -20,9 +20,9 @@ from reconciler.errors import ReconcilerError, StateError, UsageError
 from reconciler.paths import relative_path_problem
 from reconciler.render import render_json, render_markdown, render_text
 from reconciler.state.lockfile import parse
+from tests.support.strategies import documents, json_values
 
 from .conftest import FUZZ, exercise
-from .strategies import documents, json_values
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = (ROOT / "benchmarks" / "terminal-bench" / "smoke.toml").read_text(encoding="utf-8")

@@ -27,9 +27,9 @@ from reconciler.results.report import (
 )
 from reconciler.results.runs import RecordedResult, parse_ref
 from tests.support.plan_fixtures import desired, lock, recorded_run
+from tests.support.strategies import results_files
 
 from .conftest import FUZZ, exercise
-from .strategies import results_files
 
 SUMMARY = RunResults(agents=(AgentResult(agent_index=0, pass_at_1=0.5, n=12),))
 """The Platform's summary, recorded: a run whose file says nothing is compared on it."""

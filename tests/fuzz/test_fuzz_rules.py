@@ -34,9 +34,9 @@ from reconciler.paths import relative_path_problem
 from reconciler.plan import compute_plan
 from reconciler.render import render_text
 from tests.support.plan_fixtures import desired, lock, observation, settings
+from tests.support.strategies import edited
 
 from .conftest import FUZZ, exercise
-from .strategies import edited
 
 WORK = Path(
     tempfile.mkdtemp(

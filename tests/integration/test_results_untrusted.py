@@ -34,8 +34,8 @@ from reconciler.results.report import (
 )
 from reconciler.results.runs import RecordedResult, parse_ref
 from reconciler.state.lockfile import serialize
-from tests.fuzz.strategies import results_files
 from tests.support.plan_fixtures import desired, lock, recorded_run
+from tests.support.strategies import results_files
 
 HEADER = ["task", "agent_index", "model", "harness", "attempt", "outcome", "reward",
           "input_tokens", "output_tokens", "cost_usd"]  # fmt: skip
