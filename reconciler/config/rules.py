@@ -13,16 +13,7 @@ import re
 
 # --------------------------------------------------------------------------- schema (§9.2)
 
-TOP_LEVEL_KEYS = (
-    "experiment",
-    "tasks",
-    "agents",
-    "execution",
-    "verifier",
-    "secrets",
-    "env",
-    "decide",
-)
+TOP_LEVEL_KEYS = ("experiment", "tasks", "agents", "execution", "verifier", "secrets", "env")
 EXPERIMENT_KEYS = ("benchmark",)
 TASKS_KEYS = ("task_set", "task_names", "categories")
 AGENT_KEYS = ("harness", "harness_api_key_secret", "model", "env")

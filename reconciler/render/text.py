@@ -8,8 +8,6 @@ from reconciler.model import (
     Action,
     Plan,
     PlanItem,
-    Reason,
-    SmokeStage,
 )
 from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
@@ -51,8 +49,7 @@ def summary_line(plan: Plan) -> str:
     if s.move:
         parts.append(f"{s.move:,} to move")
     if s.blocked:
-        standing = f" ({s.standing:,} standing)" if s.standing else ""
-        parts.append(f"{s.blocked:,} blocked{standing}")
+        parts.append(f"{s.blocked:,} blocked")
     unknown = sum(1 for item in plan.items if item.action is Action.UNKNOWN)
     if unknown:
         parts.append(f"{unknown:,} unknown outcome{'' if unknown == 1 else 's'}")
@@ -64,28 +61,8 @@ def summary_line(plan: Plan) -> str:
             cost += f" (+{s.unestimated:,} without an estimate)"
     elif s.unestimated:
         cost = ", dollars unknown"
-    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}{deferred_text(plan)}."
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
 
-
-def deferred_text(plan: Plan) -> str:
-    """``; then 4 × 462 attempts after their smoke runs``: what this apply does not pay yet."""
-    s = plan.summary
-    if not s.deferred:
-        return ""
-    if s.deferred_each is not None and s.deferred > 1:
-        return f"; then {s.deferred:,} × {s.deferred_each:,} attempts after their smoke runs"
-    if s.deferred == 1:
-        return f"; then {s.deferred_attempts:,} attempts after its smoke run"
-    return (
-        f"; then {s.deferred_attempts:,} attempts ({s.deferred:,} full runs) after their smoke runs"
-    )
-
-
-STANDING_NOTE = (
-    "this block is recorded in the lockfile since an earlier apply; it is listed until it is "
-    "fixed, and does not fail the plan"
-)
-"""Said under a standing blocked item (``PlanItem.standing``)."""
 
 UNKNOWN_COST = "dollars unknown (no recorded run of its model)"
 """A paid item without an estimate: the only basis of one is what recorded runs of the same
@@ -104,24 +81,16 @@ def smoke_suffix(item: PlanItem) -> str:
     smoke = item.smoke
     if smoke is None or item.action is Action.ADOPT:
         return ""
-    if smoke.stage == SmokeStage.SMOKE and item.action is not Action.BLOCKED:
+    if smoke.stage == "smoke" and item.action is not Action.BLOCKED:
         return (
             f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,})"
         )
-    if item.reason is Reason.SMOKE_NOT_POSSIBLE:
-        return f" (blocked: its smoke run cannot be made; the full run is {smoke.full_attempts:,})"
-    if smoke.stage == SmokeStage.SMOKE and item.reason is not Reason.SMOKE_FAILED:
-        # Blocked before its smoke run was paid (a twin, a refusal): both sizes, as planned.
-        return (
-            f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
-            f"then {smoke.full_attempts:,}; blocked)"
-        )
-    if smoke.stage == SmokeStage.FULL:
+    if smoke.stage == "full":
         if smoke.smoke_run_id is None:
             return " (full run: its lost submit sent again)"
         return " (full run: the smoke run ended well)"
-    if smoke.stage == SmokeStage.SKIPPED:
+    if smoke.stage == "skipped":
         return " (smoke stage skipped on request)"
     return " (full run blocked: the smoke run did not end well)"
 
@@ -129,8 +98,6 @@ def smoke_suffix(item: PlanItem) -> str:
 def _item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
-    if item.standing:
-        lines.append(f"standing: {STANDING_NOTE}")
     source = source_line(item)
     if source:
         lines.append(source)
@@ -180,40 +147,21 @@ def _benchmark_line(item: PlanItem) -> str | None:
 # --------------------------------------------------------------------------- text
 
 
-def render_text(
-    plan: Plan, *, color: bool = False, results: bool | None = None, quiet: bool = False
-) -> str:
-    """Terraform-like text: header, legend of the symbols present, items, drift, summary.
-
-    The answer leads: a plan with nothing to do says "No changes." first, alone; the
-    results table of ended runs follows only when asked (``results``; by default only when
-    something is planned, as the items' context). ``quiet`` keeps only what needs a person:
-    the items, drift, warnings, errors and the summary line (nothing at all for a plan with
-    nothing to do)."""
+def render_text(plan: Plan, *, color: bool = False) -> str:
+    """Terraform-like text: header, legend of the symbols present, items, drift, summary."""
 
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if color else text
 
-    changes = bool(plan.items or plan.drift)
-    show_results = (changes if results is None else results) and not quiet
     out: list[str] = []
-    if not changes and not plan.errors:
-        if quiet and not plan.warnings:
-            return ""
-        out += [NO_CHANGES, ""]
-    if changes and not quiet:
+    if plan.items or plan.drift:
         out += [_header(plan), ""]
-    if not quiet:
-        out += generator_lines(plan)
+    out += generator_lines(plan)
     if plan.items:
-        if not quiet:
-            out.append("Actions are shown with these symbols:")
-            for action in _present_actions(plan):
-                out.append(
-                    f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}"
-                )
-            out.append("")
-        out += ["Osmosis would:", ""]
+        out.append("Actions are shown with these symbols:")
+        for action in _present_actions(plan):
+            out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
+        out += ["", "Osmosis would:", ""]
         for item in plan.items:
             out.append(
                 f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}"
@@ -222,20 +170,20 @@ def render_text(
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
     out += _text_drift(plan, paint)
-    if plan.results and show_results:
+    if plan.results:
         out += _text_results(plan.results)
     if plan.warnings:
         out.append(paint(_YELLOW, "Warnings:"))
         out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
         out.append("")
-    if plan.other_pending and not quiet:
+    if plan.other_pending:
         out += [_other_pending_note(plan), ""]
-    unmanaged = unmanaged_line(plan) if not quiet else None
+    unmanaged = unmanaged_line(plan)
     if unmanaged:
         out += [unmanaged, ""]
         if plan.unmanaged:
             out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
-    ignored = ignored_line(plan) if not quiet else None
+    ignored = ignored_line(plan)
     if ignored:
         out += [ignored, ""]
     for error in plan.errors:
@@ -248,10 +196,8 @@ def render_text(
         out.append(
             f"No changes to benchmark runs. {_count(len(plan.drift), 'drift item')} listed above."
         )
-    elif plan.errors:
+    else:
         out.append(NO_CHANGES)
-    while out and out[-1] == "":
-        out.pop()
     return "\n".join(out) + "\n"
 
 

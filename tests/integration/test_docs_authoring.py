@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.osmosis import PROJECT_ROOT
-
+from .helpers import PROJECT_ROOT
 from .test_readme_walkthrough import walkthrough_env
 
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)

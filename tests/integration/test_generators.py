@@ -13,7 +13,8 @@ from reconciler.engine.saved_plan import plan_from_dict
 from reconciler.render import plan_to_dict
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-from tests.support.osmosis import (
+
+from .helpers import (
     Osmosis,
     Platform,
     actions,

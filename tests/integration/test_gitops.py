@@ -14,7 +14,8 @@ import pytest
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit, git
-from tests.support.osmosis import (
+
+from .helpers import (
     SHA_RE,
     LineReader,
     Osmosis,

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.ci.github import DEADLINE_ENV, DEFAULT_DEADLINE_S
-from tests.support.hostile_http import HostileServer, run_measured
+
+from .hostile_http import HostileServer, run_measured
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,8 +26,9 @@ from reconciler.model import Downloads, Settings
 from reconciler.state.gitlock import GitLock, GuardedRefs
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from reconciler.state.locking import LockInfo, hold_lock, machine_lock_path
-from tests.support.github_fake import FakeGitHub
-from tests.support.osmosis import (
+from tests.github_fake import FakeGitHub
+
+from .helpers import (
     BIN_DIR,
     WORKSPACE,
     LineReader,

@@ -29,7 +29,8 @@ from reconciler.cli.plan import main as plan_main
 from reconciler.cli.state import main as state_main
 from reconciler.state.locking import hold_lock
 from tests.support.clock import FakeClock
-from tests.support.osmosis import (
+
+from .helpers import (
     Osmosis,
     Platform,
     Result,
@@ -107,13 +108,10 @@ ROWS = (
         "osmosis-apply",
         apply_main,
         ("--auto-approve",),
-        # Issue 34: a blocked item (a config that cannot run, or a saved submit whose secret
-        # went since) is reported, never a failure of the apply by itself: the plan's exit 4
-        # is the red check. Exit 3 (an attempted action failed) is test_cli_apply's.
         _expect(
             "apply",
-            blocked=(0, "apply"),
-            partial=(0, "apply"),
+            blocked=(3, "apply"),
+            partial=(3, "apply"),
             lock_held=(1, "error"),
             wait_timeout=(4, "apply"),
         ),

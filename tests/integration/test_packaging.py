@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.git import git
-from tests.support.osmosis import PROJECT_ROOT, smoke_config
+
+from .helpers import PROJECT_ROOT, smoke_config
 
 pytestmark = [pytest.mark.needs_index, pytest.mark.slow]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-from tests.support.osmosis import (
+
+from .helpers import (
     Osmosis,
     Platform,
     init_repo,

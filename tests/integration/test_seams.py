@@ -25,7 +25,8 @@ from reconciler.local_platform import Faults
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-from tests.support.osmosis import (
+
+from .helpers import (
     TEAM,
     TOKEN,
     Osmosis,

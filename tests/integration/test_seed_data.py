@@ -7,14 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.clock import FakeClock
-from tests.support.osmosis import (
-    Osmosis,
-    init_repo,
-    plan_items,
-    read_lock,
-    smoke_config,
-    start_platform,
-)
+
+from .helpers import Osmosis, init_repo, plan_items, read_lock, smoke_config, start_platform
 
 SUPPORT_TICKETS = """\
 [experiment]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import httpx
 import pytest
 import tomlkit
 
-from tests.support.osmosis import (
+from .helpers import (
     BIN_DIR,
     TOKEN,
     Osmosis,
@@ -94,7 +93,7 @@ def test_the_corpus_covers_every_known_rule() -> None:
 
 
 @pytest.fixture
-def platform(tmp_path: Path) -> Iterator[Platform]:
+def platform(tmp_path: Path) -> Platform:
     served = start_platform(tmp_path / "platform")
     for name in EXTRA_SECRETS:
         served.platform.set_secret(served.workspace, name, "sk-e2e-secret-value-extra")

@@ -29,9 +29,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 
 def _plan(
@@ -171,7 +169,7 @@ def _apply_args(repo: Path, url: str, workspace: str, extra: list[str]):
     )  # fmt: skip
 
 
-def _applied(ctx, output, only: str, on_start) -> Any:
+def _applied(ctx, output, only: str, on_start) -> object:
     """``engine.apply.apply`` of the plan's ``only`` items; ``on_start`` is called once the
     plan is made, just before the executor starts (the clock starts there)."""
     from reconciler.cli.output import ApplyReport
@@ -381,7 +379,7 @@ def peak_rss_mb() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
-    modes: dict[str, Callable[..., dict[str, Any]]] = {
+    modes = {
         "plan": _plan,
         "naive": _naive,
         "floor": _floor,

@@ -10,8 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.support.guards import without_coverage
-
 NOT_AT_START = [
     "deepdiff",
     "structlog",
@@ -68,7 +66,6 @@ def _loaded(names: list[str], prelude: str = "") -> list[str]:
         text=True,
         timeout=60,
         check=True,
-        env=without_coverage(),  # coverage would import sqlite3 and multiprocessing itself
     )
     return [name for name in result.stdout.strip().split(",") if name]
 

@@ -128,13 +128,10 @@ def read_lock(repo: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- platform
 
 
-class RequestLog(io.StringIO):
-    """An access log that counts requests (method and path, no query) for the figures (a
-    StringIO for its type: the server takes an ``IO[str]``; what is written goes to
-    ``lines``)."""
+class RequestLog(io.TextIOBase):
+    """An access log that counts requests (method and path, no query) for the figures."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.lines: list[str] = []
 
     def write(self, text: str) -> int:
