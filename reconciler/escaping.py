@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escape_text"]
+__all__ = ["escape_text", "unescape_text"]
 
 _UNSAFE = re.compile(
     "[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
@@ -57,3 +57,30 @@ def escape_text(text: str, *, keep_newlines: bool = False) -> str:
     if text.isascii() and text.isprintable() and "\\" not in text:
         return text  # the common case: nothing to look for
     return pattern.sub(_escape, text)
+
+
+_ESCAPED = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|([\\nrt]))|\\")
+_UNNAMED = {"\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def unescape_text(text: str) -> str | None:
+    """The name ``escape_text`` printed as ``text`` (``tb/\\x1b[2Jsmoke`` -> the address
+    with ESC in it), or None when ``text`` holds a backslash that no escape explains.
+
+    So a name shown escaped can be typed back as shown: an address never holds a
+    backslash (it is refused wherever one is read), so the escaped form is unambiguous."""
+
+    def one(match: re.Match[str]) -> str:
+        hex2, hex4, named = match.groups()
+        if hex2 is not None:
+            return chr(int(hex2, 16))
+        if hex4 is not None:
+            return chr(int(hex4, 16))
+        if named is not None:
+            return _UNNAMED[named]
+        raise ValueError(match.group())
+
+    try:
+        return _ESCAPED.sub(one, text)
+    except ValueError:
+        return None

@@ -30,7 +30,7 @@ class Ending(Enum):
     PARTIAL = "partial"
     """Some actions failed; the lockfile holds the ones that succeeded."""
     BLOCKED = "blocked"
-    """``osmosis-plan``: the plan has blocked items, so apply would fail on them."""
+    """``osmosis-plan``: the plan has items newly blocked since the last recorded apply."""
     WAIT_TIMED_OUT = "wait_timed_out"
     """``osmosis-apply --wait``: everything applied, but runs were still active at the end."""
     INTERRUPTED = "interrupted"
@@ -70,11 +70,13 @@ exit codes:
                  1  error: invalid config, platform unreachable, policy denied, bad usage
                  2  only with --detailed-exitcode: changes or drift pending (with
                     --refresh-only: changes to record or drift)
-                 4  the plan has blocked items: apply would fail on them (each says its
-                    fix); checked before --detailed-exitcode's 2
+                 4  the plan has items newly blocked since the last recorded apply (each
+                    says its fix); a standing block, recorded in the lockfile, is listed
+                    but not counted; checked before --detailed-exitcode's 2
   osmosis-apply  0  everything applied (with --wait: every run ended and was downloaded)
                  1  nothing applied: error, stale plan, lock held, not approved, bad usage
-                 3  partial: some actions failed; the lockfile holds the ones that succeeded
+                 3  partial: some actions it attempted failed; the lockfile holds the ones
+                    that succeeded (a blocked item is reported, never a failure by itself)
                  4  only with --wait: everything applied, but the wait ran out while runs
                     were still active; the lockfile records what was done (apply --wait
                     again to download them once they end)

@@ -248,6 +248,15 @@ class GitRepo:
         result = _run(self.root, ["merge-base", "--is-ancestor", ancestor, descendant], check=False)
         return result.returncode == 0
 
+    def merge_base(self, revs: Sequence[str]) -> str | None:
+        """The newest commit every one of ``revs`` descends from (``git merge-base
+        --octopus``); None when there is none or a rev is not in this clone."""
+        if not revs or any(rev.startswith("-") for rev in revs):
+            return None
+        result = _run(self.root, ["merge-base", "--octopus", *revs], check=False)
+        sha = result.stdout.decode("utf-8", "replace").strip()
+        return sha if result.returncode == 0 and sha else None
+
     def origin_url(self) -> str | None:
         """The ``origin`` remote URL with any credentials removed; None when unset."""
         result = _run(self.root, ["config", "--get", "remote.origin.url"], check=False)

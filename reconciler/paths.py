@@ -25,6 +25,17 @@ The rest of the layer:
 * ``write_inside`` writes a file below the repository root: every existing component
   checked from the root down, directories created as real directories, the file itself
   never written through a symlink.
+* ``read_named`` and ``write_named`` are for a path the user names on the command line (a
+  saved plan, ``--out``, ``--html``, a body file): it may be anywhere, but it is never
+  reached through a symlink (each component as written is checked with ``lstat``, from the
+  current directory for a relative path, from ``/`` for an absolute one). A file a pull
+  request commits as a link to ``/etc/...`` or ``~/.ssh/...`` is then never read or
+  overwritten because a workflow step named its path.
+
+Every command reads and writes through these (issue 36): the configs, the lockfile, the
+kept results and the downloads as repository files (``check_inside``, ``read_regular`` with
+``repo_root``, ``write_inside``), everything else as named files. docs/limits.md, "Files",
+lists the caps.
 """
 
 from __future__ import annotations
@@ -49,10 +60,13 @@ __all__ = [
     "PathProblem",
     "UnsafeInputError",
     "check_inside",
+    "check_named",
     "describe_link",
+    "read_named",
     "read_regular",
     "relative_path_problem",
     "write_inside",
+    "write_named",
 ]
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -168,17 +182,20 @@ def read_regular(
     max_bytes: int = MAX_INPUT_BYTES,
     repo_root: str | Path | None = None,
     error: type[ReconcilerError] = UnsafeInputError,
+    follow: bool = True,
 ) -> bytes:
     """The bytes of the regular file ``path`` (``what`` names it in errors).
 
     Refused, with ``error``: a FIFO, device, socket or directory (opened without blocking,
     so a FIFO with no writer cannot hang the command), a file over ``max_bytes``, and with
     ``repo_root`` a path that leaves the repository or has a symlink on the way (checked
-    from the root down, the file opened with ``O_NOFOLLOW``). A missing file raises
-    ``FileNotFoundError`` as ``open`` would.
+    from the root down, the file opened with ``O_NOFOLLOW``; ``follow=False`` opens it so
+    without a root). A missing file raises ``FileNotFoundError`` as ``open`` would.
     """
     shown = os.fspath(path)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     if repo_root is not None:
         root = os.fspath(repo_root)
         full = os.path.abspath(shown)
@@ -264,3 +281,93 @@ def write_inside(repo_root: str | Path, rel: str, data: bytes) -> Path:
             os.unlink(temp)
         raise
     return Path(target)
+
+
+def check_named(
+    path: str | Path, *, what: str, error: type[ReconcilerError] = UnsafeInputError
+) -> None:
+    """Refuse (``error``) a path the user named that is reached through a symlink.
+
+    Each component as written is looked at with ``lstat``, in order, from the current
+    directory (a relative path) or from ``/``: the first symlink is refused, whatever it
+    points to, and so is a NUL. A component that does not exist ends the walk (whoever
+    writes creates it). ``..`` is taken as written, after the components before it were
+    found to be real directories, so it cannot lead back out through a link.
+    """
+    shown = os.fspath(path)
+    if "\0" in shown:
+        raise error(f"{what} {shown!r}: the path contains a NUL character", "fix the path")
+    parts = shown.split(os.sep)
+    current = os.sep if shown.startswith(os.sep) else ""
+    for part in parts:
+        if part in ("", "."):
+            continue
+        current = os.path.join(current, part) if current else part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise error(
+                    f"{what} {shown[:200]}...: the path is too long", "fix the path"
+                ) from None
+            return  # left for the open to report
+        if stat.S_ISLNK(st.st_mode):
+            raise error(
+                f"{what} {shown}: {current} {describe_link(current)[1]}",
+                "name the file by a path without symbolic links (the link's target itself)",
+            )
+
+
+def read_named(
+    path: str | Path,
+    *,
+    what: str,
+    max_bytes: int = MAX_INPUT_BYTES,
+    error: type[ReconcilerError] = UnsafeInputError,
+) -> bytes:
+    """The bytes of a regular file the user named (``check_named``, then ``read_regular``
+    opening it with ``O_NOFOLLOW``)."""
+    check_named(path, what=what, error=error)
+    return read_regular(path, what=what, max_bytes=max_bytes, error=error, follow=False)
+
+
+def write_named(
+    path: str | Path,
+    data: bytes,
+    *,
+    what: str,
+    error: type[ReconcilerError] = UnsafeInputError,
+) -> Path:
+    """Write ``data`` to a path the user named (``--out``, ``--html``): anywhere, but never
+    through a symlink. Missing directories are created one at a time and the path checked
+    again after; the file is written whole through a temporary file (``O_EXCL``,
+    ``O_NOFOLLOW``) renamed over it, so a reader never sees half of it."""
+    shown = os.fspath(path)
+    check_named(shown, what=what, error=error)
+    directory = os.path.dirname(shown) or "."
+    os.makedirs(directory, exist_ok=True)
+    check_named(shown, what=what, error=error)
+    try:
+        mode = os.lstat(shown).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # Renamed over, /dev/null would become a file (for root, in a CI container).
+        raise error(f"{what} {shown}: is {_kind(mode)}, not a regular file", "name a regular file")
+    name = os.path.basename(shown)
+    temp = os.path.join(directory, f".{name}.{os.getpid()}.partial")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)  # left by a killed run of this same pid number
+    fd = os.open(temp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, shown)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    return Path(shown)

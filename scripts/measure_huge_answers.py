@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.hostile_http import HostileServer, run_measured  # noqa: E402
+from tests.support.hostile_http import HostileServer, run_measured  # noqa: E402
 
 BIN = Path(sys.executable).parent
 

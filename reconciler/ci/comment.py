@@ -76,6 +76,7 @@ def prepare_comment_body(
     validation_failed: bool = False,
     run_url: str | None = None,
     limit: int = COMMENT_LIMIT,
+    status: str | None = None,
 ) -> str:
     """The comment text for one workflow run, always starting with the marker.
 
@@ -84,7 +85,8 @@ def prepare_comment_body(
     * plan exit code 1: whatever the plan printed, under a warning that it cannot be applied;
     * otherwise the plan's markdown as printed.
 
-    A footer links the workflow run. The result never exceeds ``limit`` characters.
+    ``status`` (the markdown table of ``osmosis-reconciler status``) follows in a collapsed
+    section. A footer links the workflow run. The result never exceeds ``limit`` characters.
     """
     text = markdown.replace("\r\n", "\n").strip("\n")
     if text.startswith(MARKER_PREFIX):
@@ -110,6 +112,12 @@ def prepare_comment_body(
         sections.append(f"{warning}\n\n{rest}" if rest else f"### osmosis-plan\n\n{warning}")
     else:
         sections.append(rest or "### osmosis-plan\n\nThe plan printed nothing.")
+    if status and not validation_failed:
+        rows = max(0, status.count("\n") - 2)
+        sections.append(
+            f"<details><summary>Status of every address ({rows})</summary>\n\n"
+            f"{status.strip(chr(10))}\n\n</details>"
+        )
 
     footer = f"\n\n---\n<sub>[workflow run]({run_url})</sub>" if run_url else ""
     body = f"{marker}\n" + "\n\n".join(sections) + footer + "\n"

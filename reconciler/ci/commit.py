@@ -30,7 +30,13 @@ from reconciler.errors import GitError, StateError, UsageError
 from reconciler.escaping import escape_text
 from reconciler.exit_codes import OK, PARTIAL
 from reconciler.model import LockState, RecordedRun, RunStatus
-from reconciler.paths import check_inside, read_regular, relative_path_problem, write_inside
+from reconciler.paths import (
+    check_inside,
+    read_named,
+    read_regular,
+    relative_path_problem,
+    write_inside,
+)
 from reconciler.state.lockfile import parse
 
 SKIP_CI = "[skip ci]"
@@ -84,7 +90,7 @@ def read_plan_json(path: Path | None) -> dict[str, Any]:
     if path is None or not path.exists():
         return {}
     try:
-        payload = json.loads(read_regular(path, what="plan JSON"))
+        payload = json.loads(read_named(path, what="plan JSON"))
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read the plan JSON: {exc}") from exc
     if not isinstance(payload, dict):
@@ -407,7 +413,11 @@ def commit_lockfile(
 def state_text(path: Path, repo: Path | None = None) -> str:
     """The lockfile's text: a regular file of bounded size, inside ``repo`` when given."""
     try:
-        data = read_regular(path, what="lockfile", repo_root=repo, error=StateError)
+        data = (
+            read_regular(path, what="lockfile", repo_root=repo, error=StateError)
+            if repo is not None
+            else read_named(path, what="lockfile", error=StateError)
+        )
     except FileNotFoundError as exc:
         raise StateError(f"{path}: no lockfile", "run osmosis-apply first") from exc
     try:

@@ -112,6 +112,21 @@ def read_drift(payload: Mapping[str, Any]) -> tuple[DriftEntry, ...]:
     )
 
 
+def read_standing(payload: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(address, what blocks it)`` of every standing blocked item of a plan JSON document:
+    not drift, and no reason to open the issue, but listed in it (issue 34)."""
+    wrapped = payload.get("plan")
+    plan = wrapped if isinstance(wrapped, Mapping) else payload
+    actions = plan.get("actions")
+    found = []
+    for action in actions if isinstance(actions, list) else ():
+        if isinstance(action, Mapping) and action.get("standing") is True:
+            details = action.get("details")
+            first = details[0] if isinstance(details, list) and details else action.get("reason")
+            found.append((str(action.get("address")), str(first)))
+    return tuple(sorted(found))
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -211,8 +226,14 @@ def drift_table(drift: Sequence[DriftEntry], limit: int = MAX_ROWS) -> str:
     return "\n".join(lines)
 
 
-def render_issue_body(drift: Sequence[DriftEntry], *, run_url: str | None = None) -> str:
-    """The issue body: the marker, what drifted, and what to do about it."""
+def render_issue_body(
+    drift: Sequence[DriftEntry],
+    *,
+    run_url: str | None = None,
+    standing: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The issue body: the marker, what drifted, what to do about it, and the standing
+    blocks (recorded in the lockfile; not drift, listed so they are not forgotten)."""
     parts = [
         render_marker(e.fingerprint for e in drift),
         "The scheduled `osmosis-plan --detailed-exitcode` check found runs whose state on the "
@@ -223,6 +244,14 @@ def render_issue_body(drift: Sequence[DriftEntry], *, run_url: str | None = None
         "plan. Re-apply or delete the affected configs, or accept the change; this issue is "
         "updated by each check and closed when a check finds no drift.",
     ]
+    if standing:
+        rows = "\n".join(
+            f"- {_cell(address)}: {_cell(why)}" for address, why in standing[:MAX_ROWS]
+        )
+        parts.append(
+            "**Standing blocks** (recorded by an earlier apply; they fail no check, and stay "
+            "until fixed as the plan says):\n\n" + rows
+        )
     if run_url:
         parts.append(f"<sub>Last checked by [this workflow run]({run_url}).</sub>")
     return "\n\n".join(parts) + "\n"
@@ -258,6 +287,7 @@ def sync_drift_issue(
     *,
     label: str = LABEL,
     run_url: str | None = None,
+    standing: Sequence[tuple[str, str]] = (),
 ) -> tuple[DriftDecision, int | None]:
     """Bring the drift issue in line with ``drift``; return the decision and the issue number."""
     issue = find_drift_issue(github.list_open_issues(label))
@@ -267,13 +297,17 @@ def sync_drift_issue(
     if decision.kind == "create":
         github.ensure_label(label, LABEL_COLOR, LABEL_DESCRIPTION)
         created = github.create_issue(
-            issue_title(drift), render_issue_body(drift, run_url=run_url), [label]
+            issue_title(drift),
+            render_issue_body(drift, run_url=run_url, standing=standing),
+            [label],
         )
         number = int(created["number"])
     elif decision.kind == "update":
         assert number is not None
         github.update_issue(
-            number, title=issue_title(drift), body=render_issue_body(drift, run_url=run_url)
+            number,
+            title=issue_title(drift),
+            body=render_issue_body(drift, run_url=run_url, standing=standing),
         )
         if decision.notify:
             github.create_issue_comment(

@@ -39,7 +39,7 @@ from reconciler import __version__, numbers
 from reconciler.cli.output import Diagnostic, Output, error_diagnostic, requested_format
 from reconciler.errors import GitHubError, ReconcilerError, UsageError, file_error
 from reconciler.exit_codes import Ending, exit_code
-from reconciler.paths import read_regular
+from reconciler.paths import read_named
 from reconciler.redact import redact as redact_text
 from reconciler.redact import register_environment_secrets
 from reconciler.state.locking import ci_run_url
@@ -92,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     comment.add_argument("--exit-code", type=numbers.bounded_int(0, 255))
     comment.add_argument("--validation-failed", action="store_true")
+    comment.add_argument(
+        "--plan-json",
+        type=Path,
+        help="the saved plan (osmosis-plan --out): adds a collapsed status of every address "
+        "(the lockfile's runs, what is pending, what is blocked)",
+    )
+    comment.add_argument("--state", default="state/osmosis.lock")
 
     drift = sub.add_parser(
         "drift-issue", parents=[common], help="open, update or close the drift issue"
@@ -171,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _read_text(path: Path, what: str) -> str:
     """A text file a subcommand was given: regular, bounded (``reconciler.paths``), UTF-8."""
-    data = read_regular(path, what=what)
+    data = read_named(path, what=what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -286,12 +293,31 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     from reconciler.ci.drift import PlanJsonError
 
     try:
-        payload = json.loads(read_regular(path, what="--plan-json"))
+        payload = json.loads(read_named(path, what="--plan-json"))
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read the plan JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise PlanJsonError(f"{path}: the plan JSON is not an object")
     return payload
+
+
+def _status_markdown(args: argparse.Namespace) -> str | None:
+    """The status table of every address (``engine.status``) from the saved plan and the
+    lockfile in the checkout, for the comment's collapsed section; None without a plan."""
+    if args.plan_json is None or not args.plan_json.is_file():
+        return None
+    from reconciler.engine.context import resolve_settings
+    from reconciler.engine.saved_plan import read_saved_plan
+    from reconciler.engine.status import address_statuses, baseline_verdicts
+    from reconciler.render.status import render_status_markdown
+    from reconciler.state.lockfile import read_lockfile
+
+    root = Path(args.dir)
+    plan = read_saved_plan(args.plan_json)
+    state = read_lockfile(root / args.state, platform=None, workspace=None)
+    margin = resolve_settings(root, {}).regression_margin_pp / 100
+    rows = address_statuses(state, plan, baseline_verdicts(state, root, margin))
+    return render_status_markdown(rows) if rows else None
 
 
 def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
@@ -308,22 +334,24 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
+            status=_status_markdown(args),
         )
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
             "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
         )
         return Ending.DONE
-    from reconciler.ci.drift import issue_title, read_drift, render_issue_body
+    from reconciler.ci.drift import issue_title, read_drift, read_standing, render_issue_body
 
-    drift = read_drift(_read_plan_json(args.plan_json))
+    payload = _read_plan_json(args.plan_json)
+    drift = read_drift(payload)
     if not drift:
         output.show("No drift: the drift issue would be closed (or not opened).\n")
         body = ""
         title = None
     else:
         title = issue_title(drift)
-        body = render_issue_body(drift, run_url=run_url)
+        body = render_issue_body(drift, run_url=run_url, standing=read_standing(payload))
         output.show(f"{title}\n\n{body}" + ("" if body.endswith("\n") else "\n"))
     output.result(
         "ci_drift_issue",
@@ -356,6 +384,7 @@ def _github_command(
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
+            status=_status_markdown(args),
         )
         try:
             action = sync_comment(api, args.pr, body)
@@ -379,10 +408,13 @@ def _github_command(
         )
         return Ending.DONE
     if args.command == "drift-issue":
-        from reconciler.ci.drift import read_drift, sync_drift_issue
+        from reconciler.ci.drift import read_drift, read_standing, sync_drift_issue
 
-        drift = read_drift(_read_plan_json(args.plan_json))
-        decision, number = sync_drift_issue(api, drift, label=args.label, run_url=run_url)
+        payload = _read_plan_json(args.plan_json)
+        drift = read_drift(payload)
+        decision, number = sync_drift_issue(
+            api, drift, label=args.label, run_url=run_url, standing=read_standing(payload)
+        )
         where = f" #{number}" if number is not None else ""
         say(
             f"drift issue: {decision.kind}{where}; {len(drift)} drift item(s), "

@@ -23,7 +23,8 @@ from reconciler.model import GeneratorProduct, LockState
 from reconciler.outputs.layout import run_dir_name
 from reconciler.paths import read_regular, relative_path_problem, write_inside
 from reconciler.results import html as html_report
-from reconciler.results.build import Loader, build_address_reports
+from reconciler.results.build import Loader, build_address_reports, build_gate
+from reconciler.results.compare import DEFAULT_MARGIN
 from reconciler.results.data import RunOutcomes, parse_results_csv
 from reconciler.results.grid import build_grids
 from reconciler.results.runs import RecordedResult
@@ -85,6 +86,21 @@ def repo_loader(root: Path, state: LockState, results_dir: str = KEPT_DIR) -> Lo
     return load
 
 
+def _about(root: Path, state: LockState) -> html_report.About:
+    """Repository, commit and date of the report, from the lockfile so the same lockfile
+    writes the same page (the job commits the report only when it changed): the newest
+    observation recorded, and the commit its apply ran at."""
+    observed = [(r.observed_at, r) for r in state.runs.values() if r.observed_at is not None]
+    if not observed:
+        return html_report.About(state.repository or root.name, None, "never observed")
+    when, latest = max(observed, key=lambda pair: pair[0])
+    return html_report.About(
+        repository=state.repository or root.name,
+        commit=latest.applied_at_commit,
+        generated=when.isoformat().replace("+00:00", "Z"),
+    )
+
+
 def write_report(
     root: Path,
     state: LockState,
@@ -92,6 +108,7 @@ def write_report(
     *,
     generators: Sequence[GeneratorProduct] = (),
     cells: Mapping[str, Mapping[str, str]] | None = None,
+    margin: float = DEFAULT_MARGIN,
 ) -> str | None:
     """Write ``<results_dir>/report.html`` for every recorded address of ``state``; the
     repository-relative path when it changed, None when it was already up to date (or the
@@ -110,7 +127,10 @@ def write_report(
                 paired[line.report.run.run_id] = got
     by_address = {r.address: r for r in reports}
     grids = build_grids(generators, cells or {}, state, by_address)
-    text = html_report.render_html(reports, paired, grids=grids).encode("utf-8")
+    gate = build_gate(state, load, margin=margin)
+    text = html_report.render_html(
+        reports, paired, gate, grids=grids, about=_about(root, state)
+    ).encode("utf-8")
     target = f"{results_dir}/{REPORT_NAME}"
     current = _read(root, target)
     if current == text:

@@ -100,6 +100,9 @@ def parser() -> Parser:
         "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
     )
     add_selection_flags(parser)
+    from reconciler.cli.projects import add_root_flags
+
+    add_root_flags(parser, command="apply")
     parser.add_argument(
         "--refresh",
         choices=("incremental", "full"),
@@ -124,6 +127,12 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             "--refresh-only takes no PLANFILE", "run `osmosis-apply --refresh-only` alone"
         )
     root = repo_root(args)
+    from reconciler.cli.projects import refuse_root_flags, root_command, root_of
+
+    projects = root_of(root)
+    if projects is not None:  # a root of many projects (docs/projects.md)
+        return root_command(projects, args, output, "apply")
+    refuse_root_flags(args, "apply")
     if args.force_unlock:
         return _force_unlock(args, root, output)
     from reconciler.cli.output import ApplyReport
@@ -148,7 +157,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             from reconciler.render import plan_to_dict
 
             if not saved:
-                output.show(render_plan(plan, args.format, color=output.color))
+                output.show(render_plan(plan, args.format, color=output.color, quiet=output.quiet))
             report.planned(plan, plan_to_dict(plan))
 
         request = operation.ApplyRequest(
@@ -169,7 +178,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         )
         if applied.plan.errors:
             policy_errors(applied.plan.errors, output)
-        if args.wait and not output.machine:
+        if args.wait and not output.machine and not output.quiet:
             _show_downloaded_results(applied, output)
         if applied.result is not None and applied.result.unsuccessful and not output.machine:
             _explain_unsuccessful(ctx, applied, output)

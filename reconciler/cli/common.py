@@ -160,6 +160,14 @@ def add_selection_flags(parser: argparse.ArgumentParser) -> None:
         help="submit the full run at once, without the smoke stage (repeatable; docs/smoke.md)",
     )
     parser.add_argument(
+        "--allow-duplicate",
+        action="append",
+        default=[],
+        metavar="ADDR|GLOB",
+        help="pay for a run although an identical active run exists that this repository "
+        "has no evidence for (repeatable; docs/paying-once.md)",
+    )
+    parser.add_argument(
         "--allow-mass-stop",
         action="store_true",
         help="allow a plan that stops more runs than max_stops",
@@ -213,6 +221,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         "targets": tuple(args.target) or None,
         "replace": tuple(args.replace) or None,
         "skip_smoke": tuple(getattr(args, "skip_smoke", ())) or None,
+        "allow_duplicate": tuple(getattr(args, "allow_duplicate", ())) or None,
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,
         "allow_unestimated": getattr(args, "allow_unestimated", False) or None,

@@ -8,6 +8,7 @@ read.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,14 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
     from reconciler.config.load import expand_file
     from reconciler.engine.context import resolve_settings
     from reconciler.model import glob_match
+    from reconciler.paths import check_inside, write_named
 
-    root = repo_root(args)
+    root = Path(os.path.realpath(repo_root(args)))
     settings = resolve_settings(root, {})
-    benchmarks = (root / (args.benchmarks or settings.benchmarks)).resolve()
-    path = Path(args.file)
-    path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    benchmarks = Path(os.path.normpath(root / (args.benchmarks or settings.benchmarks)))
+    # Taken as written, never resolved: a link on the way is refused below, not followed
+    # (a `benchmarks` link made a generator elsewhere look like one of the repository's).
+    path = Path(os.path.abspath(args.file))
     if not is_generator(path.name):
         raise UsageError(
             f"{args.file}: not a generator (generators are named *.matrix.toml)",
@@ -72,12 +75,18 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         )
     try:
         address = path.relative_to(benchmarks).as_posix()[: -len(".toml")]
-        relpath = path.relative_to(root.resolve()).as_posix()
+        relpath = path.relative_to(root).as_posix()
     except ValueError as exc:
         raise UsageError(
             f"{args.file}: not under the benchmarks directory {benchmarks}",
             "a generator's addresses come from its place under benchmarks/",
         ) from exc
+    problem = check_inside(root, relpath, last_is_file=True)
+    if problem is not None:
+        raise UsageError(
+            f"{args.file}: {problem.path} {problem.message}",
+            "keep the generator itself in the benchmarks directory (no links on the way)",
+        )
     cells, product, issues = expand_file(Found(address, relpath, str(path)))
     for issue in issues:
         output.issue(issue)
@@ -113,8 +122,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         target = Path(args.write)
         for address, text in texts:
             out_path = target / f"{address}.toml"
-            out_path.parent.mkdir(parents=True, exist_ok=True)
-            out_path.write_text(text, encoding="utf-8")
+            write_named(out_path, text.encode("utf-8"), what="--write")
             written.append(str(out_path))
     body = {
         "generator": relpath,

@@ -58,6 +58,12 @@ VERBS: Final[Mapping[str, Verb]] = MappingProxyType(
         ),
         "show": Verb("reconciler.cli.show", "print a saved plan as the plan was printed"),
         "expand": Verb("reconciler.cli.expand", "print or write a generator's expanded configs"),
+        "status": Verb(
+            "reconciler.cli.status", "where every address stands: run, downloads, verdict, pending"
+        ),
+        "init": Verb(
+            "reconciler.cli.init", "set a repository up: .gitignore, settings, workflows, a config"
+        ),
     }
 )
 
@@ -91,10 +97,34 @@ def build_parser(*, with_flags: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+COMPLETE = "__complete"
+"""The hidden verb the completion scripts call for addresses and runs (``cli.complete``)."""
+_ADDRESS_DESTS = frozenset({"target", "replace", "skip_smoke", "retry_errored", "addresses"})
+_REF_DESTS = frozenset({"ref"})
+_REF_VERBS = frozenset({"results", "logs"})
+
+
+def _complete_names(parser: argparse.ArgumentParser, verb: str | None = None) -> None:
+    """Mark every argument that names an address (or an address's run) with the command
+    that lists them, below ``parser`` (shtab reads ``action.complete``)."""
+    import shtab
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                _complete_names(child, verb or name)
+        elif action.dest in _REF_DESTS or (verb in _REF_VERBS and not action.option_strings):
+            action.complete = shtab.cmd(f"{PROG} {COMPLETE} refs")  # type: ignore[attr-defined]
+        elif action.dest in _ADDRESS_DESTS:
+            action.complete = shtab.cmd(f"{PROG} {COMPLETE} addresses")  # type: ignore[attr-defined]
+
+
 def completion_script(shell: str) -> str:
     import shtab
 
-    return str(shtab.complete(build_parser(with_flags=True), shell=shell))
+    parser = build_parser(with_flags=True)
+    _complete_names(parser)
+    return str(shtab.complete(parser, shell=shell))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in VERBS:
         return run_verb(args[0], args[1:])
+    if args and args[0] == COMPLETE:
+        from reconciler.cli import complete
+
+        return complete.main(args[1:])
     failed = exit_code(Ending.FAILED)
     parser = build_parser()
     if not args:

@@ -424,15 +424,18 @@ def _dumps(value: Any) -> str:
 # --------------------------------------------------------------------------- plan
 
 
-def render_plan(plan: Plan, fmt: str, *, color: bool) -> str:
-    """The plan as ``--format`` asks for it (the JSON modes print the plan's document)."""
+def render_plan(
+    plan: Plan, fmt: str, *, color: bool, results: bool | None = None, quiet: bool = False
+) -> str:
+    """The plan as ``--format`` asks for it (the JSON modes print the plan's document);
+    ``results`` and ``quiet`` shape the text (``render_text``)."""
     from reconciler.render import render_json, render_markdown, render_text
 
     if fmt == "json":
         return render_json(plan)
     if fmt == "markdown":
         return render_markdown(plan)
-    return render_text(plan, color=color)
+    return render_text(plan, color=color, results=results, quiet=quiet)
 
 
 # --------------------------------------------------------------------------- apply
@@ -447,7 +450,7 @@ def outcome_line(outcome: Outcome) -> str:
     message = escape_text(outcome.message, keep_newlines=True)
     head = f"{item.action.symbol} {escape_text(item.address)}: {item.action.value}"
     if item.action is Action.BLOCKED:
-        return f"{head}: {message}"
+        return f"{head}: {'not attempted' if outcome.blocked else 'REFUSED'}: {message}"
     run = outcome.run_name or outcome.run_id
     if run:
         head += f" {escape_text(run)}"
@@ -464,6 +467,7 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
         "action": item.action.value,
         "symbol": item.action.symbol,
         "ok": outcome.ok,
+        "blocked": outcome.blocked,
         "message": outcome.message,
         "run_id": outcome.run_id,
         "run_name": outcome.run_name,
@@ -502,7 +506,7 @@ class ApplyReport:
         with self._lock:
             self.outcomes.append(outcome)
         self.output.progress(outcome_line(outcome), essential=True)
-        kind = "apply_complete" if outcome.ok else "apply_errored"
+        kind = "apply_complete" if outcome.ok or outcome.blocked else "apply_errored"
         self.output.event(kind, outcome=outcome_to_dict(outcome))
 
     def waiting(self, runs: Sequence[RunRef], timeout: float) -> None:
@@ -561,8 +565,11 @@ class ApplyReport:
 
         self.unsuccessful = tuple(unsuccessful)
         ok = sum(1 for o in self.outcomes if o.ok)
-        failed = [o for o in self.outcomes if not o.ok]
+        failed = [o for o in self.outcomes if not o.ok and not o.blocked]
+        blocked = [o for o in self.outcomes if o.blocked]
         closing = f"Apply complete: {ok} succeeded, {len(failed)} failed."
+        if blocked:
+            closing = closing[:-1] + f", {len(blocked)} blocked (not attempted)."
         runs = {o.item.address for o in self.outcomes}
         if len(runs) != len(self.outcomes):
             # 14 outcomes for 7 runs (a submit and a download each) must not read as 14 runs.
@@ -589,6 +596,18 @@ class ApplyReport:
                     "error",
                     "Blocked" if item.action is Action.BLOCKED else "ActionFailed",
                     f"{item.address} ({item.action.value}): {redact(outcome.message)}",
+                )
+            )
+        for outcome in blocked:
+            item = outcome.item
+            address, message = (
+                escape_text(item.address),
+                escape_text(outcome.message, keep_newlines=True),
+            )
+            lines.append(f"  ! {address} (blocked, not attempted): {message}")
+            self.output.diagnose(
+                Diagnostic(
+                    "warning", "Blocked", f"{item.address} (blocked): {redact(outcome.message)}"
                 )
             )
         if unsaved:
@@ -618,7 +637,6 @@ class ApplyReport:
             self.output.progress(line, essential=True)
 
     def body(self, exit_code: int) -> dict[str, Any]:
-        from reconciler.model import Action  # after an apply: the models are loaded
 
         with self._lock:
             outcomes = list(self.outcomes)
@@ -638,8 +656,8 @@ class ApplyReport:
             "summary": {
                 "outcome": outcome,
                 "succeeded": ok,
-                "failed": len(outcomes) - ok,
-                "blocked": sum(1 for o in outcomes if o.item.action is Action.BLOCKED),
+                "failed": sum(1 for o in outcomes if not o.ok and not o.blocked),
+                "blocked": sum(1 for o in outcomes if o.blocked),
             },
         }
 

@@ -58,6 +58,9 @@ def parser() -> Parser:
         help="only plan the configs changed since this git revision (a PR's base)",
     )
     parser.add_argument("--watch", action="store_true", help="re-plan when configs change")
+    from reconciler.cli.projects import add_root_flags
+
+    add_root_flags(parser, command="plan")
     parser.add_argument(
         "--refresh",
         choices=("incremental", "full"),
@@ -70,6 +73,12 @@ def parser() -> Parser:
         action="store_true",
         help="also download a current snapshot of running runs (refreshed every time, "
         "like `osmosis benchmark runs download --overwrite`)",
+    )
+    parser.add_argument(
+        "--results",
+        action="store_true",
+        help="show the results table of ended runs even when nothing is planned (a plan "
+        'with nothing to do says only "No changes.")',
     )
     parser.add_argument(
         "--show-unmanaged",
@@ -92,6 +101,12 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
             "a refresh-only plan is recorded with `osmosis-apply --refresh-only`",
         )
     root = repo_root(args)
+    from reconciler.cli.projects import refuse_root_flags, root_command, root_of
+
+    projects = root_of(root)
+    if projects is not None:  # a root of many projects (docs/projects.md)
+        return root_command(projects, args, output, "plan")
+    refuse_root_flags(args, "plan")
     if args.validate_only:
         return _validate_only(args, root, output)
     from reconciler.engine import plan as operation
@@ -108,7 +123,13 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         from reconciler.render import plan_to_dict
 
         ending = operation.ending(plan, detailed=args.detailed_exitcode)
-        text = render_plan(plan, args.format, color=output.color)
+        text = render_plan(
+            plan,
+            args.format,
+            color=output.color,
+            results=True if args.results else None,
+            quiet=output.quiet,
+        )
         output.present(CommandResult(ending, "plan", plan_to_dict(plan), text=text))
         if args.out:
             from reconciler.engine.saved_plan import save_plan
@@ -157,20 +178,25 @@ def _validate_only(args: argparse.Namespace, root: Path, output: Output) -> Endi
 
 
 def _blocked(plan: Plan, output: Output) -> None:
-    """Blocked items fail the plan (exit 4): the plan shows each with its fix; scripts get
-    a diagnostic per item (and, in the JSON modes, people read them on stderr)."""
+    """New blocked items fail the plan (exit 4): the plan shows each with its fix; scripts
+    get a diagnostic per item (and, in the JSON modes, people read them on stderr). A
+    standing block (recorded by an earlier apply) is a warning: listed, not red."""
     from reconciler.model import Action
 
     for item in plan.items:
         if item.action is not Action.BLOCKED:
             continue
+        standing = " (standing)" if item.standing else ""
         message = (
-            f"{item.address} (blocked): {item.details[0] if item.details else item.reason.value}"
+            f"{item.address} (blocked{standing}): "
+            f"{item.details[0] if item.details else item.reason.value}"
         )
         fix = next((d for d in item.details if d.startswith("fix:")), None)
+        severity = "warning" if item.standing else "error"
         if output.machine:
-            output.err.write(f"Error: {message}\n" + (f"  {fix}\n" if fix else ""))
-        output.diagnose(Diagnostic("error", "Blocked", message, fix))
+            label = "Warning" if item.standing else "Error"
+            output.err.write(f"{label}: {message}\n" + (f"  {fix}\n" if fix else ""))
+        output.diagnose(Diagnostic(severity, "Blocked", message, fix))
 
 
 def policy_errors(errors: Sequence[str], output: Output) -> None:

@@ -16,7 +16,8 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -28,16 +29,17 @@ from reconciler.cli.output import Output
 from reconciler.config.load import load_configs
 from reconciler.engine.context import DOWNLOAD_ROOT, Context, open_context, resolve_settings
 from reconciler.engine.state_commands import utcnow
-from reconciler.errors import UsageError
+from reconciler.errors import ReconcilerError, UsageError
 from reconciler.exit_codes import Ending
 from reconciler.gitinfo import GitRepo
 from reconciler.model import Baseline, LockState, RunStatus, Settings, glob_match
 from reconciler.outputs.kept import ResultsStore
+from reconciler.paths import write_named
 from reconciler.platform import PlatformClient
 from reconciler.results import html as html_report
-from reconciler.results.build import build_address_reports, build_compare
-from reconciler.results.compare import Verdict
+from reconciler.results.build import build_address_reports, build_compare, build_gate
 from reconciler.results.data import RunOutcomes
+from reconciler.results.gate import Gate, gate_to_dict
 from reconciler.results.grid import (
     Grid,
     build_grids,
@@ -57,22 +59,29 @@ from reconciler.results.report import (
 )
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
 from reconciler.state.door import LockScope, open_door
-from reconciler.state.lockfile import new_state, read_lockfile
+from reconciler.state.lockfile import check_state_path, new_state, read_lockfile
 
 DESCRIPTION = """\
 Results you can decide with: every recorded run of each address (current and history)
-with per-agent pass@1 and its 95% CI (the task is the cluster: Wilson for one attempt per
-task on small task sets, a task-level bootstrap with several), pass@k, cost and tokens per
-task, the commit that requested it, and whether it is complete or partial.
+with per-agent pass@1 (the Platform's: an errored attempt counts as not passed) and its
+95% Wilson interval over tasks, the errored attempts beside it, pass@k at the k the config
+asked for, cost and tokens per task and per attempt, the commit that requested it, and
+whether it is complete, partial or a smoke run; then every address's newest run against
+its accepted baseline (the regression gate's comparisons, Holm-adjusted, with a one-line
+summary).
 
   [ADDR|GLOB]...        the recorded runs of these addresses (default: all)
-  compare LEFT RIGHT    a paired comparison on the tasks both ran: Δ = RIGHT − LEFT with
-                        its CI, exact McNemar (one attempt) or a sign-flip test (several),
-                        and a verdict: better, worse, no change (CI inside ±margin) or
-                        inconclusive (with the minimum detectable effect).
+  compare LEFT RIGHT    a paired comparison on the tasks both ran: Δ = RIGHT − LEFT, its
+                        interval and p-value from one test (exact McNemar at one attempt,
+                        the sign-flip test at several), and a verdict: better, worse,
+                        no change (the interval inside ±margin) or inconclusive (with the
+                        minimum detectable effect).
                         LEFT/RIGHT: ADDR (its newest run), ADDR@RUN or ADDR@RUN#AGENT
                         (RUN: a run name or id, or ~N: N runs before the newest)
   accept ADDR@RUN       record RUN as ADDR's baseline in the lockfile (never a partial run)
+  decide ADDR           a decision ([decide]): verdict, tasks used of the maximum, each
+                        look, α spent, dollars spent and saved; --replay recomputes every
+                        look and prints "match" or the first difference (exit 1)
 
 Each run's summary.csv and results.csv are kept under results/<address>/<run-dir>/ (from
 the local download, else fetched from the Platform on demand) so any two recorded runs
@@ -82,10 +91,11 @@ can be compared from a fresh checkout. The margin is the regression_margin_pp se
 
 EPILOG = """\
 exit codes:
-  0  done (with --fail-on-regression: no run is worse than its baseline)
+  0  done (with --fail-on-regression: no run is worse than its baseline beyond the margin)
   1  error: bad arguments, unknown address or run, unreadable lockfile
-  2  only with --fail-on-regression: a run is worse than its accepted baseline (compare:
-     RIGHT is worse than LEFT)
+  2  only with --fail-on-regression: a run is worse than its accepted baseline beyond the
+     margin, after the gate's Holm adjustment (compare: RIGHT than LEFT); with
+     --fail-on-inconclusive-drop also when a run's non-inferiority is not shown
 """
 
 
@@ -102,8 +112,14 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fail-on-regression",
         action="store_true",
-        help="compare each address's newest run with its accepted baseline (compare: RIGHT "
-        "with LEFT) and exit 2 when it is worse",
+        help="exit 2 when an address's newest run is worse than its accepted baseline beyond "
+        "the margin (the whole Holm-adjusted interval below -margin; compare: RIGHT than LEFT)",
+    )
+    parser.add_argument(
+        "--fail-on-inconclusive-drop",
+        action="store_true",
+        help="with --fail-on-regression, also exit 2 unless non-inferiority is shown (the "
+        "interval's lower end above -margin): an inconclusive drop fails too",
     )
     parser.add_argument(
         "--margin",
@@ -119,6 +135,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never call the Platform: runs whose files are not kept are shown from the "
         "lockfile's summary (comparisons unpaired)",
+    )
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="decide: recompute every look from the lockfile and the downloaded results; "
+        'print "match" (exit 0) or the first difference (exit 1)',
     )
     parser.add_argument(
         "--width", type=int, metavar="COLUMNS", help="text width (default: the terminal's)"
@@ -176,6 +198,7 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
         raise UsageError("--margin must be between 0 and 100 (percentage points)")
     margin = margin_pp / 100
     state_path = root / settings.state
+    check_state_path(root, settings.state)  # accept writes it; nothing is read through a link
     state = read_lockfile(state_path, platform=None, workspace=None, display_path=settings.state)
     words = list(args.args)
     platform = _Platform(args, root, state)
@@ -191,15 +214,61 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
             cache[run.run_id] = store.outcomes(run, fetch=not args.no_fetch)
         return cache[run.run_id]
 
+    thresholds = _CatalogThresholds(platform, fetch=not args.no_fetch)
     try:
         if words[:1] == ["accept"]:
             return _accept(output, root, settings, words[1:])
+        if words[:1] == ["decide"]:
+            from reconciler.cli.results_decide import decide_command
+
+            return decide_command(args, output, state, words[1:], load)
+        context = _Context(root, state, load, margin, store, platform, thresholds)
         if words[:1] == ["compare"]:
-            return _compare(args, output, state, words[1:], load, margin, store)
-        grids = _generator_grids(root, settings, state, words, load, args.seed)
-        return _list(args, output, state, words, load, margin, store, platform, grids)
+            return _compare(args, output, context, words[1:])
+        grids = _generator_grids(root, settings, state, words, load, thresholds)
+        return _list(args, output, context, words, grids)
     finally:
         platform.close()
+
+
+class _CatalogThresholds(Mapping[str, float]):
+    """Benchmark id -> the catalog's pass threshold, read from the Platform only when a run
+    needs it (fractional rewards and no threshold in its config), once per benchmark."""
+
+    def __init__(self, platform: _Platform, *, fetch: bool) -> None:
+        self.platform, self.fetch = platform, fetch
+        self.known: dict[str, float | None] = {}
+
+    def __getitem__(self, benchmark_id: str) -> float:
+        if benchmark_id not in self.known:
+            self.known[benchmark_id] = None
+            if self.fetch:
+                try:
+                    client, _http = self.platform()
+                    self.known[benchmark_id] = client.get_benchmark(benchmark_id).pass_threshold
+                except (ReconcilerError, httpx.HTTPError):
+                    pass  # unknown: the file's own outcome column decides
+        value = self.known[benchmark_id]
+        if value is None:
+            raise KeyError(benchmark_id)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(k for k, v in self.known.items() if v is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for v in self.known.values() if v is not None)
+
+
+@dataclass(frozen=True)
+class _Context:
+    root: Path
+    state: LockState
+    load: Callable[[RecordedResult], RunOutcomes | None]
+    margin: float
+    store: ResultsStore
+    platform: _Platform
+    thresholds: Mapping[str, float]
 
 
 def _generator_grids(
@@ -208,7 +277,7 @@ def _generator_grids(
     state: LockState,
     patterns: list[str],
     load: Callable[[RecordedResult], RunOutcomes | None],
-    seed: int,
+    thresholds: Mapping[str, float],
 ) -> list[Grid]:
     """The grid of each run generator (``*.matrix.toml``) with a cell matching
     ``patterns`` (all when none). The configs are read for their generators only: a config
@@ -229,7 +298,10 @@ def _generator_grids(
     recorded = {a for p in products for a in p.cells if a in state.runs}
     recorded |= {h.address for h in state.history if h.run_id and h.address in recorded}
     reports = (
-        {r.address: r for r in build_address_reports(state, sorted(recorded), load, seed=seed)}
+        {
+            r.address: r
+            for r in build_address_reports(state, sorted(recorded), load, thresholds=thresholds)
+        }
         if recorded
         else {}
     )
@@ -248,48 +320,41 @@ def _notes(output: Output, store: ResultsStore) -> None:
 def _list(
     args: argparse.Namespace,
     output: Output,
-    state: LockState,
+    ctx: _Context,
     patterns: list[str],
-    load: Callable[[RecordedResult], RunOutcomes | None],
-    margin: float,
-    store: ResultsStore,
-    platform: _Platform,
     grids: Sequence[Grid] = (),
 ) -> Ending:
+    store, state = ctx.store, ctx.state
+
     def kept(run: RecordedResult) -> str | None:
         return store.relative_dir(run) if (store.run_dir(run) / "results.csv").is_file() else None
 
-    reports = build_address_reports(state, patterns, load, local_dir=kept, seed=args.seed)
-    gates = []
-    if args.fail_on_regression:
-        for address, baseline in sorted(state.baselines.items()):
-            if patterns and address not in {r.address for r in reports}:
-                continue
-            # The newest full run: a smoke run is never the address's result.
-            newest = next((r for r in address_runs(state, address) if not r.smoke), None)
-            if newest is None or newest.run_id == baseline.run_id:
-                continue
-            gates.extend(
-                build_compare(
-                    state,
-                    parse_ref(f"{address}@{baseline.run_id}"),
-                    parse_ref(f"{address}@{newest.run_id}"),
-                    load,
-                    margin=margin,
-                    seed=args.seed,
-                )
-            )
+    reports = build_address_reports(
+        state, patterns, ctx.load, local_dir=kept, thresholds=ctx.thresholds
+    )
+    # The verdicts against the accepted baselines are always shown; the flag makes them a gate.
+    gate = build_gate(
+        state,
+        ctx.load,
+        patterns=patterns,
+        margin=ctx.margin,
+        seed=args.seed,
+        thresholds=ctx.thresholds,
+        strict=args.fail_on_inconclusive_drop,
+    )
     _notes(output, store)
     if args.html:
-        _write_html(args.html, reports, gates, load, state, grids)
-    worse = [g for g in gates if g.comparison.verdict is Verdict.WORSE]
+        _write_html(args.html, reports, gate, ctx, grids)
+    failed = args.fail_on_regression and gate.failed
+    gates = list(gate.comparisons)
     if output.machine:
         output.result(
             "results",
             {
                 "addresses": [address_to_dict(r) for r in reports],
                 "regression_checks": [compare_to_dict(g) for g in gates],
-                "regressed": bool(worse),
+                "gate": gate_to_dict(gate),
+                "regressed": bool(failed),
                 "html": args.html,
                 "generators": [grid_to_dict(g) for g in grids],
             },
@@ -300,59 +365,70 @@ def _list(
             text += "\n" + render_grids_markdown(grids)
         if gates:
             text += "\n#### Against the accepted baselines\n\n" + render_compare_markdown(gates)
+            text += f"\n**{gate.summary_line()}**\n"
         output.show(text)
     else:
-        width = terminal_width(args.width)
-        text = render_addresses_text(reports, width)
-        unsuccessful = [
-            (r.address, line.report.run.run_id, line.report.run.label)
-            for r in reports
-            for line in r.runs
-            if line.report.run.current and RunStatus.of(line.report.run.status).is_unsuccessful
-        ]
-        if unsuccessful and not args.no_fetch:
-            source, _http = platform()
-            text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
-        if grids:
-            text += "\n" + render_grids_text(grids, width)
-        if gates:
-            text += "\nAgainst the accepted baselines:\n\n" + render_compare_text(gates, width)
-        elif args.fail_on_regression:
-            text += "\nNo address has an accepted baseline and a newer run to check.\n"
-        output.show(text)
+        output.show(_list_text(args, ctx, reports, gate, grids))
     if args.html:
         output.info(f"HTML report written to {args.html}")
-    # --fail-on-regression: the newest run is worse than the accepted baseline.
-    return Ending.PENDING if worse else Ending.DONE
+    # --fail-on-regression: the gate failed (worse beyond the margin after the family's
+    # adjustment, or with --fail-on-inconclusive-drop, non-inferiority not shown).
+    return Ending.PENDING if failed else Ending.DONE
 
 
-def _compare(
+def _list_text(
     args: argparse.Namespace,
-    output: Output,
-    state: LockState,
-    words: list[str],
-    load: Callable[[RecordedResult], RunOutcomes | None],
-    margin: float,
-    store: ResultsStore,
-) -> Ending:
+    ctx: _Context,
+    reports: Sequence[AddressReport],
+    gate: Gate,
+    grids: Sequence[Grid],
+) -> str:
+    width = terminal_width(args.width)
+    text = render_addresses_text(reports, width)
+    unsuccessful = [
+        (r.address, line.report.run.run_id, line.report.run.label)
+        for r in reports
+        for line in r.runs
+        if line.report.run.current and RunStatus.of(line.report.run.status).is_unsuccessful
+    ]
+    if unsuccessful and not args.no_fetch:
+        source, _http = ctx.platform()
+        text += "\n" + "\n".join(explain_failures(source, unsuccessful)) + "\n"
+    if grids:
+        text += "\n" + render_grids_text(grids, width)
+    if gate.comparisons:
+        text += "\nAgainst the accepted baselines:\n\n"
+        text += render_compare_text(list(gate.comparisons), width)
+        text += "\n" + gate.summary_line() + "\n"
+    elif args.fail_on_regression:
+        text += "\nNo address has an accepted baseline and a newer run to check.\n"
+    return text
+
+
+def _compare(args: argparse.Namespace, output: Output, ctx: _Context, words: list[str]) -> Ending:
+    state, load, margin = ctx.state, ctx.load, ctx.margin
+    store, thresholds = ctx.store, ctx.thresholds
     if len(words) != 2:
         raise UsageError(
             f"osmosis-results compare LEFT RIGHT: expected 2 run references, got {len(words)}",
             "LEFT/RIGHT: ADDR, ADDR@RUN or ADDR@RUN#AGENT",
         )
     left, right = parse_ref(words[0]), parse_ref(words[1])
-    reports = build_compare(state, left, right, load, margin=margin, seed=args.seed)
+    reports = build_compare(
+        state, left, right, load, margin=margin, seed=args.seed, thresholds=thresholds
+    )
     _notes(output, store)
     if args.html:
         addresses = sorted({left.address, right.address})
         _write_html(
             args.html,
-            build_address_reports(state, addresses, load, seed=args.seed),
-            reports,
-            load,
-            state,
+            build_address_reports(state, addresses, load, thresholds=thresholds),
+            None,
+            ctx,
+            comparisons=reports,
         )
-    worse = args.fail_on_regression and any(r.comparison.verdict is Verdict.WORSE for r in reports)
+    strict = Gate(tuple(reports), strict=args.fail_on_inconclusive_drop)
+    worse = args.fail_on_regression and strict.failed
     if output.machine:
         output.result(
             "results_compare",
@@ -373,29 +449,43 @@ def _compare(
 def _write_html(
     path: str,
     reports: Sequence[AddressReport],
-    comparisons: Sequence[CompareReport],
-    load: Callable[[RecordedResult], RunOutcomes | None],
-    state: LockState,
+    gate: Gate | None,
+    ctx: _Context,
     grids: Sequence[Grid] = (),
+    comparisons: Sequence[CompareReport] = (),
 ) -> None:
     outcomes: dict[str, RunOutcomes] = {}
     for report in reports:
         for line in report.runs:
-            found = load(line.report.run)
+            found = ctx.load(line.report.run)
             if found is not None and found.paired:
                 outcomes[line.report.run.run_id] = found
-    text = html_report.render_html(reports, outcomes, comparisons, grids=grids)
-    target = Path(path)
+    text = html_report.render_html(
+        reports,
+        outcomes,
+        gate,
+        comparisons,
+        grids=grids,
+        about=_about(ctx.root, ctx.state),
+    )
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.partial")
-        temp.write_text(text, encoding="utf-8")
-        temp.replace(target)
+        # Anywhere the user names, never through a symlink (reconciler.paths, issue 36).
+        write_named(path, text.encode("utf-8"), what="--html")
     except OSError as exc:
         raise UsageError(
             f"--html {path}: cannot write the report: {exc.strerror or exc}",
             "pass a writable file path",
         ) from None
+
+
+def _about(root: Path, state: LockState) -> html_report.About:
+    """What the report is about: repository, commit and when it was made."""
+    git = GitRepo.discover(root)
+    return html_report.About(
+        repository=state.repository or (git.root.name if git else root.name),
+        commit=git.head() if git else None,
+        generated=utcnow().isoformat().replace("+00:00", "Z"),
+    )
 
 
 def _accept_instead(state: LockState, address: str) -> str:

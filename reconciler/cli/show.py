@@ -30,11 +30,16 @@ def parser() -> argparse.ArgumentParser:
 
 def command(args: argparse.Namespace, output: Output) -> Ending:
     from reconciler.engine.saved_plan import parse_saved_plan
+    from reconciler.paths import UnsafeInputError, read_named
     from reconciler.render import plan_to_dict, render_json, render_markdown, render_text
 
     path = Path(args.planfile)
     try:
-        plan = parse_saved_plan(path.read_text(encoding="utf-8"))
+        # A regular file of bounded size, not reached through a link (reconciler.paths):
+        # `show /dev/zero` read until memory ran out.
+        plan = parse_saved_plan(read_named(path, what="saved plan").decode("utf-8"))
+    except UnsafeInputError:
+        raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UsageError(
             f"{path}: cannot read the saved plan: {exc}",

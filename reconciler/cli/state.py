@@ -1,4 +1,5 @@
-"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW``: flags, run, output.
+"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW | resolve ADDR | adopt ADDR RUN``:
+flags, run, output.
 
 The state edits themselves are ``engine/state_commands.py``; this module parses the
 command's arguments and returns a ``CommandResult`` to the one printer. Each subcommand
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,7 +20,7 @@ from reconciler import numbers
 from reconciler.cli.common import command_parser, repo_root
 from reconciler.cli.error_handler import run_command
 from reconciler.cli.output import CommandResult, Output
-from reconciler.engine.context import resolve_settings
+from reconciler.engine.context import Context, resolve_settings
 from reconciler.engine.state_commands import (
     check_address,
     config_path,
@@ -33,7 +35,7 @@ from reconciler.engine.state_commands import (
     write_state,
 )
 from reconciler.errors import UsageError
-from reconciler.escaping import escape_text
+from reconciler.escaping import escape_text, unescape_text
 from reconciler.exit_codes import Ending
 from reconciler.model import (
     HistoryEntry,
@@ -43,11 +45,13 @@ from reconciler.model import (
     Settings,
 )
 from reconciler.platform import normalize_platform_url
+from reconciler.state.lockfile import check_state_path
 
-COMMANDS = ("list", "show", "forget", "mv", "resolve")
+COMMANDS = ("list", "show", "forget", "mv", "resolve", "adopt")
 
 DESCRIPTION = """\
-Inspect and edit the recorded state (the lockfile) without calling the Platform.
+Inspect and edit the recorded state (the lockfile); only resolve --submitted and adopt read
+the Platform (the run they record, checked against the body).
 
   list [ADDR|GLOB]...   the recorded addresses with their runs
   show ADDR             one entry in full, with its history
@@ -56,9 +60,12 @@ Inspect and edit the recorded state (the lockfile) without calling the Platform.
   mv OLD NEW            re-key an entry (after renaming its config); refused when NEW exists
   resolve ADDR --submitted RUN | --not-submitted
                         settle a submit whose outcome is unknown (the plan shows ?): RUN is
-                        the run it created, or it created none (the next apply submits)
+                        the run it created (checked: the same body, created after the
+                        submit), or it created none (the next apply submits)
+  adopt ADDR RUN        record RUN, an active twin the plan names, as ADDR's run: checked
+                        against the config at ADDR (its full run or its smoke run)
 
-forget, mv and resolve take the apply lock and add 1 to the lockfile's serial; list and show only
+forget, mv, resolve and adopt take the apply lock and add 1 to the lockfile's serial; list and show only
 read. --platform/--workspace, when given, must match the lockfile's own.
 """
 
@@ -93,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=numbers.seconds,
         default=0.0,
         metavar="SECONDS",
-        help="forget/mv/resolve: wait this long for the apply lock (default 0: do not wait)",
+        help="forget/mv/resolve/adopt: wait this long for the apply lock (default 0: do not wait)",
     )
     outcome = parser.add_mutually_exclusive_group()
     outcome.add_argument(
@@ -112,13 +119,14 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     """The subcommand's result (``err`` gets the lock's waiting notes)."""
     if args.format == "markdown":
         raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
-    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2, "resolve": 1}[args.command]
+    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2, "resolve": 1, "adopt": 2}[args.command]
     if wanted is not None and len(args.addresses) != wanted:
         usage = {
             "show": "show ADDR",
             "forget": "forget ADDR",
             "mv": "mv OLD NEW",
             "resolve": "resolve ADDR --submitted RUN | --not-submitted",
+            "adopt": "adopt ADDR RUN",
         }[args.command]
         raise UsageError(
             f"osmosis-state {usage}: expected {wanted} address{'es' if wanted > 1 else ''}, "
@@ -129,13 +137,15 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     if not repo_root.is_dir():
         raise UsageError(f"--dir {args.dir}: no such directory", "pass the repository root")
     settings = resolve_settings(repo_root, {"benchmarks": args.benchmarks, "state": args.state})
+    # Before the lock is taken: a linked state/ would get the lock file and temp files.
+    check_state_path(repo_root, settings.state)
     path, display = repo_root / settings.state, settings.state
     scope = {"platform": _platform_flag(args.platform), "workspace": _workspace_flag(args)}
     json_out = args.format == "json"
 
     if args.command == "list":
         state = read_state(path, display, **scope)
-        patterns = list(args.addresses)
+        patterns = [unescape_text(p) or p if "\\" in p else p for p in args.addresses]
         chosen = entries(state, patterns) if state else []
         if json_out:
             return CommandResult(Ending.DONE, "state_list", list_json(state, display, chosen))
@@ -146,8 +156,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
         )
 
     if args.command == "show":
-        address = check_address(args.addresses[0], "ADDR")
         state = read_state(path, display, **scope)
+        address = recorded_address(args.addresses[0], "ADDR", state)
         entry = require_entry(state, address, display)
         assert state is not None
         history = history_of(state, address)
@@ -161,9 +171,10 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             text=escape_text(show_text(entry, history), keep_newlines=True),
         )
 
-    command_line = f"osmosis-state {args.command} {' '.join(args.addresses)}"
+    command_line = escape_text(f"osmosis-state {args.command} {' '.join(args.addresses)}")
+    known = read_state(path, display, **scope)
     if args.command == "forget":
-        address = check_address(args.addresses[0], "ADDR")
+        address = recorded_address(args.addresses[0], "ADDR", known)
         now = utcnow()
         before, written, entry = write_state(
             repo_root,
@@ -193,10 +204,12 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
             warnings=tuple(escape_text(w) for w in warnings),
         )
 
+    if args.command == "adopt":
+        return _adopt(args, repo_root, command_line, err, json_out)
     if args.command == "resolve":
-        return _resolve(args, repo_root, settings, command_line, err, scope, json_out)
+        return _resolve(args, repo_root, settings, command_line, err, scope, json_out, known)
 
-    old = check_address(args.addresses[0], "OLD")
+    old = recorded_address(args.addresses[0], "OLD", known)
     new = check_address(args.addresses[1], "NEW")
     now = utcnow()
     before, written, entry = write_state(
@@ -244,8 +257,9 @@ def _resolve(
     err: TextIO,
     scope: dict[str, str | None],
     json_out: bool,
+    known: LockState | None,
 ) -> CommandResult:
-    address = check_address(args.addresses[0], "ADDR")
+    address = recorded_address(args.addresses[0], "ADDR", known)
     if (args.submitted is None) == (not args.not_submitted):
         raise UsageError(
             "osmosis-state resolve needs --submitted RUN or --not-submitted",
@@ -255,15 +269,26 @@ def _resolve(
     if submitted is not None and not submitted:
         raise UsageError("--submitted needs a run id", "e.g. --submitted bmr_0123")
     display = settings.state
-    before, written, _entry = write_state(
-        repo_root,
-        settings,
-        timeout=args.lock_timeout,
-        command=command_line,
-        err=err,
-        edit=lambda s: resolve_entry(s, address, display, submitted=submitted),
-        **scope,
-    )
+    if submitted is not None:
+        # The run is read and checked against the lost submit's body first (issue 34: any
+        # id was believed, and a later replace stopped another user's run).
+        from reconciler.engine.evidence import resolve_submitted
+
+        with _platform(args, repo_root, err) as ctx:
+            before, written, detail = resolve_submitted(
+                ctx, address, submitted, timeout=args.lock_timeout, command=command_line, err=err
+            )
+        submitted = detail.summary.id
+    else:
+        before, written, _entry = write_state(
+            repo_root,
+            settings,
+            timeout=args.lock_timeout,
+            command=command_line,
+            err=err,
+            edit=lambda s: resolve_entry(s, address, display, submitted=None),
+            **scope,
+        )
     if json_out:
         body = {
             "lockfile": _written_json(display, before, written),
@@ -282,10 +307,90 @@ def _resolve(
         else "the next osmosis-apply submits the config"
     )
     text = (
-        f"Resolved {address}: {outcome}; {then} ({display}: serial {before.serial} -> "
+        f"Resolved {escape_text(address)}: {outcome}; {then} ({display}: serial {before.serial} -> "
         f"{written.serial}).\n"
     )
     return CommandResult(Ending.DONE, "state_resolve", text=text)
+
+
+def recorded_address(text: str, what: str, state: LockState | None) -> str:
+    """The address ``text`` names: exactly a recorded one, or one as the text output
+    prints it (escaped: ``tb/\\x1b[2Jsmoke``), else a valid new address (``check_address``).
+
+    The plan refuses a config whose address holds a control character (issue 36), but a
+    lockfile may record one from before: it must still be possible to show, forget, move or
+    resolve it, so such an address is taken as it is recorded, or as printed."""
+    recorded: set[str] = set()
+    if state is not None:
+        recorded = set(state.runs) | {h.address for h in state.history}
+    if text in recorded:
+        return text
+    if "\\" in text:
+        unescaped = unescape_text(text)
+        if unescaped is not None and unescaped in recorded:
+            return unescaped
+    return check_address(text, what)
+
+
+@contextmanager
+def _platform(args: argparse.Namespace, root: Path, err: TextIO) -> Iterator[Context]:
+    """The Platform and workspace of the flags, for the subcommands that read a run."""
+    from reconciler.engine.context import open_context
+
+    ctx = open_context(
+        repo_root=root,
+        platform_flag=args.platform,
+        workspace_flag=args.workspace,
+        overrides={"benchmarks": args.benchmarks, "state": args.state},
+    )
+    try:
+        if ctx.announcement:
+            err.write(ctx.announcement + "\n")
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def _adopt(
+    args: argparse.Namespace, root: Path, command_line: str, err: TextIO, json_out: bool
+) -> CommandResult:
+    """``osmosis-state adopt ADDR RUN``: a person's decision that an active twin the plan
+    names is this address's run, checked against the config (``engine.evidence``)."""
+    from reconciler.engine.evidence import adopt_run
+
+    address = check_address(args.addresses[0], "ADDR")
+    ref = args.addresses[1].strip()
+    if not ref:
+        raise UsageError("adopt needs a run id or name", "e.g. osmosis-state adopt tb/a bmr_0123")
+    with _platform(args, root, err) as ctx:
+        display = ctx.settings.state
+        before, written, adoption = adopt_run(
+            ctx, address, ref, timeout=args.lock_timeout, command=command_line, err=err
+        )
+    entry = adoption.entry
+    replaced = adoption.replaces.run_id if adoption.replaces is not None else None
+    if json_out:
+        body = {
+            "lockfile": _written_json(display, before, written),
+            "adopted": {
+                "address": address,
+                "run_id": entry.run_id,
+                "run_name": entry.run_name,
+                "stage": entry.stage,
+                "replaced": replaced,
+            },
+            "warnings": [],
+        }
+        return CommandResult(Ending.DONE, "state_adopt", body)
+    label = f"{entry.run_name} ({entry.run_id})" if entry.run_name else str(entry.run_id)
+    stage = " as its smoke run" if entry.stage == "smoke" else ""
+    moved = f"; run {replaced} moves to the history" if replaced else ""
+    text = (
+        f"Adopted {label} as {address}'s run{stage}: it does exactly what the config asks"
+        f"{moved} ({display}: serial {before.serial} -> {written.serial}). The next plan "
+        "reads its status; nothing was paid.\n"
+    )
+    return CommandResult(Ending.DONE, "state_adopt", text=escape_text(text, keep_newlines=True))
 
 
 def _platform_flag(raw: str | None) -> str | None:
@@ -412,8 +517,8 @@ def _iso(value: datetime | None) -> str | None:
 
 def _run_text(entry: RecordedRun | HistoryEntry) -> str:
     if entry.run_name and entry.run_id:
-        return f"{entry.run_name} ({entry.run_id})"
-    return entry.run_id or entry.run_name or "-"
+        return escape_text(f"{entry.run_name} ({entry.run_id})")
+    return escape_text(entry.run_id or entry.run_name or "-")
 
 
 def _status_text(entry: RecordedRun) -> str:
@@ -430,7 +535,7 @@ def list_text(
     rows = [("ADDRESS", "RUN", "STATUS", "SOURCE")]
     for e in chosen:
         source = f"imported {e.imported_at:%Y-%m-%d}" if e.imported_at else ""
-        rows.append((e.address, _run_text(e), _status_text(e), source))
+        rows.append((escape_text(e.address), _run_text(e), _status_text(e), source))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [
         "  ".join(
@@ -457,7 +562,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, datetime):
         return _iso(value) or ""
     if isinstance(value, str):
-        return value
+        return escape_text(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -476,7 +581,7 @@ def _flatten(value: Any, prefix: str) -> list[str]:
 
 
 def show_text(entry: RecordedRun, history: list[HistoryEntry]) -> str:
-    lines = [entry.address]
+    lines = [escape_text(entry.address)]
     data = entry.model_dump(exclude_none=True)
     scalars = [
         (k, v)
@@ -520,7 +625,8 @@ def show_text(entry: RecordedRun, history: list[HistoryEntry]) -> str:
 def forget_text(display: str, before: LockState, written: LockState, entry: RecordedRun) -> str:
     status = f", {entry.status}" if entry.status else ""
     return (
-        f"Forgot {entry.address} (run {_run_text(entry)}{status}): its entry moved to the "
+        f"Forgot {escape_text(entry.address)} (run {_run_text(entry)}{status}): its entry "
+        "moved to the "
         f"history of {display} (serial {before.serial} -> {written.serial}).\n"
         "The run itself was not stopped; this repository no longer manages it.\n"
     )
@@ -535,6 +641,6 @@ def mv_text(
     entry: RecordedRun,
 ) -> str:
     return (
-        f"Moved {old} -> {new} (run {_run_text(entry)}) in {display} "
+        f"Moved {escape_text(old)} -> {escape_text(new)} (run {_run_text(entry)}) in {display} "
         f"(serial {before.serial} -> {written.serial}).\n"
     )

@@ -18,7 +18,7 @@ import tomllib
 from typing import Any
 
 from reconciler import toml_locate as locate
-from reconciler.config.load import format_path
+from reconciler.config.keypath import format_path
 from reconciler.config.validate import Path, Problem, type_name
 from reconciler.errors import ConfigIssue, closest
 from reconciler.model.decision import AUTO, FUTILITY_RULES, MONITORS, DecisionSpec

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from reconciler.escaping import escape_text
 from reconciler.paths import check_inside, describe_link
 
 CONFIG_SUFFIX = ".toml"
@@ -97,6 +98,45 @@ def bad_name_byte(name: str) -> int | None:
     return None
 
 
+def unprintable(found: list[Found]) -> tuple[list[Found], list[Refused]]:
+    """The configs whose address prints as itself, and the others refused (issue 36).
+
+    An address with a control character (an escape sequence, a newline), a bidirectional
+    override or a backslash in its path was planned, applied and recorded, and then could
+    not be named to ``osmosis-state`` (it is printed escaped everywhere). Refused here, by
+    file, before anything is planned or paid; addresses already recorded so can still be
+    edited (``osmosis-state`` takes them exact or as printed)."""
+    kept: list[Found] = []
+    refused: list[Refused] = []
+    for item in found:
+        shown = escape_text(item.address)
+        if shown == item.address:
+            kept.append(item)
+            continue
+        bad = next(c for c in item.address if escape_text(c) != c)
+        refused.append(
+            Refused(
+                item.relpath,
+                f"the path holds {_char_kind(bad)} ({escape_text(bad)}), so its address "
+                f"{shown} cannot be typed or printed as it is",
+                "rename the file (and its directories) with printable characters: an "
+                "address is the config's path, recorded in the lockfile and named to "
+                "osmosis-state",
+            )
+        )
+    return kept, refused
+
+
+def _char_kind(char: str) -> str:
+    if char == "\\":
+        return "a backslash"
+    if ord(char) < 32 or 0x7F <= ord(char) <= 0x9F:
+        return "a control character"
+    if char in "\u2028\u2029":
+        return "a line separator"
+    return "a bidirectional control"
+
+
 def check_root(repo_root: str, rel: str) -> str:
     """The benchmarks directory as an absolute path, checked from the repository root down.
 
@@ -144,107 +184,110 @@ def discover(repo_root: Path, benchmarks_dir: str) -> tuple[list[Found], list[Re
     # The repository root may itself be reached through a link; everything below it is
     # checked component by component.
     repo = os.path.realpath(repo_root)
-    top = check_root(repo, benchmarks_dir)
-    top_real = top
+    return _Walk(repo, check_root(repo, benchmarks_dir)).run()
 
-    # Relative paths are built by joining names: os.path.relpath per file is measurably slow.
-    top_rel = _relpath(top, repo)
-    top_rel = "" if top_rel == "." else top_rel + "/"
-    found: list[Found] = []
-    refused: list[Refused] = []
-    seen_dirs = {top_real}
-    # (absolute path as seen through the tree, address prefix)
-    stack: list[tuple[str, str]] = [(top, "")]
-    while stack:
-        directory, prefix = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError as exc:
-            refused.append(
-                Refused(
-                    _relpath(directory, repo),
+
+class _Walk:
+    """One walk of the benchmarks directory ``top`` (absolute, checked) in ``repo``."""
+
+    def __init__(self, repo: str, top: str) -> None:
+        self.repo = repo
+        self.top = top
+        # Relative paths are built by joining names: os.path.relpath per file is
+        # measurably slow.
+        top_rel = _relpath(top, repo)
+        self.top_rel = "" if top_rel == "." else top_rel + "/"
+        self.found: list[Found] = []
+        self.refused: list[Refused] = []
+        self.seen_dirs = {top}
+
+    def run(self) -> tuple[list[Found], list[Refused]]:
+        # (absolute path as seen through the tree, address prefix)
+        stack: list[tuple[str, str]] = [(self.top, "")]
+        while stack:
+            directory, prefix = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError as exc:
+                self.refuse(
+                    directory,
                     f"cannot list directory: {exc.strerror or exc}",
                     "check the directory's permissions",
                 )
+                continue
+            for entry in entries:
+                below = self.visit(entry, directory, prefix)
+                if below is not None:
+                    stack.append(below)
+        self.found.sort(key=lambda f: f.address)
+        self.refused.sort(key=lambda r: r.relpath)
+        return self.found, self.refused
+
+    def refuse(self, shown: str, message: str, hint: str) -> None:
+        self.refused.append(Refused(_relpath(shown, self.repo), message, hint))
+
+    def visit(self, entry: os.DirEntry[str], directory: str, prefix: str) -> tuple[str, str] | None:
+        """Record one entry (a config, or why it is refused): a directory to walk next."""
+        name = entry.name
+        if name.startswith("."):
+            return None
+        shown = os.path.join(directory, name)
+        byte = bad_name_byte(name)
+        if byte is not None:
+            self.refuse(
+                shown,
+                f"file name is not valid UTF-8 (byte 0x{byte:02x})",
+                "rename it with a UTF-8 name: the address of a config is text, "
+                "recorded in the lockfile",
             )
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            shown = os.path.join(directory, name)
-            byte = bad_name_byte(name)
-            if byte is not None:
-                refused.append(
-                    Refused(
-                        _relpath(shown, repo),
-                        f"file name is not valid UTF-8 (byte 0x{byte:02x})",
-                        "rename it with a UTF-8 name: the address of a config is text, "
-                        "recorded in the lockfile",
-                    )
+            return None
+        if entry.is_symlink() and not self.link_inside(shown, name):
+            return None
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            real = os.path.realpath(shown)
+            if real in self.seen_dirs:
+                return None  # a symlink loop or a second link to the same folder
+            self.seen_dirs.add(real)
+            return shown, f"{prefix}{name}/"
+        if name.endswith(CONFIG_SUFFIX) and entry.is_file():
+            address = f"{prefix}{name[: -len(CONFIG_SUFFIX)]}"
+            self.found.append(Found(address, f"{self.top_rel}{prefix}{name}", shown))
+            return None
+        try:
+            special = special_kind(entry.stat().st_mode)
+        except OSError:
+            special = None
+        if special is not None:
+            self.refuse(
+                shown,
+                f"is {special}, not a regular file",
+                "remove it from the benchmarks directory: configs are regular files",
+            )
+        return None
+
+    def link_inside(self, shown: str, name: str) -> bool:
+        """Whether a symlink leads to an existing path inside the benchmarks directory; a
+        loop, a missing config or a path outside is refused."""
+        target = os.path.realpath(shown)
+        if not os.path.exists(target):
+            kind, _text = describe_link(shown)
+            if kind == "loop":
+                self.refuse(
+                    shown, "symlink loop (it leads back to itself)", "fix or remove the symlink"
                 )
-                continue
-            is_link = entry.is_symlink()
-            if is_link:
-                target = os.path.realpath(shown)
-                if not os.path.exists(target):
-                    kind, _text = describe_link(shown)
-                    if kind == "loop":
-                        refused.append(
-                            Refused(
-                                _relpath(shown, repo),
-                                "symlink loop (it leads back to itself)",
-                                "fix or remove the symlink",
-                            )
-                        )
-                    elif name.endswith(CONFIG_SUFFIX):
-                        refused.append(
-                            Refused(
-                                _relpath(shown, repo),
-                                "symlink points to a missing file",
-                                "fix or remove the symlink",
-                            )
-                        )
-                    continue
-                if target != top_real and not target.startswith(top_real + os.sep):
-                    refused.append(
-                        Refused(
-                            _relpath(shown, repo),
-                            "symlink points outside the benchmarks directory",
-                            "copy the config into the benchmarks directory instead of linking it, "
-                            "so that every submitted config is reviewed in this repository",
-                        )
-                    )
-                    continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                real = os.path.realpath(shown)
-                if real in seen_dirs:
-                    continue  # a symlink loop or a second link to the same folder
-                seen_dirs.add(real)
-                stack.append((shown, f"{prefix}{name}/"))
-            elif name.endswith(CONFIG_SUFFIX) and entry.is_file():
-                found.append(
-                    Found(
-                        f"{prefix}{name[: -len(CONFIG_SUFFIX)]}", f"{top_rel}{prefix}{name}", shown
-                    )
-                )
-            else:
-                try:
-                    special = special_kind(entry.stat().st_mode)
-                except OSError:
-                    special = None
-                if special is not None:
-                    refused.append(
-                        Refused(
-                            _relpath(shown, repo),
-                            f"is {special}, not a regular file",
-                            "remove it from the benchmarks directory: configs are regular files",
-                        )
-                    )
-    found.sort(key=lambda f: f.address)
-    refused.sort(key=lambda r: r.relpath)
-    return found, refused
+            elif name.endswith(CONFIG_SUFFIX):
+                self.refuse(shown, "symlink points to a missing file", "fix or remove the symlink")
+            return False
+        if target != self.top and not target.startswith(self.top + os.sep):
+            self.refuse(
+                shown,
+                "symlink points outside the benchmarks directory",
+                "copy the config into the benchmarks directory instead of linking it, "
+                "so that every submitted config is reviewed in this repository",
+            )
+            return False
+        return True

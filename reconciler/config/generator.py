@@ -20,9 +20,9 @@ See docs/generators.md for the file format and the decisions behind it.
 from __future__ import annotations
 
 import copy
-import itertools
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,12 +37,17 @@ from reconciler.model import CellSource, GeneratorMove, GeneratorProduct, Genera
 
 HARD_MAX_RUNS = 256
 """Whatever ``max_runs`` says: one generator never expands past this (GitHub's matrix cap)."""
+MAX_PRODUCT = 4 * HARD_MAX_RUNS
+"""The most combinations the axes may span before excludes. The results grid draws every
+combination (an excluded one as ``excluded``), so a product of 2^36 trimmed to a few cells
+by excludes would still ask for 2^36 grid cells; a grid this size is already unreadable."""
 ON_REMOVE = ("stop", "forget", "finish")
 
 _TOP_KEYS = ("generate", "base", "axis", "include", "exclude", "override", "moved", "removed")
 _GENERATE_KEYS = ("version", "address", "max_runs", "on_remove", "cells")
 _FRAGMENT_TABLES = ("experiment", "tasks", "agent", "execution", "env", "secrets", "verifier")
-_BASE_TABLES = (*_FRAGMENT_TABLES, "agents")
+_BASE_TABLES = (*_FRAGMENT_TABLES, "agents", "decide")
+"""``decide`` is a base table only: a decision is one per generator, each cell its own."""
 _KEY = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _SLUG = re.compile(r"[^a-z0-9._-]+")
 _PLACEHOLDER = re.compile(r"^\{([^{}]*)\}$")
@@ -80,6 +85,95 @@ class Expansion:
     cells: list[Cell] = field(default_factory=list)
     product: GeneratorProduct | None = None
     problems: list[GeneratorProblem] = field(default_factory=list)
+
+
+Box = tuple[frozenset[int] | None, ...]
+"""An ``[[exclude]]`` table: per axis (in address order), the element indices it names, or
+None for an axis it does not name (every element)."""
+
+MAX_SIZING_STEPS = 1_000_000
+"""Work allowed to count a generator's cells; past it the generator is refused. Counting
+is proportional to the distinct ways the excludes overlap, never to the product: real
+generators take a few hundred steps."""
+
+
+class SizingTooComplexError(Exception):
+    """Counting the cells would take more than ``MAX_SIZING_STEPS`` steps."""
+
+
+class CellCount:
+    """The cells of a product of axes minus excluded boxes, counted without building it.
+
+    ``sizes`` (elements per axis, in address order) and the exclude boxes are all it
+    needs: the product is a multiplication, and the cells an exclude removes are counted
+    axis by axis, grouping the elements that the same excludes name (so 36 axes of two
+    elements take 36 steps, not 2^36). ``cells()`` lists the kept cells, skipping every
+    branch whose count is 0, so its work follows the cells kept, which the caller has
+    already compared with ``max_runs``.
+    """
+
+    def __init__(self, keys: Mapping[str, Sequence[str]], boxes: Sequence[tuple[int, Box]]):
+        self.sizes = [len(k) for k in keys.values()]
+        self.boxes = [box for _index, box in boxes]
+        self.product = math.prod(self.sizes)
+        # The last axis each box names: past it, a box still alive covers everything.
+        self._last = [max(i for i, part in enumerate(b) if part is not None) for b in self.boxes]
+        self._steps = 0
+        self._memo: dict[tuple[Box | None, int, frozenset[int]], int] = {}
+
+    def total(self) -> int:
+        """How many cells survive every exclude."""
+        return self._count(None, 0, frozenset(range(len(self.boxes))))
+
+    def count_within(self, box: Box, before: int) -> int:
+        """How many cells of ``box`` survive the excludes listed before it (0: it matches
+        no cell)."""
+        return self._count(box, 0, frozenset(range(before)))
+
+    def cells(self) -> Iterator[tuple[int, ...]]:
+        """The surviving cells as element indices, in product order."""
+        everything = frozenset(range(len(self.boxes)))
+        stack: list[tuple[int, frozenset[int], tuple[int, ...]]] = [(0, everything, ())]
+        while stack:
+            axis, alive, prefix = stack.pop()
+            if self._count(None, axis, alive) == 0:
+                continue
+            if axis == len(self.sizes):
+                yield prefix
+                continue
+            for element in reversed(range(self.sizes[axis])):
+                stack.append((axis + 1, self._alive(alive, axis, element), (*prefix, element)))
+
+    def _alive(self, alive: frozenset[int], axis: int, element: int) -> frozenset[int]:
+        """The boxes still covering a cell once ``element`` of ``axis`` is chosen."""
+        return frozenset(
+            b for b in alive if (part := self.boxes[b][axis]) is None or element in part
+        )
+
+    def _elements(self, domain: Box | None, axis: int) -> Sequence[int]:
+        part = None if domain is None else domain[axis]
+        return range(self.sizes[axis]) if part is None else sorted(part)
+
+    def _count(self, domain: Box | None, axis: int, alive: frozenset[int]) -> int:
+        """Cells of ``domain`` (None: the whole product) from ``axis`` on, given the
+        choices before it, that none of the ``alive`` boxes covers."""
+        if any(self._last[b] < axis for b in alive):
+            return 0
+        if not alive:
+            return math.prod(len(self._elements(domain, i)) for i in range(axis, len(self.sizes)))
+        key = (domain, axis, alive)
+        if key in self._memo:
+            return self._memo[key]
+        groups: dict[frozenset[int], int] = {}
+        for element in self._elements(domain, axis):
+            self._steps += 1 + len(alive)
+            if self._steps > MAX_SIZING_STEPS:
+                raise SizingTooComplexError
+            covering = self._alive(alive, axis, element)
+            groups[covering] = groups.get(covering, 0) + 1
+        total = sum(n * self._count(domain, axis + 1, g) for g, n in groups.items())
+        self._memo[key] = total
+        return total
 
 
 def generator_prefix(address: str) -> str:
@@ -217,19 +311,10 @@ class _Expander:
         axes = {name: axes[name] for name in order}
         keys = {name: [e["key"] for e in elements] for name, elements in axes.items()}
 
-        product = [
-            dict(zip(order, combo, strict=True)) for combo in itertools.product(*keys.values())
-        ]
-        cells = self.shape(product, keys)
-        if len(cells) > max_runs:
-            sizes = " × ".join(f"{name} {len(k)}" for name, k in keys.items())
-            self.problem(
-                ("generate", "max_runs") if "max_runs" in generate else ("generate",),
-                f"expands to {len(cells)} runs ({sizes}); max_runs = {max_runs}",
-                f"exclude cells, split the generator, or raise max_runs (at most {HARD_MAX_RUNS})",
-            )
-        if self.problems:
+        sized = self.sized_cells(generate, keys, max_runs)
+        if sized is None or self.problems:
             return Expansion(problems=self.problems)
+        cells, combinations = sized
 
         overrides = self.overrides(keys)
         built = [self.build(cell, base, axes, overrides) for cell in cells]
@@ -248,7 +333,7 @@ class _Expander:
             Cell(c.address, c.config, c.source, c.origins, tuple(pairs_by_new.get(c.address, ())))
             for c in built
         ]
-        excluded = len(product) - (len(cells) - self.included)
+        excluded = combinations - (len(cells) - self.included)
         element_lines = {
             f"{name}/{e['key']}": self.line(("axis", name, i))
             for name, elements in axes.items()
@@ -424,10 +509,55 @@ class _Expander:
             out[axis] = set(values)
         return out
 
-    def shape(
-        self, product: list[dict[str, str]], keys: Mapping[str, list[str]]
-    ) -> list[dict[str, str]]:
-        cells = list(product)
+    def sized_cells(
+        self, generate: Mapping[str, Any], keys: Mapping[str, list[str]], max_runs: int
+    ) -> tuple[list[dict[str, str]], int] | None:
+        """The cells and the number of combinations of the axes, counted before any cell
+        is built and compared with ``max_runs`` and ``MAX_PRODUCT`` (None after a problem).
+
+        Sized first: 36 axes of 2 elements once made 2^36 cell dicts (MemoryError) before
+        their count was compared with ``max_runs``."""
+        excludes, includes = self.selections(keys)
+        if self.problems:
+            return None
+        sizing = CellCount(keys, excludes)
+        sizes = " × ".join(f"{name} {len(k)}" for name, k in keys.items())
+        try:
+            total = sizing.total() + len(includes)
+            if total > max_runs:
+                self.problem(
+                    ("generate", "max_runs") if "max_runs" in generate else ("generate",),
+                    f"expands to {total:,} runs ({sizes}); max_runs = {max_runs}",
+                    "exclude cells, split the generator, or raise max_runs "
+                    f"(at most {HARD_MAX_RUNS})",
+                )
+                return None
+            if sizing.product > MAX_PRODUCT:
+                self.problem(
+                    ("generate",),
+                    f"the axes span {sizing.product:,} combinations ({sizes}), more than the "
+                    f"{MAX_PRODUCT:,} a generator may span before excludes",
+                    "split the generator into several files, each with fewer axes or elements",
+                )
+                return None
+            return self.shape(keys, sizing, excludes, includes), sizing.product
+        except SizingTooComplexError:
+            self.problem(
+                ("exclude",),
+                "the [[exclude]] tables are too intricate to count the cells (more than "
+                f"{MAX_SIZING_STEPS:,} steps)",
+                "use fewer, broader excludes, or split the generator",
+                "table",
+            )
+            return None
+
+    def selections(
+        self, keys: Mapping[str, list[str]]
+    ) -> tuple[list[tuple[int, Box]], list[tuple[int, tuple[int, ...]]]]:
+        """The ``[[exclude]]`` boxes and ``[[include]]`` cells, as element indices in
+        address order (each with its table's index); problems recorded, nothing built."""
+        axes = list(keys)
+        excludes: list[tuple[int, Box]] = []
         for index, table in enumerate(self.tables("exclude")):
             at: TomlPath = ("exclude", index)
             chosen = self.selector(table, keys, at, "exclude")
@@ -436,10 +566,16 @@ class _Expander:
             if not chosen:
                 self.problem(at, f"exclude[{index}] names no axis", anchor="table")
                 continue
-            kept = [c for c in cells if not all(c[a] in ks for a, ks in chosen.items())]
-            if len(kept) == len(cells):
-                self.problem(at, f"exclude[{index}] matches no cell", anchor="table")
-            cells = kept
+            excludes.append(
+                (
+                    index,
+                    tuple(
+                        frozenset(keys[a].index(k) for k in chosen[a]) if a in chosen else None
+                        for a in axes
+                    ),
+                )
+            )
+        includes: list[tuple[int, tuple[int, ...]]] = []
         for index, table in enumerate(self.tables("include")):
             at = ("include", index)
             chosen = self.selector(table, keys, at, "include")
@@ -452,11 +588,38 @@ class _Expander:
                     anchor="table",
                 )
                 continue
-            cell = {axis: next(iter(chosen[axis])) for axis in keys}
-            if cell in cells:
+            includes.append((index, tuple(keys[a].index(next(iter(chosen[a]))) for a in axes)))
+        return excludes, includes
+
+    def shape(
+        self,
+        keys: Mapping[str, list[str]],
+        sizing: CellCount,
+        excludes: Sequence[tuple[int, Box]],
+        includes: Sequence[tuple[int, tuple[int, ...]]],
+    ) -> list[dict[str, str]]:
+        """The cells (product minus excludes, plus includes), listed once ``sizing`` said
+        how many there are: the work is proportional to the cells kept."""
+        axes = list(keys)
+        for position, (index, box) in enumerate(excludes):
+            if sizing.count_within(box, position) == 0:
+                self.problem(
+                    ("exclude", index), f"exclude[{index}] matches no cell", anchor="table"
+                )
+        cells = [dict(zip(axes, (keys[a][i] for a, i in zip(axes, found, strict=True)), strict=True))
+                 for found in sizing.cells()]  # fmt: skip
+        kept = {tuple(c.values()) for c in cells}
+        for index, found in includes:
+            cell = {a: keys[a][i] for a, i in zip(axes, found, strict=True)}
+            if tuple(cell.values()) in kept:
                 shown = ", ".join(f'{a}="{k}"' for a, k in cell.items())
-                self.problem(at, f"include {{{shown}}} is already in the product", anchor="table")
+                self.problem(
+                    ("include", index),
+                    f"include {{{shown}}} is already in the product",
+                    anchor="table",
+                )
                 continue
+            kept.add(tuple(cell.values()))
             cells.append(cell)
             self.included += 1
         return cells
@@ -602,102 +765,130 @@ class _Expander:
         for index, table in enumerate(self.tables("moved")):
             at: TomlPath = ("moved", index)
             self.check_keys(table, ("axis", "from", "to", "from_prefix"), at)
-            line = self.line(at)
             if "from_prefix" in table:
-                old_prefix = table["from_prefix"]
-                if not isinstance(old_prefix, str) or old_prefix.strip("/") == self.prefix:
-                    self.problem(
-                        (*at, "from_prefix"),
-                        "moved.from_prefix must be the generator's old address prefix "
-                        f"(not {self.prefix!r})",
-                        anchor="value",
-                    )
-                    continue
-                old_prefix = old_prefix.strip("/")
-                pairs = tuple(
-                    (old_prefix + address[len(self.prefix) :], address)
-                    for address in sorted(addresses)
-                )
-                out.append(GeneratorMove(line=line, pairs=pairs, label=f"from {old_prefix}"))
-                continue
-            if "axis" in table:
-                axis, old, new = table.get("axis"), table.get("from"), table.get("to")
-                if not isinstance(axis, str) or axis not in keys:
-                    self.problem(
-                        (*at, "axis"),
-                        f'moved.axis "{axis}": unknown axis{_did_you_mean(str(axis), list(keys))}',
-                        anchor="value",
-                    )
-                    continue
-                if not isinstance(old, str) or not isinstance(new, str):
-                    self.problem(
-                        at, 'moved needs from = "old-key" and to = "new-key"', anchor="table"
-                    )
-                    continue
-                if old in keys[axis]:
-                    index_of = keys[axis].index(old)
-                    self.problem(
-                        (*at, "from"),
-                        f'moved from "{old}", but "{old}" is still an element (line '
-                        f"{self.line(('axis', axis, index_of))})",
-                        "rename the element's key to the new one, or delete this [[moved]] block",
-                        "value",
-                    )
-                    continue
-                if new not in keys[axis]:
-                    self.problem(
-                        (*at, "to"),
-                        f'moved to "{new}" matches no element of axis.{axis}'
-                        f"{_did_you_mean(new, keys[axis])}",
-                        anchor="value",
-                    )
-                    continue
-                position = order.index(axis)
-                pairs_list = []
-                for address, cell in sorted(addresses.items()):
-                    if cell[axis] != new:
-                        continue
-                    parts = [cell[a] for a in order]
-                    parts[position] = old
-                    pairs_list.append((self.prefix + "/" + "/".join(parts), address))
-                out.append(
-                    GeneratorMove(
-                        line=line, pairs=tuple(pairs_list), label=f'{axis} "{old}" -> "{new}"'
-                    )
-                )
-                continue
-            old_address, target = table.get("from"), table.get("to")
-            if not isinstance(old_address, str) or not isinstance(target, dict):
-                self.problem(
-                    at,
-                    'moved needs axis/from/to (rename a key), from = "old/address" with '
-                    'to = { axis = "key", ... } (adopt a file), or from_prefix',
-                    anchor="table",
-                )
-                continue
-            chosen = self.selector(target, keys, (*at, "to"), "moved.to")
-            if chosen is None:
-                continue
-            cell = {a: next(iter(v)) for a, v in chosen.items() if len(v) == 1}
-            new_address = self.prefix + "/" + "/".join(cell.get(a, "?") for a in order)
-            if new_address not in addresses:
-                self.problem(
-                    (*at, "to"),
-                    "moved.to must name one existing cell (one key of every axis: "
-                    + ", ".join(order)
-                    + ")",
-                    anchor="value",
-                )
-                continue
-            out.append(
-                GeneratorMove(
-                    line=line,
-                    pairs=((old_address.strip("/"), new_address),),
-                    label=f"{old_address} -> {new_address}",
-                )
+                move = self.moved_prefix(table, at, addresses)
+            elif "axis" in table:
+                move = self.moved_key(table, at, keys, order, addresses)
+            else:
+                move = self.moved_file(table, at, keys, order, addresses)
+            if move is not None:
+                out.append(move)
+        self.check_moves(out, addresses)
+        return out
+
+    def moved_prefix(
+        self, table: Mapping[str, Any], at: TomlPath, addresses: Mapping[str, dict[str, str]]
+    ) -> GeneratorMove | None:
+        """``from_prefix``: every cell was under another prefix."""
+        old_prefix = table["from_prefix"]
+        if not isinstance(old_prefix, str) or old_prefix.strip("/") == self.prefix:
+            self.problem(
+                (*at, "from_prefix"),
+                "moved.from_prefix must be the generator's old address prefix "
+                f"(not {self.prefix!r})",
+                anchor="value",
             )
+            return None
+        old_prefix = old_prefix.strip("/")
+        pairs = tuple(
+            (old_prefix + address[len(self.prefix) :], address) for address in sorted(addresses)
+        )
+        return GeneratorMove(line=self.line(at), pairs=pairs, label=f"from {old_prefix}")
+
+    def moved_key(
+        self,
+        table: Mapping[str, Any],
+        at: TomlPath,
+        keys: Mapping[str, list[str]],
+        order: list[str],
+        addresses: Mapping[str, dict[str, str]],
+    ) -> GeneratorMove | None:
+        """``axis``/``from``/``to``: an element's key was renamed."""
+        axis, old, new = table.get("axis"), table.get("from"), table.get("to")
+        if not isinstance(axis, str) or axis not in keys:
+            self.problem(
+                (*at, "axis"),
+                f'moved.axis "{axis}": unknown axis{_did_you_mean(str(axis), list(keys))}',
+                anchor="value",
+            )
+            return None
+        if not isinstance(old, str) or not isinstance(new, str):
+            self.problem(at, 'moved needs from = "old-key" and to = "new-key"', anchor="table")
+            return None
+        if old in keys[axis]:
+            index_of = keys[axis].index(old)
+            self.problem(
+                (*at, "from"),
+                f'moved from "{old}", but "{old}" is still an element (line '
+                f"{self.line(('axis', axis, index_of))})",
+                "rename the element's key to the new one, or delete this [[moved]] block",
+                "value",
+            )
+            return None
+        if new not in keys[axis]:
+            self.problem(
+                (*at, "to"),
+                f'moved to "{new}" matches no element of axis.{axis}'
+                f"{_did_you_mean(new, keys[axis])}",
+                anchor="value",
+            )
+            return None
+        position = order.index(axis)
+        pairs_list = []
+        for address, cell in sorted(addresses.items()):
+            if cell[axis] != new:
+                continue
+            parts = [cell[a] for a in order]
+            parts[position] = old
+            pairs_list.append((self.prefix + "/" + "/".join(parts), address))
+        return GeneratorMove(
+            line=self.line(at), pairs=tuple(pairs_list), label=f'{axis} "{old}" -> "{new}"'
+        )
+
+    def moved_file(
+        self,
+        table: Mapping[str, Any],
+        at: TomlPath,
+        keys: Mapping[str, list[str]],
+        order: list[str],
+        addresses: Mapping[str, dict[str, str]],
+    ) -> GeneratorMove | None:
+        """``from = "old/address"`` with ``to = { axis = "key", ... }``: a file adopted."""
+        old_address, target = table.get("from"), table.get("to")
+        if not isinstance(old_address, str) or not isinstance(target, dict):
+            self.problem(
+                at,
+                'moved needs axis/from/to (rename a key), from = "old/address" with '
+                'to = { axis = "key", ... } (adopt a file), or from_prefix',
+                anchor="table",
+            )
+            return None
+        chosen = self.selector(target, keys, (*at, "to"), "moved.to")
+        if chosen is None:
+            return None
+        cell = {a: next(iter(v)) for a, v in chosen.items() if len(v) == 1}
+        new_address = self.prefix + "/" + "/".join(cell.get(a, "?") for a in order)
+        if new_address not in addresses:
+            self.problem(
+                (*at, "to"),
+                "moved.to must name one existing cell (one key of every axis: "
+                + ", ".join(order)
+                + ")",
+                anchor="value",
+            )
+            return None
+        return GeneratorMove(
+            line=self.line(at),
+            pairs=((old_address.strip("/"), new_address),),
+            label=f"{old_address} -> {new_address}",
+        )
+
+    def check_moves(
+        self, moves: list[GeneratorMove], addresses: Mapping[str, dict[str, str]]
+    ) -> None:
+        """No move from a cell that still exists, and none of one address to two."""
         seen: dict[str, str] = {}
-        for move in out:
+        for move in moves:
             for old, new in move.pairs:
                 if old in addresses:
                     self.problem(
@@ -712,7 +903,6 @@ class _Expander:
                         anchor="table",
                     )
                 seen[old] = new
-        return out
 
 
 def expand_generator(parsed: Mapping[str, Any], text: str, relpath: str, address: str) -> Expansion:

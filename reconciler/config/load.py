@@ -8,11 +8,11 @@ so a repository of valid configs pays for parsing and checking only.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import re
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
@@ -20,6 +20,7 @@ import msgspec
 
 from reconciler import toml_locate as locate
 from reconciler.config import rules
+from reconciler.config.decide import check_decide, parse_decide
 from reconciler.config.discover import (
     GENERATOR_SUFFIX,
     Found,
@@ -28,15 +29,23 @@ from reconciler.config.discover import (
     is_generator,
     looks_like_generator,
     special_kind,
+    unprintable,
 )
+from reconciler.config.keypath import format_path
 from reconciler.config.policy import check_policy
 from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
-from reconciler.model import CellSource, DesiredRun, GeneratorProduct, PolicyRule, glob_match
-from reconciler.redact import REDACTED, redact
+from reconciler.model import (
+    CellSource,
+    DesiredRun,
+    GeneratorProduct,
+    PolicyRule,
+    attempts_per_task,
+    glob_match,
+)
+from reconciler.redact import redact
 
-_BARE = re.compile(r"^[A-Za-z0-9_\-]+$")
 _DUPLICATE_REASONS = ("Cannot overwrite a value", "Cannot declare")
 _TOML_HINT = "fix the TOML syntax there (reference: https://toml.io/en/v1.0.0)"
 
@@ -99,23 +108,6 @@ class LoadResult(msgspec.Struct, frozen=True):
         return tuple(issue for issue in self.issues if issue.severity == "warning")
 
 
-def format_path(path: tuple[str | int, ...]) -> str:
-    """``("agents", 1, "model", "api_key_secret")`` -> ``agents[1].model.api_key_secret``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        if looks_like_credential(part):
-            text = REDACTED
-        elif _BARE.match(part):
-            text = part
-        else:
-            text = json.dumps(part, ensure_ascii=False)
-        out += f".{text}" if out else text
-    return out
-
-
 def load_configs(
     repo_root: Path,
     benchmarks_dir: str = "benchmarks",
@@ -134,43 +126,27 @@ def load_configs(
     repo_root = Path(repo_root)
     try:
         found, refused = discover(repo_root, benchmarks_dir)
+        found, unnamed = unprintable(found)
+        refused = sorted([*refused, *unnamed], key=lambda r: r.relpath)
     except RootError as exc:
         return LoadResult(
             (), (ConfigIssue(benchmarks_dir, None, None, "", exc.message, exc.hint),), 0
         )
     except FileNotFoundError:
-        return LoadResult(
-            (),
-            (
-                ConfigIssue(
-                    file=benchmarks_dir,
-                    line=None,
-                    column=None,
-                    key="",
-                    message=f"benchmarks directory '{benchmarks_dir}' does not exist",
-                    hint=f"create it (`mkdir -p {benchmarks_dir}`) and add one Osmosis benchmark TOML "
-                    "per run, or pass --benchmarks DIR",
-                ),
-            ),
-            0,
+        return _no_directory(
+            benchmarks_dir,
+            f"benchmarks directory '{benchmarks_dir}' does not exist",
+            f"create it (`mkdir -p {benchmarks_dir}`) and add one Osmosis benchmark TOML "
+            "per run, or pass --benchmarks DIR",
         )
     except NotADirectoryError:
-        return LoadResult(
-            (),
-            (
-                ConfigIssue(
-                    file=benchmarks_dir,
-                    line=None,
-                    column=None,
-                    key="",
-                    message=f"benchmarks path '{benchmarks_dir}' is not a directory",
-                    hint="point --benchmarks at the directory that holds the configs",
-                ),
-            ),
-            0,
+        return _no_directory(
+            benchmarks_dir,
+            f"benchmarks path '{benchmarks_dir}' is not a directory",
+            "point --benchmarks at the directory that holds the configs",
         )
-
-    issues: list[tuple[str, ConfigIssue]] = [
+    loaded = _Loaded()
+    loaded.issues = [
         (
             r.relpath,
             ConfigIssue(
@@ -179,40 +155,18 @@ def load_configs(
         )
         for r in refused
     ]
-    runs: list[DesiredRun] = []
     # Loading creates only acyclic data, so the cyclic GC's passes over the growing set of
     # parsed configs are pure overhead (about 15% on 5,000 files); pause it meanwhile.
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    ignored: list[Ignored] = []
-    generators: list[GeneratorProduct] = []
     try:
         for item in found:
-            if ignore and glob_match(item.address, tuple(ignore)):
-                ignored.append(Ignored(item.relpath, item.address, "setting"))
-                continue
-            marked: list[bool] = []
-            if is_generator(item.relpath):
-                cells, product, file_issues = load_generator_file(item, marked=marked)
-                if marked:
-                    ignored.append(Ignored(item.relpath, item.address, "marker"))
-                    continue
-                runs.extend(cells)
-                if product is not None:
-                    generators.append(product)
-                issues.extend((item.address, issue) for issue in file_issues)
-                continue
-            run, file_issues = load_file(item, marked=marked)
-            if marked:
-                ignored.append(Ignored(item.relpath, item.address, "marker"))
-                continue
-            if run is not None:
-                runs.append(run)
-            issues.extend((item.address, issue) for issue in file_issues)
+            loaded.add(item, ignore)
     finally:
         if gc_was_enabled:
             gc.enable()
-    if generators:
+    runs, issues = loaded.runs, loaded.issues
+    if loaded.generators:
         runs, collisions = _without_collisions(runs)
         issues.extend(collisions)
         runs.sort(key=lambda r: r.address)
@@ -224,8 +178,56 @@ def load_configs(
     # Refused entries first (they explain why a config may be missing), then files by address.
     listed = _capped([issue for _, issue in issues], benchmarks_dir)
     return LoadResult(
-        tuple(runs), tuple(listed), len(found) + len(refused), tuple(ignored), tuple(generators)
+        tuple(runs),
+        tuple(listed),
+        len(found) + len(refused),
+        tuple(loaded.ignored),
+        tuple(loaded.generators),
     )
+
+
+def _no_directory(benchmarks_dir: str, message: str, hint: str) -> LoadResult:
+    """The result of a benchmarks directory that cannot be walked: one issue, no runs."""
+    issue = ConfigIssue(
+        file=benchmarks_dir, line=None, column=None, key="", message=message, hint=hint
+    )
+    return LoadResult((), (issue,), 0)
+
+
+@dataclass
+class _Loaded:
+    """What ``load_configs`` gathered so far, file by file."""
+
+    runs: list[DesiredRun] = field(default_factory=list)
+    issues: list[tuple[str, ConfigIssue]] = field(default_factory=list)
+    """(sort key, issue): the refused entries', then each file's under its address."""
+    ignored: list[Ignored] = field(default_factory=list)
+    generators: list[GeneratorProduct] = field(default_factory=list)
+
+    def add(self, item: Found, ignore: Sequence[str]) -> None:
+        """Load one config or generator file, unless an ``ignore`` glob or its marker says
+        to leave it out."""
+        if ignore and glob_match(item.address, tuple(ignore)):
+            self.ignored.append(Ignored(item.relpath, item.address, "setting"))
+            return
+        marked: list[bool] = []
+        if is_generator(item.relpath):
+            cells, product, file_issues = load_generator_file(item, marked=marked)
+            if marked:
+                self.ignored.append(Ignored(item.relpath, item.address, "marker"))
+                return
+            self.runs.extend(cells)
+            if product is not None:
+                self.generators.append(product)
+            self.issues.extend((item.address, issue) for issue in file_issues)
+            return
+        run, file_issues = load_file(item, marked=marked)
+        if marked:
+            self.ignored.append(Ignored(item.relpath, item.address, "marker"))
+            return
+        if run is not None:
+            self.runs.append(run)
+        self.issues.extend((item.address, issue) for issue in file_issues)
 
 
 def _without_collisions(
@@ -307,7 +309,7 @@ def load_file(
                 f"{item.relpath[: -len('.toml')]}{GENERATOR_SUFFIX}`",
             )
         ]
-    problems = check(parsed)
+    problems = check(parsed) + check_decide(parsed)
     issues = _locate(item.relpath, text, problems) if problems else []
     if any(p.severity == "error" for p in problems):
         return None, issues
@@ -373,7 +375,7 @@ def load_generator_file(
         return [], None, issues
     runs: list[DesiredRun] = []
     for cell in expansion.cells:
-        cell_problems = check(cell.config)
+        cell_problems = check(cell.config) + check_decide(cell.config)
         for problem in cell_problems:
             where = problem.at or problem.path
             origin = None
@@ -434,12 +436,34 @@ def _read_toml(
 ) -> tuple[dict[str, Any] | None, str, list[ConfigIssue]]:
     """Read, decode and parse one file: (parsed, text, []) or (None, "", its issues)."""
     rel = item.relpath
+    try:
+        data = _read_bytes(item)
+        if marked is not None and b"osmosis-reconciler" in data[:4096] and _marked(data[:4096]):
+            marked.append(True)
+            return None, "", []
+        text = _decode(rel, data)
+        return _parse_toml(rel, text), text, []
+    except _FileRefused as exc:
+        return None, "", [exc.issue]
 
-    def file_issue(
-        message: str, hint: str, line: int | None = 1, column: int | None = 1, key: str = ""
-    ) -> tuple[None, str, list[ConfigIssue]]:
-        return None, "", [ConfigIssue(rel, line, column, key, message, hint)]
 
+class _FileRefused(Exception):
+    """One config file cannot be read as TOML: ``issue`` says why."""
+
+    def __init__(self, issue: ConfigIssue) -> None:
+        super().__init__(issue.message)
+        self.issue = issue
+
+
+def _refused(
+    rel: str, message: str, hint: str, line: int | None = 1, column: int | None = 1, key: str = ""
+) -> _FileRefused:
+    return _FileRefused(ConfigIssue(rel, line, column, key, message, hint))
+
+
+def _read_bytes(item: Found) -> bytes:
+    """The file's bytes, when it is a regular file within the size limit."""
+    rel = item.relpath
     try:
         # Non-blocking, then checked: a file swapped for a FIFO after discovery must not
         # block the read forever.
@@ -448,7 +472,8 @@ def _read_toml(
             info = os.fstat(fd)
             kind = special_kind(info.st_mode)
             if kind is not None:
-                return file_issue(
+                raise _refused(
+                    rel,
                     f"is {kind}, not a regular file",
                     "remove it from the benchmarks directory: configs are regular files",
                     None,
@@ -457,35 +482,41 @@ def _read_toml(
             # Never read more than the limit: a huge file must not cost memory or time.
             data = handle.read(rules.MAX_CONFIG_BYTES + 1)
             if len(data) > rules.MAX_CONFIG_BYTES:
-                return file_issue(
+                raise _refused(
+                    rel,
                     f"config file is too large ({info.st_size:,} bytes; the limit is "
                     f"{rules.MAX_CONFIG_BYTES:,})",
                     "a benchmark config is a few hundred bytes: check that this is the right file",
                 )
+            return data
     except OSError as exc:
-        return file_issue(
+        raise _refused(
+            rel,
             f"Cannot read config file: {exc.strerror or exc}",
             "check the file's permissions",
             None,
             None,
-        )
-    if marked is not None and b"osmosis-reconciler" in data[:4096] and _marked(data[:4096]):
-        marked.append(True)
-        return None, "", []
+        ) from None
+
+
+def _decode(rel: str, data: bytes) -> str:
+    """The file's text: UTF-8 without a BOM, no key dotted deeper than TOML reads."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
         column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
-        return file_issue(
+        raise _refused(
+            rel,
             f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
             "save the file with UTF-8 encoding",
             line,
             column,
-        )
+        ) from None
     if text.startswith("\ufeff"):
-        return file_issue(
+        raise _refused(
+            rel,
             "file starts with a byte order mark (BOM), which TOML does not allow",
             "save the file as UTF-8 without BOM",
         )
@@ -493,52 +524,60 @@ def _read_toml(
         deep = locate.deep_key_position(text, rules.MAX_KEY_PARTS)
         if deep is not None:
             line, column = deep
-            return file_issue(
+            raise _refused(
+                rel,
                 "Invalid TOML for a benchmark config: a key or table header with more than "
                 f"{rules.MAX_KEY_PARTS} dotted parts",
                 "a benchmark config nests keys a few levels deep: check that this is the right file",
                 line,
                 column,
             )
+    return text
+
+
+def _parse_toml(rel: str, text: str) -> dict[str, Any]:
+    """The parsed document, every integer within 64 bits."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        return None, "", [_syntax_issue(rel, text, str(exc))]
+        raise _FileRefused(_syntax_issue(rel, text, str(exc))) from None
     except ValueError:
         # Python refuses to convert an integer literal of more than 4,300 digits.
         found = re.search(r"[0-9_]{4300}", text)
         digits_line = text.count("\n", 0, found.start()) + 1 if found else None
         digits_column = found.start() - text.rfind("\n", 0, found.start()) if found else None
-        return file_issue(
+        raise _refused(
+            rel,
             "Invalid TOML for a benchmark config: an integer with more than 4,300 digits",
             "no config value needs a number that long: check the value",
             digits_line,
             digits_column,
-        )
+        ) from None
     except RecursionError:
         line, column = locate.nesting_position(text, rules.MAX_NESTING_DEPTH)
-        return file_issue(
+        raise _refused(
+            rel,
             f"Invalid TOML: arrays or inline tables nested too deeply (more than "
             f"{rules.MAX_NESTING_DEPTH} levels)",
             "flatten the value",
             line,
             column,
-        )
-
+        ) from None
     huge = _huge_integer(doc)
     if huge is not None:
         # A hex, octal or binary literal has no digit limit in tomllib, but the spec digest
         # (JSON) cannot write it: refused here with its key (found by the fuzz suite).
         found = _HUGE_LITERAL.search(text)
         huge_line = text.count("\n", 0, found.start()) + 1 if found else None
-        return file_issue(
+        raise _refused(
+            rel,
             f"Invalid value for a benchmark config: an integer out of range at {huge}",
             "no config value needs a number beyond 64 bits: check the value",
             huge_line,
             None,
             key=huge,
         )
-    return doc, text, []
+    return doc
 
 
 _HUGE_LITERAL = re.compile(r"0[xob][0-9a-fA-F_]{17,}|[0-9_]{20,}")
@@ -626,7 +665,6 @@ def _desired_run(item: Found, doc: dict[str, Any]) -> DesiredRun:
     tasks = doc.get("tasks") or {}
     agents = doc["agents"]
     execution = doc.get("execution") or {}
-    attempts = execution.get("attempts_per_task", 1)
     secret_names: dict[str, None] = {}
     for agent in agents:
         model = agent["model"]
@@ -654,8 +692,9 @@ def _desired_run(item: Found, doc: dict[str, Any]) -> DesiredRun:
         task_names=tuple(task_names) if task_names is not None else None,
         categories=tuple(categories) if categories is not None else None,
         agent_count=len(agents),
-        attempts_per_task=attempts if type(attempts) is int else 1,
+        attempts_per_task=attempts_per_task(execution),
         harnesses=tuple(agent.get("harness") for agent in agents),
         secret_names=tuple(secret_names),
         judge_secret=judge,
+        decide=parse_decide(doc, item.relpath) if "decide" in doc else None,
     )

@@ -9,25 +9,21 @@ and are checked by the plan's policy phase (``reconciler.plan.policy``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from reconciler import toml_locate as locate
 from reconciler.errors import ConfigIssue
-from reconciler.model import DesiredRun, PolicyRule, glob_match, model_identity
+from reconciler.model import DesiredRun, PolicyRule
+from reconciler.plan.policy import DEFAULT_HARNESS, rule_covers, rule_violations
 
-DEFAULT_HARNESS = "default"
-"""How a rule names an agent without a harness (the benchmark's own scaffold)."""
+__all__ = ["DEFAULT_HARNESS", "applies", "check_policy"]
 
 
 def applies(rule: PolicyRule, run: DesiredRun) -> bool:
-    if not glob_match(run.address, rule.match):
-        return False
-    return rule.benchmark is None or run.benchmark == rule.benchmark
-
-
-def _allowed(value: str, patterns: Sequence[str]) -> bool:
-    return any(value == p or fnmatchcase(value, p) for p in patterns)
+    """Whether ``rule`` applies to ``run`` as far as its text tells (the catalog is not read
+    here: a rule whose benchmark the config spells another way is checked by the plan,
+    ``plan.policy.check_resolved_rules``)."""
+    return rule_covers(rule, run, None)
 
 
 class _Lines:
@@ -78,29 +74,6 @@ def check_policy(
                     )
                 )  # fmt: skip
 
-            for index, agent in enumerate(run.spec.get("agents", [])):
-                model = model_identity(agent.get("model", {}))
-                if rule.models is not None and not _allowed(model, rule.models):
-                    add(
-                        ("agents", index, "model", "model"),
-                        f"agents[{index}].model",
-                        f'model "{model}" is not allowed',
-                        "allowed here: " + ", ".join(rule.models),
-                    )
-                harness = agent.get("harness") or DEFAULT_HARNESS
-                if rule.harnesses is not None and not _allowed(harness, rule.harnesses):
-                    add(
-                        ("agents", index, "harness"),
-                        f"agents[{index}].harness",
-                        f'harness "{harness}" is not allowed',
-                        "allowed here: " + ", ".join(rule.harnesses),
-                    )
-            if rule.task_set is not None and run.task_set != rule.task_set:
-                shown = f'"{run.task_set}"' if run.task_set else "no task set"
-                add(
-                    ("tasks", "task_set"),
-                    "tasks.task_set",
-                    f'{rule.benchmark} must use task_set "{rule.task_set}", this config has {shown}',
-                    f'set task_set = "{rule.task_set}" in [tasks]',
-                )
+            for violation in rule_violations(rule, run):
+                add(violation.path, violation.key, violation.message, violation.hint)
     return issues

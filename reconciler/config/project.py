@@ -23,6 +23,7 @@ import math
 import os
 import re
 import tomllib
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,13 @@ import msgspec
 
 from reconciler.errors import UsageError, closest
 from reconciler.escaping import escape_text
-from reconciler.model import DOWNLOAD_TYPES, POLICY_EFFECTS, PolicyRule, SmokeRule
+from reconciler.model import (
+    DOWNLOAD_TYPES,
+    POLICY_EFFECTS,
+    SETTING_CHOICES,
+    PolicyRule,
+    SmokeRule,
+)
 from reconciler.paths import read_regular
 
 TABLE = "osmosis-reconciler"
@@ -41,13 +48,7 @@ SETTINGS_MAX_BYTES = 1024 * 1024
 """A settings file (or pyproject.toml) larger than this is refused, not read."""
 """Settings files of their own, in order of precedence; ``pyproject.toml`` comes after."""
 
-_CHOICES = {
-    "on_delete": ("stop", "forget"),
-    "on_change": ("replace", "keep"),
-    "unmanaged": ("ignore", "summary", "list"),
-    "outputs": ("recorded", "disk"),
-    "lock": ("local", "git"),
-}
+_CHOICES = SETTING_CHOICES
 _TYPES: dict[str, type[Any]] = {
     "benchmarks": str,
     "state": str,
@@ -68,7 +69,21 @@ _TYPES: dict[str, type[Any]] = {
     "policy": list,
     "unknown_outcome_listings": int,
     "unknown_outcome_quiet_minutes": float,
+    # Many projects in one repository (reconciler/projects): a project's settings file
+    # carries its ``id`` (and ``after``, ``on_remove``); the root's lists the ``projects``.
+    "id": str,
+    "workspace": str,
+    "after": list,
+    "on_remove": str,
+    "projects": list,
+    "on_project_remove": str,
 }
+PROJECT_KEYS = ("id", "after", "on_remove")
+"""Settings of one project that it never inherits from the root."""
+ROOT_KEYS = ("projects", "on_project_remove")
+"""Settings of the root of many projects, never inherited by a project."""
+NOT_INHERITED = (*PROJECT_KEYS, *ROOT_KEYS, "benchmarks", "state")
+"""A project's paths are its own: relative to its directory, never the root's."""
 _RULE_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,),
     "match": (list, str),
@@ -120,6 +135,11 @@ def find_root(start: Path, dir_flag: str | None = None) -> Path:
         "run the command inside the repository that holds benchmarks/ and state/, pass "
         "--dir PATH, or create an osmosis.toml at the repository root",
     )
+
+
+def has_settings(directory: Path) -> bool:
+    """Whether ``directory`` holds a settings file (``find_root`` stops there)."""
+    return _has_settings(directory)
 
 
 def _has_settings(directory: Path) -> bool:
@@ -253,21 +273,85 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             value = tuple(parse_download_types(value, where))
         if key == "policy":
             value = parse_policy(value, text, source)
+        if key in ("after", "projects") and not all(
+            isinstance(v, str) and v.strip() for v in value
+        ):
+            example = '["teams/*", "shared/evals"]' if key == "projects" else '["base-models"]'
+            raise UsageError(f"{where}: must be a list of non-empty strings, e.g. {example}")
+        if key == "id":
+            value = value.strip()
+            if not _ID.fullmatch(value):
+                raise UsageError(
+                    f"{where}: {_shown(value)} is not a project id",
+                    "use letters, digits, '.', '_' and '-' (e.g. id = \"coding-agents\"); "
+                    "the id names the project's lock and runs, so pick one that lasts",
+                )
+        if key in ("after", "projects"):
+            value = tuple(v.strip() for v in value)
         if key == "ignore":
             if not all(isinstance(v, str) and v.strip() for v in value):
                 raise UsageError(f'{where}: must be a list of address globs, e.g. ["templates/**"]')
             value = tuple(v.strip().removesuffix(".toml") for v in value)
         settings[key] = value
+    if "id" in settings and "projects" in settings:
+        raise UsageError(
+            f"{source.name}: has both id and projects",
+            "the root lists the projects (projects = [...]); each project's own settings "
+            'file names it (id = "..."): a project cannot hold projects',
+        )
+    if "id" in settings:
+        parent = _root_of_projects(repo_root)
+        if parent is not None:
+            inherited = {k: v for k, v in parent.items() if k not in NOT_INHERITED}
+            settings = {**inherited, **settings}
     return settings
 
 
-_SMOKE_KEYS = ("addresses", "above", "tasks", "min_score")
+def dir_glob_matches(relative: str, glob: str) -> bool:
+    """Whether a directory (relative to the root, ``/``-separated) matches one glob of
+    ``projects``: one ``*`` matches one path component, ``**`` any number of them."""
+    return _match_parts(relative.strip("/").split("/"), glob.strip().strip("/").split("/"))
+
+
+def _match_parts(parts: list[str], pattern: list[str]) -> bool:
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_match_parts(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return (
+        bool(parts) and fnmatchcase(parts[0], pattern[0]) and _match_parts(parts[1:], pattern[1:])
+    )
+
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _root_of_projects(project_dir: Path) -> dict[str, Any] | None:
+    """The settings of the root that lists ``project_dir`` as one of its ``projects``
+    (the nearest directory above it, inside the git work tree, whose settings file has
+    ``projects`` and a glob matching it), or None."""
+    here = project_dir.resolve()
+    for directory in here.parents:
+        if _has_settings(directory):
+            values = load_project_settings(directory)
+            globs = values.get("projects", ())
+            relative = here.relative_to(directory).as_posix()
+            if any(dir_glob_matches(relative, g) for g in globs):
+                return values
+            return None
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+_SMOKE_KEYS = ("addresses", "above", "tasks", "min_score", "task_names")
 
 
 def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
     """The ``smoke`` setting: one table or a list of tables (``[[smoke]]``), each with
     ``addresses`` (globs, default every address), ``above`` (planned attempts, required),
-    ``tasks`` (default 1) and ``min_score`` (a fraction, optional)."""
+    ``tasks`` (default 1), ``min_score`` (a fraction, optional) and ``task_names`` (the
+    smoke run's tasks by name, optional)."""
     tables = [value] if isinstance(value, dict) else value
     example = '[[smoke]] with addresses = ["**"], above = 100'
     if not isinstance(tables, list) or not tables:
@@ -311,12 +395,19 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
                 f"{at}.min_score: must be a fraction between 0 and 1, got {score!r}",
                 "e.g. min_score = 0.2 (best pass@1 of the smoke run)",
             )
+        names = table.get("task_names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+            raise UsageError(
+                f"{at}.task_names: must be a list of task names, got {names!r}",
+                'e.g. task_names = ["hle/q-0001"] (the smoke run\'s tasks)',
+            )
         rules.append(
             SmokeRule(
                 addresses=tuple(a.strip().removesuffix(".toml") for a in addresses),
                 above=above,
                 tasks=tasks,
                 min_score=None if score is None else float(score),
+                task_names=tuple(dict.fromkeys(n.strip() for n in names)),
             )
         )
     return tuple(rules)

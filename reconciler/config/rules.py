@@ -13,7 +13,16 @@ import re
 
 # --------------------------------------------------------------------------- schema (§9.2)
 
-TOP_LEVEL_KEYS = ("experiment", "tasks", "agents", "execution", "verifier", "secrets", "env")
+TOP_LEVEL_KEYS = (
+    "experiment",
+    "tasks",
+    "agents",
+    "execution",
+    "verifier",
+    "secrets",
+    "env",
+    "decide",
+)
 EXPERIMENT_KEYS = ("benchmark",)
 TASKS_KEYS = ("task_set", "task_names", "categories")
 AGENT_KEYS = ("harness", "harness_api_key_secret", "model", "env")

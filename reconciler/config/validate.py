@@ -15,6 +15,7 @@ echo such a value are replaced by the inlined-secret problem.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
 
@@ -142,6 +143,28 @@ def _is_kind(value: Any, kind: str) -> bool:
     if kind == "float":
         return type(value) is float
     return isinstance(value, str)
+
+
+@dataclass(slots=True)
+class _AgentEnv:
+    """One agent as §9.4 rule 4 sees it: its table, model and the env it runs with."""
+
+    index: int
+    agent: dict
+    model: dict | None
+    own: dict[str, str]
+    """The agent's ``[agents.env]``."""
+    effective: dict[str, Path]
+    """Every env name the agent runs with -> where it is set (``[env]`` or its own)."""
+    harness: str | None
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+    def src(self, name: str) -> str:
+        """Where the env name is set, as a message says it."""
+        return f"[agents.env] of agent {self.number}" if name in self.own else "[env]"
 
 
 class _Checker:
@@ -618,109 +641,92 @@ class _Checker:
 
     # ------------------------------------------------------------------ §9.4 rule 4
     def per_agent(self) -> None:
-        env_paths = {name: ("env", name) for name in self.env}
+        env_paths: dict[str, Path] = {name: ("env", name) for name in self.env}
         judge = self.judge
         if ("execution", "judge_api_key_secret") in self.credential_paths:
             judge = None
         verifier = [name for path, name in self.verifier if path not in self.credential_paths]
         for index, agent, model, env in self.agents:
-            i = index + 1
-            effective: dict[str, tuple[str | int, ...]] = dict(env_paths)
+            effective = dict(env_paths)
             effective.update({name: ("agents", index, "env", name) for name in env})
-
-            def src(name: str, _index: int = index, _env: dict = env) -> str:
-                return f"[agents.env] of agent {_index + 1}" if name in _env else "[env]"
-
             harness = agent.get("harness") if isinstance(agent.get("harness"), str) else None
-            secret_path = ("agents", index, "model", "api_key_secret")
-            model_secret = None
-            if secret_path not in self.credential_paths:
-                model_secret = _model_secret(model)
+            one = _AgentEnv(index, agent, model, env, effective, harness)
+            self.model_secret_rules(one)
+            self.injected_names(one, judge, verifier)
+            self.harness_credential(one)
+            self.model_key_alias(one)
 
-            # 4.1 reserved model secret names
-            if model_secret in rules.RESERVED_MODEL_SECRET_NAMES:
-                self.add(
-                    secret_path,
-                    f"Agent {i}'s api_key_secret {_quote(model_secret)} uses a name "
-                    "reserved by the benchmark runner",
-                    "Store the model credential under a different Platform secret record name.",
-                )
-            # 4.2 model secret vs effective env
-            if model_secret is not None and model_secret in effective:
-                self.add(
-                    effective[model_secret],
-                    f"{_quote(model_secret)} appears in {src(model_secret)} and as agent "
-                    f"{i}'s api_key_secret",
-                    "The platform injects the secret value under that name; remove the "
-                    "env var or rename it.",
-                    anchor="key",
-                )
-            # 4.3 judge secret vs effective env
-            if judge is not None and judge in effective:
-                self.add(
-                    effective[judge],
-                    f"{_quote(judge)} appears in {src(judge)} and as judge_api_key_secret",
-                    "The platform injects the judge secret value under that name; remove "
-                    "the env var or rename it.",
-                    anchor="key",
-                )
-            # 4.4 verifier secrets vs effective env
-            for name in verifier:
-                if name in effective:
-                    self.add(
-                        effective[name],
-                        f"{_quote(name)} appears in {src(name)} and in [verifier].required",
-                        "The platform injects the secret value under that name; remove "
-                        "the env var or rename it.",
-                        anchor="key",
-                    )
-            # Page D1: reserved literal env names, checked after 4.4 as in #265.
-            for name in sorted(rules.RESERVED_ENV_NAMES):
-                if name in effective:
-                    self.add(
-                        effective[name],
-                        f"{_quote(name)} appears in {src(name)} but is reserved by the "
-                        "benchmark runner",
-                        "The runner removes this literal env var before starting the "
-                        "agent; remove it from the config. For HLE, store the dataset "
-                        f"credential in the {name} Platform secret record instead.",
-                        anchor="key",
-                    )
-            # 4.5-4.8 harness credentials (page D3/D4: driven by the harness table)
-            credential = rules.HARNESS_CREDENTIALS.get(harness) if harness else None
-            has_harness_secret = isinstance(agent.get("harness_api_key_secret"), str)
-            harness_secret_path = ("agents", index, "harness_api_key_secret")
-            if credential is not None:
-                if credential in effective:
-                    self.add(
-                        effective[credential],
-                        f"{_quote(credential)} appears in {src(credential)} but is "
-                        f"managed by agent {i}'s {harness} harness",
-                        "Remove the env var.",
-                        anchor="key",
-                    )
-                if "harness_api_key_secret" not in agent:
-                    self.add(
-                        harness_secret_path,
-                        f"Agent {i}'s {harness} harness requires harness_api_key_secret",
-                        f"Set it to the name of a Platform secret record containing {credential}.",
-                        anchor="parent",
-                    )
-                elif (
-                    has_harness_secret
-                    and agent["harness_api_key_secret"] != credential
-                    and harness_secret_path not in self.credential_paths
-                    and harness_secret_path not in self.invalid_paths
-                ):
-                    self.add(
-                        harness_secret_path,
-                        f"Agent {i}'s harness_api_key_secret "
-                        f"{_quote(agent['harness_api_key_secret'])} does not match the "
-                        f"variable the {harness} harness reads",
-                        "Store the credential in a Platform secret record named exactly "
-                        f"{credential} and reference that name.",
-                    )
-            elif "harness_api_key_secret" in agent:
+    def env_clash(self, one: _AgentEnv, name: str, message: str, hint: str) -> None:
+        """A problem at the env entry ``name`` of the agent's environment (the callers
+        test ``name in one.effective`` first: most agents have no clash, and building the
+        message for each would cost a tenth of ``check``)."""
+        self.add(one.effective[name], message, hint, anchor="key")
+
+    def model_secret_rules(self, one: _AgentEnv) -> None:
+        """4.1 reserved model secret names; 4.2 the model secret against the env."""
+        secret_path = ("agents", one.index, "model", "api_key_secret")
+        if secret_path in self.credential_paths:
+            return
+        model_secret = _model_secret(one.model)
+        if model_secret in rules.RESERVED_MODEL_SECRET_NAMES:
+            self.add(
+                secret_path,
+                f"Agent {one.number}'s api_key_secret {_quote(model_secret)} uses a name "
+                "reserved by the benchmark runner",
+                "Store the model credential under a different Platform secret record name.",
+            )
+        if model_secret is not None and model_secret in one.effective:
+            self.env_clash(
+                one,
+                model_secret,
+                f"{_quote(model_secret)} appears in {one.src(model_secret)} and as agent "
+                f"{one.number}'s api_key_secret",
+                "The platform injects the secret value under that name; remove the "
+                "env var or rename it.",
+            )
+
+    def injected_names(self, one: _AgentEnv, judge: str | None, verifier: list[str]) -> None:
+        """4.3 the judge secret, 4.4 the verifier secrets and (page D1) the runner's reserved
+        names, each against the agent's env."""
+        if judge is not None and judge in one.effective:
+            self.env_clash(
+                one,
+                judge,
+                f"{_quote(judge)} appears in {one.src(judge)} and as judge_api_key_secret",
+                "The platform injects the judge secret value under that name; remove "
+                "the env var or rename it.",
+            )
+        for name in verifier:
+            if name not in one.effective:
+                continue
+            self.env_clash(
+                one,
+                name,
+                f"{_quote(name)} appears in {one.src(name)} and in [verifier].required",
+                "The platform injects the secret value under that name; remove "
+                "the env var or rename it.",
+            )
+        # Page D1: reserved literal env names, checked after 4.4 as in #265.
+        for name in sorted(rules.RESERVED_ENV_NAMES):
+            if name not in one.effective:
+                continue
+            self.env_clash(
+                one,
+                name,
+                f"{_quote(name)} appears in {one.src(name)} but is reserved by the "
+                "benchmark runner",
+                "The runner removes this literal env var before starting the "
+                "agent; remove it from the config. For HLE, store the dataset "
+                f"credential in the {name} Platform secret record instead.",
+            )
+
+    def harness_credential(self, one: _AgentEnv) -> None:
+        """4.5-4.8 harness credentials (page D3/D4: driven by the harness table)."""
+        agent, harness, i = one.agent, one.harness, one.number
+        credential = rules.HARNESS_CREDENTIALS.get(harness) if harness else None
+        harness_secret_path = ("agents", one.index, "harness_api_key_secret")
+        if credential is None:
+            if "harness_api_key_secret" in agent:
                 who = f"{harness} harness" if harness else "official scaffold"
                 self.add(
                     harness_secret_path,
@@ -728,21 +734,54 @@ class _Checker:
                     "Remove it.",
                     anchor="key",
                 )
-            # 4.9 model-key alias (disabled by the page; active only if the table has a row)
-            alias = rules.HARNESS_MODEL_KEY_ALIASES.get(harness) if harness else None
-            if (
-                alias is not None
-                and model is not None
-                and model["type"] in rules.MODEL_VARIANTS_WITH_SECRET
-                and alias in effective
-            ):
-                self.add(
-                    effective[alias],
-                    f"{_quote(alias)} appears in {src(alias)} but the platform injects "
-                    f"agent {i}'s model key under that name for the {harness} harness",
-                    "Remove the env var.",
-                    anchor="key",
-                )
+            return
+        if credential in one.effective:
+            self.env_clash(
+                one,
+                credential,
+                f"{_quote(credential)} appears in {one.src(credential)} but is "
+                f"managed by agent {i}'s {harness} harness",
+                "Remove the env var.",
+            )
+        if "harness_api_key_secret" not in agent:
+            self.add(
+                harness_secret_path,
+                f"Agent {i}'s {harness} harness requires harness_api_key_secret",
+                f"Set it to the name of a Platform secret record containing {credential}.",
+                anchor="parent",
+            )
+        elif (
+            isinstance(agent["harness_api_key_secret"], str)
+            and agent["harness_api_key_secret"] != credential
+            and harness_secret_path not in self.credential_paths
+            and harness_secret_path not in self.invalid_paths
+        ):
+            self.add(
+                harness_secret_path,
+                f"Agent {i}'s harness_api_key_secret "
+                f"{_quote(agent['harness_api_key_secret'])} does not match the "
+                f"variable the {harness} harness reads",
+                "Store the credential in a Platform secret record named exactly "
+                f"{credential} and reference that name.",
+            )
+
+    def model_key_alias(self, one: _AgentEnv) -> None:
+        """4.9 model-key alias (disabled by the page; active only if the table has a row)."""
+        harness = one.harness
+        alias = rules.HARNESS_MODEL_KEY_ALIASES.get(harness) if harness else None
+        if (
+            alias is not None
+            and one.model is not None
+            and one.model["type"] in rules.MODEL_VARIANTS_WITH_SECRET
+            and alias in one.effective
+        ):
+            self.env_clash(
+                one,
+                alias,
+                f"{_quote(alias)} appears in {one.src(alias)} but the platform injects "
+                f"agent {one.number}'s model key under that name for the {harness} harness",
+                "Remove the env var.",
+            )
 
     # ------------------------------------------------------------------ warnings
     def warnings(self) -> None:

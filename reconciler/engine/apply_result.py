@@ -24,7 +24,13 @@ class ApplyResult:
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if not o.ok]
+        """Actions the apply attempted (or was asked to and refused) that did not succeed."""
+        return [o for o in self.outcomes if not o.ok and not o.blocked]
+
+    @property
+    def blocked(self) -> list[Outcome]:
+        """Blocked items: reported, not attempted, no failure by themselves."""
+        return [o for o in self.outcomes if o.blocked]
 
     @property
     def succeeded(self) -> list[Outcome]:

@@ -71,6 +71,12 @@ class Context:
     tryout: bool = False
     """A try-out against the embedded Platform in a repository whose lockfile belongs to a
     real Platform: its state lives in ``TRYOUT_STATE`` and the team's lockfile is untouched."""
+
+    @property
+    def platform_instance(self) -> str | None:
+        """The embedded Platform's instance (its data dir's id); None for any other."""
+        return getattr(self.local, "instance", None) if self.local is not None else None
+
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
     _http_build: threading.Thread | None = field(default=None, init=False, repr=False)
     _http_error: BaseException | None = field(default=None, init=False, repr=False)
@@ -157,6 +163,7 @@ class Context:
             mode=self.settings.lock,
             ttl=self.settings.lock_ttl,
             env=self.env,
+            project=self.settings.id,
         )
 
     @property
@@ -227,43 +234,13 @@ def open_context(
     else:
         transport = None
         base_url, token = selection.url, selection.token
+        make_http = _remote_http()
 
-        tls: list[Any] = []
-        tls_lock = threading.Lock()
-
-        def make_http() -> httpx.Client:
-            # One TLS context for every download client of the command (``thread_http``):
-            # loading the CA bundle is what building the first one costs (20-170 ms).
-            with tls_lock:
-                if not tls:
-                    tls.append(httpx.create_ssl_context())
-            return httpx.Client(verify=tls[0], timeout=httpx.Timeout(600.0, connect=30.0))
-
-    workspace_name = workspace_flag or env.get("OSMOSIS_WORKSPACE") or None
-    git_identity = None
-    if workspace_name:
-        workspace_name = workspace_name.strip()
-        if not workspace_name:
-            raise UsageError("--workspace requires a non-empty name")
-        label = workspace_name
-    else:
-        origin = git.origin_url() if git else None
-        if origin:
-            try:
-                git_identity = git_identity_from_remote(origin)
-            except UsageError:
-                if local is None:
-                    raise
-        if git_identity:
-            label = f"git:{git_identity}"
-        elif local is not None:
-            workspace_name = label = "local"
-        else:
-            raise UsageError(
-                "no workspace selected",
-                "pass --workspace NAME or set OSMOSIS_WORKSPACE, or run inside a clone of the "
-                "GitHub repository connected to your Platform workspace",
-            )
+    workspace_name, git_identity, label = _workspace_scope(
+        workspace_flag or settings.workspace or env.get("OSMOSIS_WORKSPACE") or None,
+        git,
+        local=local is not None,
+    )
     client = PlatformClient(
         base_url,
         token=token,
@@ -291,6 +268,51 @@ def open_context(
         local=local,
         env=env,
         tryout=tryout,
+    )
+
+
+def _remote_http() -> Callable[[], httpx.Client]:
+    """What builds a download client for a remote Platform (one per thread)."""
+    tls: list[Any] = []
+    tls_lock = threading.Lock()
+
+    def make_http() -> httpx.Client:
+        # One TLS context for every download client of the command (``thread_http``):
+        # loading the CA bundle is what building the first one costs (20-170 ms).
+        with tls_lock:
+            if not tls:
+                tls.append(httpx.create_ssl_context())
+        return httpx.Client(verify=tls[0], timeout=httpx.Timeout(600.0, connect=30.0))
+
+    return make_http
+
+
+def _workspace_scope(
+    workspace_name: str | None, git: GitRepo | None, *, local: bool
+) -> tuple[str | None, str | None, str]:
+    """How requests name the workspace: (workspace name, git identity, label shown). A name
+    given wins; else the clone's GitHub origin; else, on the embedded Platform, "local"."""
+    git_identity = None
+    if workspace_name:
+        workspace_name = workspace_name.strip()
+        if not workspace_name:
+            raise UsageError("--workspace requires a non-empty name")
+        return workspace_name, None, workspace_name
+    origin = git.origin_url() if git else None
+    if origin:
+        try:
+            git_identity = git_identity_from_remote(origin)
+        except UsageError:
+            if not local:
+                raise
+    if git_identity:
+        return None, git_identity, f"git:{git_identity}"
+    if local:
+        return "local", None, "local"
+    raise UsageError(
+        "no workspace selected",
+        "pass --workspace NAME or set OSMOSIS_WORKSPACE, or run inside a clone of the "
+        "GitHub repository connected to your Platform workspace",
     )
 
 

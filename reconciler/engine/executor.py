@@ -30,6 +30,7 @@ from reconciler.crashpoints import crash_point
 from reconciler.engine.apply_result import ApplyResult
 from reconciler.engine.observe import find_submitted_run
 from reconciler.engine.report import Outcome
+from reconciler.engine.requests import with_reruns
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -158,11 +159,14 @@ class Applier:
 
     def apply(self, plan: Plan, *, parallelism: int) -> ApplyResult:
         result = ApplyResult()
-        # A blocked item is reported as failed, so that a merge whose config cannot run
-        # fails its apply job visibly instead of passing with nothing done.
+        # A blocked item is reported, not attempted: it fails the plan that first shows it
+        # (exit 4 in the pull request), never the apply by itself (issue 34: a standing block
+        # turned every apply red). A saved item the recomputed plan refuses is a failure.
         for item in plan.items:
             if item.action is Action.BLOCKED:
-                outcome = Outcome(item, False, _one_line(item.details) or "cannot succeed")
+                refused = item.blocked is not None and item.blocked.refused
+                message = _one_line(item.details) or "cannot succeed"
+                outcome = Outcome(item, False, message, blocked=not refused)
                 self.report(outcome)
                 result.outcomes.append(outcome)
         items = [i for i in plan.items if i.action is not Action.BLOCKED]
@@ -349,7 +353,7 @@ class Applier:
                 intent=intent,
                 stage=stage,
             )
-            return put_run(state, entry)
+            return with_reruns(put_run(state, entry), item.address, item.reruns)
 
         crash_point("submit.before_intent")
         try:
@@ -705,7 +709,8 @@ class Applier:
             item,
             True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date",
+            f"{result.files_skipped} up to date, in "
+            f"{escape_text(self._recorded_directory(result.directory))}/",
             entry.run_id,
             entry.run_name,
             entry.status,
@@ -770,7 +775,9 @@ class Applier:
             item,
             True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date (an earlier run, kept in the history)",
+            f"{result.files_skipped} up to date, in "
+            f"{escape_text(self._recorded_directory(result.directory))}/ (an earlier run, kept "
+            "in the history)",
             run_id,
             old.run_name,
             old.status,

@@ -266,32 +266,8 @@ class Importer:
         """
         run = detail.summary
         label = run_label(run)
-        for address, recorded in state.runs.items():
-            if recorded.run_id == run.id:
-                wanted = self.address_for(to) if to else None
-                hint = f"nothing to import; see it with `osmosis-state show {address}`"
-                if wanted and wanted != address:
-                    hint = (
-                        f"to record it under {wanted} instead: osmosis-state mv {address} {wanted}"
-                    )
-                raise ImportRefusedError(
-                    f"run {label} is already recorded at {address} in {self.state_display}",
-                    hint,
-                )
-        benchmark_id = detail.configuration.benchmark_id or run.benchmark_id
-        if not benchmark_id:
-            raise ImportRefusedError(
-                f"cannot import run {label}: its details name no benchmark",
-                "the run's details are incomplete; it cannot be imported",
-            )
-        try:
-            benchmark = self.client.get_benchmark(benchmark_id)
-        except NotFoundError:
-            raise ImportRefusedError(
-                f"cannot import run {label}: its benchmark {run.benchmark_name or benchmark_id} "
-                "does not resolve in this workspace",
-                "add the benchmark to the workspace on the Platform first",
-            ) from None
+        self._refuse_recorded(run.id, label, state, to)
+        benchmark = self._benchmark_of(detail, label)
         generated = generate_config(detail, benchmark, flags)
         address = self.address_for(to) if to else self.default_address(benchmark, run)
         path = self.path_of(address)
@@ -306,8 +282,7 @@ class Importer:
         if replaces is not None:
             self._check_replaceable(label, address, replaces, force)
 
-        full = self.repo_root / path
-        existing = _read_text(full)
+        existing = _read_text(self.repo_root / path)
         fresh = render_config(generated.data, header_lines(detail, benchmark, generated))
         if existing is None or existing == fresh:
             text = fresh
@@ -332,14 +307,68 @@ class Importer:
                 "nothing was written: the run holds values a benchmark config cannot "
                 "express, so it cannot be imported",
             )
+        return ImportPlan(
+            run=run,
+            address=address,
+            path=path,
+            text=text,
+            existing=existing,
+            desired=desired,
+            entry=self._entry(address, run, desired, benchmark, flags),
+            replaces=replaces,
+            from_flags=generated.from_flags,
+            inferred=generated.inferred,
+        )
 
+    def _refuse_recorded(self, run_id: str, label: str, state: LockState, to: str | None) -> None:
+        """A run the lockfile records already is not imported again."""
+        for address, recorded in state.runs.items():
+            if recorded.run_id == run_id:
+                wanted = self.address_for(to) if to else None
+                hint = f"nothing to import; see it with `osmosis-state show {address}`"
+                if wanted and wanted != address:
+                    hint = (
+                        f"to record it under {wanted} instead: osmosis-state mv {address} {wanted}"
+                    )
+                raise ImportRefusedError(
+                    f"run {label} is already recorded at {address} in {self.state_display}",
+                    hint,
+                )
+
+    def _benchmark_of(self, detail: RunDetail, label: str) -> BenchmarkDetail:
+        """The run's benchmark, as this workspace resolves it."""
+        run = detail.summary
+        benchmark_id = detail.configuration.benchmark_id or run.benchmark_id
+        if not benchmark_id:
+            raise ImportRefusedError(
+                f"cannot import run {label}: its details name no benchmark",
+                "the run's details are incomplete; it cannot be imported",
+            )
+        try:
+            return self.client.get_benchmark(benchmark_id)
+        except NotFoundError:
+            raise ImportRefusedError(
+                f"cannot import run {label}: its benchmark {run.benchmark_name or benchmark_id} "
+                "does not resolve in this workspace",
+                "add the benchmark to the workspace on the Platform first",
+            ) from None
+
+    def _entry(
+        self,
+        address: str,
+        run: RunSummary,
+        desired: DesiredRun,
+        benchmark: BenchmarkDetail,
+        flags: ImportFlags,
+    ) -> RecordedRun:
+        """The lockfile entry of the imported run, observed now."""
         info = benchmark.to_info()
         tasks = task_count(desired, info)
         now = self.clock()
         # The digest the plan compares with the config's: canonical, the benchmark by its
         # resolved id (key, name and id are the same request).
         digest_ = canonical_digest(desired.spec, info.id)
-        entry = RecordedRun(
+        return RecordedRun(
             address=address,
             spec_digest=digest_,
             spec=desired.spec,
@@ -353,24 +382,10 @@ class Importer:
             applied_at_commit=self.head,
             benchmark_id=benchmark.id,
             task_count=tasks,
-            attempts=tasks * desired.agent_count * desired.attempts_per_task
-            if tasks is not None
-            else None,
+            attempts=desired.planned_attempts(tasks) if tasks is not None else None,
             platform_url=run.platform_url,
             imported_at=now,
             imported_with=" ".join([self.invocation, *flags.describe()]),
-        )
-        return ImportPlan(
-            run=run,
-            address=address,
-            path=path,
-            text=text,
-            existing=existing,
-            desired=desired,
-            entry=entry,
-            replaces=replaces,
-            from_flags=generated.from_flags,
-            inferred=generated.inferred,
         )
 
     def _check_replaceable(

@@ -188,6 +188,11 @@ def parse_state(
         workspace=ctx.workspace,
         specs=specs,
     )
+    instance = ctx.platform_instance
+    if instance is not None and state.platform_instance is None:
+        # The embedded Platform that writes this state, recorded with the next write: a
+        # clone on another machine (another instance) is told none of its runs exist there.
+        state = state.model_copy(update={"platform_instance": instance})
     git = ctx.git
     if git is None:
         return state
@@ -252,12 +257,15 @@ def observe_platform(
         want_unmanaged=ctx.settings.unmanaged == "list",
         walk=walk,
         outputs=outputs,
+        rerun=ctx.settings.replace,
     )
     known = recorded_ids(state)
     if any(run_id not in known for run_id in observation.runs):
         vouched = _vouched_by_state_record(ctx, notices)
         if vouched:
             observation = observation.model_copy(update={"vouched": vouched})
+    if ctx.platform_instance is not None:
+        observation = observation.model_copy(update={"platform_instance": ctx.platform_instance})
     return observation
 
 
@@ -396,60 +404,9 @@ def _check_addresses(ctx: Context, desired: set[str], state: Callable[[], LockSt
 def trailer_requests(
     ctx: Context, desired: Sequence[DesiredRun], state: LockState
 ) -> TrailerRequests:
-    """The ``Osmosis-Rerun`` / ``Osmosis-Skip`` trailers' requests.
+    """The commit trailers' requests and permissions (``engine.requests``): a re-run request
+    stays pending until an apply carries it out; holds and permissions last until the
+    lockfile is committed after them."""
+    from reconciler.engine.requests import read_requests
 
-    Only commits since the lockfile was last committed count, and a re-run request is
-    spent once the address's recorded run was applied at (or after) that commit, so a
-    lockfile that is not committed yet cannot make the same trailer pay twice.
-    """
-    git = ctx.git
-    if git is None or git.head() is None:
-        return TrailerRequests()
-    since = git.last_commit_touching(ctx.settings.state)
-    trailers = git.trailers_since(since, ("Osmosis-Rerun", "Osmosis-Skip", "Osmosis-Skip-Smoke"))
-    if not trailers:
-        return TrailerRequests()
-    addresses = [d.address for d in desired]
-    replace_: list[str] = []
-    skip: list[str] = []
-    skip_smoke: list[str] = []
-    notes: list[str] = []
-    requested: dict[str, tuple[str, str]] = {}
-    for trailer in trailers:
-        matches = [a for a in addresses if glob_match(a, (trailer.value,))]
-        if not matches:
-            close = closest(trailer.value, sorted(addresses))
-            notes.append(
-                f"{trailer.key}: {trailer.value} (commit {trailer.commit[:7]}) matches no "
-                "config, so it does nothing" + (f"; did you mean {close}?" if close else "")
-            )
-        if trailer.key == "Osmosis-Skip":
-            skip.append(trailer.value)
-            continue
-        if trailer.key == "Osmosis-Skip-Smoke":
-            skip_smoke.append(trailer.value)
-            continue
-        for address in matches:
-            if _rerun_spent(git, state, address, trailer.commit):
-                continue
-            if address not in replace_:
-                replace_.append(address)
-            requested[address] = (trailer.commit, trailer.subject)
-    return TrailerRequests(
-        replace=tuple(replace_),
-        skip=tuple(skip),
-        requested=requested,
-        notes=tuple(notes),
-        skip_smoke=tuple(skip_smoke),
-    )
-
-
-def _rerun_spent(git: GitRepo, state: LockState, address: str, commit: str) -> bool:
-    """Whether the re-run ``commit`` asked of ``address`` was carried out already: applied
-    at (or after) that commit, or refused again by the Platform since."""
-    entry = state.runs.get(address)
-    applied = entry.applied_at_commit if entry else None
-    if applied and git.is_ancestor(commit, applied):
-        return True
-    refused = state.rejections.get(address)
-    return bool(refused and refused.at_commit and git.is_ancestor(commit, refused.at_commit))
+    return read_requests(ctx.git, ctx.settings.state, desired, state)

@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from reconciler.engine.context import DOWNLOAD_ROOT
 from reconciler.errors import NotFoundError, PlatformError
 from reconciler.model import (
     BenchmarkRef,
@@ -42,15 +43,19 @@ from reconciler.model import (
     ObservedRun,
     RecordedRun,
     RunStatus,
+    TaskCounts,
     canonical_digest,
     creator_digest,
+    selection_digest,
     spec_fingerprint,
 )
+from reconciler.outputs.kept import read_kept_outcomes
 from reconciler.outputs.scan import scan_outputs
 from reconciler.plan import CLOCK_SKEW
 from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
+from reconciler.results.runs import comparable_runs
 
 LIST_READ_AHEAD = 4
 """Run-list pages requested at a time when every run is listed."""
@@ -217,6 +222,7 @@ def observe(
     walk: RunWalk | None = None,
     outputs: Mapping[str, LocalOutputs] | None = None,
     download_root: Path | None = None,
+    rerun: Iterable[str] = (),
 ) -> Observation:
     """Build the observed snapshot with as few requests as the plan allows.
 
@@ -294,7 +300,48 @@ def observe(
         head=head,
         notes=tuple(notes),
         catalog=catalog,
+        task_counts=planning_counts(state, desired, benchmarks, repo_root, rerun=rerun),
     )
+
+
+PLANNING_RUNS = 2
+"""Per submit, the comparable recorded runs whose per-task files the plan reads: the one
+it will be compared with, and one more to measure the spread between two runs."""
+
+
+def planning_counts(
+    state: LockState,
+    desired: Sequence[DesiredRun],
+    benchmarks: Mapping[str, Any],
+    repo_root: Path,
+    *,
+    rerun: Iterable[str] = (),
+) -> dict[str, TaskCounts]:
+    """Per-task outcomes (run id -> counts) of the newest comparable runs of every config
+    that would be submitted (new, changed, or asked to re-run), read from the files already
+    on disk: the plan's power line estimates its spread from them (``plan.power``)."""
+    again = set(rerun)
+    out: dict[str, TaskCounts] = {}
+    for wanted in desired:
+        entry = state.runs.get(wanted.address)
+        if entry is not None and entry.spec_digest == wanted.spec_digest:
+            if wanted.address not in again:
+                continue
+        info = benchmarks.get(wanted.benchmark)
+        selection = selection_digest(wanted.spec)
+        found = comparable_runs(state, wanted.address, getattr(info, "id", None), selection)
+        for run in found[:PLANNING_RUNS]:
+            if run.run_id in out:
+                continue
+            outcomes = read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT)
+            if outcomes is not None and outcomes.paired:
+                out[run.run_id] = TaskCounts(
+                    agents={
+                        index: {t: (o.passes, o.attempts) for t, o in tasks.items() if o.attempts}
+                        for index, tasks in outcomes.tasks.items()
+                    }
+                )
+    return out
 
 
 def list_catalog(client: PlatformClient) -> tuple[BenchmarkRef, ...] | None:

@@ -118,10 +118,12 @@ def _changed_targets(ctx: Context, rev: str) -> tuple[str, ...]:
 
 def ending(plan: Plan, *, detailed: bool) -> Ending:
     """How ``plan`` ends ``osmosis-plan``: failed on a guard's error, blocked when an item
-    cannot succeed, pending (only with ``--detailed-exitcode``) when it has changes."""
+    is newly blocked (a standing block, recorded by an earlier apply, is listed but does not
+    turn the check red: issue 34), pending (only with ``--detailed-exitcode``) when it has
+    changes."""
     if plan.errors:
         return Ending.FAILED
-    if plan.summary.blocked:
+    if plan.newly_blocked:
         return Ending.BLOCKED
     return Ending.PENDING if detailed and plan.has_changes else Ending.DONE
 

@@ -35,6 +35,10 @@ class Outcome:
     reached_platform: bool = False
     """A failed item whose paid call did happen (a run created or stopped) before the
     failure, e.g. when the lockfile could not record it: the apply was partial."""
+    blocked: bool = False
+    """A blocked item, reported and not attempted (``ok`` is False): never a failure of the
+    apply by itself (issue 34: a standing block turned every apply red). A saved plan's
+    item the recomputed plan refuses is a failure, not this."""
 
 
 @dataclass(frozen=True)

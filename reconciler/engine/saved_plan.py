@@ -12,7 +12,6 @@ serial and lineage, a config's digest, HEAD, the Platform and workspace).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +43,7 @@ from reconciler.model import (
     ResultRow,
     Smoke,
 )
-from reconciler.paths import UnsafeInputError, read_regular
+from reconciler.paths import UnsafeInputError, read_named, write_named
 from reconciler.render.jsondoc import plan_to_dict
 
 SAVED_PLAN_KIND = "osmosis-reconciler/saved-plan"
@@ -58,9 +57,8 @@ def saved_plan_text(plan: Plan) -> str:
 
 def save_plan(plan: Plan, path: Path) -> None:
     """Write ``plan`` to ``path`` (a temporary file renamed over it: never half a plan)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(saved_plan_text(plan), encoding="utf-8")
-    os.replace(tmp, path)
+    # Anywhere the user names, never through a symlink (reconciler.paths, issue 36).
+    write_named(path, saved_plan_text(plan).encode("utf-8"), what="--out")
 
 
 def read_saved_plan(path: Path) -> Plan:
@@ -69,7 +67,7 @@ def read_saved_plan(path: Path) -> Plan:
     try:
         # A regular file of bounded size (``reconciler.paths``): /dev/zero was read until
         # memory ran out, a FIFO blocked forever.
-        return parse_saved_plan(read_regular(path, what="saved plan").decode("utf-8"))
+        return parse_saved_plan(read_named(path, what="saved plan").decode("utf-8"))
     except UnsafeInputError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
@@ -215,6 +213,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 else None,
                 unavailable_tasks=r.get("unavailable_tasks", 0),
                 unavailable_reason=r.get("unavailable_reason"),
+                stage=r.get("stage"),
             )
             for r in data.get("results", ())
         )

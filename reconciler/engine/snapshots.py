@@ -71,10 +71,15 @@ class TrailerRequests(msgspec.Struct, frozen=True):
     """Trailers that match no config."""
     skip_smoke: tuple[str, ...] = ()
     """Address globs whose smoke stage is skipped (``Osmosis-Skip-Smoke``)."""
+    allow_duplicate: tuple[str, ...] = ()
+    """Address globs that may pay although an identical active run exists
+    (``Osmosis-Allow-Duplicate``)."""
+    reruns: Mapping[str, tuple[str, ...]] | None = None
+    """Address -> every pending re-run request's commit, oldest first."""
 
     def settings(self, settings: Settings) -> Settings:
-        """``settings`` with these re-runs and skips added."""
-        if not self.replace and not self.skip and not self.skip_smoke:
+        """``settings`` with these re-runs, skips and permissions added."""
+        if not (self.replace or self.skip or self.skip_smoke or self.allow_duplicate):
             return settings
         added = tuple(a for a in self.replace if a not in settings.replace)
         replace_ = (*settings.replace, *added)
@@ -83,6 +88,7 @@ class TrailerRequests(msgspec.Struct, frozen=True):
                 "replace": replace_,
                 "skip": (*settings.skip, *self.skip),
                 "skip_smoke": (*settings.skip_smoke, *self.skip_smoke),
+                "allow_duplicate": (*settings.allow_duplicate, *self.allow_duplicate),
             }
         )
 
@@ -90,11 +96,13 @@ class TrailerRequests(msgspec.Struct, frozen=True):
         """``runs`` with the requesting trailer's commit as ``requested_by`` where one asked
         to re-run it."""
         requested = self.requested or {}
+        reruns = self.reruns or {}
         return tuple(
             r.model_copy(
                 update={
                     "requested_by": requested[r.address][0],
                     "requested_subject": requested[r.address][1],
+                    "reruns": reruns.get(r.address, (requested[r.address][0],)),
                 }
             )
             if r.address in requested

@@ -24,6 +24,7 @@ from reconciler.config.project import find_root
 from reconciler.errors import UsageError
 from reconciler.local_platform.app import LocalPlatform
 from reconciler.local_platform.benchmarks import SYNC_STATUSES
+from reconciler.local_platform.core import DEFAULT_WORKSPACE
 from reconciler.local_platform.faults import Faults
 from reconciler.local_platform.history import DEFAULT_STATUS_MIX, HISTORY_TEAM, parse_status_mix
 from reconciler.local_platform.server import start_server
@@ -158,7 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     seed = runs_sub.add_parser(
         "seed", help="make a history of runs over the past days (on --data, in seconds)"
     )
-    seed.add_argument("--workspace", default="default", help="workspace (default: default)")
+    seed.add_argument(
+        "--workspace", default=DEFAULT_WORKSPACE, help=f"workspace (default: {DEFAULT_WORKSPACE})"
+    )
     seed.add_argument("--count", type=int, required=True, help="how many runs")
     seed.add_argument("--days", type=float, default=30.0, help="spread over the past D days")
     seed.add_argument(
@@ -227,7 +230,7 @@ def _target_args(parser: argparse.ArgumentParser, *, workspace: bool = True) -> 
     )
     if workspace:
         scope = parser.add_mutually_exclusive_group()
-        scope.add_argument("--workspace", help="workspace name (default: default)")
+        scope.add_argument("--workspace", help=f"workspace name (default: {DEFAULT_WORKSPACE})")
         scope.add_argument("--git", metavar="OWNER/REPO", help="the workspace of this repository")
 
 
@@ -248,7 +251,9 @@ class _Target:
         if git:
             self.headers["X-Osmosis-Git"] = git
         else:
-            self.headers["X-Osmosis-Workspace"] = getattr(args, "workspace", None) or "default"
+            self.headers["X-Osmosis-Workspace"] = (
+                getattr(args, "workspace", None) or DEFAULT_WORKSPACE
+            )
         self.platform = None if self.url else LocalPlatform(_open_data(args))
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
@@ -335,7 +340,7 @@ def _serve(args: argparse.Namespace) -> int:
         users=users or None,
         faults=faults,
         auto_workspaces=not args.strict_workspaces,
-        workspaces=tuple(args.workspace) or ("default",),
+        workspaces=tuple(args.workspace) or (DEFAULT_WORKSPACE,),
     )
     log: IO[str] = open(args.access_log, "a", encoding="utf-8") if args.access_log else sys.stderr  # noqa: SIM115
     handle = start_server(platform, args.host, args.port, access_log=log)
@@ -378,7 +383,7 @@ def _secret_set(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(payload, indent=2))
         return 0
-    where = f"git {args.git}" if args.git else f"workspace {args.workspace or 'default'}"
+    where = f"git {args.git}" if args.git else f"workspace {args.workspace or DEFAULT_WORKSPACE}"
     print(f"secret {args.name} set ({args.scope} scope, {where})")
     return 0
 

@@ -60,6 +60,12 @@ ANIMALS = (
 )  # fmt: skip
 
 
+DEFAULT_WORKSPACE = "local"
+"""The workspace of the embedded Platform (what ``osmosis-plan`` uses without a token or an
+``origin``), and so every emulator command's and ``serve``'s default: a secret set or a
+history seeded without ``--workspace`` is where the plan looks."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A workspace: ``catalog`` is ``all`` (every catalog benchmark is in it) or ``added``
@@ -133,7 +139,7 @@ class PlatformCore:
         users: Mapping[str, User] | None = None,
         faults: Faults = Faults(),  # noqa: B008 - frozen dataclass, safe as a default
         auto_workspaces: bool = True,
-        workspaces: Sequence[str] = ("default",),
+        workspaces: Sequence[str] = (DEFAULT_WORKSPACE,),
         public_url: str = "http://localhost",
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -150,6 +156,8 @@ class PlatformCore:
         self.public_url = public_url.rstrip("/")
         self.clock = clock
         self.store = Store(self.data_dir)
+        self.instance = self.store.meta("instance")
+        """This data dir's id (``LockState.platform_instance``), made when it was created."""
         self.seed = int(seed) if seed is not None else int(self.store.meta("seed") or 0)
         stored = self.store.speed()
         wanted = speed if speed is not None else (None if stored else self.store.legacy_speed())

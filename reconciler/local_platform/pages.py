@@ -27,6 +27,7 @@ from reconciler.local_platform import simulation
 from reconciler.local_platform.answers import ApiError, Response, html_response
 from reconciler.local_platform.benchmarks import BenchmarkRoutes
 from reconciler.local_platform.core import Workspace
+from reconciler.model.status import RunStatus
 
 RECENT_RUNS = 50
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#1d2330}
@@ -164,11 +165,23 @@ class PageRoutes(BenchmarkRoutes):
             f'<progress max="{expected}" value="{ingested}"></progress> '
             f"{ingested:,} of {expected:,} results"
         )
+        failure = (
+            [
+                (
+                    "error",
+                    "Error",
+                    f'<span class="failed">{escape(simulation.failure_message(run))}</span>',
+                )
+            ]
+            if status is RunStatus.FAILED
+            else []
+        )
         fields = _fields(
             [
                 ("run-name", "Name", escape(row["name"])),
                 ("run-id", "ID", escape(row["id"])),
                 ("status", "Status", f'<span class="status {status}">{status}</span>'),
+                *failure,
                 ("benchmark", "Benchmark", bench_link),
                 ("progress", "Progress", progress),
                 ("pass-at-1", "Best pass@1", escape(percent(m["best_pass_at_1"]))),

@@ -91,6 +91,21 @@ def make_schedule(run_id: str, seed: int, expected: int, *, errors: bool = False
     return Schedule(queue_off, start_off, full, start_off + full, RunStatus.FINISHED)
 
 
+SIMULATED_FAILURE = "simulated: the local Platform fails 1 run in 10 on purpose"
+SIMULATED_ENDPOINT = f"simulated: the model names {ERRORING_ENDPOINT}"
+
+
+def failure_message(run: Run) -> str:
+    """Why a failed run failed, as its log's last line and its page say; a failure the
+    local Platform made up says so."""
+    if endpoint_errors(run.body):
+        return (
+            "Run failed: every attempt errored: the model endpoint answered 502 Bad Gateway "
+            f"({SIMULATED_ENDPOINT})"
+        )
+    return f"Run failed: sandbox provisioning kept failing after 3 retries ({SIMULATED_FAILURE})"
+
+
 @dataclass(frozen=True)
 class Run:
     """A stored run as the simulation needs it."""
@@ -192,9 +207,85 @@ class Result:
 
 
 def agent_skill(run: Run, agent: Mapping[str, Any]) -> float:
+    """The agent's skill on this run's tasks: a task's pass probability is the skill plus
+    the task's shift (difficulty, a hashed per-task term), clamped to [0.02, 0.97].
+
+    The benchmark's leaderboard is the truth the skill is held to, so a run's pass@1
+    lands where the leaderboard next to it says it should: a (model, harness) the
+    leaderboard lists gets the skill whose expected pass@1 is the listed value (the
+    model's mean over its harnesses when only the model is listed, its family's when a
+    newer version of a listed model is run: ``leaderboard_target``); another model keeps
+    its hashed skill while that lands within the span of the leaderboard's intervals,
+    else a hashed point inside that span. A benchmark without a leaderboard keeps the
+    hashed skill."""
     model = _model_string(agent.get("model") or {})
-    base = 0.35 + 0.45 * h01("skill", model, agent.get("harness"))
-    return base + float(run.benchmark.get("_skill_bias", 0.0))
+    harness = agent.get("harness")
+    base = 0.35 + 0.45 * h01("skill", model, harness)
+    base += float(run.benchmark.get("_skill_bias", 0.0))
+    board = run.benchmark.get("_leaderboard") or ()
+    if not board:
+        return base
+    shifts = task_shifts(run.benchmark, run.tasks)
+    if not shifts:
+        return base
+    target = leaderboard_target(board, model, harness)
+    if target is None:
+        low = min(row["pass_at_1"]["ci_low"] for row in board)
+        high = max(row["pass_at_1"]["ci_high"] for row in board)
+        if low <= expected_pass_at_1(base, shifts) <= high:
+            return base
+        target = low + (high - low) * (0.15 + 0.7 * h01("target", model, harness))
+    return _skill_for(target, shifts)
+
+
+def leaderboard_target(board: Any, model: str, harness: object) -> float | None:
+    """The leaderboard's pass@1 for (model, harness); else the model's mean over its
+    harnesses; else the same for the model's family (a listed model whose name, at a
+    ``.`` or ``-``, begins ours: ``openai/gpt-5`` for ``openai/gpt-5.2``); else None."""
+    listed = {str(row.get("model")) for row in board}
+    family = [
+        name
+        for name in listed
+        if name == model or (model.startswith(name) and model[len(name)] in ".-")
+    ]
+    if not family:
+        return None
+    closest = max(family, key=len)
+    rows = [row for row in board if row.get("model") == closest]
+    exact = [row for row in rows if row.get("harness") == harness] or rows
+    return sum(row["pass_at_1"]["value"] for row in exact) / len(exact)
+
+
+def task_shifts(benchmark: Mapping[str, Any], tasks: tuple[str, ...]) -> tuple[float, ...]:
+    """Each task's shift of the pass probability: its difficulty and a hashed term."""
+    difficulty = {t["name"]: t.get("difficulty") for t in benchmark.get("tasks", [])}
+    return tuple(DIFFICULTY_SHIFT.get(difficulty.get(t), 0.0) + _task_shift(t) for t in tasks)
+
+
+P_RANGE = (0.02, 0.97)
+"""A task's pass probability stays in this range (no sure thing, no hopeless task)."""
+
+
+def expected_pass_at_1(skill: float, shifts: tuple[float, ...]) -> float:
+    """pass@1 a run of this skill scores on average over tasks with these shifts (errored
+    attempts count as not passed, as in the outputs)."""
+    low, high = P_RANGE
+    mean = sum(min(high, max(low, skill + s)) for s in shifts) / len(shifts)
+    return (1 - ERRORED_SHARE) * mean
+
+
+@lru_cache(maxsize=4096)
+def _skill_for(target: float, shifts: tuple[float, ...]) -> float:
+    """The skill whose expected pass@1 is ``target`` (bisection: the expectation only
+    grows with the skill)."""
+    low, high = -1.5, 1.5
+    for _ in range(40):
+        mid = (low + high) / 2
+        if expected_pass_at_1(mid, shifts) < target:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
 
 
 def _model_string(model: Mapping[str, Any]) -> str:
@@ -255,15 +346,14 @@ def outcome_table(run: Run) -> tuple[tuple[int, int, int, int], ...]:
     base = int(h01(run.seed, run.id, "results") * 2**53)
     draw = random.Random(base).random
     order = random.Random(base + 1).random
-    difficulty = {t["name"]: t.get("difficulty") for t in run.benchmark.get("tasks", [])}
+    shifts = task_shifts(run.benchmark, run.tasks)
     rows: list[tuple[float, tuple[int, int, int, int]]] = []
     attempts = range(1, run.attempts + 1)
     erroring = endpoint_errors(run.body)
     for a, agent in enumerate(run.agents):
         skill = agent_skill(run, agent)
-        for ti, task in enumerate(run.tasks):
-            p = skill + DIFFICULTY_SHIFT.get(difficulty.get(task), 0.0) + _task_shift(task)
-            p = min(0.97, max(0.02, p))
+        for ti, shift in enumerate(shifts):
+            p = min(P_RANGE[1], max(P_RANGE[0], skill + shift))
             for attempt in attempts:
                 if erroring:
                     code = 2
@@ -504,10 +594,7 @@ def log_events(run: Run, t_ms: int, speed: float) -> list[dict[str, Any]]:
                     "timestamp": at(s.end_off),
                     "level": "error",
                     "step": "complete",
-                    "message": "Run failed: every attempt errored: the model endpoint "
-                    "answered 502 Bad Gateway"
-                    if endpoint_errors(run.body)
-                    else "Run failed: sandbox provisioning kept failing after 3 retries",
+                    "message": failure_message(run),
                 }
             )
         else:

@@ -187,6 +187,12 @@ class Store:
                 (_secrets.token_hex(32),),
             )
             w.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('run_counter', '0')")
+            # Which data dir this is: a lockfile written against it records it, so a clone
+            # elsewhere (another data dir) can tell that none of its runs exist there.
+            w.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('instance', ?)",
+                ("lp_" + _secrets.token_hex(8),),
+            )
             # The data dir's own seed: ids and names differ from every other data dir's.
             w.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('seed', ?)",

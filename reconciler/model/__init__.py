@@ -29,7 +29,9 @@ from reconciler.model.adoption import (
     spec_fingerprint_fields,
 )
 from reconciler.model.base import (
+    DEFAULT_ATTEMPTS_PER_TASK,
     Frozen,
+    attempts_per_task,
     canonical_digest,
     canonical_json,
     digest,
@@ -38,7 +40,9 @@ from reconciler.model.base import (
 from reconciler.model.decision import (
     FUTILITY_RULES,
     MONITORS,
+    DecisionRecord,
     DecisionSpec,
+    LookRecord,
 )
 from reconciler.model.desired import (
     DesiredRun,
@@ -56,6 +60,7 @@ from reconciler.model.observed import (
     LocalOutputs,
     Observation,
     ObservedRun,
+    TaskCounts,
 )
 from reconciler.model.plan import (
     ACTION_SYMBOLS,
@@ -84,32 +89,56 @@ from reconciler.model.policy import (
 from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
+    RERUNS_KEPT,
     AgentResult,
     Baseline,
     Downloads,
     HistoryEntry,
+    HistoryReason,
     Intent,
     LockState,
     RecordedRun,
     Rejection,
     RunResults,
+    SmokeStage,
     rejection_context,
     selection_digest,
+    spec_attempts_per_task,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
+    SETTING_CHOICES,
+    LockKind,
+    OnChange,
+    OnDelete,
+    Outputs,
+    Refresh,
     Settings,
     SmokeRule,
+    Unmanaged,
 )
 from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
+    AddressStatus,
     RunStatus,
 )
 
 __all__ = [
+    "HistoryReason",
+    "SmokeStage",
+    "SETTING_CHOICES",
+    "LockKind",
+    "OnChange",
+    "OnDelete",
+    "Outputs",
+    "Refresh",
+    "Unmanaged",
+    "DEFAULT_ATTEMPTS_PER_TASK",
+    "attempts_per_task",
     "ACTION_SYMBOLS",
     "Action",
+    "AddressStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",
@@ -119,7 +148,9 @@ __all__ = [
     "BenchmarkRef",
     "CellSource",
     "DOWNLOAD_TYPES",
+    "DecisionRecord",
     "DecisionSpec",
+    "LookRecord",
     "DesiredRun",
     "Downloads",
     "DriftItem",
@@ -134,8 +165,10 @@ __all__ = [
     "HistoryEntry",
     "Intent",
     "LOCKFILE_VERSION",
+    "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
+    "TaskCounts",
     "LockState",
     "MONITORS",
     "Observation",
@@ -170,6 +203,7 @@ __all__ = [
     "recorded_benchmark",
     "rejection_context",
     "selection_digest",
+    "spec_attempts_per_task",
     "spec_fingerprint",
     "spec_fingerprint_fields",
 ]

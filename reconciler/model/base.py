@@ -112,3 +112,18 @@ def _defaults(cls: type[msgspec.Struct]) -> dict[str, Any]:
         elif field.default_factory is not msgspec.NODEFAULT:
             out[field.name] = field.default_factory()
     return out
+
+
+DEFAULT_ATTEMPTS_PER_TASK = 1
+"""What the submit route uses when ``execution_config`` has no ``attempts_per_task``."""
+
+
+def attempts_per_task(execution_config: Mapping[str, Any] | None) -> int:
+    """``attempts_per_task`` of a submit body's ``execution_config`` (a config's
+    ``[execution]``) as the Platform reads it: the integer when it is one, else the route
+    default. The one reading of it: a config's is ``DesiredRun.attempts_per_task``, a
+    recorded run's ``RecordedRun.attempts_per_task``."""
+    value = (execution_config or {}).get("attempts_per_task", DEFAULT_ATTEMPTS_PER_TASK)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return DEFAULT_ATTEMPTS_PER_TASK
+    return value

@@ -53,3 +53,54 @@ class DecisionSpec(Frozen, frozen=True, kw_only=True):
     def margin(self) -> float:
         """The margin as a fraction of pass@1 (what the statistics use)."""
         return self.margin_pp / 100.0
+
+
+DECISION_RECORD_VERSION = 1
+"""The version of the lockfile's ``[decisions."ADDR"]`` table (docs/deciding.md)."""
+
+
+class LookRecord(Frozen, frozen=True, kw_only=True):
+    """One look as the lockfile records it: the sums it was computed from (so a replay
+    recomputes it exactly) and what it concluded."""
+
+    index: int
+    """1-based."""
+    tasks: int
+    """Completed tasks the look used (a prefix of the order's batches)."""
+    total: float
+    """``S = Σ d_t`` over those tasks."""
+    squares: float
+    """``Q = Σ d_t²``."""
+    estimate: float
+    statistic: float
+    boundary: float
+    alpha_spent: float
+    verdict: str
+    """A ``results.sequential.Verdict`` value."""
+    final: bool = False
+    """Computed as the decision's last look (it spends all of α that is left)."""
+
+
+class DecisionRecord(Frozen, frozen=True, kw_only=True):
+    """A decision's state: its frozen parameters, the task order fixed before any result,
+    the batches paid and the looks made."""
+
+    version: int = DECISION_RECORD_VERSION
+    spec: DecisionSpec
+    """The parameters at the first batch (a changed ``[decide]`` is a new decision)."""
+    max_tasks: int
+    """The sequential maximum the plan fixed at the first batch."""
+    fixed_tasks: int
+    """The fixed design's tasks (what ``dollars_saved`` is measured against)."""
+    order: tuple[str, ...]
+    """Every task, in the seeded stratified order (``results.sequential.task_order``)."""
+    batch_ends: tuple[int, ...] = ()
+    """Tasks bought after each paid batch (batch ``k`` is ``order[ends[k-1]:ends[k]]``)."""
+    batch_runs: tuple[str, ...] = ()
+    """Each paid batch's run id, in order."""
+    looks: tuple[LookRecord, ...] = ()
+    dollars_spent: float = 0.0
+    verdict: str = "continue"
+    """The last look's verdict (``continue`` until one stops the decision)."""
+    reason: str | None = None
+    """Why it ended other than by a boundary (a task's checksum changed, budget exhausted)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from reconciler.model.base import Frozen
+from reconciler.model.base import DEFAULT_ATTEMPTS_PER_TASK, Frozen
+from reconciler.model.decision import DecisionSpec
 from reconciler.model.generator import CellSource
 
 
@@ -26,8 +27,9 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     task_names: tuple[str, ...] | None = None
     categories: tuple[str, ...] | None = None
     agent_count: int
-    attempts_per_task: int = 1
-    """``[execution].attempts_per_task`` when it is an integer, else the route default 1."""
+    """``[[agents]]`` tables: the agents of the submit body."""
+    attempts_per_task: int = DEFAULT_ATTEMPTS_PER_TASK
+    """``attempts_per_task(spec["execution_config"])``, read once when the config is loaded."""
     harnesses: tuple[str | None, ...] = ()
     """Each agent's harness (None = the benchmark's official scaffold), in file order."""
     secret_names: tuple[str, ...] = ()
@@ -45,5 +47,16 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     created before it cannot be one this repository's apply submitted for this content."""
     source: CellSource | None = None
     """For a run expanded from a generator (``*.matrix.toml``): the file and the cell."""
+    reruns: tuple[str, ...] = ()
+    """Commits whose ``Osmosis-Rerun`` trailer asks to re-run this address and that no apply
+    has carried out yet (``engine.requests``): a submit of the address carries them out."""
     moved_from: tuple[str, ...] = ()
     """Addresses a generator's ``[[moved]]`` block says this run was recorded under before."""
+    decide: DecisionSpec | None = None
+    """The config's ``[decide]`` table (docs/deciding.md); never part of ``spec`` or its
+    digest, so adding or editing it never replaces a run."""
+
+    def planned_attempts(self, tasks: int) -> int:
+        """Attempts the Platform schedules for ``tasks`` selected tasks: tasks x agents x
+        attempts per task (platform-api.md §9.6)."""
+        return tasks * self.agent_count * self.attempts_per_task

@@ -36,6 +36,10 @@ class ObservedRun:
     """Adoption fingerprint from the run's detail (E5), when it was fetched."""
     creator: str | None = None
     """``creator_digest`` of the run's ``creator_email``, when the Platform gave one."""
+    creator_name: str | None = None
+    """Who created the run, as the Platform names them (``creator_name``): shown when a
+    paid item is blocked by this run (``plan.twins``), beside an unmanaged run and a
+    possible duplicate, so a person knows whom to ask."""
 
 
 class LeaderboardScore(Frozen, frozen=True, kw_only=True):
@@ -107,6 +111,15 @@ class LocalOutputs(Frozen, frozen=True, kw_only=True):
     """Recorded files whose sha256 no longer matches."""
 
 
+class TaskCounts(Frozen, frozen=True, kw_only=True):
+    """One recorded run's per-task outcomes, read from its kept ``results.csv`` so a plan can
+    estimate the power of the comparison a new submit will face (``plan.power``)."""
+
+    agents: dict[int, dict[str, tuple[int, int]]] = msgspec.field(default_factory=dict)
+    """Agent index -> task -> (passed attempts, attempts), errored attempts counting as not
+    passed (the headline's definition)."""
+
+
 class Observation(Frozen, frozen=True, kw_only=True):
     """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
 
@@ -148,6 +161,12 @@ class Observation(Frozen, frozen=True, kw_only=True):
     catalog: tuple[BenchmarkRef, ...] | None = None
     """The workspace's benchmarks (E1), listed only when a config's benchmark did not resolve;
     None when not listed."""
+    task_counts: dict[str, TaskCounts] = msgspec.field(default_factory=dict)
+    """Run id -> per-task outcomes of the recorded runs a new submit will be compared with
+    (the newest comparable runs of each submit whose files are on disk)."""
+    platform_instance: str | None = None
+    """With the embedded Platform: its instance (its data directory's id), to compare with
+    the one the lockfile records (``LockState.platform_instance``); None otherwise."""
     vouched: frozenset[str] = frozenset()
     """Run ids the remote state record of this Platform and workspace names (the lockfile
     the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses

@@ -12,7 +12,7 @@ import msgspec
 from reconciler.model.base import Frozen
 from reconciler.model.generator import CellSource, GeneratorProduct
 from reconciler.model.observed import LeaderboardScore, ObservedRun
-from reconciler.model.recorded import AgentResult
+from reconciler.model.recorded import AgentResult, SmokeStage
 
 PLAN_FORMAT_VERSION = "1.0"
 
@@ -81,6 +81,14 @@ class Reason(str, Enum):
     SMOKE_PASSED = "smoke_passed"
     SMOKE_FAILED = "smoke_failed"
     OUTCOME_UNKNOWN = "outcome_unknown"
+    TWIN_ACTIVE = "twin_active"
+    """An active run this repository has no evidence for does exactly what the paid item
+    would submit (``plan.twins``)."""
+    RUN_MISSING_UNDECIDED = "run_missing_undecided"
+    """The recorded run is not listed and was last seen active (or never seen ended): it
+    may still run, so nothing is paid until a person decides (``plan.missing``)."""
+    SMOKE_NOT_POSSIBLE = "smoke_not_possible"
+    """A smoke rule covers the config but its smoke selection cannot be made."""
 
 
 class Fix(Frozen, frozen=True, kw_only=True):
@@ -122,6 +130,9 @@ class Blocked(Frozen, frozen=True, kw_only=True):
     """Why it would have done it (the item's ``reason`` then names the first problem)."""
     fixes: tuple[Fix, ...] = ()
     """The steps that make it pass, in order (each is also quoted in ``details``)."""
+    refused: bool = False
+    """A saved plan's item that the plan recomputed at apply time does not hold: apply
+    refuses it, and that is a failure of the apply (an ordinary blocked item is not)."""
 
 
 class Cost(Frozen, frozen=True, kw_only=True):
@@ -147,7 +158,7 @@ class BenchmarkFacts(Frozen, frozen=True, kw_only=True):
 class Smoke(Frozen, frozen=True, kw_only=True):
     """The smoke stage of a paid item (``smoke`` setting, docs/smoke.md)."""
 
-    stage: str
+    stage: SmokeStage
     """``smoke``: this item submits the smoke run (``spec`` is the narrowed body); ``full``:
     the full run, after the smoke run ended well; ``skipped``: the full run, the smoke
     stage skipped on request (``--skip-smoke``, an ``Osmosis-Skip-Smoke`` trailer)."""
@@ -211,6 +222,9 @@ class PlanItem(Frozen, frozen=True, kw_only=True):
     """Commit sha that requested this (the config's last commit, or a re-run trailer's)."""
     requested_subject: str | None = None
     """That commit's subject line."""
+    reruns: tuple[str, ...] = ()
+    """For a paid item: the commits whose pending ``Osmosis-Rerun`` request it carries out;
+    apply records them in the lockfile (``LockState.reruns``) when it submits."""
     download_types: tuple[str, ...] = ()
     """For ``download``: the output types to fetch."""
     blocked: Blocked | None = None
@@ -230,6 +244,10 @@ class PlanItem(Frozen, frozen=True, kw_only=True):
     """For ``unknown`` only: when this plan's run list, complete back to the submit, showed
     no run that could be it. Apply records it in the intent as evidence for the quiet
     period."""
+    standing: bool = False
+    """For ``blocked`` only: the block is already recorded in the lockfile (a smoke run
+    recorded as ended badly, a remembered refusal): listed in every plan, but it does not
+    fail one (``osmosis-plan`` exits 4 only for blocks that are new since the last apply)."""
 
     @property
     def fixes(self) -> tuple[Fix, ...]:
@@ -254,6 +272,8 @@ class PlanItem(Frozen, frozen=True, kw_only=True):
             wrong.append("from_address")
         if self.listed_at is not None and self.action is not Action.UNKNOWN:
             wrong.append("listed_at")
+        if self.standing and self.action is not Action.BLOCKED:
+            wrong.append("standing")
         if wrong:
             raise ValueError(
                 f"a {self.action.value} item cannot carry {', '.join(wrong)} ({self.address})"
@@ -302,8 +322,17 @@ class PlanSummary(Frozen, frozen=True, kw_only=True):
     """Items that re-key an entry to a renamed config."""
     blocked: int = 0
     """Items that cannot succeed as configured."""
+    standing: int = 0
+    """Of those, the blocks already recorded in the lockfile (``PlanItem.standing``): the
+    rest are new, and fail the plan."""
     attempts: int = 0
-    """New paid attempts of the submits and replaces."""
+    """New paid attempts of the submits and replaces (a staged item: its smoke run's)."""
+    deferred: int = 0
+    """Full runs that follow this apply's smoke runs (paid only once those ended well)."""
+    deferred_attempts: int = 0
+    """Their attempts, in all."""
+    deferred_each: int | None = None
+    """Their attempts each, when they are all the same size ("then 4 x 462 attempts")."""
     drift: int = 0
     """Drift items."""
     cost_usd_low: float | None = None
@@ -344,6 +373,8 @@ class ResultRow(Frozen, frozen=True, kw_only=True):
     """How many tasks the benchmark lists as unavailable (not run, not scored)."""
     unavailable_reason: str | None = None
     """Why they are unavailable, as the catalog says."""
+    stage: str | None = None
+    """``smoke`` for a smoke run (labelled so wherever it is listed); None for a full run."""
 
 
 class Plan(Frozen, frozen=True, kw_only=True):
@@ -390,6 +421,11 @@ class Plan(Frozen, frozen=True, kw_only=True):
     @property
     def is_empty(self) -> bool:
         return not self.items
+
+    @property
+    def newly_blocked(self) -> tuple[PlanItem, ...]:
+        """Blocked items whose block is not recorded in the lockfile yet: what fails a plan."""
+        return tuple(i for i in self.items if i.action is Action.BLOCKED and not i.standing)
 
     @property
     def has_changes(self) -> bool:

@@ -7,21 +7,45 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 import msgspec
 
-from reconciler.model.base import Frozen, canonical_json, digest
+from reconciler.model.base import Frozen, attempts_per_task, canonical_json, digest
+from reconciler.model.decision import DecisionRecord
 from reconciler.model.observed import BenchmarkInfo
 
+RERUNS_KEPT = 20
+"""Re-run request commits kept per address (``LockState.reruns``)."""
 HASHED_OUTPUTS = frozenset({"summary.csv", "results.csv"})
 """Downloaded files whose own sha256 the lockfile records (``Downloads``)."""
-LOCKFILE_VERSION = 2
+LOCKFILE_VERSION = 3
 """The lockfile format this version writes; older ones are read and migrated on write
 (``state.lockfile.migrate_v1``), newer ones refused. Format 2 adds the root commit
 (``LockState.root_commit``), the unknown-outcome evidence of an intent (``Intent.listings``)
 and what a history entry keeps (pending downloads, the cost inputs), and ``stage`` (smoke
-runs) on entries, intents and history."""
+runs) on entries, intents and history. Format 3 adds the embedded Platform instance that
+wrote it (``LockState.platform_instance``) and the re-run requests acted on
+(``LockState.reruns``)."""
+
+
+class SmokeStage(StrEnum):
+    """The stages of a config under a ``smoke`` setting (docs/smoke.md). A recorded run,
+    intent or history entry holds ``SMOKE`` or nothing (None: a full run); a plan item's
+    ``Smoke`` holds any of the three."""
+
+    SMOKE = "smoke"
+    """The smoke run: a narrowed body of the config, never the address's result."""
+    FULL = "full"
+    """The full run, after the smoke run ended well."""
+    SKIPPED = "skipped"
+    """The full run, the smoke stage skipped on request."""
+
+
+HistoryReason = Literal["replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"]
+"""Why a run left its address (``HistoryEntry.reason``); ``smoke``: a smoke run that left
+its address to the full run (or to a new smoke run)."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -62,8 +86,8 @@ def _benchmark_json(benchmark: BenchmarkInfo) -> str:
 class Intent(Frozen, frozen=True, kw_only=True):
     """Written to the lockfile *before* a paid call; cleared once the response is recorded."""
 
-    op: str
-    """``submit`` or ``stop``."""
+    op: Literal["submit", "stop"]
+    """The paid call in flight."""
     started_at: datetime
     """When the paid call started (adoption looks for runs created after it)."""
     body_digest: str
@@ -74,7 +98,7 @@ class Intent(Frozen, frozen=True, kw_only=True):
     """The benchmark the submit targets, to narrow adoption candidates."""
     run_id: str | None = None
     """For ``stop``: the run being stopped."""
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
     digest); None for a full run."""
     listings: tuple[datetime, ...] | None = None
@@ -139,6 +163,11 @@ class AgentResult(Frozen, frozen=True, kw_only=True):
     """Mean wall time per task."""
     tokens_per_task: float | None = None
     """Mean tokens per task."""
+    errored: int | None = None
+    """The agent's attempts that errored (pass@1 counts them as not passed)."""
+    attempts_per_task: int | None = None
+    """The attempts per task the run was asked for (its configuration's
+    ``attempts_per_task``): k, and the divisor of the per-attempt cost and tokens."""
 
 
 class RunResults(Frozen, frozen=True, kw_only=True):
@@ -205,12 +234,19 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
     creator: str | None = None
     """``creator_digest`` of the account that created the run, as the Platform lists it:
     evidence for which unrecorded runs can be this repository's (never the e-mail itself)."""
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke``: this is a smoke run (a narrowed body of the config whose digest is
     ``spec_digest``); never the address's result, never downloaded. None: the full run."""
     announced_at: datetime | None = None
     """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
     kept here so a fresh checkout never announces the same run twice."""
+
+    @property
+    def attempts_per_task(self) -> int:
+        """``attempts_per_task`` of the submitted body (``model.attempts_per_task``), at
+        least 1: the Platform accepted the body, and a hand-edited 0 must not divide a
+        cost by zero."""
+        return max(1, attempts_per_task(self.spec.get("execution_config")))
 
 
 class Rejection(Frozen, frozen=True, kw_only=True):
@@ -256,13 +292,13 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     """When it was submitted."""
     ended_at: datetime | None = None
     """When it left (replaced, forgotten, ...)."""
-    reason: str
-    """Why it left: ``replaced``, ``rerun``, ``forgotten``, ``moved``, ``lost``."""
+    reason: HistoryReason
+    """Why it left (``HistoryReason``)."""
     requested_by: str | None = None
     """Commit sha that requested it."""
     results: RunResults | None = None
     """The run's scores, kept so the next run of the address can be compared with them."""
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run (never a baseline to compare with); None for a full run."""
     outputs_pending: bool | None = None
     """True when the run had ended but its outputs were not (fully) downloaded when it left
@@ -278,6 +314,15 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     selection: str | None = None
     """``selection_digest`` of the run's task selection (format 2): runs are comparable
     only on the same selection."""
+
+
+def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:
+    """A submit body's ``execution_config.attempts_per_task`` when it is a positive integer,
+    else the Platform's default 1."""
+    value = (spec.get("execution_config") or {}).get("attempts_per_task", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return 1
+    return value
 
 
 def selection_digest(spec: Mapping[str, Any]) -> str:
@@ -333,3 +378,13 @@ class LockState(Frozen, frozen=True, kw_only=True):
     """Newest first, capped per address."""
     baselines: dict[str, Baseline] = msgspec.field(default_factory=dict)
     """Address -> its accepted baseline run (format 2)."""
+    platform_instance: str | None = None
+    """With ``platform = "local"``: the instance of the embedded Platform that wrote this
+    state (its data directory's id, format 3). A clone on another machine has another
+    instance, where none of these runs exist: its plan says so and pays for nothing."""
+    reruns: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    """Address -> the commits whose ``Osmosis-Rerun`` trailer an apply acted on for it,
+    oldest first, at most ``RERUNS_KEPT`` (format 3): only these, or a later run of the
+    address, consume a request; no other lockfile commit does."""
+    decisions: dict[str, DecisionRecord] = msgspec.field(default_factory=dict)
+    """Address -> its decision (``[decide]``; state/decisions.py): none, no table."""

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from reconciler.model.base import Frozen
 from reconciler.model.policy import PolicyRule
 
 DOWNLOAD_TYPES = ("summary", "results", "artifacts", "logs")
+
+# The closed vocabularies of the settings: mypy checks every value written or compared, and
+# ``config.project`` accepts exactly these (``SETTING_CHOICES``).
+OnDelete = Literal["stop", "forget"]
+OnChange = Literal["replace", "keep"]
+Refresh = Literal["incremental", "full"]
+Unmanaged = Literal["ignore", "summary", "list"]
+Outputs = Literal["recorded", "disk"]
+LockKind = Literal["local", "git"]
+SETTING_CHOICES: dict[str, tuple[str, ...]] = {
+    "on_delete": get_args(OnDelete),
+    "on_change": get_args(OnChange),
+    "unmanaged": get_args(Unmanaged),
+    "outputs": get_args(Outputs),
+    "lock": get_args(LockKind),
+    "on_remove": get_args(OnDelete),
+    "on_project_remove": get_args(OnDelete),
+}
+"""The settings a file may set to one of a few words, and the words, in the order messages
+list them."""
 
 
 class SmokeRule(Frozen, frozen=True, kw_only=True):
@@ -20,6 +42,9 @@ class SmokeRule(Frozen, frozen=True, kw_only=True):
     """Tasks of the smoke run: the first ones, in catalog order, of the config's selection."""
     min_score: float | None = None
     """Best pass@1 (a fraction) the smoke run must reach; None: no score is asked for."""
+    task_names: tuple[str, ...] = ()
+    """The smoke run's tasks, by name, when given: for a selection whose tasks the catalog
+    does not list (a task set of HLE), where the first ``tasks`` cannot be chosen."""
 
 
 class Settings(Frozen, frozen=True, kw_only=True):
@@ -28,9 +53,9 @@ class Settings(Frozen, frozen=True, kw_only=True):
     benchmarks: str = "benchmarks"
     state: str = "state/osmosis.lock"
     download_types: tuple[str, ...] = ("summary", "results")
-    on_delete: str = "stop"
+    on_delete: OnDelete = "stop"
     """``stop`` or ``forget`` for an active run whose config was deleted."""
-    on_change: str = "replace"
+    on_change: OnChange = "replace"
     """``replace`` or ``keep`` for an active run whose config changed."""
     max_stops: int = 5
     max_attempts: int = 5000
@@ -52,17 +77,17 @@ class Settings(Frozen, frozen=True, kw_only=True):
     drafts); a file can also say so itself (``# osmosis-reconciler: ignore``)."""
     allow_foreign_state: bool = False
     """Accept a lockfile of another repository or lineage (``--allow-foreign-state``)."""
-    refresh: str = "incremental"
+    refresh: Refresh = "incremental"
     """``incremental``: list only runs newer than the lockfile's watermark (cost does not
     grow with the workspace's history); ``full``: list every run (scheduled drift checks)."""
-    unmanaged: str = "summary"
+    unmanaged: Unmanaged = "summary"
     """Runs of the workspace this repository did not request: ``ignore``, ``summary`` (one
     line with their count) or ``list`` (every one; needs a full listing)."""
-    outputs: str = "recorded"
+    outputs: Outputs = "recorded"
     """``recorded``: a complete download recorded in the lockfile is done even when its files
     are not on this disk (a fresh clone, a CI runner); ``disk``: missing files are fetched
     again. Files that are on disk are checked against their recorded sha256 either way."""
-    lock: str | None = None
+    lock: LockKind | None = None
     """``local`` (OS lock, one machine) or ``git`` (also a lock ref on the ``origin`` remote);
     None: ``git`` when the repository has an ``origin`` remote, else ``local``."""
     smoke: tuple[SmokeRule, ...] = ()
@@ -83,8 +108,26 @@ class Settings(Frozen, frozen=True, kw_only=True):
     task sets, budgets per address glob; ``deny`` fails the plan, ``warn`` warns."""
     allow_unestimated: bool = False
     """Let a plan with ``max_cost_usd`` set submit configs that have no cost estimate."""
+    id: str | None = None
+    """The project's id (``id`` in a project's settings file): it names the project's lock
+    and state record beside the Platform and workspace; None: the repository is one project."""
+    workspace: str | None = None
+    """The Platform workspace (``workspace``); ``--workspace`` wins over it, and it wins
+    over ``OSMOSIS_WORKSPACE`` (each project of a repository has its own)."""
+    after: tuple[str, ...] = ()
+    """Projects (ids) whose apply must succeed before this project's (``after``)."""
+    on_remove: str | None = None
+    """``stop`` or ``forget`` the runs of this project when its directory is deleted."""
+    projects: tuple[str, ...] = ()
+    """The root of many projects: globs of their directories."""
+    on_project_remove: str = "forget"
+    """The root's default for a deleted project's runs: ``forget`` or ``stop``."""
     unknown_outcome_listings: int = 3
     """Complete run listings without a matching run, after a submit whose outcome is
     unknown, before it is sent again (with ``unknown_outcome_quiet_minutes``)."""
     unknown_outcome_quiet_minutes: float = 30.0
     """Minutes since such a submit that those listings must span."""
+    allow_duplicate: tuple[str, ...] = ()
+    """Address globs that may pay for a run although an identical active run exists that
+    this repository has no evidence for (``--allow-duplicate``, an
+    ``Osmosis-Allow-Duplicate`` trailer; ``plan.twins``)."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+import msgspec
+
 
 class RunStatus(StrEnum):
     """A run's status, and what it implies for planning, downloads and reports."""
@@ -89,3 +91,26 @@ RERUN_HINT = (
     '`git commit --allow-empty -m "Re-run {address}" -m "Osmosis-Rerun: {address}"`'
 )
 """What to do about a run that ended unsuccessfully (``{address}`` is filled in)."""
+
+
+class AddressStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """One address: its recorded run and what is pending for it."""
+
+    address: str
+    run: str | None = None
+    """The recorded run's name (its id when it has none); None before any run."""
+    run_id: str | None = None
+    status: str | None = None
+    """The run's status: as the Platform says now when this status read it, else as recorded."""
+    downloaded: bool | None = None
+    """Whether the run's outputs are recorded as downloaded in full; None while there is no
+    ended run to download."""
+    baseline: str | None = None
+    """The accepted baseline run (``osmosis-results accept``), when the address has one."""
+    verdict: str | None = None
+    """The newest run against the baseline (better, worse, no change, inconclusive), or why
+    there is none (``is the baseline``, ``no results on disk``); None without a baseline."""
+    pending: tuple[str, ...] = ()
+    """What a plan would do for it now (``submit``, ``download``, ...), in plan order."""
+    blocked: str | None = None
+    """Why the plan cannot do what it would (a secret missing, ...); None when not blocked."""

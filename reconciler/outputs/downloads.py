@@ -673,158 +673,205 @@ def download_run(
         tree.check_root()
         manifest = source.get_manifest(run_id, list(selected))
         fresh = tree.absent()  # a first download: no path below the run can be on disk
-        entries = list(getattr(manifest, "files", None) or ())
-
-        failures: list[tuple[str, str]] = []
-        items: list[_Item] = []
-        seen: set[str] = set()
-
-        for entry in entries:
-            path = getattr(entry, "path", None)
-            shown = path if isinstance(path, str) else repr(path)
-            size = getattr(entry, "size", None)
-            if not isinstance(path, str) or classify_path(path, selected) is None:
-                failures.append((shown, MSG_LAYOUT))
-                continue
-            if path in seen:
-                failures.append((shown, MSG_DUPLICATE))
-                continue
-            seen.add(path)
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                failures.append((shown, MSG_BAD_SIZE))
-                continue
-            dest = run_dir.joinpath(*path.split("/"))
-            safe, st = (True, None) if fresh else tree.file(path)
-            if not safe:
-                failures.append((shown, MSG_SYMLINK))
-                continue
-            item = _Item(entry, path, size, getattr(entry, "token", None), dest)
-            # Complete on disk: a regular file of the manifest size (resume skips it).
-            item.complete = st is not None and stat.S_ISREG(st.st_mode) and st.st_size == size
-            items.append(item)
-
-        if not items:
-            if failures:
-                raise DownloadError(
-                    MSG_NO_USABLE,
-                    f"{len(failures)} manifest path(s) were refused, e.g. {failures[0][0]!r}: "
-                    f"{failures[0][1]} Report it to the Platform operator.",
-                )
-            raise DownloadError(
-                MSG_NOTHING,
-                f"the run has no {', '.join(selected)} outputs; choose other download types",
-            )
-
+        tally = _Tally(run_dir, selected)
+        entries = getattr(manifest, "files", None) or ()
+        tally.items = _manifest_items(entries, selected, tree, fresh, tally.failures)
+        if not tally.items:
+            raise _nothing_usable(tally.failures, selected)
         base = (
             deadline
             if deadline is not None
             else deadlines.seconds_from_env(DEADLINE_ENV, DEADLINE_BASE_S)
         )
         engine = _Downloader(source, http, run_id, tree, on_progress, sleep, base, limit)
-        sha: dict[str, str] = {}
-        downloaded = skipped = bytes_downloaded = 0
-        pending: list[_Item] = []
-        skip_items: list[_Item] = []
-        for it in items:
-            if not overwrite and it.complete:
-                skip_items.append(it)
-            else:
-                pending.append(it)
-
-        futures: dict[Future, tuple[str, _Item]] = {}
-        # Workers report completions here; cheaper than concurrent.futures.wait, which
-        # re-installs a waiter on every outstanding future each time one finishes.
-        finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
-        own_pool = executor is None
-        pool = executor or ThreadPoolExecutor(
-            max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
-        )
-        taken: set[Future[Any]] = set()
-
-        def take(fut: Future[Any]) -> None:
-            nonlocal skipped, downloaded, bytes_downloaded
-            taken.add(fut)
-            kind, it = futures[fut]
-            try:
-                value = fut.result()
-            except _FileFailed as exc:
-                failures.append((it.path, _redact(exc.message, it.urls_seen)))
-                return
-            except OSError as exc:
-                failures.append((it.path, f"Cannot read file: {exc.strerror or exc}"))
-                return
-            if kind == "skip":
-                skipped += 1
-                sha[it.path] = value
-            else:
-                n, hexdigest = value
-                downloaded += 1
-                bytes_downloaded += n
-                sha[it.path] = hexdigest
-
-        def result() -> DownloadResult:
-            order = {it.path: i for i, it in enumerate(items)}
-            failures.sort(key=lambda f: order.get(f[0], -1))
-            return DownloadResult(
-                directory=run_dir,
-                types=selected,
-                files_downloaded=downloaded,
-                files_skipped=skipped,
-                bytes_downloaded=bytes_downloaded,
-                total_files=len(items),
-                total_bytes=sum(it.size for it in items),
-                failures=tuple(failures),
-                sha256=dict(sorted(sha.items())),
-            )
-
+        transfers = _Transfers(engine, executor, max_workers, tally)
         try:
-            for it in skip_items:
-                _track(futures, pool.submit(_hash_file, it.dest), ("skip", it), finished)
-            for start in range(0, len(pending), E9_BATCH):
-                batch = pending[start : start + E9_BATCH]
-                error = engine.fetch_urls(batch)
-                for it in batch:
-                    if error is not None:
-                        failures.append((it.path, error))
-                    elif it.url is None:
-                        failures.append((it.path, MSG_NO_URL))
-                    else:
-                        _track(futures, pool.submit(engine.download, it), ("get", it), finished)
+            transfers.start(tally.items, overwrite)
             held.close()  # the run's requests are made: its gate slot goes to the next run
-            for _ in range(len(futures)):
-                take(_next_done(finished, engine.cancel))
+            transfers.collect()
         except BaseException as exc:
             # Ctrl-C or a fatal Platform refusal: stop workers at their next chunk; each one
             # removes its own .partial on the way out.
-            engine.cancel.set()
-            for fut in futures:
-                fut.cancel()
-            wait(futures)
-            if own_pool:
-                pool.shutdown(wait=True)
-            engine.close()
+            transfers.abandon()
             if isinstance(exc, KeyboardInterrupt):
                 # The files that did arrive are complete on disk: hand them to the caller, which
                 # records them before the interruption goes on.
-                for fut in futures:
-                    if fut not in taken and not fut.cancelled():
-                        take(fut)
-                raise DownloadInterrupted(result()) from None
+                transfers.take_arrived()
+                raise DownloadInterrupted(tally.result()) from None
             raise
-        if own_pool:
-            pool.shutdown(wait=True)
-        engine.close()
-        return result()
+        transfers.close()
+        return tally.result()
 
 
-def _track(
-    futures: dict[Future, tuple[str, _Item]],
-    future: Future,
-    what: tuple[str, _Item],
-    finished: queue.SimpleQueue[Future],
-) -> None:
-    futures[future] = what  # before the callback can fire: the reader looks it up
-    future.add_done_callback(finished.put)
+def _manifest_items(
+    entries: Iterable[Any],
+    selected: tuple[str, ...],
+    tree: _RunTree,
+    fresh: bool,
+    failures: list[tuple[str, str]],
+) -> list[_Item]:
+    """The manifest's files that may be written, each checked against the run layout and
+    the disk; a refused one goes to ``failures`` (path shown, message)."""
+    items: list[_Item] = []
+    seen: set[str] = set()
+    for entry in entries:
+        path = getattr(entry, "path", None)
+        shown = path if isinstance(path, str) else repr(path)
+        size = getattr(entry, "size", None)
+        if not isinstance(path, str) or classify_path(path, selected) is None:
+            failures.append((shown, MSG_LAYOUT))
+            continue
+        if path in seen:
+            failures.append((shown, MSG_DUPLICATE))
+            continue
+        seen.add(path)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            failures.append((shown, MSG_BAD_SIZE))
+            continue
+        dest = tree.run_dir.joinpath(*path.split("/"))
+        safe, st = (True, None) if fresh else tree.file(path)
+        if not safe:
+            failures.append((shown, MSG_SYMLINK))
+            continue
+        item = _Item(entry, path, size, getattr(entry, "token", None), dest)
+        # Complete on disk: a regular file of the manifest size (resume skips it).
+        item.complete = st is not None and stat.S_ISREG(st.st_mode) and st.st_size == size
+        items.append(item)
+    return items
+
+
+def _nothing_usable(failures: Sequence[tuple[str, str]], selected: Sequence[str]) -> DownloadError:
+    """The error of a manifest that leaves nothing to download."""
+    if failures:
+        return DownloadError(
+            MSG_NO_USABLE,
+            f"{len(failures)} manifest path(s) were refused, e.g. {failures[0][0]!r}: "
+            f"{failures[0][1]} Report it to the Platform operator.",
+        )
+    return DownloadError(
+        MSG_NOTHING,
+        f"the run has no {', '.join(selected)} outputs; choose other download types",
+    )
+
+
+@dataclass
+class _Tally:
+    """What one call achieved so far: ``result`` makes it a ``DownloadResult``."""
+
+    run_dir: Path
+    types: tuple[str, ...]
+    items: list[_Item] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    sha: dict[str, str] = field(default_factory=dict)
+    downloaded: int = 0
+    skipped: int = 0
+    bytes_downloaded: int = 0
+
+    def take(self, kind: str, item: _Item, future: Future[Any]) -> None:
+        """Count a finished transfer (``get``) or the hash of a file kept (``skip``)."""
+        try:
+            value = future.result()
+        except _FileFailed as exc:
+            self.failures.append((item.path, _redact(exc.message, item.urls_seen)))
+            return
+        except OSError as exc:
+            self.failures.append((item.path, f"Cannot read file: {exc.strerror or exc}"))
+            return
+        if kind == "skip":
+            self.skipped += 1
+            self.sha[item.path] = value
+        else:
+            n, hexdigest = value
+            self.downloaded += 1
+            self.bytes_downloaded += n
+            self.sha[item.path] = hexdigest
+
+    def result(self) -> DownloadResult:
+        order = {it.path: i for i, it in enumerate(self.items)}
+        self.failures.sort(key=lambda f: order.get(f[0], -1))
+        return DownloadResult(
+            directory=self.run_dir,
+            types=self.types,
+            files_downloaded=self.downloaded,
+            files_skipped=self.skipped,
+            bytes_downloaded=self.bytes_downloaded,
+            total_files=len(self.items),
+            total_bytes=sum(it.size for it in self.items),
+            failures=tuple(self.failures),
+            sha256=dict(sorted(self.sha.items())),
+        )
+
+
+class _Transfers:
+    """One call's files on a pool (``executor``, else one of its own): hashes of the files
+    kept, then the transfers, in batches of presigned URLs; each result goes to ``tally``."""
+
+    def __init__(
+        self, engine: _Downloader, executor: Executor | None, max_workers: int, tally: _Tally
+    ) -> None:
+        self.engine = engine
+        self.tally = tally
+        self.futures: dict[Future[Any], tuple[str, _Item]] = {}
+        # Workers report completions here; cheaper than concurrent.futures.wait, which
+        # re-installs a waiter on every outstanding future each time one finishes.
+        self.finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+        self.own_pool = executor is None
+        self.pool = executor or ThreadPoolExecutor(
+            max_workers=max(1, max_workers), thread_name_prefix="osmosis-dl"
+        )
+        self.taken: set[Future[Any]] = set()
+
+    def start(self, items: Sequence[_Item], overwrite: bool) -> None:
+        """Hand every file to the pool (asking the Platform for its URL first)."""
+        pending: list[_Item] = []
+        for it in items:
+            if not overwrite and it.complete:
+                self._track(self.pool.submit(_hash_file, it.dest), "skip", it)
+            else:
+                pending.append(it)
+        for start in range(0, len(pending), E9_BATCH):
+            batch = pending[start : start + E9_BATCH]
+            error = self.engine.fetch_urls(batch)
+            for it in batch:
+                if error is not None:
+                    self.tally.failures.append((it.path, error))
+                elif it.url is None:
+                    self.tally.failures.append((it.path, MSG_NO_URL))
+                else:
+                    self._track(self.pool.submit(self.engine.download, it), "get", it)
+
+    def collect(self) -> None:
+        """Wait for every file handed to the pool."""
+        for _ in range(len(self.futures)):
+            self._take(_next_done(self.finished, self.engine.cancel))
+
+    def abandon(self) -> None:
+        """Stop every transfer and wait until each has cleaned up."""
+        self.engine.cancel.set()
+        for fut in self.futures:
+            fut.cancel()
+        wait(self.futures)
+        self.close()
+
+    def take_arrived(self) -> None:
+        """Count the files that finished and were not counted yet (after ``abandon``)."""
+        for fut in self.futures:
+            if fut not in self.taken and not fut.cancelled():
+                self._take(fut)
+
+    def close(self) -> None:
+        if self.own_pool:
+            self.pool.shutdown(wait=True)
+        self.engine.close()
+
+    def _track(self, future: Future[Any], kind: str, item: _Item) -> None:
+        self.futures[future] = (kind, item)  # before the callback can fire: the reader looks it up
+        future.add_done_callback(self.finished.put)
+
+    def _take(self, future: Future[Any]) -> None:
+        self.taken.add(future)
+        kind, item = self.futures[future]
+        self.tally.take(kind, item, future)
 
 
 def _next_done(finished: queue.SimpleQueue[Future], cancel: threading.Event) -> Future:

@@ -10,23 +10,27 @@ code as apply) on demand.
 
 from __future__ import annotations
 
-import shutil
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
+from reconciler.errors import ReconcilerError
 from reconciler.model import RunStatus
-from reconciler.outputs.downloads import download_run, run_dir_name
-from reconciler.paths import check_inside
+from reconciler.outputs.downloads import download_run
+from reconciler.outputs.layout import run_dir_name
+from reconciler.paths import UnsafeInputError, check_inside, read_regular, write_inside
 from reconciler.platform import PlatformClient
 from reconciler.results.data import RunOutcomes, parse_results_csv
 from reconciler.results.runs import RecordedResult
 
-__all__ = ["RESULTS_DIR", "KEPT", "ResultsStore"]
+__all__ = ["RESULTS_DIR", "KEPT", "ResultsStore", "read_kept_outcomes"]
 
 RESULTS_DIR = "results"
 KEPT = ("summary.csv", "results.csv")
+MAX_KEPT_BYTES = 64 * 1024 * 1024
+"""A kept ``results.csv`` larger than this is not read (a few MB holds 100,000 attempts)."""
 
 
 class ResultsStore:
@@ -57,7 +61,24 @@ class ResultsStore:
         path = self.ensure(run, fetch=fetch)
         if path is None:
             return None
-        return parse_results_csv(path.read_text(encoding="utf-8", errors="replace"))
+        data = self._read(path)
+        if data is None:
+            return None
+        return parse_results_csv(data.decode("utf-8", errors="replace"))
+
+    def _read(self, path: Path) -> bytes | None:
+        """A kept or downloaded file: regular, at most ``MAX_KEPT_BYTES``, reached from the
+        repository root without a symlink (``reconciler.paths``); None, with the reason
+        noted, otherwise."""
+        try:
+            return read_regular(
+                path, what="results file", max_bytes=MAX_KEPT_BYTES, repo_root=self.repo_root
+            )
+        except FileNotFoundError:
+            return None
+        except UnsafeInputError as exc:
+            self.problems.append(f"{exc.message}: not read")
+            return None
 
     def ensure(self, run: RecordedResult, *, fetch: bool = True) -> Path | None:
         """The path of the run's kept ``results.csv``, copying or fetching it first."""
@@ -67,17 +88,20 @@ class ResultsStore:
             self.problems.append(f"{problem.path} {problem.message}: not read")
             return None
         target = self.run_dir(run)
-        if (target / "results.csv").is_file():
+        if os.path.lexists(target / "results.csv"):
             return target / "results.csv"
         local = self.download_root / run_dir_name(run.run_name, run.run_id)
-        if (local / "results.csv").is_file() and not local.is_symlink():
-            target.mkdir(parents=True, exist_ok=True)
+        local_rel = os.path.relpath(local, self.repo_root)
+        found = check_inside(self.repo_root, local_rel + "/results.csv", last_is_file=True)
+        if found is None and (local / "results.csv").is_file():
             for name in KEPT:
-                if (local / name).is_file():
-                    shutil.copyfile(local / name, target / name)
+                data = self._read(local / name)
+                if data is not None:
+                    write_inside(self.repo_root, f"{rel}/{name}", data)
             return target / "results.csv"
         if not fetch or self._platform is None or not RunStatus.of(run.status).may_have_outputs:
             return None
+
         source, http = self._platform()
         result = download_run(
             source,
@@ -92,3 +116,24 @@ class ResultsStore:
         for path, error in result.failures:
             self.problems.append(f"{run.label}: {path}: {error}")
         return target / "results.csv" if (target / "results.csv").is_file() else None
+
+
+def read_kept_outcomes(
+    repo_root: Path, run: RecordedResult, download_root: Path
+) -> RunOutcomes | None:
+    """The run's ``results.csv`` parsed, from ``results/<address>/<run-dir>/`` or its
+    download directory; None when neither has it. Read only: nothing is copied or fetched
+    (a plan reads it), and nothing is followed through a symlink or out of the repository."""
+    name = run_dir_name(run.run_name, run.run_id)
+    for directory in (repo_root / RESULTS_DIR / run.address / name, download_root / name):
+        try:
+            data = read_regular(
+                directory / "results.csv",
+                what="results file",
+                max_bytes=50 * 1024 * 1024,
+                repo_root=repo_root,
+            )
+        except (FileNotFoundError, NotADirectoryError, ReconcilerError):
+            continue
+        return parse_results_csv(data.decode("utf-8", errors="replace"))
+    return None

@@ -10,12 +10,16 @@ the order matters only where an observed run could be claimed twice, and there i
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
                 (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
-                every other recorded entry: changed, missing, finished, deleted;
+                every other recorded entry: changed, missing (``missing``: never a
+                reason to pay by itself), finished, deleted;
    ``power``    each submit with an earlier complete run of its address gets the smallest
                 difference it can detect (before paying);
+   ``twins``    every paid item whose body an active run of no evidence already does is
+                blocked until a person decides (adopt it, or allow the duplicate);
    ``generators`` a generator's vanished cells: which element went, its ``on_remove``,
                 and the per-generator removal guard;
-   ``policy``   budgets of ``[[policy]]`` rules per address glob;
+   ``standing`` blocks the lockfile already records (they do not fail the plan);
+   ``policy``   rules a config's spelling of its benchmark hid at load time, and budgets of ``[[policy]]`` rules per address glob;
 4. ``drift``    recorded runs changed outside the tool, and unrecorded runs;
 5. ``guards``   targeting, skips, the stop and budget guards, and the summary.
 
@@ -36,16 +40,20 @@ from reconciler.model import (
     Settings,
 )
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
+from reconciler.plan.decision import note_decisions
 from reconciler.plan.diff import diff_configs
 from reconciler.plan.draft import CLOCK_SKEW, Draft
 from reconciler.plan.drift import DRIFT_ORDER, drift_fingerprint, find_drift
 from reconciler.plan.generators import shape_generator_items
 from reconciler.plan.guards import ACTION_ORDER, finish
 from reconciler.plan.intents import resolve_intents
+from reconciler.plan.missing import elsewhere, elsewhere_message
 from reconciler.plan.moves import hint_renames, pair_moves
-from reconciler.plan.policy import check_policy_budgets
+from reconciler.plan.policy import check_policy_budgets, check_resolved_rules
 from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
+from reconciler.plan.standing import mark_standing
+from reconciler.plan.twins import guard_twins
 
 __all__ = [
     "ACTION_ORDER",
@@ -69,12 +77,20 @@ def compute_plan(
     """Compare desired configs, the lockfile and what the Platform shows; return the plan.
     ``generators`` is what each ``*.matrix.toml`` expanded to (``LoadResult.generators``)."""
     draft = Draft.start(desired, recorded, observed, settings, generators)
+    if elsewhere(draft):
+        # Another machine's try-out: every run "missing"; nothing here to act on or pay.
+        draft.warnings.append(elsewhere_message(draft))
+        return finish(draft)
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
     hint_renames(draft, new_addresses)
     shape_generator_items(draft)
     note_power(draft)
+    guard_twins(draft)
+    mark_standing(draft)
+    check_resolved_rules(draft)
+    note_decisions(draft)
     check_policy_budgets(draft)
     find_drift(draft)
     return finish(draft)

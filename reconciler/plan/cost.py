@@ -66,7 +66,7 @@ def cost_table(state: LockState) -> dict[str, tuple[CostSample, ...]]:
                 entry.run_id or entry.address,
                 entry.benchmark_id,
                 spec_models(entry.spec),
-                _attempts_per_task(entry.spec),
+                entry.attempts_per_task,
                 entry.results,
             )
     for old in state.history:
@@ -75,7 +75,7 @@ def cost_table(state: LockState) -> dict[str, tuple[CostSample, ...]]:
                 old.run_id or old.address,
                 old.benchmark_id,
                 old.models,
-                old.attempts_per_task or 1,
+                old.attempts_per_task or 1,  # None: 1 (not written when 1)
                 old.results,
             )
     return {
@@ -133,8 +133,3 @@ def estimate(
 
 def _runs(count: int) -> str:
     return f"{count} recorded run" if count == 1 else f"{count} recorded runs"
-
-
-def _attempts_per_task(spec: Mapping[str, Any]) -> int:
-    value = (spec.get("execution_config") or {}).get("attempts_per_task", 1)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1

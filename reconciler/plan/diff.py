@@ -25,6 +25,7 @@ from reconciler.model import (
 )
 from reconciler.plan.changes import spec_changes
 from reconciler.plan.draft import CLOCK_SKEW, Draft, plural, run_label, timestamp
+from reconciler.plan.missing import plan_missing
 from reconciler.plan.ownership import evidence_of
 from reconciler.plan.smoke import (
     SMOKE,
@@ -183,6 +184,14 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
     run = draft.run_of(entry)
     if run is not None and _record_mismatch(draft, entry, run):
         return
+    if (
+        run is None
+        and entry.stage == SMOKE
+        and entry.run_id
+        and RunStatus.of(entry.status).is_terminal
+    ):
+        # A smoke run that ended before it went: judged on what the lockfile recorded.
+        run = ObservedRun(id=entry.run_id, name=entry.run_name or "", status=entry.status or "")
     active = run is not None and RunStatus.of(run.status).is_active
     changed = wanted.spec_digest != entry.spec_digest
     changes = spec_changes(entry.spec, wanted.spec) if changed else ()
@@ -230,7 +239,12 @@ def _plan_recorded(draft: Draft, wanted: DesiredRun, entry: RecordedRun) -> None
         _outputs_before_leaving(draft, entry, run)
         return
     if run is None:
-        _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common)
+        plan_missing(
+            draft,
+            wanted,
+            entry,
+            lambda: _adopt_or_submit(draft, wanted, entry, Reason.RUN_MISSING, common),
+        )
         return
     _plan_download(draft, entry, run)
 

@@ -19,6 +19,7 @@ from reconciler.model import (
     PlanItem,
     RecordedRun,
     Settings,
+    SmokeStage,
     canonical_digest,
     digest,
     recorded_benchmark,
@@ -171,7 +172,7 @@ def recorded_digest(entry: RecordedRun, benchmarks: Mapping[str, BenchmarkInfo |
     """The canonical digest of what ``entry`` recorded (its stored digest when its body was
     not kept or its benchmark cannot be resolved). A smoke run's entry records the digest of
     the full config it smoke-tests, not of its narrowed body: that one is kept."""
-    if not entry.spec or entry.stage == "smoke":
+    if not entry.spec or entry.stage == SmokeStage.SMOKE:
         return entry.spec_digest
     benchmark_id = entry.benchmark_id
     if benchmark_id is None:

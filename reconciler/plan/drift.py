@@ -8,6 +8,7 @@ from reconciler.model import (
     Reason,
     RecordedRun,
     RunStatus,
+    SmokeStage,
     spec_fingerprint,
 )
 from reconciler.plan.draft import CLOCK_SKEW, Draft, drift_fingerprint, run_label, timestamp
@@ -76,7 +77,9 @@ def _possible_duplicates(draft: Draft) -> None:
                 DriftKind.POSSIBLE_DUPLICATE,
                 address,
                 run.id,
-                f"run {run_label(run.name, run.id)} was made outside this repository's "
+                f"run {run_label(run.name, run.id)} was made"
+                + (f" by {run.creator_name}" if run.creator_name else "")
+                + " outside this repository's "
                 f"applies but does exactly what {wanted.path} asks, whose run is "
                 f"{run_label(entry.run_name, entry.run_id)}: a second payment for one config? "
                 f"Stop it with `osmosis benchmark runs stop {run.name or run.id}` if it is "
@@ -104,7 +107,7 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
         return  # not looked at: an ended run never changes
     if entry.status is None or not RunStatus.of(entry.status).is_active:
         return
-    if entry.stage == "smoke":
+    if entry.stage == SmokeStage.SMOKE:
         return  # a smoke run's end is what its plan item judges (plan/smoke.py)
     now = RunStatus.of(run.status)
     if now is RunStatus.STOPPED and not (intent is not None and intent.op == "stop"):
@@ -112,13 +115,14 @@ def _status_drift(draft: Draft, entry: RecordedRun) -> None:
             DriftKind.STOPPED_OUTSIDE,
             entry.address,
             run.id,
-            f"run {label} was stopped outside osmosis-reconciler (recorded {entry.status})",
+            f"run {label} was stopped on the Platform, not by osmosis-reconciler (recorded "
+            f"{entry.status})",
         )
     elif now is RunStatus.FAILED:
         draft.add_drift(
             DriftKind.FAILED_OUTSIDE,
             entry.address,
             run.id,
-            f"run {label} failed (recorded {entry.status}); see "
+            f"run {label} failed on the Platform (recorded {entry.status}); see "
             f"`osmosis benchmark runs logs {run.name or run.id}`",
         )

@@ -128,6 +128,9 @@ def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
         counts[item.action] += 1
     paid = [it for it in kept if it.action in (Action.SUBMIT, Action.REPLACE)]
     attempts = sum(it.attempts for it in paid)
+    deferred = [
+        it.smoke.full_attempts for it in paid if it.smoke is not None and it.smoke.stage == "smoke"
+    ]
     priced = [it.cost for it in paid if it.cost is not None]
     return PlanSummary(
         cost_usd_low=round(sum(c.usd_low or 0.0 for c in priced), 4) if priced else None,
@@ -141,7 +144,11 @@ def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
         adopt=counts[Action.ADOPT],
         move=counts[Action.MOVE],
         blocked=counts[Action.BLOCKED],
+        standing=sum(1 for it in kept if it.standing),
         attempts=attempts,
+        deferred=len(deferred),
+        deferred_attempts=sum(deferred),
+        deferred_each=deferred[0] if deferred and len(set(deferred)) == 1 else None,
         drift=drift,
     )
 

@@ -14,16 +14,21 @@ again. A person can decide at once with ``osmosis-state resolve``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from reconciler.model import (
     Action,
+    DesiredRun,
     Intent,
     ObservedRun,
     PlanItem,
     Reason,
     RecordedRun,
     Smoke,
+    SmokeStage,
     canonical_digest,
     spec_fingerprint,
 )
@@ -62,129 +67,114 @@ def _moved_to(draft: Draft, entry: RecordedRun, sent: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _PendingSubmit:
+    """What a pending submit intent was for, and the runs that could be its run."""
+
+    intent: Intent
+    wanted: DesiredRun | None
+    """The config at the intent's address now (None: deleted or renamed)."""
+    spec: Mapping[str, Any] | None
+    """The body that was sent (the config's own when the intent recorded only its digest)."""
+    sent: str
+    """What the intent was for, in the plan's canonical digest form."""
+    moved_to: str | None
+    """The config's new address when it was renamed (``_moved_to``)."""
+    before: str | None
+    """The recorded entry's digest when it has a run."""
+    window: tuple[ObservedRun, ...]
+    """Unrecorded runs, not claimed, created since the submit by no one else."""
+
+    @classmethod
+    def read(cls, draft: Draft, entry: RecordedRun) -> _PendingSubmit:
+        intent = entry.intent
+        assert intent is not None
+        wanted = draft.desired.get(entry.address)
+        spec = intent.spec
+        if (
+            not intent.spec
+            and wanted is not None
+            and intent.body_digest
+            in (
+                wanted.spec_digest,
+                draft.raw_digests.get(entry.address),
+            )
+        ):
+            spec = wanted.spec
+        # What the intent was for, in the plan's canonical digest form (old intents recorded
+        # the plain digest of their body).
+        sent = (
+            canonical_digest(intent.spec, intent.benchmark_id)
+            if intent.spec
+            else intent.body_digest
+        )
+        if intent.stage == SMOKE:
+            # A smoke run's submit: what it was for is the full config (its digest).
+            sent = intent.body_digest
+        since = timestamp(intent.started_at) - CLOCK_SKEW.total_seconds()
+        window = tuple(
+            run
+            for run in draft.unrecorded
+            if run.id not in draft.claimed
+            and (run.created_at is None or timestamp(run.created_at) >= since)
+            and not _someone_elses(run, draft.observed.me)
+        )
+        return cls(
+            intent=intent,
+            wanted=wanted,
+            spec=spec,
+            sent=sent,
+            moved_to=_moved_to(draft, entry, sent) if wanted is None else None,
+            before=entry.spec_digest if entry.run_id else None,
+            window=window,
+        )
+
+    def match(self) -> ObservedRun | None:
+        """The run in the window with the fingerprint of the body that was sent."""
+        if not self.spec:
+            return None
+        fingerprint = spec_fingerprint(self.spec, self.intent.benchmark_id)
+        return next((run for run in self.window if run.fingerprint == fingerprint), None)
+
+    def undecided(self) -> list[ObservedRun]:
+        """Runs in the window that could be the submit's but were not compared (their
+        configuration was not fetched)."""
+        benchmark_id = self.intent.benchmark_id
+        return [
+            run
+            for run in self.window
+            if run.fingerprint is None
+            and (
+                benchmark_id is None or run.benchmark_id is None or run.benchmark_id == benchmark_id
+            )
+        ]
+
+
 def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     """A submit was in flight when apply stopped: adopt its run, or submit again."""
-    from reconciler.plan.preflight import paid_item  # a pending submit: loaded only then
-
-    intent = entry.intent
-    assert intent is not None
-    wanted = draft.desired.get(entry.address)
-    spec = intent.spec
-    if (
-        not intent.spec
-        and wanted is not None
-        and intent.body_digest
-        in (
-            wanted.spec_digest,
-            draft.raw_digests.get(entry.address),
-        )
-    ):
-        spec = wanted.spec
-    fingerprint = spec_fingerprint(spec, intent.benchmark_id) if spec else None
-    # What the intent was for, in the plan's canonical digest form (old intents recorded
-    # the plain digest of their body).
-    sent = canonical_digest(intent.spec, intent.benchmark_id) if intent.spec else intent.body_digest
-    if intent.stage == SMOKE:
-        # A smoke run's submit: what it was for is the full config (its digest).
-        sent = intent.body_digest
-    moved_to = _moved_to(draft, entry, sent) if wanted is None else None
-    if moved_to is not None:
+    pending = _PendingSubmit.read(draft, entry)
+    if pending.moved_to is not None:
         # The renamed config waits on this submit's outcome (or takes its run).
-        draft.handled.add(moved_to)
-    since = timestamp(intent.started_at) - CLOCK_SKEW.total_seconds()
-    window = [
-        run
-        for run in draft.unrecorded
-        if run.id not in draft.claimed
-        and (run.created_at is None or timestamp(run.created_at) >= since)
-        and not _someone_elses(run, draft.observed.me)
-    ]
-    match = next((run for run in window if fingerprint and run.fingerprint == fingerprint), None)
-    before = entry.spec_digest if entry.run_id else None
+        draft.handled.add(pending.moved_to)
+    match = pending.match()
     if match is not None:
         draft.claimed.add(match.id)
-        warnings: list[str] = []
-        if moved_to is not None:
-            wanted = draft.desired[moved_to]
-            if wanted.spec_digest != sent:
-                warnings.append(
-                    "its config changed since the submit; the next plan will show the change"
-                )
-        elif wanted is None:
-            warnings.append(
-                "its config was deleted since the submit; the next plan will stop or "
-                "forget the adopted run"
-            )
-        elif wanted.spec_digest != sent:
-            warnings.append(
-                "its config changed since the submit; the next plan will show the change"
-            )
-        draft.items.append(
-            PlanItem(
-                action=Action.ADOPT,
-                address=moved_to or entry.address,
-                from_address=entry.address if moved_to else None,
-                reason=Reason.INTENT_PENDING,
-                run_id=match.id,
-                run_name=match.name or None,
-                before_digest=before,
-                after_digest=sent,
-                benchmark_id=match.benchmark_id or intent.benchmark_id,
-                warnings=tuple(warnings),
-                spec=dict(spec) if spec else None,
-                requested_by=wanted.requested_by if wanted else None,
-                requested_subject=wanted.requested_subject if wanted else None,
-                smoke=Smoke(stage=SMOKE) if intent.stage == SMOKE else None,
-            )
-        )
+        draft.items.append(_adopt_item(draft, entry, pending, match))
         return
-    undecided = [
-        run
-        for run in window
-        if run.fingerprint is None
-        and (
-            intent.benchmark_id is None
-            or run.benchmark_id is None
-            or run.benchmark_id == intent.benchmark_id
-        )
-    ]
+    undecided = pending.undecided()
     if undecided:
-        details = [
-            f"run {run_label(run.name, run.id)}, created after the interrupted submit, "
-            "could not be compared with it (its configuration was not fetched)"
-            for run in undecided
-        ]
-        details.append(
-            "fix: re-run `osmosis-plan`; it fetches the configuration of such runs and "
-            "adopts the matching one instead of paying for a second run"
-        )
-        draft.items.append(
-            PlanItem(
-                action=Action.BLOCKED,
-                address=entry.address,
-                reason=Reason.INTENT_PENDING,
-                before_digest=before,
-                after_digest=sent,
-                details=tuple(details),
-            )
-        )
+        draft.items.append(_blocked_item(entry, pending, undecided))
         return
-    if wanted is None and not _quiet_period_over(draft, intent):
+    if pending.wanted is not None:
+        draft.items.append(_resend_item(draft, entry, pending, pending.wanted))
+    elif not _quiet_period_over(draft, pending.intent):
         # Deleted or renamed: the run may still appear (the list can be late); until the
         # quiet period is over it is adopted if it does, and a renamed config is not paid
         # for again.
-        item = _unknown_item(draft, entry, intent, before, sent)
-        if moved_to is not None:
-            waits = (
-                f"its config is now {moved_to} (renamed): {moved_to} takes this run if it "
-                "appears, and is submitted only once the outcome is known",
-            )
-            item = item.model_copy(update={"details": waits + item.details})
-        draft.items.append(item)
-        return
-    if wanted is None:
-        if moved_to is not None:
-            draft.handled.discard(moved_to)  # no run came of it: the new address is new
+        draft.items.append(_unknown_gone_item(draft, entry, pending))
+    else:
+        if pending.moved_to is not None:
+            draft.handled.discard(pending.moved_to)  # no run came of it: the new address is new
         draft.items.append(
             PlanItem(
                 action=Action.FORGET,
@@ -196,35 +186,111 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
                 details=("the interrupted submit left no run on the Platform",),
             )
         )
-        return
+
+
+def _adopt_item(
+    draft: Draft, entry: RecordedRun, pending: _PendingSubmit, match: ObservedRun
+) -> PlanItem:
+    """The submit's run found: adopted at the config's address (its new one if renamed)."""
+    intent, moved_to, sent = pending.intent, pending.moved_to, pending.sent
+    wanted = draft.desired[moved_to] if moved_to is not None else pending.wanted
+    warnings: list[str] = []
+    if wanted is None:
+        warnings.append(
+            "its config was deleted since the submit; the next plan will stop or "
+            "forget the adopted run"
+        )
+    elif wanted.spec_digest != sent:
+        warnings.append("its config changed since the submit; the next plan will show the change")
+    return PlanItem(
+        action=Action.ADOPT,
+        address=moved_to or entry.address,
+        from_address=entry.address if moved_to else None,
+        reason=Reason.INTENT_PENDING,
+        run_id=match.id,
+        run_name=match.name or None,
+        before_digest=pending.before,
+        after_digest=sent,
+        benchmark_id=match.benchmark_id or intent.benchmark_id,
+        warnings=tuple(warnings),
+        spec=dict(pending.spec) if pending.spec else None,
+        requested_by=wanted.requested_by if wanted else None,
+        requested_subject=wanted.requested_subject if wanted else None,
+        smoke=Smoke(stage=SMOKE) if intent.stage == SMOKE else None,
+    )
+
+
+def _blocked_item(
+    entry: RecordedRun, pending: _PendingSubmit, undecided: list[ObservedRun]
+) -> PlanItem:
+    """Runs that may be the submit's could not be compared: nothing is paid for."""
+    details = [
+        f"run {run_label(run.name, run.id)}, created after the interrupted submit, "
+        "could not be compared with it (its configuration was not fetched)"
+        for run in undecided
+    ]
+    details.append(
+        "fix: re-run `osmosis-plan`; it fetches the configuration of such runs and "
+        "adopts the matching one instead of paying for a second run"
+    )
+    return PlanItem(
+        action=Action.BLOCKED,
+        address=entry.address,
+        reason=Reason.INTENT_PENDING,
+        before_digest=pending.before,
+        after_digest=pending.sent,
+        details=tuple(details),
+    )
+
+
+def _unknown_gone_item(draft: Draft, entry: RecordedRun, pending: _PendingSubmit) -> PlanItem:
+    """The outcome is still unknown and the config was deleted or renamed."""
+    item = _unknown_item(draft, entry, pending.intent, pending.before, pending.sent)
+    moved_to = pending.moved_to
+    if moved_to is None:
+        return item
+    waits = (
+        f"its config is now {moved_to} (renamed): {moved_to} takes this run if it "
+        "appears, and is submitted only once the outcome is known",
+    )
+    return item.model_copy(update={"details": waits + item.details})
+
+
+def _resend_item(
+    draft: Draft, entry: RecordedRun, pending: _PendingSubmit, wanted: DesiredRun
+) -> PlanItem:
+    """The config is still wanted: unknown until the quiet period is over, then paid for
+    again (as the full run when the lost submit was a full run after its smoke run)."""
+    from reconciler.plan.preflight import paid_item  # a pending submit: loaded only then
+
+    intent, sent = pending.intent, pending.sent
     # A lost full run's submit (its smoke run, if any, already ended well: it is in the
     # history) is the full run's unknown outcome, and is sent again as the full run.
     full_run = intent.stage != SMOKE and wanted.spec_digest == sent
     after_smoke = passed_smoke_run(draft.recorded, entry.address, sent) if full_run else None
     if not _quiet_period_over(draft, intent):
-        item = _unknown_item(draft, entry, intent, before, sent)
+        item = _unknown_item(draft, entry, intent, pending.before, sent)
         if after_smoke is not None:
             full = paid_item(draft, Action.SUBMIT, Reason.RESUBMIT_AFTER_LOST, wanted)
-            smoke = Smoke(stage="full", full_attempts=full.attempts, smoke_run_id=after_smoke)
+            smoke = Smoke(
+                stage=SmokeStage.FULL, full_attempts=full.attempts, smoke_run_id=after_smoke
+            )
             item = item.model_copy(update={"smoke": smoke})
-        draft.items.append(item)
-        return
+        return item
     changes: tuple[str, ...] = ()
     if entry.run_id and wanted.spec_digest != entry.spec_digest:
         changes = spec_changes(entry.spec, wanted.spec)
-    draft.items.append(
-        paid_item(
-            draft,
-            Action.SUBMIT,
-            Reason.RESUBMIT_AFTER_LOST,
-            wanted,
-            run_id=entry.run_id,
-            run_name=entry.run_name,
-            before=before,
-            changes=changes,
-            after_smoke=after_smoke,
-            resend_full=full_run and rule_for(draft.settings, entry.address) is not None,
-        )
+    return paid_item(
+        draft,
+        Action.SUBMIT,
+        Reason.RESUBMIT_AFTER_LOST,
+        wanted,
+        run_id=entry.run_id,
+        run_name=entry.run_name,
+        before=pending.before,
+        changes=changes,
+        after_smoke=after_smoke,
+        resend_full=full_run and rule_for(draft.settings, entry.address) is not None,
     )
 
 

@@ -113,11 +113,7 @@ def paid_item(
     benchmark = draft.observed.benchmarks.get(wanted.benchmark)
     found = preflight(wanted, benchmark, draft.observed)
     tasks = found.selection.count if found.selection is not None else task_count(wanted, None)
-    attempts = (
-        tasks * len(wanted.spec.get("agents") or ()) * attempts_per_task(wanted)
-        if tasks is not None
-        else 0
-    )
+    attempts = wanted.planned_attempts(tasks) if tasks is not None else 0
     fields: dict[str, Any] = {
         "address": wanted.address,
         "run_id": run_id,
@@ -132,6 +128,7 @@ def paid_item(
         "warnings": tuple(found.warnings),
         "requested_by": wanted.requested_by,
         "requested_subject": wanted.requested_subject,
+        "reruns": wanted.reruns,
     }
     if benchmark is not None and (
         benchmark.source_url is not None or benchmark.pass_threshold is not None
@@ -248,11 +245,6 @@ def task_count(wanted: DesiredRun, benchmark: BenchmarkInfo | None) -> int | Non
     if benchmark is None:
         return len(set(wanted.task_names)) if wanted.task_names else None
     return select(wanted, benchmark).count
-
-
-def attempts_per_task(wanted: DesiredRun) -> int:
-    """``[execution].attempts_per_task`` as the Platform reads it (route default 1)."""
-    return submit_rules.attempts_per_task(wanted.spec.get("execution_config"))
 
 
 # --------------------------------------------------------------------------- checks

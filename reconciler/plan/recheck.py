@@ -68,7 +68,7 @@ def _refused(item: PlanItem, *, duplicate: bool = False) -> PlanItem:
         reason=item.reason,
         run_id=item.run_id,
         run_name=item.run_name,
-        blocked=Blocked(intended_action=item.action, intended_reason=item.reason),
+        blocked=Blocked(intended_action=item.action, intended_reason=item.reason, refused=True),
         details=(
             why,
             "fix: make a new plan (`osmosis-plan --out PLANFILE`), review it and apply that",

@@ -14,6 +14,7 @@ from reconciler.model import (
     ResultRow,
     RunStatus,
     glob_match,
+    spec_attempts_per_task,
 )
 from reconciler.results.runs import address_runs, leaderboard_comparable, previous_comparable
 
@@ -48,8 +49,14 @@ def result_rows(
         )
         info = catalog.get(entry.benchmark_id or "")
         board_ok = info is not None and leaderboard_comparable(entry.spec, info)
+        asked = spec_attempts_per_task(entry.spec)
         for agent in sorted(entry.results.agents, key=lambda a: a.agent_index):
             before = prev_agents.get(agent.agent_index)
+            if before is not None and before.attempts_per_task is None and older is not None:
+                before = before.model_copy(update={"attempts_per_task": older.attempts_per_task})
+            if agent.attempts_per_task is None:
+                # Recorded before the lockfile kept k: the config asked for it.
+                agent = agent.model_copy(update={"attempts_per_task": asked})
             rows.append(
                 ResultRow(
                     address=address,
@@ -66,6 +73,7 @@ def result_rows(
                     else None,
                     unavailable_tasks=len(info.unavailable_tasks) if info else 0,
                     unavailable_reason=info.unavailable_reason if info else None,
+                    stage=entry.stage,
                 )
             )
     return tuple(rows)

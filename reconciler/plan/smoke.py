@@ -30,10 +30,11 @@ from reconciler.model import (
     Settings,
     Smoke,
     SmokeRule,
+    SmokeStage,
     glob_match,
 )
 
-SMOKE = "smoke"
+SMOKE = SmokeStage.SMOKE
 
 LOG_LINES = 3
 """The smoke run's last error lines a blocked full run quotes."""
@@ -79,23 +80,21 @@ def stage_paid_item(
     rule = rule_for(settings, item.address)
     if rule is None or item.attempts <= rule.above:
         return item
-    agents = len(wanted.spec.get("agents") or ())
     if after_smoke is not None or resend_full:
-        smoke = Smoke(stage="full", full_attempts=item.attempts, smoke_run_id=after_smoke)
+        smoke = Smoke(stage=SmokeStage.FULL, full_attempts=item.attempts, smoke_run_id=after_smoke)
         return item.model_copy(update={"smoke": smoke})
     if skipped(settings, item.address):
-        smoke = Smoke(stage="skipped", full_attempts=item.attempts)
+        smoke = Smoke(stage=SmokeStage.SKIPPED, full_attempts=item.attempts)
         return item.model_copy(update={"smoke": smoke})
-    if not selected:
-        note = (
-            "smoke stage not possible: the catalog does not list this selection's tasks, so "
-            "the full run is submitted at once"
-        )
-        return item.model_copy(update={"warnings": (*item.warnings, note)})
-    tasks = selected[: rule.tasks]
+    if rule.task_names:
+        tasks = rule.task_names
+    elif selected:
+        tasks = selected[: rule.tasks]
+    else:
+        return smoke_not_possible(settings, item, wanted, rule)
     smoke = Smoke(
         stage=SMOKE,
-        smoke_attempts=len(tasks) * agents,
+        smoke_attempts=len(tasks) * wanted.agent_count,  # one attempt per task
         full_attempts=item.attempts,
         tasks=tasks,
     )
@@ -106,6 +105,40 @@ def stage_paid_item(
             "attempts": smoke.smoke_attempts,
             "smoke": smoke,
             "cost": None,
+        }
+    )
+
+
+def smoke_not_possible(
+    settings: Settings, item: PlanItem, wanted: DesiredRun, rule: SmokeRule
+) -> PlanItem:
+    """A staged config whose smoke run cannot be made (the catalog does not list the tasks
+    of its selection), blocked: the full run is never paid in its place (issue 34: HLE with
+    ``task_set = "parity"`` paid 1,245 attempts at once, with a warning and exit 0)."""
+    address = wanted.address
+    skip = f"osmosis-apply --skip-smoke {shlex.quote(address)}"
+    details = (
+        f"a smoke rule covers {address} ({item.attempts:,} attempts, above {rule.above:,}), "
+        "but its smoke run cannot be made: the catalog does not list the tasks of this "
+        "selection, so none can be chosen for it; the full run is not submitted in its place",
+        f"fix: one of: submit the full run without a smoke run, `{skip}` (or an "
+        f"`Osmosis-Skip-Smoke: {address}` commit trailer); select tasks the catalog lists in "
+        f"[tasks] of {wanted.path} (task_names or categories); or name the smoke run's tasks "
+        f'in its smoke rule, `task_names = ["..."]` in its [[smoke]] table '
+        f"({settings.settings_where})",
+    )
+    smoke = Smoke(stage=SMOKE, full_attempts=item.attempts)
+    return item.model_copy(
+        update={
+            "action": Action.BLOCKED,
+            "reason": Reason.SMOKE_NOT_POSSIBLE,
+            "details": (*details, *item.details),
+            "blocked": Blocked(
+                intended_action=item.action,
+                intended_reason=item.reason,
+                fixes=(Fix(command=skip),),
+            ),
+            "smoke": smoke,
         }
     )
 

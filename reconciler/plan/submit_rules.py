@@ -40,6 +40,9 @@ from enum import Enum
 from functools import cached_property
 from typing import Any, TypeVar
 
+from reconciler.model import DEFAULT_ATTEMPTS_PER_TASK
+from reconciler.model import attempts_per_task as attempts_per_task  # the rule, re-exported
+
 # --------------------------------------------------------------------------- data
 
 EXECUTION_RANGES: Mapping[str, tuple[int, int]] = {
@@ -49,7 +52,10 @@ EXECUTION_RANGES: Mapping[str, tuple[int, int]] = {
 """Inclusive integer ranges of ``[execution]`` values. The Platform's are not determinable
 (platform-api.md §9.2, §13); ``max_concurrent_attempts`` stands in for the page's
 "workspace limits"."""
-EXECUTION_DEFAULTS: Mapping[str, int] = {"attempts_per_task": 1, "max_concurrent_attempts": 4}
+EXECUTION_DEFAULTS: Mapping[str, int] = {
+    "attempts_per_task": DEFAULT_ATTEMPTS_PER_TASK,
+    "max_concurrent_attempts": 4,
+}
 """Route defaults when the key is absent (platform-api.md §9.2)."""
 
 VERIFIER_REJECTED_SOURCE_TYPES = frozenset({"osmosis_managed"})
@@ -229,16 +235,9 @@ def _everything(
     return Selection(facts.task_count, None, task_set_expanded=expanded, ignored=ignored)
 
 
-def attempts_per_task(execution: Mapping[str, Any] | None) -> int:
-    """``[execution].attempts_per_task`` when it is a valid integer, else the route default."""
-    value = (execution or {}).get("attempts_per_task", EXECUTION_DEFAULTS["attempts_per_task"])
-    if isinstance(value, bool) or not isinstance(value, int):
-        return EXECUTION_DEFAULTS["attempts_per_task"]
-    return value
-
-
 def planned_attempts(selection: Selection, body: Mapping[str, Any]) -> int:
-    """Tasks x agents x attempts_per_task: what the Platform schedules for the body."""
+    """Tasks x agents x attempts_per_task: what the Platform schedules for the body
+    (``model.attempts_per_task`` reads the last, for the plan and the local Platform)."""
     agents = body.get("agents")
     count = len(agents) if isinstance(agents, list) else 0
     return selection.count * count * attempts_per_task(body.get("execution_config"))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.errors import (
@@ -137,110 +138,157 @@ def platform_error(
     redact: Callable[[str | None], str | None] = lambda text: text,
 ) -> PlatformError:
     """Translate a non-2xx response into the error tree (platform-api.md §6)."""
-    try:
-        decoded = json.loads(body_text) if body_text.strip() else {}
-    except (ValueError, RecursionError):
-        decoded = {}
-    body: Mapping[str, Any] = decoded if isinstance(decoded, Mapping) else {}
-    error_text = _trimmed(body.get("error"))
-    server_message = _trimmed(body.get("message")) or error_text
-    code = _trimmed(body.get("code"))
-    if code is None and error_text == "deployment_conflict":
-        code = "deployment_conflict"
+    answer = _Answer.read(status, body_text)
+    cls, text, hint, extra = _classify(answer, retry_after, location)
+    return cls(
+        redact(text) or "", redact(hint), status_code=status, code=redact(answer.code), **extra
+    )
 
-    if server_message is None:
-        message = f"API error: HTTP {status}."
-        raw = body_text.strip()
-        if raw:
-            message += " Response: " + (raw[:200] + "...(truncated)" if len(raw) > 200 else raw)
-    else:
-        message = server_message
-    if code == "deployment_conflict" and (
-        server_message is None
-        or server_message == "deployment_conflict"
-        or "reload" in server_message.lower()
-    ):
-        message = DEPLOYMENT_CONFLICT_MESSAGE
-    issue_lines = _render_issues(body.get("issues"))
-    if issue_lines:
-        message = "\n".join([message, *issue_lines])
-    platform_url = _trimmed(body.get("platform_url"))
 
-    def build(cls: type[PlatformError], text: str, hint: str, **extra: Any) -> PlatformError:
-        return cls(redact(text) or "", redact(hint), status_code=status, code=redact(code), **extra)
+@dataclass(frozen=True)
+class _Answer:
+    """What a refusal says: its status and the fields of its JSON body."""
 
+    status: int
+    error_text: str | None
+    """The body's ``error``."""
+    server_message: str | None
+    """The body's ``message``, else its ``error``."""
+    code: str | None
+    message: str
+    """What the error says: the server's message (or the raw body) and its issues."""
+    platform_url: str | None
+
+    @classmethod
+    def read(cls, status: int, body_text: str) -> _Answer:
+        try:
+            decoded = json.loads(body_text) if body_text.strip() else {}
+        except (ValueError, RecursionError):
+            decoded = {}
+        body: Mapping[str, Any] = decoded if isinstance(decoded, Mapping) else {}
+        error_text = _trimmed(body.get("error"))
+        server_message = _trimmed(body.get("message")) or error_text
+        code = _trimmed(body.get("code"))
+        if code is None and error_text == "deployment_conflict":
+            code = "deployment_conflict"
+        if server_message is None:
+            message = f"API error: HTTP {status}."
+            raw = body_text.strip()
+            if raw:
+                message += " Response: " + (raw[:200] + "...(truncated)" if len(raw) > 200 else raw)
+        else:
+            message = server_message
+        if code == "deployment_conflict" and (
+            server_message is None
+            or server_message == "deployment_conflict"
+            or "reload" in server_message.lower()
+        ):
+            message = DEPLOYMENT_CONFLICT_MESSAGE
+        issue_lines = _render_issues(body.get("issues"))
+        if issue_lines:
+            message = "\n".join([message, *issue_lines])
+        return cls(
+            status=status,
+            error_text=error_text,
+            server_message=server_message,
+            code=code,
+            message=message,
+            platform_url=_trimmed(body.get("platform_url")),
+        )
+
+
+_Kind = tuple[type[PlatformError], str, str, dict[str, Any]]
+"""An error class, its message and hint, and its extra fields."""
+
+
+def _classify(answer: _Answer, retry_after: float | None, location: str | None) -> _Kind:
+    """The error an answer is, in the order the rules apply (first match wins)."""
+    status, code, server_message = answer.status, answer.code, answer.server_message
     if code is not None and code in SCOPE_MESSAGES:
-        return build(ScopeError, SCOPE_MESSAGES[code], SCOPE_HINT)
-    if FEATURE_GATE_TEXT.lower() in f"{server_message or ''} {error_text or ''}".lower():
-        return build(
+        return ScopeError, SCOPE_MESSAGES[code], SCOPE_HINT, {}
+    if FEATURE_GATE_TEXT.lower() in f"{server_message or ''} {answer.error_text or ''}".lower():
+        return (
             FeatureGateError,
             f"{FEATURE_GATE_TEXT}.",
             "ask Osmosis to enable benchmarks for your account, or use the embedded local "
             "Platform (`--platform local`)",
+            {},
         )
     if status == 401:
-        if code == "TOKEN_EXPIRED":
-            text = "The Platform rejected OSMOSIS_TOKEN: the token has expired."
-        elif code == "TOKEN_REVOKED":
-            text = "The Platform rejected OSMOSIS_TOKEN: the token has been revoked."
-        else:
-            detail = f" ({server_message})" if server_message else ""
-            text = f"The Platform did not accept the token{detail}."
-        return build(AuthError, text, _TOKEN_HINT)
+        return AuthError, _auth_text(answer), _TOKEN_HINT, {}
     if status == 403 and (
-        code in _SUBSCRIPTION_CODES or "subscription" in (error_text or "").lower()
+        code in _SUBSCRIPTION_CODES or "subscription" in (answer.error_text or "").lower()
     ):
-        return build(
+        return (
             FeatureGateError,
             server_message or "Active subscription required",
             "set up a subscription or billing for the workspace on the Platform",
+            {},
         )
     if 400 <= status < 500 and status != 429:
-        names = _missing_secret_names(message, error_text)
-        if names:
-            hint_lines = ["Run the following to add them:"]
-            hint_lines += [f"  osmosis secret set {name}" for name in names]
-            hint_lines.append(
-                "Secrets default to personal scope. Use --scope workspace for secrets shared "
-                "across the workspace."
-            )
-            if platform_url:
-                hint_lines.append(f"Or add them in the UI: {platform_url}")
-            return build(
-                MissingSecretsError,
-                f"Secret(s) not found: {', '.join(names)}",
-                "\n".join(hint_lines),
-                names=names,
-            )
+        missing = _missing_secrets(answer)
+        if missing is not None:
+            return missing
     if 300 <= status < 400:
         # Redirects are never followed (a redirect could carry the token to another host):
         # say where it pointed, so that the user can check and point the tool there.
         where = f" to {escape_text(location[:300])}" if location else " without a Location"
-        return build(
+        return (
             PlatformError,
             f"The Platform answered HTTP {status}, a redirect{where}; redirects are not followed.",
             "if the Platform moved, point --platform (or OSMOSIS_PLATFORM_URL) at the new "
             "address yourself, after checking it",
+            {},
         )
     if status == 409 and code == "deployment_conflict":
-        return build(ConflictError, message, "retry in a few minutes")
+        return ConflictError, answer.message, "retry in a few minutes", {}
     if status == 426:
         text = server_message or "This client version is no longer supported by the Platform."
-        return build(UpgradeRequiredError, text, STATUS_ERRORS[426][1])
+        return UpgradeRequiredError, text, STATUS_ERRORS[426][1], {}
     entry = STATUS_ERRORS.get(status) or (STATUS_ERRORS[500] if status >= 500 else None)
     if entry is not None:
         cls, hint = entry
-        if cls is RateLimitedError:
-            return build(cls, message, hint, retry_after=retry_after)
-        return build(cls, message, hint)
+        extra = {"retry_after": retry_after} if cls is RateLimitedError else {}
+        return cls, answer.message, hint, extra
     if server_message is None:
-        return build(
+        return (
             PlatformError,
-            message,
+            answer.message,
             f"the Platform answered HTTP {status} with no message of its own; check the "
             "platform URL, and retry later",
+            {},
         )
-    return build(PlatformError, message, "see the Platform's message above")
+    return PlatformError, answer.message, "see the Platform's message above", {}
+
+
+def _auth_text(answer: _Answer) -> str:
+    if answer.code == "TOKEN_EXPIRED":
+        return "The Platform rejected OSMOSIS_TOKEN: the token has expired."
+    if answer.code == "TOKEN_REVOKED":
+        return "The Platform rejected OSMOSIS_TOKEN: the token has been revoked."
+    detail = f" ({answer.server_message})" if answer.server_message else ""
+    return f"The Platform did not accept the token{detail}."
+
+
+def _missing_secrets(answer: _Answer) -> _Kind | None:
+    """A refusal naming secrets that are not set: the commands that set them."""
+    names = _missing_secret_names(answer.message, answer.error_text)
+    if not names:
+        return None
+    hint_lines = ["Run the following to add them:"]
+    hint_lines += [f"  osmosis secret set {name}" for name in names]
+    hint_lines.append(
+        "Secrets default to personal scope. Use --scope workspace for secrets shared "
+        "across the workspace."
+    )
+    if answer.platform_url:
+        hint_lines.append(f"Or add them in the UI: {answer.platform_url}")
+    return (
+        MissingSecretsError,
+        f"Secret(s) not found: {', '.join(names)}",
+        "\n".join(hint_lines),
+        {"names": names},
+    )
 
 
 STATUS_ERRORS: Mapping[int, tuple[type[PlatformError], str]] = {

@@ -433,6 +433,7 @@ class RunSummary(PlatformModel, frozen=True, kw_only=True):
             best_pass_at_1=self.best_pass_at_1,
             fingerprint=fingerprint,
             creator=creator_digest(self.creator_email),
+            creator_name=_interned(self.creator_name),
         )
 
 
@@ -473,6 +474,7 @@ class AgentAggregates(PlatformModel, frozen=True, kw_only=True):
     reported_cost_usd: float | None = None
     mean_duration_seconds: float | None = None
     tokens_per_task: float | None = None
+    errored: int | None = None  # the agent's errored attempts, where reported per agent
 
     @classmethod
     def from_api(cls, raw: Any) -> AgentAggregates:
@@ -481,6 +483,7 @@ class AgentAggregates(PlatformModel, frozen=True, kw_only=True):
             reported_cost_usd=_float(raw.get("reported_cost_usd")),
             mean_duration_seconds=_float(raw.get("mean_duration_seconds")),
             tokens_per_task=_float(raw.get("tokens_per_task")),
+            errored=_int(raw.get("errored")),
         )
 
 
@@ -661,8 +664,12 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
             for m in self.agent_metrics
             if m.benchmark_run_agent_id is not None
         }
+        asked = self.configuration.config.get("attempts_per_task")  # k, when the run says
+        k = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
         agents = []
         for agent in self.agents:
+            errored = agent.aggregates.errored  # one agent: the run's totals are its own
+            errored = self.totals.errored if errored is None and len(self.agents) == 1 else errored
             metrics = by_agent.get(agent.id) if agent.id is not None else None
             p1 = metrics.pass_at_1 if metrics else None
             deepest = metrics.pass_at_k[-1] if metrics and metrics.pass_at_k else None
@@ -686,6 +693,8 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
                     else None,
                     seconds_per_task=agent.aggregates.mean_duration_seconds,
                     tokens_per_task=agent.aggregates.tokens_per_task,
+                    errored=errored,
+                    attempts_per_task=k,
                 )
             )
         totals = self.totals

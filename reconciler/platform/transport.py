@@ -69,6 +69,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Self, TypeVar
 from urllib.parse import urlencode
@@ -180,6 +181,19 @@ class _Redactor:
 
     def __call__(self, text: str | None) -> str | None:
         return redact_optional(text, also=self._also)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One logical request, as each of its attempts sends it."""
+
+    method: str
+    path: str
+    url: str
+    headers: tuple[tuple[bytes, bytes], ...]
+    content: bytes | None
+    mode: RequestMode
+    redact: _Redactor
 
 
 class PlatformConnection:
@@ -362,167 +376,195 @@ class PlatformConnection:
         ``INTERRUPT_GRACE_S`` more at most.
         """
         with deadlines.budget(self.deadline, grace=INTERRUPT_GRACE_S) as budget:
-            return self._attempts(
-                budget, method, path, query, body, scoped, git_only, mode, secrets
+            redact = _Redactor([*([self._token] if self._token else []), *secrets])
+            url = self.base_url + API_PREFIX + path
+            if query:
+                url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None])
+            headers = self._headers(scoped=scoped, git_only=git_only)
+            call = _Call(
+                method=method,
+                path=path,
+                url=url,
+                headers=tuple(
+                    (k.encode("ascii"), v if isinstance(v, bytes) else v.encode("utf-8"))
+                    for k, v in headers.items()
+                ),
+                content=json.dumps(body).encode("utf-8") if body is not None else None,
+                mode=mode,
+                redact=redact,
             )
+            return self._attempts(budget, call)
 
-    def _attempts(
-        self,
-        budget: deadlines.Budget,
-        method: str,
-        path: str,
-        query: Mapping[str, Any] | None,
-        body: Any,
-        scoped: bool,
-        git_only: bool,
-        mode: RequestMode,
-        secrets: Sequence[str],
-    ) -> dict[str, Any]:
-        redact = _Redactor([*([self._token] if self._token else []), *secrets])
-        url = self.base_url + API_PREFIX + path
-        if query:
-            url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None])
-        headers = self._headers(scoped=scoped, git_only=git_only)
-        content = json.dumps(body).encode("utf-8") if body is not None else None
+    def _attempts(self, budget: deadlines.Budget, call: _Call) -> dict[str, Any]:
+        """Send ``call`` until it is answered, fails for good, or the budget is spent."""
         attempt = 0
         while True:
             attempt += 1
             left = budget.remaining()
             if left <= 0:
-                raise self._out_of_time(budget, method, path)
-            try:
-                request = self._http.build_request(
-                    method,
-                    url,
-                    headers=[
-                        (k.encode("ascii"), v if isinstance(v, bytes) else v.encode("utf-8"))
-                        for k, v in headers.items()
-                    ],
-                    content=content,
-                    timeout=self._timeouts(left),
-                )
-            except httpx.InvalidURL as exc:
-                raise TransportError(
-                    f"Could not build the request {method} {path[:80]} for the Platform at "
-                    f"{self.base_url}: {self._reason(exc, redact)}",
-                    "check the platform URL and the names or ids given",
-                ) from None
+                raise self._out_of_time(budget, call.method, call.path)
+            request = self._build_request(call, left)
             self._count()
+            sent = self._send(call, request, budget)
             retry_after: float | None = None
-            failure: PlatformError
-            try:
-                sent = time.monotonic()
-                response = deadlines.send(self._http, request)
-                self._round_trip(time.monotonic() - sent)
-                # Read here, inside the same handlers: a read that fails or stalls is a
-                # failure after sending, like any other.
-                answer = limits.read_capped(response, self.max_response_bytes)
-            except limits.AnswerTooLargeError as exc:
-                raise self._too_large(exc, mode, method, path) from None
-            except (
-                httpx.ConnectError,
-                httpx.ConnectTimeout,
-                httpx.PoolTimeout,
-                httpx.ProxyError,
-            ) as exc:
-                # Connect phase: the request never left this machine, so even a submit
-                # may be repeated.
-                if budget.remaining() <= 0:
-                    raise self._out_of_time(budget, method, path) from None
-                failure = TransportError(
-                    f"Could not connect to the Platform at {self.base_url}: "
-                    f"{self._reason(exc, redact)}",
-                    "check the platform URL and your network connection, then retry",
-                )
-            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
-                # Raised before sending, and retrying cannot fix them.
-                raise TransportError(
-                    f"Could not send the request to the Platform at {self.base_url}: "
-                    f"{self._reason(exc, redact)}",
-                    "check the platform URL",
-                ) from None
-            except httpx.RequestError as exc:
-                # The request may have reached the Platform (read/write timeout, reset,
-                # protocol error, an undecodable body). httpx exceptions are not chained: they hold the request,
-                # whose headers carry the token.
-                if mode is RequestMode.SUBMIT:
-                    if budget.remaining() <= 0:
-                        why = (
-                            "the command was interrupted"
-                            if budget.interrupted
-                            else f"no answer within the {self.deadline:g} s deadline"
-                        )
-                    else:
-                        why = self._reason(exc, redact)
-                    raise OutcomeUnknownError(
-                        f"The submit was sent to {self.base_url} but no response came back "
-                        f"({why}); the Platform may have created the run.",
-                        "do not resubmit by hand: run osmosis-plan, which adopts the run if "
-                        "the Platform created it and resubmits it otherwise",
-                    ) from None
-                if budget.remaining() <= 0:
-                    raise self._out_of_time(budget, method, path) from None
-                if isinstance(exc, httpx.TimeoutException):
-                    failure = TransportError(
-                        f"Connection to the Platform at {self.base_url} timed out "
-                        f"({method} {path}).",
-                        "check your connection and retry",
-                    )
-                else:
-                    failure = TransportError(
-                        f"The connection to the Platform at {self.base_url} failed "
-                        f"({self._reason(exc, redact)}).",
-                        "check your connection and retry",
-                    )
+            if isinstance(sent, PlatformError):
+                failure = sent
             else:
+                response, answer = sent
                 status = response.status_code
                 if 200 <= status < 300:
                     self._note_version(response)
-                    return self._decode(status, answer, method, path)
+                    return self._decode(status, answer, call.method, call.path)
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                failure = platform_error(
-                    status,
-                    answer.decode("utf-8", "replace"),
-                    retry_after=retry_after,
-                    location=response.headers.get("Location"),
-                    redact=redact,
-                )
-                if mode is RequestMode.SUBMIT and status >= 500:
-                    # A 5xx can come after the run was committed (e.g. a proxy timing out).
-                    raise OutcomeUnknownError(
-                        f"The Platform answered HTTP {status} to the submit; it may have "
-                        f"created the run anyway. {failure.message}",
-                        "do not resubmit by hand: run osmosis-plan, which adopts the run if "
-                        "the Platform created it and resubmits it otherwise",
-                        status_code=status,
-                        code=failure.code,
-                    ) from None
-                if status != 429 and status < 500:
-                    raise failure
-                if mode is RequestMode.SUBMIT:
-                    # A 429 may come after the run was committed (a limiter behind the
-                    # handler): retrying blindly could pay twice. The caller looks for the
-                    # run first (``Applier``), then submits again.
-                    raise failure
-            if attempt >= self.retry.max_attempts:
-                raise failure
-            if retry_after is not None:
-                delay = min(retry_after, self.retry.max_retry_after)
-            else:
-                delay = self.retry.backoff(attempt)
-            if delay >= budget.remaining():
-                # Another try could not finish within the deadline: the last answer is
-                # the clearest error there is.
-                raise failure
-            log.info(
-                "platform.retry",
-                method=method,
-                path=path,
-                attempt=attempt,
-                delay=round(delay, 3),
-                reason=failure.message.splitlines()[0],
+                failure = self._refusal(call, response, answer, retry_after)
+            self._wait_to_retry(call, attempt, failure, retry_after, budget)
+
+    def _build_request(self, call: _Call, left: float) -> httpx.Request:
+        try:
+            return self._http.build_request(
+                call.method,
+                call.url,
+                headers=list(call.headers),
+                content=call.content,
+                timeout=self._timeouts(left),
             )
-            self._sleep(delay)
+        except httpx.InvalidURL as exc:
+            raise TransportError(
+                f"Could not build the request {call.method} {call.path[:80]} for the Platform "
+                f"at {self.base_url}: {self._reason(exc, call.redact)}",
+                "check the platform URL and the names or ids given",
+            ) from None
+
+    def _send(
+        self, call: _Call, request: httpx.Request, budget: deadlines.Budget
+    ) -> tuple[httpx.Response, bytes] | PlatformError:
+        """One attempt: the answer and its body, or a failure worth another try. Failures
+        that no retry can fix, and a submit whose outcome is unknown, are raised."""
+        method, path, redact = call.method, call.path, call.redact
+        try:
+            sent = time.monotonic()
+            response = deadlines.send(self._http, request)
+            self._round_trip(time.monotonic() - sent)
+            # Read here, inside the same handlers: a read that fails or stalls is a
+            # failure after sending, like any other.
+            return response, limits.read_capped(response, self.max_response_bytes)
+        except limits.AnswerTooLargeError as exc:
+            raise self._too_large(exc, call.mode, method, path) from None
+        except (
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx.PoolTimeout,
+            httpx.ProxyError,
+        ) as exc:
+            # Connect phase: the request never left this machine, so even a submit
+            # may be repeated.
+            if budget.remaining() <= 0:
+                raise self._out_of_time(budget, method, path) from None
+            return TransportError(
+                f"Could not connect to the Platform at {self.base_url}: "
+                f"{self._reason(exc, redact)}",
+                "check the platform URL and your network connection, then retry",
+            )
+        except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+            # Raised before sending, and retrying cannot fix them.
+            raise TransportError(
+                f"Could not send the request to the Platform at {self.base_url}: "
+                f"{self._reason(exc, redact)}",
+                "check the platform URL",
+            ) from None
+        except httpx.RequestError as exc:
+            # The request may have reached the Platform (read/write timeout, reset,
+            # protocol error, an undecodable body). httpx exceptions are not chained: they
+            # hold the request, whose headers carry the token.
+            if call.mode is RequestMode.SUBMIT:
+                if budget.remaining() <= 0:
+                    why = (
+                        "the command was interrupted"
+                        if budget.interrupted
+                        else f"no answer within the {self.deadline:g} s deadline"
+                    )
+                else:
+                    why = self._reason(exc, redact)
+                raise OutcomeUnknownError(
+                    f"The submit was sent to {self.base_url} but no response came back "
+                    f"({why}); the Platform may have created the run.",
+                    "do not resubmit by hand: run osmosis-plan, which adopts the run if "
+                    "the Platform created it and resubmits it otherwise",
+                ) from None
+            if budget.remaining() <= 0:
+                raise self._out_of_time(budget, method, path) from None
+            if isinstance(exc, httpx.TimeoutException):
+                return TransportError(
+                    f"Connection to the Platform at {self.base_url} timed out ({method} {path}).",
+                    "check your connection and retry",
+                )
+            return TransportError(
+                f"The connection to the Platform at {self.base_url} failed "
+                f"({self._reason(exc, redact)}).",
+                "check your connection and retry",
+            )
+
+    def _refusal(
+        self, call: _Call, response: httpx.Response, answer: bytes, retry_after: float | None
+    ) -> PlatformError:
+        """The error of an answer that is not a success, when another try may get a better
+        one (429, 5xx); any other is raised, and so is an answer to a submit that may have
+        created the run."""
+        status = response.status_code
+        failure = platform_error(
+            status,
+            answer.decode("utf-8", "replace"),
+            retry_after=retry_after,
+            location=response.headers.get("Location"),
+            redact=call.redact,
+        )
+        if call.mode is RequestMode.SUBMIT and status >= 500:
+            # A 5xx can come after the run was committed (e.g. a proxy timing out).
+            raise OutcomeUnknownError(
+                f"The Platform answered HTTP {status} to the submit; it may have "
+                f"created the run anyway. {failure.message}",
+                "do not resubmit by hand: run osmosis-plan, which adopts the run if "
+                "the Platform created it and resubmits it otherwise",
+                status_code=status,
+                code=failure.code,
+            ) from None
+        if status != 429 and status < 500:
+            raise failure
+        if call.mode is RequestMode.SUBMIT:
+            # A 429 may come after the run was committed (a limiter behind the
+            # handler): retrying blindly could pay twice. The caller looks for the
+            # run first (``Applier``), then submits again.
+            raise failure
+        return failure
+
+    def _wait_to_retry(
+        self,
+        call: _Call,
+        attempt: int,
+        failure: PlatformError,
+        retry_after: float | None,
+        budget: deadlines.Budget,
+    ) -> None:
+        """Sleep before the next attempt, or raise ``failure`` when there is none."""
+        if attempt >= self.retry.max_attempts:
+            raise failure
+        if retry_after is not None:
+            delay = min(retry_after, self.retry.max_retry_after)
+        else:
+            delay = self.retry.backoff(attempt)
+        if delay >= budget.remaining():
+            # Another try could not finish within the deadline: the last answer is
+            # the clearest error there is.
+            raise failure
+        log.info(
+            "platform.retry",
+            method=call.method,
+            path=call.path,
+            attempt=attempt,
+            delay=round(delay, 3),
+            reason=failure.message.splitlines()[0],
+        )
+        self._sleep(delay)
 
     def _timeouts(self, left: float) -> httpx.Timeout:
         """The per-operation timeouts of one attempt, none longer than the time left."""

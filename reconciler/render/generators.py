@@ -19,6 +19,7 @@ from reconciler.model import (
     PlanItem,
     ResultRow,
 )
+from reconciler.results import numbers
 
 
 def generator_lines(plan: Plan) -> list[str]:
@@ -98,12 +99,10 @@ def generator_grids(plan: Plan) -> str:
 
 
 def _score_text(row: ResultRow) -> str:
-    agent = row.agent
-    if agent.pass_at_1 is None:
+    """The cell's headline, as every surface shows it (``results.numbers``)."""
+    if row.agent.pass_at_1 is None:
         return row.status or "no scores"
-    text = f"{agent.pass_at_1 * 100:.1f}%"
-    if agent.ci_low is not None and agent.ci_high is not None:
-        text += f" ({agent.ci_low * 100:.1f}–{agent.ci_high * 100:.1f})"
+    text = numbers.headline_text(numbers.summary_numbers(row.agent))
     return text + ("*" if row.status != "finished" else "")
 
 

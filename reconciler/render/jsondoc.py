@@ -8,6 +8,7 @@ from typing import Any
 
 from reconciler.model import (
     PLAN_FORMAT_VERSION,
+    Action,
     DriftItem,
     ObservedRun,
     Plan,
@@ -22,6 +23,8 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
     document = _item_fields(item)
     if item.listed_at is not None:  # only an unknown outcome has one
         document["listed_at"] = item.listed_at.isoformat()
+    if item.action is Action.BLOCKED:  # only a blocked item can be standing
+        document["standing"] = item.standing
     if item.smoke is not None:
         # Only on items with a smoke stage, so plans without one are unchanged.
         document["smoke"] = item.smoke.model_dump()
@@ -122,6 +125,7 @@ def _unmanaged_to_dict(run: ObservedRun) -> dict[str, Any]:
         "benchmark_id": run.benchmark_id,
         "benchmark_name": run.benchmark_name,
         "created_at": run.created_at.isoformat() if run.created_at else None,
+        "creator_name": run.creator_name,
     }
 
 

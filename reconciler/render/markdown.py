@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reconciler.model import (
     Action,
     Plan,
@@ -32,7 +34,7 @@ from reconciler.render.pieces import (
     unmanaged_line,
 )
 from reconciler.render.tables import _md_results
-from reconciler.render.text import _item_body, smoke_suffix, summary_line
+from reconciler.render.text import STANDING_NOTE, _item_body, smoke_suffix, summary_line
 
 
 def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
@@ -44,24 +46,63 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     marker = f"{MARKDOWN_MARKER} workspace={_marker_workspace(plan.workspace)} -->"
     text = f"{marker}\n### Osmosis plan for {_md_code(plan.workspace)}\n\n"
     if not plan.items and not plan.drift and not plan.errors:
-        text += NO_CHANGES + "\n"
-        if plan.warnings:
-            text += "\n**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings)
-        if plan.other_pending:
-            text += "\n" + _other_pending_note(plan) + "\n"
-        text += _md_unmanaged(plan, max_chars - 400 - len(text))
-        if ignored_line(plan):
-            text += "\n" + _md_cell(ignored_line(plan) or "") + "\n"
-        if plan.results:
-            section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
-            text += "\n" + section
-            result_grids = generator_result_grids(plan)
-            if section and result_grids and len(text) + len(result_grids) <= max_chars - 400:
-                text += result_grids
-            if left:
-                text += _truncation_note([_count(left, "result row")], max_chars)
-        return _cap(text, max_chars)
+        return _cap(_md_no_changes(plan, text, max_chars), max_chars)
+    text += _md_summary(plan)
+    comment = _Comment(text, max_chars - 400)  # room for the truncation note
+    grids = generator_grids(plan)
+    if grids and len(comment.text) + len(grids) <= comment.budget // 2:
+        comment.text += grids
+    _md_blocked(plan, comment)
+    _md_notes(plan, comment)
+    untold: list[str] = []
+    left_results = _md_results_section(plan, comment)
+    left_items = _md_item_groups(plan, comment)
+    left_drift = _md_drift(plan, comment)
+    if left_items:
+        untold.append(_count(left_items, "action"))
+    if left_drift:
+        untold.append(_count(left_drift, "drift item"))
+    if left_results:
+        untold.append(_count(left_results, "result row"))
+    if untold:
+        comment.text += _truncation_note(untold, max_chars)
+    return _cap(comment.text, max_chars)
 
+
+@dataclass
+class _Comment:
+    """The comment so far, and how long it may grow before the truncation note."""
+
+    text: str
+    budget: int
+
+    def fits(self, *parts: str) -> bool:
+        return len(self.text) + sum(len(p) for p in parts) <= self.budget
+
+
+def _md_no_changes(plan: Plan, text: str, max_chars: int) -> str:
+    """The comment of a plan with nothing to do: notes, unmanaged runs and results."""
+    text += NO_CHANGES + "\n"
+    if plan.warnings:
+        text += "\n**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings)
+    if plan.other_pending:
+        text += "\n" + _other_pending_note(plan) + "\n"
+    text += _md_unmanaged(plan, max_chars - 400 - len(text))
+    if ignored_line(plan):
+        text += "\n" + _md_cell(ignored_line(plan) or "") + "\n"
+    if plan.results:
+        section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
+        text += "\n" + section
+        result_grids = generator_result_grids(plan)
+        if section and result_grids and len(text) + len(result_grids) <= max_chars - 400:
+            text += result_grids
+        if left:
+            text += _truncation_note([_count(left, "result row")], max_chars)
+    return text
+
+
+def _md_summary(plan: Plan) -> str:
+    """The counts table, the summary line and the errors that stop an apply."""
     s = plan.summary
     columns = [
         ("submit", s.submit),
@@ -74,7 +115,7 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         (name, n) for name, n in (("adopt", s.adopt), ("move", s.move), ("blocked", s.blocked)) if n
     ]
     columns += [("attempts", s.attempts), ("drift", s.drift)]
-    text += "| " + " | ".join(name for name, _ in columns) + " |\n"
+    text = "| " + " | ".join(name for name, _ in columns) + " |\n"
     text += "|" + "---:|" * len(columns) + "\n"
     text += "| " + " | ".join(f"{n:,}" for _, n in columns) + " |\n\n"
     if plan.items:
@@ -84,55 +125,65 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     if plan.errors:
         text += "**The plan cannot be applied:**\n"
         text += "".join(f"- :x: {_md_text(error)}\n" for error in plan.errors) + "\n"
+    return text
 
-    budget = max_chars - 400  # room for the truncation note
-    grids = generator_grids(plan)
-    if grids and len(text) + len(grids) <= budget // 2:
-        text += grids
-    left_items = 0
-    left_drift = 0
 
-    def fits(*parts: str) -> bool:
-        return len(text) + sum(len(p) for p in parts) <= budget
-
+def _md_blocked(plan: Plan, comment: _Comment) -> None:
+    """The blocked items first, each with its details, as many as fit."""
     blocked = [item for item in plan.items if item.action is Action.BLOCKED]
-    if blocked:
-        heading = "**Blocked** (fix these, then plan again):\n\n"
-        body = ""
-        for item in blocked:
-            entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
-            entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
-            if fits(heading, body, entry, "\n"):
-                body += entry
-        if body:
-            text += heading + body + "\n"
+    if not blocked:
+        return
+    heading = "**Blocked** (fix these, then plan again):\n\n"
+    body = ""
+    for item in blocked:
+        entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
+        if item.standing:
+            entry += f"  - standing: {_md_text(STANDING_NOTE)}\n"
+        entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
+        if comment.fits(heading, body, entry, "\n"):
+            body += entry
+    if body:
+        comment.text += heading + body + "\n"
+
+
+def _md_notes(plan: Plan, comment: _Comment) -> None:
+    """Warnings, other pending plans, ignored files and unmanaged runs, each when it fits."""
     if plan.warnings:
         section = "**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings) + "\n"
-        if fits(section):
-            text += section
+        if comment.fits(section):
+            comment.text += section
     if plan.other_pending:
         note = _other_pending_note(plan) + "\n\n"
-        if fits(note):
-            text += note
+        if comment.fits(note):
+            comment.text += note
     ignored = ignored_line(plan)
-    if ignored and fits(ignored, "\n\n"):
-        text += _md_cell(ignored) + "\n\n"
-    unmanaged = _md_unmanaged(plan, budget - len(text))
+    if ignored and comment.fits(ignored, "\n\n"):
+        comment.text += _md_cell(ignored) + "\n\n"
+    unmanaged = _md_unmanaged(plan, comment.budget - len(comment.text))
     if unmanaged:
-        text += unmanaged + "\n"
-    left_results = 0
-    if plan.results:
-        # Actions matter more than scores: with details or drift to show, the results table
-        # may take at most half of the room that is left.
-        room = budget - len(text)
-        if plan.items or plan.drift:
-            room //= 2
-        section, left_results = _md_results(plan.results, room)
-        text += section
-        result_grids = generator_result_grids(plan)
-        if section and result_grids and fits(result_grids):
-            text += result_grids
+        comment.text += unmanaged + "\n"
 
+
+def _md_results_section(plan: Plan, comment: _Comment) -> int:
+    """The results table (and its generator grids): the result rows left out."""
+    if not plan.results:
+        return 0
+    # Actions matter more than scores: with details or drift to show, the results table
+    # may take at most half of the room that is left.
+    room = comment.budget - len(comment.text)
+    if plan.items or plan.drift:
+        room //= 2
+    section, left = _md_results(plan.results, room)
+    comment.text += section
+    result_grids = generator_result_grids(plan)
+    if section and result_grids and comment.fits(result_grids):
+        comment.text += result_grids
+    return left
+
+
+def _md_item_groups(plan: Plan, comment: _Comment) -> int:
+    """One folded block per group of addresses: the items left out."""
+    left = 0
     groups: dict[str, list[PlanItem]] = {}
     for item in plan.items:
         groups.setdefault(_group_of(item.address), []).append(item)
@@ -152,46 +203,42 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
         closing = f"{end}\n\n</details>\n\n"
         shown: list[str] = []
         for piece in rendered:
-            if not fits(opening, "\n\n".join(shown + [piece]), closing, " " * 80):
+            if not comment.fits(opening, "\n\n".join(shown + [piece]), closing, " " * 80):
                 break
             shown.append(piece)
-        left_items += len(items) - len(shown)
+        left += len(items) - len(shown)
         if shown:
             more = len(items) - len(shown)
             tail = f"\n\n... {more:,} more not shown" if more else ""
-            text += opening + "\n\n".join(shown) + tail + "\n" + closing
+            comment.text += opening + "\n\n".join(shown) + tail + "\n" + closing
+    return left
 
-    if plan.drift:
-        opening = (
-            f"<details><summary><b>Drift</b>: {_count(len(plan.drift), 'difference')} "
-            "between the lockfile and reality</summary>\n\n"
-            "| kind | address | run | message | fingerprint |\n|---|---|---|---|---|\n"
+
+def _md_drift(plan: Plan, comment: _Comment) -> int:
+    """The drift table, folded: the drift items left out."""
+    if not plan.drift:
+        return 0
+    opening = (
+        f"<details><summary><b>Drift</b>: {_count(len(plan.drift), 'difference')} "
+        "between the lockfile and reality</summary>\n\n"
+        "| kind | address | run | message | fingerprint |\n|---|---|---|---|---|\n"
+    )
+    closing = "\n</details>\n"
+    rows = ""
+    left = 0
+    for drift in plan.drift:
+        row = (
+            f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
+            f"{_md_cell(_md_text(drift.run_id or ''))} | {_md_cell(_md_text(drift.message))} | "
+            f"`{_short_fingerprint(drift.fingerprint)}` |\n"
         )
-        closing = "\n</details>\n"
-        rows = ""
-        for drift in plan.drift:
-            row = (
-                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
-                f"{_md_cell(_md_text(drift.run_id or ''))} | {_md_cell(_md_text(drift.message))} | "
-                f"`{_short_fingerprint(drift.fingerprint)}` |\n"
-            )
-            if not fits(opening, rows, row, closing):
-                left_drift = len(plan.drift) - rows.count("\n")
-                break
-            rows += row
-        if rows:
-            text += opening + rows + closing
-
-    if left_items or left_drift or left_results:
-        untold: list[str] = []
-        if left_items:
-            untold.append(_count(left_items, "action"))
-        if left_drift:
-            untold.append(_count(left_drift, "drift item"))
-        if left_results:
-            untold.append(_count(left_results, "result row"))
-        text += _truncation_note(untold, max_chars)
-    return _cap(text, max_chars)
+        if not comment.fits(opening, rows, row, closing):
+            left = len(plan.drift) - rows.count("\n")
+            break
+        rows += row
+    if rows:
+        comment.text += opening + rows + closing
+    return left
 
 
 def _md_unmanaged(plan: Plan, room: int) -> str:

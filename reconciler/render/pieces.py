@@ -61,12 +61,15 @@ REASON_TEXT = {
     Reason.SMOKE_PASSED: "its smoke run ended well",
     Reason.SMOKE_FAILED: "its smoke run did not end well",
     Reason.OUTCOME_UNKNOWN: "a submit's outcome is unknown (no matching run listed yet)",
+    Reason.TWIN_ACTIVE: "an identical run is active that this repository has no evidence for",
+    Reason.RUN_MISSING_UNDECIDED: "recorded run not listed; it may still be running",
+    Reason.SMOKE_NOT_POSSIBLE: "its smoke stage cannot be made",
 }
 
 DRIFT_TEXT = {
     DriftKind.RUN_MISSING: "run missing",
-    DriftKind.STOPPED_OUTSIDE: "stopped outside the tool",
-    DriftKind.FAILED_OUTSIDE: "failed outside the tool",
+    DriftKind.STOPPED_OUTSIDE: "stopped on the Platform",
+    DriftKind.FAILED_OUTSIDE: "failed on the Platform",
     DriftKind.FILES_CHANGED: "files changed on disk",
     DriftKind.POSSIBLE_DUPLICATE: "possible duplicate payment",
 }
@@ -149,9 +152,10 @@ def _unmanaged_rows(plan: Plan) -> list[str]:
     rows = []
     for run in plan.unmanaged[:UNMANAGED_LIST_MAX]:
         created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else "–"
+        by = f" by {_e(run.creator_name)}" if run.creator_name else ""
         rows.append(
             f"{_run_label(run.name, run.id) or _e(run.id)} · {_e(run.benchmark_name or '–')} · "
-            f"{_e(run.status or 'unknown status')} · created {created}"
+            f"{_e(run.status or 'unknown status')} · created {created}{by}"
         )
     if len(plan.unmanaged) > UNMANAGED_LIST_MAX:
         rows.append(f"... {len(plan.unmanaged) - UNMANAGED_LIST_MAX:,} more (see --format json)")
@@ -254,3 +258,12 @@ def _cap(text: str, max_chars: int) -> str:
         return text
     note = "\n\n_Truncated._\n"
     return text[: max(0, max_chars - len(note) - 1)] + note
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` at most ``width`` characters: its start and end, joined by ``…``."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head) :]

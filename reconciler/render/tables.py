@@ -20,7 +20,9 @@ from reconciler.render.pieces import (
     _md_code,
     _md_plain,
     _run_label,
+    shorten_middle,
 )
+from reconciler.results import numbers
 from reconciler.results.table import Column, fit_table, wrap_cell
 
 TEXT_RESULT_ROWS = 20
@@ -33,27 +35,21 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def _pass_at_1(agent: AgentResult) -> str:
-    """``75.0% (71.9–78.1)``: pass@1 with its confidence interval, as the run page shows it."""
-    if agent.pass_at_1 is None:
-        return "–"
-    text = _pct(agent.pass_at_1)
-    if agent.ci_low is not None and agent.ci_high is not None:
-        text += f" ({agent.ci_low * 100:.1f}–{agent.ci_high * 100:.1f})"
-    return text
-
-
-def _pass_at_k(agent: AgentResult) -> str:
-    if agent.pass_at_k is None:
-        return "–"
-    return f"pass@{agent.k if agent.k is not None else 'k'} {_pct(agent.pass_at_k)}"
-
-
 def _money(value: float | None) -> str:
-    if value is None:
-        return "–"
-    # Cheap tasks cost fractions of a cent; two decimals would show them all as $0.00.
-    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:,.2f}"
+    return numbers.money(value)
+
+
+def _number_cells(agent: AgentResult) -> list[str]:
+    """The agent's headline, pass@k, cost and tokens per task and per attempt, as cells."""
+    figures = numbers.summary_numbers(agent)
+    return [
+        numbers.headline_text(figures),
+        numbers.pass_at_k_text(figures),
+        numbers.money(figures.cost_per_task),
+        numbers.money(figures.cost_per_attempt),
+        numbers.tokens(figures.tokens_per_task),
+        numbers.tokens(figures.tokens_per_attempt),
+    ]
 
 
 def _agent_label(agent: AgentResult) -> str:
@@ -68,7 +64,7 @@ def _versus_previous(row: ResultRow) -> str:
     if before is None:
         return f"not comparable: {row.previous_note}" if row.previous_note else "–"
     if before.pass_at_1 is None or row.agent.pass_at_1 is None:
-        return f"prev {_pass_at_1(before)}"
+        return f"prev {numbers.headline_text(numbers.summary_numbers(before))}"
     points = round((row.agent.pass_at_1 - before.pass_at_1) * 100, 1)
     delta = "±0.0" if points == 0 else f"{points:+.1f}"
     return f"{delta} pts (prev {_pct(before.pass_at_1)})"
@@ -133,15 +129,21 @@ def format_table(
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
+ADDRESS_WIDTH = 28
+"""An address longer than this is shortened in the middle in the text table (never
+wrapped: a wrapped address reads as two; the markdown and JSON carry it whole)."""
 RESULT_COLUMNS = (
-    Column("address", wrap=True),
+    Column("address"),
     Column("run", wrap=True),
     Column("agent", wrap=True),
-    Column("pass@1", wrap=True),
+    Column(numbers.HEADLINE, wrap=True),
     Column("pass@k", drop=4),
-    Column("cost/task", right=True, drop=3),
-    Column("vs previous", wrap=True, drop=2),
-    Column("vs leaderboard", wrap=True, drop=1),
+    Column("cost/task", right=True, drop=2),
+    Column("cost/attempt", right=True, drop=5),
+    Column("tokens/task", right=True, drop=6),
+    Column("tokens/attempt", right=True, drop=7),
+    Column("vs previous", wrap=True, drop=1),
+    Column("vs leaderboard", wrap=True, drop=3),
 )
 
 
@@ -149,27 +151,29 @@ def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[
     """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``, fitted
     to ``width`` columns (``results.table``: columns left out, names wrapped, nothing cut)."""
     title = (
-        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI; change "
-        "against the previous comparable run of the address):"
+        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI and "
+        "errored attempts; change against the previous comparable run of the address):"
     )
     out = [*wrap_cell(title, width), ""]
     table = [
         [
-            _e(row.address),
+            shorten_middle(_e(row.address), ADDRESS_WIDTH),
             _result_run(row, with_id=False),
             _agent_label(row.agent),
-            _pass_at_1(row.agent),
-            _pass_at_k(row.agent),
-            _money(row.agent.cost_per_task),
+            *_number_cells(row.agent),
             _versus_previous(row),
             _versus_leaderboard(row),
         ]
         for row in rows[:TEXT_RESULT_ROWS]
     ]
-    columns = list(RESULT_COLUMNS)
-    if not any(row.leaderboard is not None for row in rows[:TEXT_RESULT_ROWS]):
-        columns.pop()
-        table = [cells[:-1] for cells in table]
+    # Optional figures no row has (all "–") take no room.
+    keep = [
+        i
+        for i, column in enumerate(RESULT_COLUMNS)
+        if not column.drop or any(cells[i] != "–" for cells in table)
+    ]
+    columns = [RESULT_COLUMNS[i] for i in keep]
+    table = [[cells[i] for i in keep] for cells in table]
     lines, dropped = fit_table(columns, table, width)
     out.extend(lines)
     more = len(rows) - TEXT_RESULT_ROWS
@@ -201,6 +205,8 @@ def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
     label = (
         _run_label(row.run_name, row.run_id) if with_id else _e(row.run_name or row.run_id or "")
     )
+    if row.stage == "smoke":
+        label += " (smoke)"
     return f"{label} (partial: {row.status})" if RunStatus.of(row.status).is_unsuccessful else label
 
 
@@ -219,11 +225,11 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     """The results table within ``room`` characters, and how many rows did not fit."""
     opening = (
         f"**Results** of {_count(_result_runs(rows), 'ended run')} "
-        "(pass@1 with its 95% confidence interval; change against the previous run of the "
-        "same address):\n\n"
-        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous "
-        "| vs leaderboard |\n"
-        "|---|---|---|---:|---:|---:|---|---|\n"
+        "(pass@1 with its 95% confidence interval and the errored attempts, which count as "
+        "not passed; change against the previous run of the same address):\n\n"
+        f"| address | run | agent | {numbers.HEADLINE} | pass@k | cost/task | cost/attempt "
+        "| tokens/task | tokens/attempt | vs previous | vs leaderboard |\n"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|\n"
     )
     notes = _unavailable_notes(rows)
     closing = (
@@ -234,9 +240,9 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     for row in rows:
         line = (
             f"| {_md_cell(_md_code(row.address))} | {_md_cell(_md_plain(_result_run(row)))} | "
-            f"{_md_cell(_md_plain(_agent_label(row.agent)))} | {_pass_at_1(row.agent)} | "
-            f"{_pass_at_k(row.agent)} | {_money(row.agent.cost_per_task)} | "
-            f"{_md_cell(_versus_previous(row))} | {_md_cell(_versus_leaderboard(row))} |\n"
+            f"{_md_cell(_md_plain(_agent_label(row.agent)))} | "
+            + " | ".join(_number_cells(row.agent))
+            + f" | {_md_cell(_versus_previous(row))} | {_md_cell(_versus_leaderboard(row))} |\n"
         )
         if len(opening) + len(body) + len(line) + len(closing) > room:
             break
@@ -265,12 +271,14 @@ def _result_to_dict(row: ResultRow) -> dict[str, Any]:
         "run_name": row.run_name,
         "status": row.status,
         "agent": row.agent.model_dump(),
+        "numbers": numbers.numbers_to_dict(numbers.summary_numbers(row.agent)),
         "previous": row.previous.model_dump() if row.previous else None,
         "previous_run_id": row.previous_run_id,
         "previous_run_name": row.previous_run_name,
         "leaderboard": row.leaderboard.model_dump() if row.leaderboard else None,
         "unavailable_tasks": row.unavailable_tasks,
         "unavailable_reason": row.unavailable_reason,
+        "stage": row.stage,
         "delta_pass_at_1": round(now - before, 6)
         if now is not None and before is not None
         else None,

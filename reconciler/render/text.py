@@ -8,6 +8,8 @@ from reconciler.model import (
     Action,
     Plan,
     PlanItem,
+    Reason,
+    SmokeStage,
 )
 from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
@@ -49,7 +51,8 @@ def summary_line(plan: Plan) -> str:
     if s.move:
         parts.append(f"{s.move:,} to move")
     if s.blocked:
-        parts.append(f"{s.blocked:,} blocked")
+        standing = f" ({s.standing:,} standing)" if s.standing else ""
+        parts.append(f"{s.blocked:,} blocked{standing}")
     unknown = sum(1 for item in plan.items if item.action is Action.UNKNOWN)
     if unknown:
         parts.append(f"{unknown:,} unknown outcome{'' if unknown == 1 else 's'}")
@@ -61,8 +64,28 @@ def summary_line(plan: Plan) -> str:
             cost += f" (+{s.unestimated:,} without an estimate)"
     elif s.unestimated:
         cost = ", dollars unknown"
-    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}."
+    return f"Plan: {', '.join(parts)}; {s.attempts:,} {word}{cost}{deferred_text(plan)}."
 
+
+def deferred_text(plan: Plan) -> str:
+    """``; then 4 × 462 attempts after their smoke runs``: what this apply does not pay yet."""
+    s = plan.summary
+    if not s.deferred:
+        return ""
+    if s.deferred_each is not None and s.deferred > 1:
+        return f"; then {s.deferred:,} × {s.deferred_each:,} attempts after their smoke runs"
+    if s.deferred == 1:
+        return f"; then {s.deferred_attempts:,} attempts after its smoke run"
+    return (
+        f"; then {s.deferred_attempts:,} attempts ({s.deferred:,} full runs) after their smoke runs"
+    )
+
+
+STANDING_NOTE = (
+    "this block is recorded in the lockfile since an earlier apply; it is listed until it is "
+    "fixed, and does not fail the plan"
+)
+"""Said under a standing blocked item (``PlanItem.standing``)."""
 
 UNKNOWN_COST = "dollars unknown (no recorded run of its model)"
 """A paid item without an estimate: the only basis of one is what recorded runs of the same
@@ -81,16 +104,24 @@ def smoke_suffix(item: PlanItem) -> str:
     smoke = item.smoke
     if smoke is None or item.action is Action.ADOPT:
         return ""
-    if smoke.stage == "smoke" and item.action is not Action.BLOCKED:
+    if smoke.stage == SmokeStage.SMOKE and item.action is not Action.BLOCKED:
         return (
             f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,})"
         )
-    if smoke.stage == "full":
+    if item.reason is Reason.SMOKE_NOT_POSSIBLE:
+        return f" (blocked: its smoke run cannot be made; the full run is {smoke.full_attempts:,})"
+    if smoke.stage == SmokeStage.SMOKE and item.reason is not Reason.SMOKE_FAILED:
+        # Blocked before its smoke run was paid (a twin, a refusal): both sizes, as planned.
+        return (
+            f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
+            f"then {smoke.full_attempts:,}; blocked)"
+        )
+    if smoke.stage == SmokeStage.FULL:
         if smoke.smoke_run_id is None:
             return " (full run: its lost submit sent again)"
         return " (full run: the smoke run ended well)"
-    if smoke.stage == "skipped":
+    if smoke.stage == SmokeStage.SKIPPED:
         return " (smoke stage skipped on request)"
     return " (full run blocked: the smoke run did not end well)"
 
@@ -98,6 +129,8 @@ def smoke_suffix(item: PlanItem) -> str:
 def _item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
+    if item.standing:
+        lines.append(f"standing: {STANDING_NOTE}")
     source = source_line(item)
     if source:
         lines.append(source)
@@ -147,21 +180,40 @@ def _benchmark_line(item: PlanItem) -> str | None:
 # --------------------------------------------------------------------------- text
 
 
-def render_text(plan: Plan, *, color: bool = False) -> str:
-    """Terraform-like text: header, legend of the symbols present, items, drift, summary."""
+def render_text(
+    plan: Plan, *, color: bool = False, results: bool | None = None, quiet: bool = False
+) -> str:
+    """Terraform-like text: header, legend of the symbols present, items, drift, summary.
+
+    The answer leads: a plan with nothing to do says "No changes." first, alone; the
+    results table of ended runs follows only when asked (``results``; by default only when
+    something is planned, as the items' context). ``quiet`` keeps only what needs a person:
+    the items, drift, warnings, errors and the summary line (nothing at all for a plan with
+    nothing to do)."""
 
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if color else text
 
+    changes = bool(plan.items or plan.drift)
+    show_results = (changes if results is None else results) and not quiet
     out: list[str] = []
-    if plan.items or plan.drift:
+    if not changes and not plan.errors:
+        if quiet and not plan.warnings:
+            return ""
+        out += [NO_CHANGES, ""]
+    if changes and not quiet:
         out += [_header(plan), ""]
-    out += generator_lines(plan)
+    if not quiet:
+        out += generator_lines(plan)
     if plan.items:
-        out.append("Actions are shown with these symbols:")
-        for action in _present_actions(plan):
-            out.append(f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}")
-        out += ["", "Osmosis would:", ""]
+        if not quiet:
+            out.append("Actions are shown with these symbols:")
+            for action in _present_actions(plan):
+                out.append(
+                    f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}"
+                )
+            out.append("")
+        out += ["Osmosis would:", ""]
         for item in plan.items:
             out.append(
                 f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}"
@@ -170,20 +222,20 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             out.extend(f"      {line}" for line in _item_body(item))
             out.append("")
     out += _text_drift(plan, paint)
-    if plan.results:
+    if plan.results and show_results:
         out += _text_results(plan.results)
     if plan.warnings:
         out.append(paint(_YELLOW, "Warnings:"))
         out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
         out.append("")
-    if plan.other_pending:
+    if plan.other_pending and not quiet:
         out += [_other_pending_note(plan), ""]
-    unmanaged = unmanaged_line(plan)
+    unmanaged = unmanaged_line(plan) if not quiet else None
     if unmanaged:
         out += [unmanaged, ""]
         if plan.unmanaged:
             out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
-    ignored = ignored_line(plan)
+    ignored = ignored_line(plan) if not quiet else None
     if ignored:
         out += [ignored, ""]
     for error in plan.errors:
@@ -196,8 +248,10 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
         out.append(
             f"No changes to benchmark runs. {_count(len(plan.drift), 'drift item')} listed above."
         )
-    else:
+    elif plan.errors:
         out.append(NO_CHANGES)
+    while out and out[-1] == "":
+        out.pop()
     return "\n".join(out) + "\n"
 
 

@@ -1,36 +1,50 @@
 """Comparing two runs (or two agents) on the tasks both ran, with a four-way verdict (pure).
 
-``Δ = RIGHT − LEFT`` in pass@1 (so ``compare BASELINE NEW`` is negative when NEW is worse).
-The verdict follows paired-eval's wording, never a bare p-value:
+``Δ = RIGHT − LEFT`` in pass@1, the headline definition (an errored attempt counts as not
+passed), so ``compare BASELINE NEW`` is negative when NEW is worse. The interval, the
+p-value and the verdict come from one test (``results.paired``: exact McNemar with one
+attempt per task, the sign-flip test with several), so they never disagree:
 
-* **better** / **worse**: the 95% CI of Δ excludes 0;
-* **no change**: the CI lies inside ±margin (an equivalence result: "no evidence of a
-  change of ``margin`` or more"), the margin stated;
-* **inconclusive**: the CI includes 0 and values beyond ±margin; the minimum detectable
-  effect at this many tasks and attempts is printed with it.
+* **better** / **worse**: the interval of Δ excludes 0 (the p-value is below α); a decline
+  is **beyond the margin** when the whole interval lies below −margin;
+* **no change**: the interval lies inside ±margin (an equivalence result: "no evidence of
+  a change of ``margin`` or more"), the margin stated;
+* **inconclusive**: anything else, and always when every task tied (a zero-width interval
+  decides nothing); the minimum detectable effect of this comparison is printed with it.
+
+A family of comparisons (a regression gate) is adjusted with Holm (``holm``): each
+comparison's interval is taken at the level Holm's step-down gives its test, so the
+adjusted interval and the adjusted p-value agree as the unadjusted ones do.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
+from statistics import NormalDist
+from typing import Protocol
 
-from reconciler.results import stats
+from reconciler.results import paired, power, stats
 from reconciler.results.data import TaskOutcome
 
 __all__ = [
+    "ALPHA",
     "DEFAULT_MARGIN",
     "Comparison",
+    "Procedure",
     "Verdict",
     "compare_outcomes",
     "compare_summaries",
     "decide",
+    "holm",
 ]
 
 DEFAULT_MARGIN = 0.03
 """±3 points: the default ``regression_margin_pp`` setting, as a fraction."""
+ALPHA = 0.05
+"""The family-wise error rate of one comparison, or of a gate's family after Holm."""
 
 
 class Verdict(str, Enum):
@@ -40,6 +54,40 @@ class Verdict(str, Enum):
     INCONCLUSIVE = "inconclusive"
 
 
+class Procedure(Protocol):
+    """A test of Δ = 0 whose inversion gives the interval at any level."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def p_value(self) -> float: ...
+
+    @property
+    def decisive(self) -> bool: ...
+
+    def interval(self, alpha: float = ALPHA) -> stats.Interval: ...
+
+
+class _NormalTest:
+    """The unpaired fallback's test: two binomial proportions, a normal interval."""
+
+    def __init__(self, delta: float, se: float) -> None:
+        self.delta, self.se = delta, se
+        self.method = "normal (unpaired)"
+        self.decisive = 0.0 < se < math.inf
+        p = 1.0
+        if self.decisive:
+            p = 2 * (1 - NormalDist().cdf(abs(delta) / se))
+        self.p_value = max(0.0, min(1.0, p))
+
+    def interval(self, alpha: float = ALPHA) -> stats.Interval:
+        if not self.decisive:
+            return stats.Interval(-1.0, 1.0, "none")
+        half = stats.z_quantile(1 - alpha / 2) * self.se
+        return stats.Interval(self.delta - half, self.delta + half, "normal")
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One comparison's numbers; fractions in [0, 1] (Δ in [-1, 1])."""
@@ -47,20 +95,30 @@ class Comparison:
     paired: bool
     """False: the per-task data was missing and the summaries were compared instead."""
     tasks: int
-    """Tasks both sides scored (paired), or the smaller side's task count (unpaired)."""
+    """Tasks both sides attempted (paired), or the smaller side's task count (unpaired)."""
     left: float
+    """LEFT's pass@1 over these tasks."""
     right: float
     delta: float
-    se: float
     ci: stats.Interval
+    """The interval of Δ at level ``1 − alpha`` (inverting ``test``)."""
     test: str
     """``mcnemar exact``, ``sign-flip exact``, ``sign-flip 10,000 random`` or
     ``normal (unpaired)``."""
     p_value: float
+    """Two-sided p-value of Δ = 0 (unadjusted)."""
     verdict: Verdict
     margin: float
     mde: float
-    """Minimum detectable |Δ| at 80% power, alpha 0.05, from this comparison's spread."""
+    """Minimum detectable |Δ| at 80% power for this comparison's test, at its α."""
+    decisive: bool = True
+    """False when every task tied: the interval has no width to decide from."""
+    alpha: float = ALPHA
+    """The level the interval and verdict use: α, or Holm's level for this comparison."""
+    adjusted_p: float | None = None
+    """Holm-adjusted p-value when the comparison is one of a family."""
+    family: str | None = None
+    """``Holm over 10 comparisons`` when adjusted."""
     correlation: float | None = None
     unpaired_ci: stats.Interval | None = None
     up: tuple[str, ...] = ()
@@ -68,20 +126,43 @@ class Comparison:
     down: tuple[str, ...] = ()
     tied: int = 0
     only_left: tuple[str, ...] = ()
-    """Tasks only LEFT scored (missing on the right)."""
+    """Tasks only LEFT attempted (missing on the right)."""
     only_right: tuple[str, ...] = ()
-    """Tasks only RIGHT scored (new)."""
+    """Tasks only RIGHT attempted (new)."""
     changed: tuple[str, ...] = ()
     """Tasks both ran whose checksum differs: left out of the comparison."""
     attempts_left: int = 1
+    """Attempts per task LEFT's config asked for."""
     attempts_right: int = 1
+    errored_left: int = 0
+    """LEFT's errored attempts on the compared tasks (counted as not passed)."""
+    total_left: int = 0
+    """LEFT's attempts on the compared tasks."""
+    errored_right: int = 0
+    total_right: int = 0
+    errored_differ: bool = False
+    """The two sides' error rates differ (by 2 points, or beyond chance): Δ includes it."""
+    same_config: bool = False
+    """Both runs were submitted with identical bodies: any Δ is run-to-run noise or drift."""
     note: str | None = None
     """Why the comparison is unpaired, or anything else a reader must know."""
+    procedure: Procedure | None = field(default=None, repr=False, compare=False)
+    """The test (``paired.Paired`` or the unpaired one): intervals at other levels."""
+
+    @property
+    def beyond_margin(self) -> bool:
+        """Worse, with the whole interval below −margin: what fails a gate."""
+        return self.verdict is Verdict.WORSE and self.ci.high < -self.margin
+
+    @property
+    def non_inferior(self) -> bool:
+        """The interval's lower end lies above −margin (non-inferiority shown)."""
+        return self.decisive and self.ci.low > -self.margin
 
 
-def decide(ci: stats.Interval, margin: float) -> Verdict:
-    """The four-way verdict of a CI of Δ against ±``margin``."""
-    if ci.method == "none":
+def decide(ci: stats.Interval, margin: float, *, decisive: bool = True) -> Verdict:
+    """The four-way verdict of an interval of Δ against ±``margin``."""
+    if not decisive or ci.method == "none":
         return Verdict.INCONCLUSIVE
     if ci.low > 0:
         return Verdict.BETTER
@@ -92,11 +173,39 @@ def decide(ci: stats.Interval, margin: float) -> Verdict:
     return Verdict.INCONCLUSIVE
 
 
-def _mde(sd: float, tasks: int) -> float:
-    if tasks < 2:
-        return math.inf
-    z = stats.z_quantile(0.975) + stats.z_quantile(0.8)
-    return z * sd / math.sqrt(tasks)
+ERRORED_GAP = 0.02
+"""Error rates this far apart (2 points) are worth a warning even when few attempts erred."""
+
+
+def _errored_differ(e_left: int, n_left: int, e_right: int, n_right: int) -> bool:
+    """Whether the two sides' error rates differ: by ``ERRORED_GAP`` or more, or beyond
+    chance (conditional on the errored attempts, how many fell on the left is Binomial(e,
+    n_left / (n_left + n_right)); exact, p < 0.05)."""
+    errors = e_left + e_right
+    if not errors or not n_left or not n_right:
+        return False
+    if abs(e_left / n_left - e_right / n_right) >= ERRORED_GAP:
+        return True
+    share = n_left / (n_left + n_right)
+
+    def tail(upto: int, p: float) -> float:
+        return math.fsum(
+            math.comb(errors, i) * p**i * (1 - p) ** (errors - i) for i in range(upto + 1)
+        )
+
+    return min(1.0, 2 * min(tail(e_left, share), tail(e_right, 1 - share))) < 0.05
+
+
+def _comparison_mde(
+    diffs: Sequence[float], binary: bool, k_left: int, k_right: int, alpha: float
+) -> float:
+    """This comparison's MDE: its own spread (the observed ``Var(d)``), its tasks and
+    attempts, its test."""
+    tasks = len(diffs)
+    spread = power.Spread(stats.variance(diffs), 0.0, 0.0, "this comparison")
+    if binary:
+        k_left = k_right = 1
+    return power.mde(tasks=tasks, k_left=k_left, k_right=k_right, spread=spread, alpha=alpha)
 
 
 def compare_outcomes(
@@ -105,8 +214,12 @@ def compare_outcomes(
     *,
     margin: float = DEFAULT_MARGIN,
     seed: int = stats.DEFAULT_SEED,
+    asked: tuple[int, int] | None = None,
+    same_config: bool = False,
+    alpha: float = ALPHA,
 ) -> Comparison:
-    """A paired comparison of two agents' per-task outcomes (only scored tasks count)."""
+    """A paired comparison of two agents' per-task outcomes (tasks with an attempt count;
+    ``asked``: the attempts per task each config asked for)."""
     left = {t: o for t, o in left.items() if o.attempts}
     right = {t: o for t, o in right.items() if o.attempts}
     changed = sorted(
@@ -118,71 +231,70 @@ def compare_outcomes(
     xl = [left[t].rate for t in common]
     xr = [right[t].rate for t in common]
     diffs = [r - lo for lo, r in zip(xl, xr, strict=True)]
-    k_left = min((left[t].attempts for t in common), default=1)
-    k_right = min((right[t].attempts for t in common), default=1)
-    n = len(common)
+    k_left, k_right = asked or (
+        max((left[t].attempts for t in common), default=1),
+        max((right[t].attempts for t in common), default=1),
+    )
+    binary = all(left[t].attempts == 1 and right[t].attempts == 1 for t in common)
     up = tuple(t for t, d in zip(common, diffs, strict=True) if d > 0)
     down = tuple(t for t, d in zip(common, diffs, strict=True) if d < 0)
-    only_left = tuple(sorted(left.keys() - right.keys()))
-    only_right = tuple(sorted(right.keys() - left.keys()))
-    if n < 2:
-        ci = stats.Interval(-1.0, 1.0, "none")
+    e_left = sum(left[t].errored for t in common)
+    n_left = sum(left[t].attempts for t in common)
+    e_right = sum(right[t].errored for t in common)
+    n_right = sum(right[t].attempts for t in common)
+    base = {
+        "paired": True,
+        "tasks": len(common),
+        "margin": margin,
+        "alpha": alpha,
+        "up": up,
+        "down": down,
+        "tied": len(common) - len(up) - len(down),
+        "only_left": tuple(sorted(left.keys() - right.keys())),
+        "only_right": tuple(sorted(right.keys() - left.keys())),
+        "changed": tuple(changed),
+        "attempts_left": k_left,
+        "attempts_right": k_right,
+        "errored_left": e_left,
+        "total_left": n_left,
+        "errored_right": e_right,
+        "total_right": n_right,
+        "errored_differ": _errored_differ(e_left, n_left, e_right, n_right),
+        "same_config": same_config,
+    }
+    if len(common) < 2:
         return Comparison(
-            paired=True,
-            tasks=n,
             left=stats.mean(xl) if xl else 0.0,
             right=stats.mean(xr) if xr else 0.0,
             delta=stats.mean(diffs) if diffs else 0.0,
-            se=math.inf,
-            ci=ci,
+            ci=stats.Interval(-1.0, 1.0, "none"),
             test="none (fewer than 2 common tasks)",
             p_value=1.0,
             verdict=Verdict.INCONCLUSIVE,
-            margin=margin,
             mde=math.inf,
-            up=up,
-            down=down,
-            tied=n - len(up) - len(down),
-            only_left=only_left,
-            only_right=only_right,
-            changed=tuple(changed),
-            attempts_left=k_left,
-            attempts_right=k_right,
+            decisive=False,
+            **base,  # type: ignore[arg-type]
         )
+    test = paired.paired_test(diffs, binary=binary, seed=seed)
+    ci = test.interval(alpha)
+    n = len(common)
     delta = stats.mean(diffs)
-    sd = math.sqrt(stats.variance(diffs))
-    se = sd / math.sqrt(n)
-    half = stats.t_quantile(0.975, n - 1) * se
-    ci = stats.Interval(delta - half, delta + half, "t")
-    if k_left == 1 and k_right == 1:
-        p_value, test = stats.mcnemar_exact(len(up), len(down)), "mcnemar exact"
-    else:
-        p_value, test = stats.sign_flip_p(diffs, seed=seed)
     unpaired_se = math.sqrt(stats.variance(xl) / n + stats.variance(xr) / n)
-    z = stats.z_quantile(0.975)
+    z = stats.z_quantile(1 - alpha / 2)
     return Comparison(
-        paired=True,
-        tasks=n,
         left=stats.mean(xl),
         right=stats.mean(xr),
         delta=delta,
-        se=se,
         ci=ci,
-        test=test,
-        p_value=p_value,
-        verdict=decide(ci, margin),
-        margin=margin,
-        mde=_mde(sd, n),
+        test=test.method,
+        p_value=test.p_value,
+        verdict=decide(ci, margin, decisive=test.decisive),
+        mde=_comparison_mde(diffs, binary, k_left, k_right, alpha),
+        decisive=test.decisive,
         correlation=stats.correlation(xl, xr),
         unpaired_ci=stats.Interval(delta - z * unpaired_se, delta + z * unpaired_se, "normal"),
-        up=up,
-        down=down,
-        tied=n - len(up) - len(down),
-        only_left=only_left,
-        only_right=only_right,
-        changed=tuple(changed),
-        attempts_left=k_left,
-        attempts_right=k_right,
+        procedure=test,
+        **base,  # type: ignore[arg-type]
     )
 
 
@@ -194,40 +306,67 @@ def compare_summaries(
     *,
     margin: float = DEFAULT_MARGIN,
     note: str,
+    same_config: bool = False,
+    alpha: float = ALPHA,
 ) -> Comparison:
     """The unpaired fallback: two pass@1 values and their task counts, as independent
     binomial proportions (wider than a paired CI would be; ``note`` says why it is used)."""
-    if left_n <= 0 or right_n <= 0:
-        ci = stats.Interval(-1.0, 1.0, "none")
-        se = math.inf
-    else:
+    se = math.inf
+    if left_n > 0 and right_n > 0:
         se = math.sqrt(left * (1 - left) / left_n + right * (1 - right) / right_n)
-        half = stats.z_quantile(0.975) * se
-        ci = stats.Interval(right - left - half, right - left + half, "normal")
-    delta = right - left
-    p_value = 1.0
-    if se not in (0.0, math.inf):
-        p_value = 2 * (1 - _phi(abs(delta) / se))
-    elif se == 0.0 and delta != 0:
-        p_value = 0.0
-    tasks = min(left_n, right_n)
+    test = _NormalTest(right - left, se)
+    ci = test.interval(alpha)
+    mde = math.inf
+    if test.decisive:
+        mde = (stats.z_quantile(1 - alpha / 2) + stats.z_quantile(power.TARGET_POWER)) * se
     return Comparison(
         paired=False,
-        tasks=tasks,
+        tasks=min(left_n, right_n),
         left=left,
         right=right,
-        delta=delta,
-        se=se,
+        delta=right - left,
         ci=ci,
-        test="normal (unpaired)",
-        p_value=max(0.0, min(1.0, p_value)),
-        verdict=decide(ci, margin),
+        test=test.method,
+        p_value=test.p_value,
+        verdict=decide(ci, margin, decisive=test.decisive),
         margin=margin,
-        mde=(stats.z_quantile(0.975) + stats.z_quantile(0.8)) * se if se != math.inf else math.inf,
+        mde=mde,
+        decisive=test.decisive,
+        alpha=alpha,
         unpaired_ci=ci,
+        same_config=same_config,
         note=note,
+        procedure=test,
     )
 
 
-def _phi(x: float) -> float:
-    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+def holm(comparisons: Sequence[Comparison], alpha: float = ALPHA) -> list[Comparison]:
+    """The comparisons of one family adjusted with Holm's step-down: each one's adjusted
+    p-value, and its interval and verdict at the level Holm gives it
+    (``alpha · p / p_adjusted``), so the adjusted interval excludes 0 exactly when the
+    adjusted p-value is below ``alpha``. A family of one is left as it is."""
+    m = len(comparisons)
+    if m < 2:
+        return list(comparisons)
+    order = sorted(range(m), key=lambda i: comparisons[i].p_value)
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * comparisons[index].p_value))
+        adjusted[index] = running
+    out = []
+    for c, p_adj in zip(comparisons, adjusted, strict=True):
+        level = alpha * c.p_value / p_adj if p_adj > 0 else alpha / m
+        procedure = c.procedure
+        ci = procedure.interval(level) if procedure is not None else c.ci
+        out.append(
+            replace(
+                c,
+                ci=ci,
+                alpha=level,
+                adjusted_p=p_adj,
+                family=f"Holm over {m} comparisons",
+                verdict=decide(ci, c.margin, decisive=c.decisive),
+            )
+        )
+    return out

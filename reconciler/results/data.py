@@ -5,18 +5,32 @@ here depends on their order. A paired comparison needs ``PAIRED_COLUMNS``; witho
 the caller falls back to an unpaired comparison of the summaries and says which columns
 were missing. Optional columns add cost, tokens, categories and task checksums.
 
-Outcomes: ``passed`` counts 1, ``failed`` 0; ``errored`` (and ``cancelled``) attempts are
-infrastructure failures, kept out of the scores and counted separately, because an agent
-should not be compared on attempts that never ran. Without an ``outcome`` column a
-``reward`` (or ``score``) column is read as passed when it is at least ``PASS_REWARD``.
+Outcomes follow the Platform's convention (docs/results.md, "One number per run"): every
+attempt counts, and an ``errored`` (or ``cancelled``) attempt counts as not passed; errored
+attempts are also counted apart, so every score can show them beside it. A scored attempt
+passes when its ``reward`` (or ``score``) is at least the pass threshold (the config's
+``pass_threshold``, else the catalog's; ``TaskOutcome.at_threshold``); while no threshold is
+known the file's ``outcome`` column (the Platform's own decision) decides, and without one a
+reward of at least ``PASS_REWARD``.
+
+The file is untrusted input (issue 36): every number is read as a finite value in its
+range (a reward in [0, ``max_reward``], counts and costs non-negative and below a bound
+no real run reaches), never through ``int(float(...))`` of whatever the cell says
+(``1e400`` is infinity, and converting it was an OverflowError in every results command).
+A row whose outcome cannot be read (an outcome word that means neither pass nor fail,
+``???``, ``n/a``, a reward out of range, a broken agent index) is not counted as a
+failure: one such row makes the run's per-task data unreadable as a whole ("unreadable:
+N rows"), so it is never compared (``missing`` says why). A cost or token cell that cannot
+be read drops that column for the run.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "PAIRED_COLUMNS",
@@ -30,8 +44,14 @@ PAIRED_COLUMNS = ("task", "outcome")
 """What a paired, per-task comparison needs (``reward`` or ``score`` may stand in for
 ``outcome``); ``agent_index`` and ``attempt`` are read when present."""
 PASS_REWARD = 1.0
+MAX_AGENT_INDEX = 1023
+"""A run has at most 8 agents; an index past this is not an agent's."""
+MAX_COST_PER_ATTEMPT = 1e6
+"""Dollars; sums of costs stay finite below it."""
+MAX_TOKENS_PER_ATTEMPT = 1e12
 _INFRA = frozenset({"errored", "error", "cancelled", "canceled"})
 _PASSED = frozenset({"passed", "pass", "success", "resolved", "true", "1"})
+_FAILED = frozenset({"failed", "fail", "failure", "unresolved", "false", "0", "incorrect"})
 
 
 @dataclass(frozen=True)
@@ -53,17 +73,46 @@ class TaskOutcome:
     """One agent's attempts at one task."""
 
     passes: int = 0
+    """Attempts that passed."""
     attempts: int = 0
-    """Scored attempts (passed or failed)."""
+    """Every attempt, errored ones included (the headline's denominator)."""
     errored: int = 0
+    """Attempts that errored or were cancelled: not passed, and counted apart."""
+    rewards: list[float] = field(default_factory=list)
+    """The reward of each scored attempt, when the file has rewards for all of them."""
     cost: float = 0.0
     tokens: int = 0
     checksum: str | None = None
     category: str | None = None
 
     @property
+    def scored(self) -> int:
+        """Attempts with a score (passed or failed)."""
+        return self.attempts - self.errored
+
+    @property
     def rate(self) -> float:
+        """The task's share of passed attempts, an errored attempt counting as not passed."""
         return self.passes / self.attempts if self.attempts else 0.0
+
+    @property
+    def scored_rate(self) -> float | None:
+        """The share of passed attempts among the scored ones (secondary, labelled so)."""
+        return self.passes / self.scored if self.scored else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        """Mean reward over every attempt (an errored one scores 0); None without rewards."""
+        if not self.attempts or len(self.rewards) != self.scored:
+            return None
+        return sum(self.rewards) / self.attempts
+
+    def at_threshold(self, threshold: float | None) -> TaskOutcome:
+        """The same attempts with passes counted as a reward of at least ``threshold``
+        (unchanged without a threshold or without a reward for every scored attempt)."""
+        if threshold is None or len(self.rewards) != self.scored:
+            return self
+        return replace(self, passes=sum(1 for r in self.rewards if r >= threshold))
 
 
 @dataclass
@@ -77,28 +126,51 @@ class RunOutcomes:
     """Columns a paired comparison needs that the file lacks (empty: it can pair)."""
     has_cost: bool = False
     has_tokens: bool = False
+    fractional: bool = False
+    """Some reward lies strictly between 0 and 1: the run has a score beside pass@1."""
+    unreadable: int = 0
+    """Rows whose outcome could not be read; any makes the run's per-task data unusable
+    (``missing`` says so and ``tasks`` is empty)."""
 
     @property
     def paired(self) -> bool:
         return not self.missing
 
-    def scored(self, agent: int) -> dict[str, TaskOutcome]:
-        """The agent's tasks with at least one scored attempt."""
-        return {t: o for t, o in self.tasks.get(agent, {}).items() if o.attempts}
-
-    def attempts_per_task(self, agent: int) -> int:
-        """The smallest number of scored attempts over the agent's tasks (pass@k's k)."""
-        scored = self.scored(agent)
-        return min((o.attempts for o in scored.values()), default=0)
+    def attempted(self, agent: int, threshold: float | None = None) -> dict[str, TaskOutcome]:
+        """The agent's tasks with at least one attempt (errored ones count), with passes
+        counted at ``threshold`` when one is known."""
+        return {
+            t: o.at_threshold(threshold) for t, o in self.tasks.get(agent, {}).items() if o.attempts
+        }
 
 
-def _number(text: str | None) -> float | None:
+class _Unreadable(ValueError):
+    """A cell that is neither empty nor a number in its range."""
+
+
+def _number(text: str | None, *, high: float = math.inf) -> float | None:
+    """The cell as a finite number from 0 to ``high``; None when empty; ``_Unreadable``
+    otherwise (``nan``, ``inf``, ``1e400``, ``-5``, ``n/a``)."""
     if text is None or not text.strip():
         return None
+    stripped = text.strip()
+    if len(stripped) > 40:
+        raise _Unreadable(stripped[:40])
     try:
-        return float(text)
+        value = float(stripped)
     except ValueError:
-        return None
+        raise _Unreadable(stripped) from None
+    if not math.isfinite(value) or not 0.0 <= value <= high:
+        raise _Unreadable(stripped)
+    return value
+
+
+def _optional(text: str | None, high: float) -> tuple[float, bool]:
+    """A cost or token cell: (value, readable); an empty cell is 0, readable."""
+    try:
+        return _number(text, high=high) or 0.0, True
+    except _Unreadable:
+        return 0.0, False
 
 
 def _column(header: Mapping[str, int], *names: str) -> int | None:
@@ -108,11 +180,15 @@ def _column(header: Mapping[str, int], *names: str) -> int | None:
     return None
 
 
-def parse_results_csv(text: str) -> RunOutcomes:
+def parse_results_csv(text: str, *, max_reward: float = 1.0) -> RunOutcomes:
     """Read ``results.csv`` text. Unknown columns are ignored; a file without the paired
-    columns yields outcomes with ``missing`` set and no tasks."""
-    reader = csv.reader(io.StringIO(text))
-    rows = list(reader)
+    columns yields outcomes with ``missing`` set and no tasks, and so does a file with any
+    unreadable outcome (see the module doc). ``max_reward``: the benchmark's highest
+    reward, when it is not 1."""
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        return RunOutcomes(missing=(f"readable rows (not CSV: {exc})",))
     if not rows:
         return RunOutcomes(missing=PAIRED_COLUMNS)
     header = {name.strip().lower(): i for i, name in enumerate(rows[0])}
@@ -149,36 +225,69 @@ def parse_results_csv(text: str) -> RunOutcomes:
         task = row[task_col].strip()
         if not task:
             continue
-        index_number = _number(cell(row, agent_col))
+        try:
+            index_number = _number(cell(row, agent_col), high=MAX_AGENT_INDEX)
+            if index_number is not None and not index_number.is_integer():
+                raise _Unreadable(str(index_number))
+            passed = _passed(cell(row, outcome_col), cell(row, reward_col), max_reward)
+            reward = _number(cell(row, reward_col), high=max_reward)
+        except _Unreadable:
+            result.unreadable += 1
+            continue
         index = int(index_number) if index_number is not None else 0
         if index not in result.agents:
             result.agents[index] = AgentKey(
                 index, (cell(row, model_col) or "").strip(), (cell(row, harness_col) or "").strip()
             )
         outcome = result.tasks.setdefault(index, {}).setdefault(task, TaskOutcome())
-        status = (cell(row, outcome_col) or "").strip().lower()
-        if status in _INFRA:
-            outcome.errored += 1
-            continue
-        if outcome_col is not None and status:
-            passed = status in _PASSED
-        else:
-            reward = _number(cell(row, reward_col))
-            if reward is None:
-                outcome.errored += 1
-                continue
-            passed = reward >= PASS_REWARD
         outcome.attempts += 1
-        outcome.passes += int(passed)
-        outcome.cost += _number(cell(row, cost_col)) or 0.0
-        tokens = _number(cell(row, tokens_col))
-        if tokens is None:
-            tokens = (_number(cell(row, in_col)) or 0.0) + (_number(cell(row, out_col)) or 0.0)
+        # Every attempt's cost and tokens count, errored ones too: the Platform bills them.
+        cost, readable = _optional(cell(row, cost_col), MAX_COST_PER_ATTEMPT)
+        outcome.cost += cost
+        result.has_cost = result.has_cost and readable
+        if tokens_col is not None:
+            tokens, readable = _optional(cell(row, tokens_col), MAX_TOKENS_PER_ATTEMPT)
+        else:
+            tokens_in, read_in = _optional(cell(row, in_col), MAX_TOKENS_PER_ATTEMPT)
+            tokens_out, read_out = _optional(cell(row, out_col), MAX_TOKENS_PER_ATTEMPT)
+            tokens, readable = tokens_in + tokens_out, read_in and read_out
         outcome.tokens += int(tokens)
+        result.has_tokens = result.has_tokens and readable
+        if passed is None:
+            outcome.errored += 1
+        else:
+            if reward is not None:
+                outcome.rewards.append(reward)
+                result.fractional = result.fractional or 0.0 < reward < max_reward
+            outcome.passes += int(passed)
         checksum = cell(row, checksum_col)
         if checksum:
             outcome.checksum = checksum.strip()
         category = cell(row, category_col)
         if category:
             outcome.category = category.strip()
+    if result.unreadable:
+        rows_word = "row" if result.unreadable == 1 else "rows"
+        return RunOutcomes(
+            missing=(f"readable outcomes (unreadable: {result.unreadable} {rows_word})",),
+            unreadable=result.unreadable,
+        )
     return result
+
+
+def _passed(status_cell: str | None, reward_cell: str | None, max_reward: float) -> bool | None:
+    """Whether one attempt passed; None for an errored (infrastructure) attempt;
+    ``_Unreadable`` when neither the outcome nor the reward says."""
+    status = (status_cell or "").strip().lower()
+    if status in _INFRA:
+        return None
+    if status in _PASSED:
+        return True
+    if status in _FAILED:
+        return False
+    reward = _number(reward_cell, high=max_reward)
+    if reward is None:
+        if status:
+            raise _Unreadable(status)
+        return None  # no outcome and no reward: the attempt did not run to a score
+    return reward >= PASS_REWARD

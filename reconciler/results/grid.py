@@ -47,6 +47,8 @@ class GridCell:
     ci: Interval | None = None
     agents: int = 0
     """Agents of the run (the cell shows the first)."""
+    errored: int | None = None
+    """The first agent's errored attempts (shown beside its pass@1, as everywhere)."""
 
     @property
     def scored(self) -> bool:
@@ -59,6 +61,8 @@ class GridCell:
         shown = pct(self.pass_at_1)
         if interval(self.ci) != "–":
             shown += f" {interval(self.ci)}"
+        if self.errored is not None:
+            shown += f" · {self.errored} errored"
         return shown + (PARTIAL_MARK if self.state == "partial" else "")
 
 
@@ -113,6 +117,7 @@ def _cell(
             run=newest.run.label,
             pass_at_1=first.pass_at_1,
             ci=first.ci,
+            errored=first.numbers.errored,
             agents=len(newest.agents),
         )
     run = entry.run_name or entry.run_id if entry is not None else None
@@ -178,7 +183,7 @@ def render_grids_text(grids: Sequence[Grid], width: int = 100) -> str:
     out: list[str] = []
     for grid in grids:
         out += textwrap.wrap(
-            _title(grid) + " (pass@1 with 95% CI):",
+            _title(grid) + " (pass@1 with 95% CI and errored attempts):",
             width,
             subsequent_indent="  ",
             break_long_words=False,
@@ -225,7 +230,7 @@ def render_grids_markdown(grids: Sequence[Grid]) -> str:
     """Each grid as a markdown table (for PR comments)."""
     out: list[str] = []
     for grid in grids:
-        out.append(f"**{_md(_title(grid))}** (pass@1 with 95% CI)")
+        out.append(f"**{_md(_title(grid))}** (pass@1 with 95% CI and errored attempts)")
         out.append("")
         out.append("| " + " | ".join(_md(h) for h in (grid.row_axis, *grid.columns)) + " |")
         out.append("|---|" + "---:|" * len(grid.columns))
@@ -260,6 +265,7 @@ def grid_to_dict(grid: Grid) -> dict[str, Any]:
                 "state": c.state,
                 "run": c.run,
                 "pass_at_1": c.pass_at_1,
+                "errored_attempts": c.errored,
                 "ci": _interval_dict(c.ci),
                 "agents": c.agents,
             }

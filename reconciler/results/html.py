@@ -1,42 +1,68 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no script, no external
 reference), so it opens from ``file://`` or a repository browser with no network (pure).
 
-Per address: the trend of pass@1 over its runs with 95% CI bands, the newest run's agents
-with whiskers, the per-task grid over its runs; across addresses: cost per task against
-pass@1 with the Pareto frontier; then any comparisons. Each chart has its numbers in a
-table beside it (Mermaid and screen readers cannot read a chart).
+It leads with the decision: what it is about (repository, commit, date), the regression
+gate's one-line summary and every verdict against an accepted baseline (always, not only
+under ``--fail-on-regression``), folded after ``FOLD_ROWS`` rows; then the grids (each run
+generator's, and one line per address); then per address the runs, the trend of pass@1
+over its complete runs (smoke and partial runs are labelled and never a trend point), the
+newest run's agents with whiskers and the per-task grid, folded when long; then cost per
+task against pass@1 with the Pareto frontier. Each chart has its numbers in a table beside
+it (Mermaid and screen readers cannot read a chart).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 
+from reconciler.results import numbers as num
 from reconciler.results import svg
 from reconciler.results.data import RunOutcomes
+from reconciler.results.gate import Gate
 from reconciler.results.grid import Grid
 from reconciler.results.report import (
     AddressReport,
     CompareReport,
-    interval,
     interval_pts,
-    pct,
+    level_text,
     pts,
     verdict_sentence,
+    verdict_word,
 )
+from reconciler.results.runs import RecordedResult
 
-__all__ = ["MAX_GRID_TASKS", "render_html"]
+__all__ = ["FOLD_ROWS", "MAX_GRID_TASKS", "About", "render_html"]
 
 MAX_GRID_TASKS = 120
+FOLD_ROWS = 20
+"""Tables and per-task grids longer than this many rows fold under ``<details>``."""
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
-h1{font-size:20px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}td.n{text-align:right}
-.partial{color:#a15c00}.verdict{font-weight:600}.charts{display:flex;flex-wrap:wrap;gap:16px}
+.partial{color:#a15c00}.smoke{color:#555;font-style:italic}.verdict{font-weight:600}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
 figure{margin:0}figcaption{font-size:12px;color:#555}
+.about{color:#555;font-size:13px;margin:0 0 12px}
+.gate{font-size:15px;font-weight:600;padding:6px 10px;border-radius:4px;display:inline-block}
+.gate.passed{background:#e6f4ea}.gate.failed{background:#fce8e6}.gate.none{background:#eee}
+tr.fails td{background:#fce8e6}summary{cursor:pointer;font-size:13px;color:#333}
+table.verdicts td,table.verdicts th{padding:1px 6px;font-size:12px;white-space:nowrap}
 """
+
+
+@dataclass(frozen=True)
+class About:
+    """What the report is about, shown first."""
+
+    repository: str
+    commit: str | None
+    generated: str
+    """When the report was made (UTC, ISO 8601)."""
 
 
 def _e(text: str | None) -> str:
@@ -47,29 +73,140 @@ def _figure(chart: str, caption: str) -> str:
     return f"<figure>{chart}<figcaption>{_e(caption)}</figcaption></figure>"
 
 
+def _state(run: RecordedResult) -> str:
+    state = f"partial ({run.status})" if run.partial else "complete"
+    return f"smoke, {state}" if run.smoke else state
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"= {value:.3f}"
+
+
+def _verdict_rows(comparisons: Sequence[CompareReport], gate: Gate | None) -> list[str]:
+    """One line per comparison: what, against what, Δ, its interval (at its level), the
+    p-value (Holm's beside it), the verdict (its sentence as the cell's title)."""
+    rows = []
+    for r in comparisons:
+        c = r.comparison
+        fails = gate is not None and gate.failing(r)
+        address, _, run = r.right.partition("@")
+        base_address, _, base = r.left.partition("@")
+        against = base if base_address == address else r.left
+        p = f"p {_p(c.p_value)}"
+        if c.adjusted_p is not None:
+            p += f", Holm {_p(c.adjusted_p)}"
+        cls = ' class="fails"' if fails else ""
+        rows.append(
+            f'<tr{cls} data-verdict="{_e(c.verdict.value)}">'
+            f"<td>{_e(address)} <small>{_e(r.right_agent)}</small></td>"
+            f"<td>{_e(run)}</td><td>{_e(against)}</td>"
+            f"<td class=n>{pts(c.delta)} pts</td>"
+            f"<td>{_e(interval_pts(c.ci))} <small>{_e(level_text(c))}</small></td>"
+            f'<td title="{_e(c.test)}">{_e(p)}</td>'
+            f'<td class="verdict" title="{_e(verdict_sentence(c))}">{_e(verdict_word(c))}'
+            f"{' · fails the gate' if fails else ''}</td></tr>"
+        )
+    return rows
+
+
+def _folded_table(head: str, rows: Sequence[str], what: str, *, name: str | None = None) -> str:
+    """A table whose rows after ``FOLD_ROWS`` fold under ``<details>`` (``name``: the first
+    part's id and both parts' class)."""
+    attrs = f' id="{name}" class="{name}"' if name else ""
+    first = f"<table{attrs}>{head}{''.join(rows[:FOLD_ROWS])}</table>"
+    if len(rows) <= FOLD_ROWS:
+        return first
+    rest = len(rows) - FOLD_ROWS
+    more = f' id="{name}-more" class="{name}"' if name else ""
+    return (
+        first + f"<details><summary>{rest} more {_e(what)}</summary>"
+        f"<table{more}>{head}{''.join(rows[FOLD_ROWS:])}</table></details>"
+    )
+
+
+def _decision_section(
+    gate: Gate | None, comparisons: Sequence[CompareReport], about: About | None
+) -> str:
+    parts = ['<section id="decision">']
+    if about is not None:
+        commit = about.commit[:12] if about.commit else "no commit"
+        parts.append(
+            f'<p class="about">{_e(about.repository)} · {_e(commit)} · {_e(about.generated)}</p>'
+        )
+    if gate is not None and gate.comparisons:
+        state = "failed" if gate.failed else "passed"
+        parts.append(f'<p id="gate-summary" class="gate {state}">{_e(gate.summary_line())}</p>')
+    else:
+        parts.append(
+            '<p id="gate-summary" class="gate none">gate: no accepted baseline with a newer run '
+            "to check (<code>osmosis-results accept ADDR@RUN</code> records one)</p>"
+        )
+    shown = list(gate.comparisons) if gate is not None else []
+    shown += [c for c in comparisons if c not in shown]
+    if shown:
+        head = (
+            "<tr><th>address</th><th>run</th><th>against</th><th>Δ pass@1</th><th>interval</th>"
+            "<th>test</th><th>verdict</th></tr>"
+        )
+        parts.append(_folded_table(head, _verdict_rows(shown, gate), "verdicts", name="verdicts"))
+        notes = {note for r in shown for note in r.notes}
+        parts += [f"<p><small>{_e(note)}</small></p>" for note in sorted(notes)]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _overview_section(reports: Sequence[AddressReport]) -> str:
+    """One line per address: its newest full run's numbers."""
+    rows = []
+    for report in reports:
+        line = next((x for x in report.runs if not x.report.run.smoke), None)
+        if line is None:
+            continue
+        for agent in line.report.agents:
+            rows.append(
+                f"<tr><td>{_e(report.address)}</td><td>{_e(line.report.run.label)}</td>"
+                f"<td>{_e(_state(line.report.run))}</td><td>{_e(agent.label)}</td>"
+                f"<td class=n>{_e(num.headline_text(agent.numbers))}</td>"
+                f"<td class=n>{_e(num.cost_text(agent.numbers))}</td></tr>"
+            )
+    if not rows:
+        return ""
+    head = (
+        f"<tr><th>address</th><th>newest run</th><th>status</th><th>agent</th>"
+        f"<th>{_e(num.HEADLINE)}</th><th>cost</th></tr>"
+    )
+    return "<h2>Every address</h2>" + _folded_table(head, rows, "addresses")
+
+
 def _address_section(report: AddressReport, outcomes: Mapping[str, RunOutcomes]) -> str:
-    parts = [f"<h2>{_e(report.address)}</h2>"]
+    parts = [f'<h2 id="address-{_e(report.address)}">{_e(report.address)}</h2>']
     if report.baseline:
         parts.append(f"<p>Accepted baseline: {_e(report.baseline)}</p>")
     rows = []
     for line in report.runs:
         run = line.report.run
-        cls = ' class="partial"' if run.partial else ""
-        state = f"partial ({run.status})" if run.partial else "complete"
+        cls = ' class="smoke"' if run.smoke else ' class="partial"' if run.partial else ""
         for agent in line.report.agents:
+            n = agent.numbers
             rows.append(
                 f"<tr{cls}><td>{_e(run.label)}{' (baseline)' if line.baseline else ''}</td>"
-                f"<td>{_e(state)}</td><td>{_e((run.requested_by or '')[:7])}</td>"
-                f"<td>{_e(agent.label)}</td><td class=n>{pct(agent.pass_at_1)}</td>"
-                f"<td>{interval(agent.ci)}</td><td class=n>{agent.tasks or '–'}</td></tr>"
+                f"<td>{_e(_state(run))}</td><td>{_e((run.requested_by or '')[:7])}</td>"
+                f"<td>{_e(agent.label)}</td><td class=n>{_e(num.headline_text(n))}</td>"
+                f"<td class=n>{n.tasks if n.tasks is not None else '–'}×{n.asked_k}</td>"
+                f"<td class=n>{_e(num.money(n.cost_per_task))}</td>"
+                f"<td class=n>{_e(num.money(n.cost_per_attempt))}</td>"
+                f"<td class=n>{_e(num.tokens(n.tokens_per_task))}</td>"
+                f"<td class=n>{_e(num.tokens(n.tokens_per_attempt))}</td></tr>"
             )
-    parts.append(
-        "<table><tr><th>run</th><th>status</th><th>commit</th><th>agent</th><th>pass@1</th>"
-        "<th>95% CI</th><th>tasks</th></tr>" + "".join(rows) + "</table>"
+    head = (
+        f"<tr><th>run</th><th>status</th><th>commit</th><th>agent</th>"
+        f"<th>{_e(num.HEADLINE)}</th><th>tasks×k</th><th>cost/task</th><th>cost/attempt</th>"
+        "<th>tokens/task</th><th>tokens/attempt</th></tr>"
     )
+    parts.append(_folded_table(head, rows, "runs"))
     charts = []
     ordered = list(reversed(report.runs))  # oldest first
-    labels = [line.report.run.label for line in ordered]
+    labels = [line.report.run.label for line in ordered if not line.report.run.smoke]
     points = [
         svg.Point(
             label=line.report.run.label,
@@ -79,7 +216,7 @@ def _address_section(report: AddressReport, outcomes: Mapping[str, RunOutcomes])
             series=agent.index,
         )
         for line in ordered
-        if not line.report.run.partial
+        if not line.report.run.partial and not line.report.run.smoke
         for agent in line.report.agents
         if agent.pass_at_1 is not None
     ]
@@ -115,22 +252,24 @@ def _address_section(report: AddressReport, outcomes: Mapping[str, RunOutcomes])
         found = outcomes.get(line.report.run.run_id)
         if found is None:
             continue
-        for task, outcome in found.scored(0).items():
+        for task, outcome in found.attempted(0).items():
             rates[(task, line.report.run.label)] = outcome.rate
             tasks.add(task)
+    parts.append(f'<div class="charts">{"".join(charts)}</div>')
     if grid_columns and tasks:
         shown = sorted(tasks)[:MAX_GRID_TASKS]
         more = len(tasks) - len(shown)
-        charts.append(
-            _figure(
-                svg.task_grid(
-                    f"per-task pass rate of {report.address}", grid_columns, shown, rates
-                ),
-                "per-task pass rate of agent 1 over the runs (darker: higher; outlined: changed "
-                "from the run before)" + (f"; {more} more tasks not drawn" if more > 0 else ""),
-            )
+        grid = _figure(
+            svg.task_grid(f"per-task pass rate of {report.address}", grid_columns, shown, rates),
+            "per-task pass rate of agent 1 over the runs (darker: higher; outlined: changed "
+            "from the run before)" + (f"; {more} more tasks not drawn" if more > 0 else ""),
         )
-    parts.append(f'<div class="charts">{"".join(charts)}</div>')
+        if len(tasks) > FOLD_ROWS:
+            grid = (
+                f"<details><summary>per-task grid: {len(tasks)} tasks × {len(grid_columns)} "
+                f"runs</summary>{grid}</details>"
+            )
+        parts.append(grid)
     return "".join(parts)
 
 
@@ -139,13 +278,13 @@ def _cost_section(reports: Sequence[AddressReport]) -> str:
         svg.Point(
             label=f"{report.address} {line.report.run.label} {agent.label}",
             value=agent.pass_at_1,
-            x=agent.cost_per_task,
+            x=agent.numbers.cost_per_task,
             series=agent.index,
         )
         for report in reports
         for line in report.runs[:1]
         for agent in line.report.agents
-        if agent.pass_at_1 is not None and agent.cost_per_task is not None
+        if agent.pass_at_1 is not None and agent.numbers.cost_per_task is not None
     ]
     if not points:
         return ""
@@ -163,23 +302,6 @@ def _cost_section(reports: Sequence[AddressReport]) -> str:
         + "<table><tr><th>run · agent</th><th>cost/task</th><th>pass@1</th></tr>"
         + rows
         + "</table>"
-    )
-
-
-def _compare_section(reports: Sequence[CompareReport]) -> str:
-    if not reports:
-        return ""
-    rows = "".join(
-        f"<tr><td>{_e(r.left)} ({_e(r.left_agent)})</td><td>{_e(r.right)} ({_e(r.right_agent)})"
-        f"</td><td class=n>{pts(r.comparison.delta)} pts</td>"
-        f"<td>{_e(interval_pts(r.comparison.ci))}</td><td>{_e(r.comparison.test)}</td>"
-        f'<td class="verdict">{_e(r.comparison.verdict.value)}</td></tr>'
-        f'<tr><td colspan="6">{_e(verdict_sentence(r.comparison))}</td></tr>'
-        for r in reports
-    )
-    return (
-        "<h2>Comparisons</h2><table><tr><th>LEFT</th><th>RIGHT</th><th>Δ</th><th>95% CI</th>"
-        "<th>test</th><th>verdict</th></tr>" + rows + "</table>"
     )
 
 
@@ -223,16 +345,20 @@ def _generator_section(grids: Sequence[Grid]) -> str:
 def render_html(
     reports: Sequence[AddressReport],
     outcomes: Mapping[str, RunOutcomes],
+    gate: Gate | None = None,
     comparisons: Sequence[CompareReport] = (),
     *,
     title: str = "Benchmark results",
     grids: Sequence[Grid] = (),
+    about: About | None = None,
 ) -> str:
-    """The whole report; ``outcomes``: run id -> per-task outcomes (for the grids);
+    """The whole report; ``outcomes``: run id -> per-task outcomes (for the grids); ``gate``:
+    the comparisons against accepted baselines; ``comparisons``: any others asked for;
     ``grids``: the run generators' grids (``results.grid``)."""
-    body = _generator_section(grids)
+    body = _decision_section(gate, comparisons, about)
+    body += _generator_section(grids) + _overview_section(reports)
     body += "".join(_address_section(r, outcomes) for r in reports)
-    body += _cost_section(reports) + _compare_section(comparisons)
+    body += _cost_section(reports)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"

@@ -23,19 +23,25 @@ from reconciler.errors import UsageError
 from reconciler.model import (
     AgentResult,
     BenchmarkInfo,
+    HistoryEntry,
     LockState,
+    RecordedRun,
     RunResults,
     RunStatus,
+    SmokeStage,
     selection_digest,
+    spec_attempts_per_task,
 )
 
 __all__ = [
     "RecordedResult",
     "RunRef",
     "address_runs",
+    "comparable_runs",
     "leaderboard_comparable",
     "parse_ref",
     "previous_comparable",
+    "renamed_from",
     "resolve",
     "what_changed",
 ]
@@ -57,13 +63,25 @@ class RecordedResult(msgspec.Struct, frozen=True):
     results: RunResults | None = None
     outputs_complete: bool = True
     spec: Mapping[str, Any] = msgspec.field(default_factory=dict)
-    stage: str | None = None
+    stage: SmokeStage | None = None
     """``smoke`` for a smoke run (docs/smoke.md): a narrowed test of the config, never a
     baseline nor the address's result."""
+    attempts_per_task: int = 1
+    """The attempts per task the config asked for: k."""
+    spec_digest: str | None = None
+    """Digest of the body it was submitted with: equal digests, the same configuration."""
 
     @property
     def smoke(self) -> bool:
-        return self.stage == "smoke"
+        return self.stage == SmokeStage.SMOKE
+
+    @property
+    def pass_threshold(self) -> float | None:
+        """The config's ``[execution].pass_threshold``, when it sets one."""
+        value = (self.spec.get("execution_config") or {}).get("pass_threshold")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
 
     @property
     def partial(self) -> bool:
@@ -79,51 +97,84 @@ class RecordedResult(msgspec.Struct, frozen=True):
         return self.results.agents if self.results else ()
 
 
+def renamed_from(state: LockState, address: str) -> list[str]:
+    """The addresses ``address``'s runs were recorded under before a rename (``moved``
+    history entries carry the run id on to the new address), oldest rename last."""
+    found: list[str] = []
+    ids = {entry.run_id} if (entry := state.runs.get(address)) and entry.run_id else set()
+    ids |= {h.run_id for h in state.history if h.address == address and h.run_id}
+    grew = True
+    while grew:  # a run renamed twice: follow it back through both names
+        grew = False
+        for h in state.history:
+            if h.reason != "moved" or h.run_id not in ids or h.address in (address, *found):
+                continue
+            found.append(h.address)
+            ids |= {x.run_id for x in state.history if x.address == h.address and x.run_id}
+            grew = True
+    return found
+
+
+def _current(address: str, entry: RecordedRun) -> RecordedResult:
+    assert entry.run_id is not None
+    return RecordedResult(
+        address=address,
+        run_id=entry.run_id,
+        run_name=entry.run_name,
+        status=entry.status,
+        current=True,
+        requested_by=entry.requested_by,
+        submitted_at=entry.submitted_at,
+        benchmark_id=entry.benchmark_id,
+        task_count=entry.task_count,
+        selection=selection_digest(entry.spec) if entry.spec else None,
+        results=entry.results,
+        outputs_complete=entry.downloads.complete if entry.downloads else True,
+        spec=entry.spec,
+        stage=entry.stage,
+        attempts_per_task=spec_attempts_per_task(entry.spec),
+        spec_digest=entry.spec_digest,
+    )
+
+
+def _former(address: str, old: HistoryEntry) -> RecordedResult:
+    assert old.run_id is not None
+    return RecordedResult(
+        address=address,
+        run_id=old.run_id,
+        run_name=old.run_name,
+        status=old.status,
+        current=False,
+        requested_by=old.requested_by,
+        submitted_at=old.submitted_at,
+        benchmark_id=old.benchmark_id,
+        task_count=old.task_count,
+        selection=old.selection,
+        results=old.results,
+        stage=old.stage,
+        attempts_per_task=old.attempts_per_task or 1,
+        spec_digest=old.spec_digest,
+    )
+
+
 def address_runs(state: LockState, address: str) -> list[RecordedResult]:
-    """Every recorded run of ``address`` with an id, newest first (current, then history)."""
+    """Every recorded run of ``address`` with an id, newest first (current, then history,
+    then the history of the addresses it was renamed from: runs follow a rename). A
+    ``moved`` entry is the run that now lives under the new address, never a row of its own."""
     out: list[RecordedResult] = []
     seen: set[str] = set()
     entry = state.runs.get(address)
     if entry is not None and entry.run_id is not None:
         seen.add(entry.run_id)
-        out.append(
-            RecordedResult(
-                address=address,
-                run_id=entry.run_id,
-                run_name=entry.run_name,
-                status=entry.status,
-                current=True,
-                requested_by=entry.requested_by,
-                submitted_at=entry.submitted_at,
-                benchmark_id=entry.benchmark_id,
-                task_count=entry.task_count,
-                selection=selection_digest(entry.spec) if entry.spec else None,
-                results=entry.results,
-                outputs_complete=entry.downloads.complete if entry.downloads else True,
-                spec=entry.spec,
-                stage=entry.stage,
-            )
-        )
+        out.append(_current(address, entry))
+    names = (address, *renamed_from(state, address))
     for old in state.history:
-        if old.address != address or old.run_id is None or old.run_id in seen:
+        if old.address not in names or old.reason == "moved":
+            continue
+        if old.run_id is None or old.run_id in seen:
             continue
         seen.add(old.run_id)
-        out.append(
-            RecordedResult(
-                address=address,
-                run_id=old.run_id,
-                run_name=old.run_name,
-                status=old.status,
-                current=False,
-                requested_by=old.requested_by,
-                submitted_at=old.submitted_at,
-                benchmark_id=old.benchmark_id,
-                task_count=old.task_count,
-                selection=old.selection,
-                results=old.results,
-                stage=old.stage,
-            )
-        )
+        out.append(_former(address, old))
     return out
 
 
@@ -167,14 +218,59 @@ def previous_comparable(
     newer = runs[index]
     first_reasons: list[str] = []
     for older in runs[index + 1 :]:
-        if older.results is None:
-            continue  # nothing recorded to compare with
+        if older.results is None or older.smoke:
+            continue  # nothing recorded to compare with; a smoke run is never "previous"
         reasons = what_changed(newer, older)
         if not reasons:
             return older, first_reasons
         if not first_reasons:
             first_reasons = reasons
     return None, first_reasons
+
+
+def comparable_runs(
+    state: LockState, address: str, benchmark_id: str | None, selection: str
+) -> list[RecordedResult]:
+    """The recorded runs a new run of ``address`` (on ``benchmark_id`` with task selection
+    ``selection``) will be compared with, best first: complete full runs with scores on the
+    same benchmark and selection, the address's own newest first (a re-run), then other
+    addresses' newest first (a new config on the same tasks)."""
+    if benchmark_id is None:
+        return []
+
+    def usable(run: RecordedResult) -> bool:
+        return not run.partial and not run.smoke and run.selection == selection
+
+    # The address's own runs: an older record that lacks the benchmark or the selection is
+    # taken as the same (what ``what_changed`` does); other addresses' must match.
+    own = [
+        r
+        for r in address_runs(state, address)
+        if r.results is not None
+        and not r.partial
+        and not r.smoke
+        and r.benchmark_id in (benchmark_id, None)
+        and r.selection in (selection, None)
+    ]
+    seen = {r.run_id for r in own}
+    others: list[RecordedResult] = []
+    # Filtered on the cheap fields first: a plan asks this for every submit.
+    for other, entry in state.runs.items():
+        if other == address or entry.benchmark_id != benchmark_id or entry.results is None:
+            continue
+        if entry.run_id is not None and entry.run_id not in seen:
+            others.append(_current(other, entry))
+            seen.add(entry.run_id)
+    for old in state.history:
+        if old.address == address or old.reason == "moved" or old.run_id is None:
+            continue
+        if old.benchmark_id != benchmark_id or old.results is None or old.run_id in seen:
+            continue
+        others.append(_former(old.address, old))
+        seen.add(old.run_id)
+    others = [r for r in others if usable(r)]
+    others.sort(key=lambda r: r.submitted_at.timestamp() if r.submitted_at else 0.0, reverse=True)
+    return own + others
 
 
 def leaderboard_comparable(spec: Mapping[str, Any], info: BenchmarkInfo | None) -> bool:

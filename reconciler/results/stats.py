@@ -1,42 +1,35 @@
 """Statistics for deciding with benchmark results (pure: standard library only).
 
 The method follows Miller (2024), "Adding Error Bars to Evals", as recipe'd for task ×
-attempt data in ``shared/results.md``:
+attempt data in ``shared/results.md``; this module holds the distributions and estimators
+the others build on:
 
 * **The task is the cluster.** A run's per-task rate ``x_t`` is the mean of its attempts;
   pass@1 is the mean of the rates and its standard error is ``sd(x_t) / sqrt(T)``, which is
   Miller's clustered SE with equal cluster sizes (``clustered_se`` computes the general form;
   the tests check they agree). Attempts are never counted as independent samples.
-* **Intervals that hold on small task sets.** One attempt per task on fewer than
-  ``WILSON_BELOW`` tasks: Wilson (the CLT is too narrow there, Bowyer et al. 2025); several
-  attempts: a seeded percentile bootstrap over tasks.
-* **Paired comparisons.** ``d_t = x_right,t - x_left,t`` over the tasks both ran; the CI is a
-  t-interval on ``d`` with ``T - 1`` degrees of freedom; the p-value is exact McNemar with one
-  attempt per task, and a sign-flip permutation test with several (exact up to
-  ``EXACT_FLIPS_UP_TO`` non-zero differences, else ``FLIP_ROUNDS`` seeded random flips).
-* **Power.** ``mde`` is Miller's recommendation 5 solved for the effect.
+* **pass@1's interval** is Wilson's over the tasks (``wilson`` with the sum of the rates),
+  the Platform's own, so every surface shows the same one (``results.numbers``).
+* **Paired comparisons** (``results.paired``): exact McNemar (``mcnemar_exact``) and the
+  sign-flip test, each inverted into the interval of Δ.
+* **Power** (``results.power``); ``mde`` is Miller's recommendation 5 solved for the
+  effect with normal quantiles, as his paper writes it.
 
-Nothing here reads a clock or global randomness: every resampling takes a seed, so the same
-inputs give the same numbers.
+Nothing here reads a clock or global randomness.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
 __all__ = [
-    "EXACT_FLIPS_UP_TO",
-    "FLIP_ROUNDS",
-    "BOOTSTRAP_ROUNDS",
-    "WILSON_BELOW",
+    "DEFAULT_SEED",
     "Interval",
+    "beta_quantile",
     "binom_cdf",
-    "bootstrap_ci",
     "clustered_se",
     "correlation",
     "mcnemar_exact",
@@ -44,8 +37,6 @@ __all__ = [
     "mean",
     "pass_at_k",
     "pass_hat_k",
-    "rate_interval",
-    "sign_flip_p",
     "student_t_cdf",
     "t_quantile",
     "variance",
@@ -53,12 +44,6 @@ __all__ = [
     "z_quantile",
 ]
 
-WILSON_BELOW = 300
-"""With one attempt per task and fewer tasks than this, pass@1 gets a Wilson interval."""
-EXACT_FLIPS_UP_TO = 20
-"""Sign-flip tests enumerate all 2^n flips up to this many non-zero differences."""
-FLIP_ROUNDS = 10_000
-BOOTSTRAP_ROUNDS = 2_000
 DEFAULT_SEED = 20241101
 """Resampling seed when the caller gives none (any fixed value: results must be repeatable)."""
 
@@ -72,7 +57,8 @@ class Interval:
     low: float
     high: float
     method: str
-    """``wilson``, ``normal``, ``bootstrap``, ``t`` or ``none`` (too little data)."""
+    """``wilson``, ``mcnemar exact``, ``sign-flip exact``, ``sign-flip 10,000 random``,
+    ``normal`` or ``none`` (too little data)."""
 
     def contains(self, value: float) -> bool:
         return self.low <= value <= self.high
@@ -112,8 +98,9 @@ def correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 # --------------------------------------------------------------------------- intervals
 
 
-def wilson(passes: int, n: int, level: float = 0.95) -> Interval:
-    """Wilson score interval for ``passes`` of ``n`` independent trials."""
+def wilson(passes: float, n: int, level: float = 0.95) -> Interval:
+    """Wilson score interval for ``passes`` of ``n`` independent trials (``passes`` may be a
+    sum of per-task rates: the Platform's interval of pass@1 over tasks)."""
     if n <= 0:
         return Interval(0.0, 1.0, "none")
     z = z_quantile(0.5 + level / 2)
@@ -135,56 +122,6 @@ def clustered_se(clusters: Sequence[Sequence[float]]) -> float:
     m = mean(scores)
     total = math.fsum(math.fsum(s - m for s in cluster) ** 2 for cluster in clusters)
     return math.sqrt(c / (c - 1) * total) / n
-
-
-def bootstrap_ci(
-    rows: Sequence[float],
-    statistic: Callable[[Sequence[float]], float] = mean,
-    *,
-    seed: int = DEFAULT_SEED,
-    rounds: int = BOOTSTRAP_ROUNDS,
-    level: float = 0.95,
-) -> Interval:
-    """Percentile bootstrap over ``rows`` (one value per task: tasks are resampled, never
-    attempts), seeded."""
-    n = len(rows)
-    if n == 0:
-        return Interval(0.0, 0.0, "none")
-    rng = random.Random(seed)
-    stats = sorted(statistic([rows[rng.randrange(n)] for _ in range(n)]) for _ in range(rounds))
-    alpha = (1 - level) / 2
-    return Interval(_quantile(stats, alpha), _quantile(stats, 1 - alpha), "bootstrap")
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    pos = q * (len(ordered) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def rate_interval(
-    rates: Sequence[float],
-    attempts: int,
-    *,
-    seed: int = DEFAULT_SEED,
-    level: float = 0.95,
-) -> Interval:
-    """The interval of pass@1 = mean of per-task ``rates`` with ``attempts`` per task:
-    Wilson for one attempt on small task sets, normal (clustered SE) for one attempt on
-    large ones, a task-level bootstrap with several attempts."""
-    t = len(rates)
-    if t == 0:
-        return Interval(0.0, 1.0, "none")
-    if attempts <= 1:
-        passes = round(math.fsum(rates))
-        if t < WILSON_BELOW:
-            return wilson(passes, t, level)
-        p = passes / t
-        half = z_quantile(0.5 + level / 2) * math.sqrt(p * (1 - p) / t)
-        return Interval(max(0.0, p - half), min(1.0, p + half), "normal")
-    return bootstrap_ci(rates, seed=seed, level=level)
 
 
 # --------------------------------------------------------------------------- distributions
@@ -245,6 +182,20 @@ def _betainc(a: float, b: float, x: float) -> float:
     return 1 - front * _betacf(b, a, 1 - x) / b
 
 
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The ``q`` quantile of Beta(a, b) (bisection on the regularised incomplete beta)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _betainc(a, b, mid) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return (lo + hi) / 2
+
+
 def student_t_cdf(t: float, df: float) -> float:
     """The CDF of Student's t with ``df`` degrees of freedom."""
     tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
@@ -268,36 +219,6 @@ def t_quantile(p: float, df: float) -> float:
 
 
 # --------------------------------------------------------------------------- tests
-
-
-def sign_flip_p(
-    diffs: Sequence[float], *, seed: int = DEFAULT_SEED, rounds: int = FLIP_ROUNDS
-) -> tuple[float, str]:
-    """Two-sided sign-flip permutation p-value of ``mean(diffs) == 0``, and the method.
-
-    Zero differences cannot change sign and are dropped. Up to ``EXACT_FLIPS_UP_TO``
-    non-zero differences every sign pattern is enumerated; beyond, ``rounds`` seeded random
-    patterns are drawn (and the observed one counted, so p is never 0).
-    """
-    nonzero = [d for d in diffs if d != 0]
-    if not nonzero:
-        return 1.0, "sign-flip exact"
-    observed = abs(math.fsum(nonzero))
-    eps = 1e-12 * max(1.0, observed)
-    if len(nonzero) <= EXACT_FLIPS_UP_TO:
-        extreme = total = 0
-        for signs in itertools.product((1, -1), repeat=len(nonzero)):
-            total += 1
-            if abs(math.fsum(s * d for s, d in zip(signs, nonzero, strict=True))) >= observed - eps:
-                extreme += 1
-        return extreme / total, "sign-flip exact"
-    rng = random.Random(seed)
-    extreme = 1
-    for _ in range(rounds):
-        flipped = math.fsum(d if rng.random() < 0.5 else -d for d in nonzero)
-        if abs(flipped) >= observed - eps:
-            extreme += 1
-    return extreme / (rounds + 1), f"sign-flip {rounds:,} random"
 
 
 # --------------------------------------------------------------------------- pass@k
@@ -349,37 +270,3 @@ def mde(
     )
     z = z_quantile(1 - alpha / 2) + z_quantile(power)
     return z * math.sqrt(max(0.0, omega2)) / math.sqrt(tasks)
-
-
-ASSUMED_RHO = 0.5
-"""Correlation of two runs' per-task rates assumed when planning from a summary alone
-(Miller reports 0.3–0.7 between frontier models; 0.5 is the middle)."""
-
-
-def planning_mde(
-    pass_rate: float,
-    tasks: int,
-    *,
-    rho: float = ASSUMED_RHO,
-    alpha: float = 0.05,
-    power: float = 0.8,
-) -> float:
-    """The MDE of a paired comparison of a new run with a previous one, estimated before
-    paying from the previous run's pass@1 alone: a per-task variance of ``p(1-p)`` (the
-    binomial bound, counting all of it as between-task variance, which attempts cannot
-    reduce: conservative) correlated ``rho`` between the runs, so
-    ``omega^2 = 2 (1 - rho) p (1 - p)``."""
-    p = min(1.0, max(0.0, pass_rate))
-    var = p * (1 - p)
-    return mde(
-        tasks=tasks,
-        var_x_left=var,
-        var_x_right=var,
-        covariance=rho * var,
-        sigma2_left=0.0,
-        sigma2_right=0.0,
-        attempts_left=1,
-        attempts_right=1,
-        alpha=alpha,
-        power=power,
-    )

@@ -1,18 +1,18 @@
-"""Per-run, per-agent scores with honest intervals (pure).
+"""Per-run, per-agent numbers (pure): ``numbers.RunNumbers`` for every agent of a run.
 
-From a run's ``results.csv`` outcomes when they are on disk: pass@1 as the mean of the
-per-task rates with ``stats.rate_interval`` (task as the cluster), pass@k by the unbiased
-estimator averaged over tasks, mean cost and tokens per task with a task-level bootstrap
-interval. Without the file, the Platform's summary recorded in the lockfile (its own
-Wilson interval over tasks) is shown and marked as such.
+From a run's ``results.csv`` outcomes when they are on disk (``numbers.count_numbers``),
+else the Platform's summary recorded in the lockfile (``numbers.summary_numbers``), marked
+as such. Both follow the same definitions, so a run shows the same pass@1 either way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reconciler.results import stats
 from reconciler.results.data import RunOutcomes
+from reconciler.results.numbers import RunNumbers, count_numbers, summary_numbers
 from reconciler.results.runs import RecordedResult
 
 __all__ = ["AgentScore", "RunReport", "score_run"]
@@ -20,23 +20,25 @@ __all__ = ["AgentScore", "RunReport", "score_run"]
 
 @dataclass(frozen=True)
 class AgentScore:
+    """One agent of a run: who it is and its numbers."""
+
     index: int
     label: str
     model: str | None
     harness: str | None
-    pass_at_1: float | None
-    ci: stats.Interval | None
-    tasks: int | None
-    attempts: int | None
-    """Scored attempts per task (the smallest over tasks)."""
-    k: int | None = None
-    pass_at_k: float | None = None
-    pass_hat_k: float | None = None
-    cost_per_task: float | None = None
-    cost_ci: stats.Interval | None = None
-    tokens_per_task: float | None = None
-    errored: int = 0
-    """Attempts that errored (infrastructure), excluded from the scores."""
+    numbers: RunNumbers
+
+    @property
+    def pass_at_1(self) -> float | None:
+        return self.numbers.pass_at_1
+
+    @property
+    def ci(self) -> stats.Interval | None:
+        return self.numbers.ci
+
+    @property
+    def tasks(self) -> int | None:
+        return self.numbers.tasks
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class RunReport:
     run: RecordedResult
     agents: tuple[AgentScore, ...]
     source: str
-    """``results.csv`` (computed here) or ``summary`` (the Platform's, from the lockfile)."""
+    """``results.csv`` (counted here) or ``summary`` (the Platform's, from the lockfile)."""
     note: str | None = None
 
 
@@ -52,10 +54,28 @@ def _label(model: str | None, harness: str | None, index: int) -> str:
     return f"{model or f'agent {index + 1}'} · {harness or 'default'}"
 
 
+def threshold_of(
+    run: RecordedResult,
+    outcomes: RunOutcomes | None,
+    thresholds: Mapping[str, float] | None,
+) -> float | None:
+    """The pass threshold of a run: the config's, else the catalog's (``thresholds``:
+    benchmark id -> threshold, looked up only for fractional rewards, where it matters).
+    None: neither is known, and the Platform's own outcome column decides."""
+    if run.pass_threshold is not None:
+        return run.pass_threshold
+    if outcomes is None or not outcomes.fractional or not thresholds or not run.benchmark_id:
+        return None
+    return thresholds.get(run.benchmark_id)
+
+
 def score_run(
-    run: RecordedResult, outcomes: RunOutcomes | None, *, seed: int = stats.DEFAULT_SEED
+    run: RecordedResult,
+    outcomes: RunOutcomes | None,
+    *,
+    thresholds: Mapping[str, float] | None = None,
 ) -> RunReport:
-    """The run's per-agent scores (see the module docstring for the two sources)."""
+    """The run's per-agent numbers (see the module docstring for the two sources)."""
     recorded = {a.agent_index: a for a in run.agents}
     if outcomes is None or not outcomes.paired or not outcomes.tasks:
         note = None
@@ -67,63 +87,24 @@ def score_run(
                 label=_label(a.model, a.harness, a.agent_index),
                 model=a.model,
                 harness=a.harness,
-                pass_at_1=a.pass_at_1,
-                ci=stats.Interval(a.ci_low, a.ci_high, "platform")
-                if a.ci_low is not None and a.ci_high is not None
-                else None,
-                tasks=a.n,
-                attempts=None,
-                k=a.k,
-                pass_at_k=a.pass_at_k,
-                cost_per_task=a.cost_per_task,
-                tokens_per_task=a.tokens_per_task,
+                numbers=summary_numbers(a, run.attempts_per_task),
             )
             for a in run.agents
         )
         return RunReport(run=run, agents=agents, source="summary", note=note)
+    threshold = threshold_of(run, outcomes, thresholds)
     scores: list[AgentScore] = []
     for index in sorted(outcomes.tasks):
         key = outcomes.agents[index]
-        tasks = outcomes.scored(index)
-        errored = sum(o.errored for o in outcomes.tasks[index].values())
         model = key.model or (recorded[index].model if index in recorded else None)
         harness = key.harness or (recorded[index].harness if index in recorded else None)
-        if not tasks:
-            scores.append(
-                AgentScore(index, _label(model, harness, index), model, harness, None, None, 0, 0,
-                           errored=errored)
-            )  # fmt: skip
-            continue
-        k = outcomes.attempts_per_task(index)
-        rates = [o.rate for o in tasks.values()]
-        pass_k = hat_k = None
-        if k > 1:
-            pass_k = stats.mean([stats.pass_at_k(o.attempts, o.passes, k) for o in tasks.values()])
-            hat_k = stats.mean([stats.pass_hat_k(o.attempts, o.passes, k) for o in tasks.values()])
-        cost = cost_ci = tokens = None
-        if outcomes.has_cost:
-            per_task = [o.cost / o.attempts for o in tasks.values()]
-            cost = stats.mean(per_task)
-            cost_ci = stats.bootstrap_ci(per_task, seed=seed)
-        if outcomes.has_tokens:
-            tokens = stats.mean([o.tokens / o.attempts for o in tasks.values()])
-        scores.append(
-            AgentScore(
-                index=index,
-                label=_label(model, harness, index),
-                model=model,
-                harness=harness,
-                pass_at_1=stats.mean(rates),
-                ci=stats.rate_interval(rates, k, seed=seed),
-                tasks=len(tasks),
-                attempts=k,
-                k=k if k > 1 else None,
-                pass_at_k=pass_k,
-                pass_hat_k=hat_k,
-                cost_per_task=cost,
-                cost_ci=cost_ci,
-                tokens_per_task=tokens,
-                errored=errored,
-            )
+        numbers = count_numbers(
+            outcomes.attempted(index, threshold),
+            asked_k=run.attempts_per_task,
+            has_cost=outcomes.has_cost,
+            has_tokens=outcomes.has_tokens,
+            fractional=outcomes.fractional,
+            pass_threshold=threshold,
         )
+        scores.append(AgentScore(index, _label(model, harness, index), model, harness, numbers))
     return RunReport(run=run, agents=tuple(scores), source="results.csv")

@@ -126,6 +126,10 @@ class LockScope:
     """The ``lock_ttl`` setting: seconds a git lock stays valid without a renewal."""
     env: Mapping[str, str] | None = None
     """Where the machine-wide lock directory and the CI run URL come from (None: os.environ)."""
+    project: str | None = None
+    """The project's id (``Settings.id``) in a repository of many projects: the machine and
+    git locks are keyed by (Platform, workspace, project), so disjoint projects in one
+    workspace never wait for each other; None keeps today's (Platform, workspace) key."""
 
     @classmethod
     def recorded(
@@ -151,6 +155,7 @@ class LockScope:
             git_from=repo_root or state_path.parent,
             mode=settings.lock if settings is not None else None,
             ttl=settings.lock_ttl if settings is not None else Settings().lock_ttl,
+            project=settings.id if settings is not None else None,
         )
 
     @cached_property
@@ -176,7 +181,7 @@ class LockScope:
         from reconciler.state.gitlock import GuardedRefs  # the git lock only
 
         assert self.platform is not None and self.workspace is not None
-        return GuardedRefs(self.platform, self.workspace)
+        return GuardedRefs(self.platform, self.workspace, self.project)
 
     def _guards(self, platform: str, workspace: str) -> bool:
         """Whether the locks of this scope are those of ``platform`` and ``workspace``."""
@@ -295,7 +300,7 @@ def open_door(
             assert scope.platform is not None and scope.workspace is not None
             stack.enter_context(
                 hold_lock(
-                    machine_lock_path(scope.platform, scope.workspace, scope.env),
+                    machine_lock_path(scope.platform, scope.workspace, scope.env, scope.project),
                     timeout=timeout,
                     command=command,
                     on_wait=waiting,
@@ -339,3 +344,11 @@ def force_unlock(repo_root: Path, state_path: Path, lock_id: str) -> str:
 
     machine_locks = sorted(machine_lock_dir(os.environ).glob("*.held"))
     return force_unlock_any(repo_root, [held_path(state_path), *machine_locks], lock_id)
+
+
+def restore_copy(path: Path, data: bytes) -> None:
+    """A lockfile's bytes as git history holds them, written to a scratch copy outside the
+    project (a removed project's last lockfile, planned from ``.osmosis/removed/``): no lock,
+    since nothing else writes there, and never the project's own lockfile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

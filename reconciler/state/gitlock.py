@@ -106,11 +106,16 @@ class GuardedRefs:
     """The normalised Platform URL (``Context.platform_id``)."""
     workspace: str
     """The workspace label recorded in the lockfile."""
+    project: str | None = None
+    """The project's id in a repository of many projects (``reconciler.projects``); None
+    (one project) keeps the key every earlier version used."""
 
     @property
     def key(self) -> str:
-        """A digest of both: ref names cannot hold a URL, and both must name the refs."""
+        """A digest of all three: ref names cannot hold a URL, and all must name the refs."""
         text = f"{self.platform.rstrip('/')}\n{self.workspace.strip()}"
+        if self.project is not None:
+            text += f"\n{self.project}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property
@@ -130,7 +135,8 @@ class GuardedRefs:
         return f"refs/osmosis-seen/{self.key}/state"
 
     def describe(self) -> str:
-        return f"{self.platform} workspace {self.workspace}"
+        project = f" project {self.project}" if self.project is not None else ""
+        return f"{self.platform} workspace {self.workspace}{project}"
 
 
 _HEADER_FIELD = re.compile(r'^(platform|workspace) = "([^"\\]*)"\s*$', re.MULTILINE)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import get_args
 
 from reconciler.model import (
     OUTPUTS_DUE_STATUSES,
     HistoryEntry,
+    HistoryReason,
     LockState,
     RecordedRun,
+    SmokeStage,
     model_identity,
     selection_digest,
 )
@@ -18,8 +21,18 @@ HISTORY_LIMIT_PER_ADDRESS = 20
 """At most this many ``[[history]]`` entries are kept per address (the newest)."""
 
 
-HISTORY_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"})
-"""``smoke``: a smoke run that left its address to the full run (or to a new smoke run)."""
+_REASONS: dict[str, HistoryReason] = {reason: reason for reason in get_args(HistoryReason)}
+HISTORY_REASONS = frozenset(_REASONS)
+"""Every ``HistoryReason``; ``smoke``: a smoke run that left its address to the full run
+(or to a new smoke run)."""
+
+
+def history_reason(reason: str) -> HistoryReason:
+    """``reason`` as a ``HistoryReason``; ``ValueError`` when it is none."""
+    try:
+        return _REASONS[reason]
+    except KeyError:
+        raise ValueError(f"unknown history reason {reason!r}") from None
 
 
 def cap_history(
@@ -57,9 +70,9 @@ def _history_entry(
         and run.run_id is not None
         and run.status in OUTPUTS_DUE_STATUSES
         and not downloaded
-        and run.stage != "smoke"  # a smoke run's outputs are not the address's
+        and run.stage != SmokeStage.SMOKE  # a smoke run's outputs are not the address's
     )
-    per_task = (run.spec.get("execution_config") or {}).get("attempts_per_task", 1)
+    per_task = run.attempts_per_task
     return HistoryEntry(
         outputs_pending=True if pending else None,
         benchmark_id=run.benchmark_id,
@@ -68,9 +81,7 @@ def _history_entry(
             for agent in run.spec.get("agents") or []
         )
         or None,
-        attempts_per_task=per_task
-        if isinstance(per_task, int) and not isinstance(per_task, bool) and per_task > 1
-        else None,
+        attempts_per_task=per_task if per_task > 1 else None,
         address=address or run.address,
         run_id=run.run_id,
         run_name=run.run_name,
@@ -78,9 +89,9 @@ def _history_entry(
         status=run.status,
         submitted_at=run.submitted_at,
         ended_at=ended_at,
-        reason=reason,
+        reason=history_reason(reason),
         requested_by=run.requested_by,
-        results=None if run.stage == "smoke" else run.results,
+        results=None if run.stage == SmokeStage.SMOKE else run.results,
         task_count=run.task_count,
         selection=selection_digest(run.spec) if run.spec else None,
         stage=run.stage,

@@ -73,7 +73,7 @@ from reconciler.model import (
     Rejection,
     RunResults,
 )
-from reconciler.paths import check_inside
+from reconciler.paths import check_inside, check_named
 from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
     _CONFLICT_END,
     _CONFLICT_MIDDLE,
@@ -306,6 +306,8 @@ def serialize(state: LockState) -> str:
         out.append(f"repository = {_toml_str(state.repository)}")
     if state.root_commit is not None:
         out.append(f"root_commit = {_toml_str(state.root_commit)}")
+    if state.platform_instance is not None:
+        out.append(f"platform_instance = {_toml_str(state.platform_instance)}")
     if state.observed_until is not None:
         out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
@@ -326,6 +328,16 @@ def serialize(state: LockState) -> str:
             f"baselines.{_toml_key(address)}",
             [(name, getattr(baseline, name)) for name in Baseline.field_names()],
         )
+    if any(state.reruns.values()):
+        out.append("")
+        out.append("[reruns]")
+        for address in sorted(state.reruns):
+            if state.reruns[address]:
+                out.append(f"{_toml_key(address)} = {_inline(list(state.reruns[address]))}")
+    if state.decisions:
+        from reconciler.state.decisions import emit_decisions
+
+        emit_decisions(out, state.decisions)
     for entry in state.history:
         out.append("")
         out.append("[[history]]")
@@ -355,8 +367,14 @@ _HEADER_KEYS = frozenset(
         "rejections",
         "history",
         "baselines",
+        "platform_instance",
+        "reruns",
+        "decisions",
     }
 )
+_FORMAT3_KEYS = ("platform_instance", "reruns")
+"""Keys a lockfile of format 3 may hold and an older one may not."""
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40,64}")
 
 HEADER_BYTES = _PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
@@ -367,6 +385,36 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
     ``specs`` (address -> current body) lets equal recorded bodies share it (``_build_run``)."""
     if text.startswith("\ufeff"):
         text = text[1:]  # an editor's BOM is harmless; do not refuse the file for it
+    _refuse_conflicts(text, filename)
+    locator = KeyLines(text)
+    raw = _read_document(text, filename, locator, specs)
+    version, serial = _check_header(raw, filename, locator)
+    if version == 1:
+        raw = migrate_v1(raw)
+    repository, root_commit, observed_until = _optional_header(raw, filename, locator)
+    runs, rejections, history, baselines = _build_tables(raw, filename, locator, specs)
+    platform_instance, reruns = _format3_fields(raw, filename, locator)
+    return LockState(
+        version=version,
+        lineage=raw["lineage"],
+        serial=serial,
+        platform=raw["platform"],
+        workspace=raw["workspace"],
+        repository=repository,
+        root_commit=root_commit,
+        observed_until=observed_until,
+        runs=runs,
+        rejections=rejections,
+        history=history,
+        baselines=baselines,
+        platform_instance=platform_instance,
+        reruns=reruns,
+        decisions=_decisions(raw, filename, locator),
+    )
+
+
+def _refuse_conflicts(text: str, filename: str) -> None:
+    """A lockfile with git's merge-conflict markers is refused with the way out."""
     # The substring test is C-speed; the line scan runs only when a marker may be present.
     maybe_conflicted = any(marker in text for marker in ("<<<<<<<", "=======", ">>>>>>>"))
     regions = _conflict_regions(text.splitlines()) if maybe_conflicted else []
@@ -377,7 +425,13 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
         )
-    locator = KeyLines(text)
+
+
+def _read_document(
+    text: str, filename: str, locator: KeyLines, specs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The TOML document: the fast tier when it reads the text, else ``tomllib``; a syntax
+    error becomes a ``StateError`` with the file, line and column."""
     try:
         try:  # entries built as they are read: never the whole document as dicts
             raw = _fast_load(text, entry_builder(filename, locator, specs))
@@ -411,7 +465,11 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
             f"{where}: an integer with more than 4,300 digits",
             "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
         ) from None
+    return raw
 
+
+def _check_header(raw: Mapping[str, Any], filename: str, locator: KeyLines) -> tuple[int, int]:
+    """The required header keys checked, no unknown key: the format version and serial."""
     version = raw.get("version")
     if "version" not in raw:
         raise _shape_error(filename, locator, ["version"], "missing required key")
@@ -453,11 +511,19 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
     unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
         raise _shape_error(filename, locator, [unknown[0]], "unknown key")
-    if version == 1:
-        if "root_commit" in raw:
-            raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
-        raw = migrate_v1(raw)
+    if version == 1 and "root_commit" in raw:
+        raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+    if version < 3:
+        newer = next((key for key in _FORMAT3_KEYS if key in raw), None)
+        if newer is not None:
+            raise _shape_error(filename, locator, [newer], f"unknown key in format {version}")
+    return version, serial
 
+
+def _optional_header(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines
+) -> tuple[str | None, str | None, datetime | None]:
+    """``repository``, ``root_commit`` and ``observed_until``, each checked when present."""
     repository = raw.get("repository")
     if repository is not None and (not isinstance(repository, str) or not repository.strip()):
         raise _shape_error(
@@ -486,6 +552,18 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         )
     if isinstance(observed_until, datetime) and observed_until.tzinfo is None:
         observed_until = observed_until.replace(tzinfo=UTC)
+    return repository, root_commit, observed_until
+
+
+def _build_tables(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines, specs: Mapping[str, Any] | None
+) -> tuple[
+    dict[str, RecordedRun],
+    dict[str, Rejection],
+    tuple[HistoryEntry, ...],
+    dict[str, Baseline],
+]:
+    """The ``runs``, ``rejections``, ``history`` and ``baselines`` tables, each entry built."""
     runs_table = raw.get("runs", {})
     if not isinstance(runs_table, dict):
         raise _shape_error(filename, locator, ["runs"], "must be a table of addresses")
@@ -519,20 +597,52 @@ def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> L
         address: _build_baseline(address, table, filename, locator)
         for address, table in baselines_table.items()
     }
-    return LockState(
-        version=version,
-        lineage=raw["lineage"],
-        serial=serial,
-        platform=raw["platform"],
-        workspace=raw["workspace"],
-        repository=repository,
-        root_commit=root_commit,
-        observed_until=observed_until,
-        runs=runs,
-        rejections=rejections,
-        history=history,
-        baselines=baselines,
-    )
+    return runs, rejections, history, baselines
+
+
+def _format3_fields(
+    raw: Mapping[str, Any], filename: str, locator: KeyLines
+) -> tuple[str | None, dict[str, tuple[str, ...]]]:
+    """``platform_instance`` and ``[reruns]`` (format 3), each checked when present."""
+    platform_instance = raw.get("platform_instance")
+    if platform_instance is not None and (
+        not isinstance(platform_instance, str) or not platform_instance.strip()
+    ):
+        raise _shape_error(
+            filename,
+            locator,
+            ["platform_instance"],
+            f"must be a non-empty string (found {_describe_input(platform_instance)})",
+        )
+    return platform_instance, _build_reruns(raw.get("reruns", {}), filename, locator)
+
+
+def _build_reruns(table: Any, filename: str, locator: KeyLines) -> dict[str, tuple[str, ...]]:
+    """``[reruns]``: address -> the commits whose re-run request an apply acted on."""
+    if not isinstance(table, dict):
+        raise _shape_error(filename, locator, ["reruns"], "must be a table of addresses")
+    reruns: dict[str, tuple[str, ...]] = {}
+    for address, commits in table.items():
+        if not isinstance(commits, list) or not all(
+            isinstance(c, str) and _COMMIT_SHA.fullmatch(c) for c in commits
+        ):
+            raise _shape_error(
+                filename,
+                locator,
+                ["reruns", address],
+                f"must be a list of commit shas (found {_describe_input(commits)})",
+            )
+        reruns[address] = tuple(commits)
+    return reruns
+
+
+def _decisions(raw: Mapping[str, Any], filename: str, locator: Any) -> dict[str, Any]:
+    if "decisions" not in raw:
+        return {}
+    # Imported here: a lockfile without decisions never loads their reader.
+    from reconciler.state.decisions import build_decisions
+
+    return build_decisions(raw["decisions"], filename, locator)
 
 
 def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -607,7 +717,11 @@ def read_lockfile(
 def read_lockfile_bytes(path: Path, name: str) -> bytes | None:
     """The lockfile's bytes, None when there is none; ``StateError`` when the path is not a
     regular file, is over ``MAX_LOCKFILE_BYTES`` or cannot be read. The one read of the
-    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``)."""
+    lockfile a command makes (``read_lockfile`` = this, then ``load_lockfile``).
+
+    Never through a symlink, for every command (issue 36): ``osmosis-state``, results,
+    logs and import read a linked lockfile (or ``state/``) that the plan refuses."""
+    check_named(path, what="lockfile", error=StateError)
     try:
         info = path.stat()
     except FileNotFoundError:

@@ -110,9 +110,17 @@ def machine_lock_dir(env: Mapping[str, str] | None = None) -> Path:
     return base / "osmosis-reconciler" / "locks"
 
 
-def machine_lock_path(platform: str, workspace: str, env: Mapping[str, str] | None = None) -> Path:
-    """The machine-wide apply lock of one loopback Platform and workspace."""
+def machine_lock_path(
+    platform: str,
+    workspace: str,
+    env: Mapping[str, str] | None = None,
+    project: str | None = None,
+) -> Path:
+    """The machine-wide apply lock of one loopback Platform, workspace and project (the
+    project's id in a repository of many; None keeps the key of a repository of one)."""
     text = f"{platform.rstrip('/')}\n{workspace.strip()}"
+    if project is not None:
+        text += f"\n{project}"
     key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return machine_lock_dir(env) / f"{key}.held"
 

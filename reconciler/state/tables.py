@@ -24,9 +24,6 @@ from reconciler.paths import relative_path_problem
 from reconciler.state.diagnostics import (
     _path_str,
 )
-from reconciler.state.history import (
-    HISTORY_REASONS,
-)
 from reconciler.toml_locate import KeyLines
 
 _RESTORE_HINT = (
@@ -65,7 +62,7 @@ def _validate(
     try:
         return model.model_validate(data, strict=True)
     except msgspec.ValidationError as exc:
-        loc, problem = _problem(str(exc), data)
+        loc, problem = _problem(str(exc), data, model)
         raise _shape_error(filename, locator, base + loc, problem) from None
 
 
@@ -82,9 +79,31 @@ _KINDS = {
     "object": "a table",
 }
 _FIELD = re.compile(r"^Object (missing required|contains unknown) field `(?P<name>[^`]+)`$")
+_CHOICE = re.compile(r"^Invalid enum value ")
 
 
-def _problem(message: str, data: Any) -> tuple[list[str | int], str]:
+def _words(model: type[Frozen], loc: list[str | int]) -> tuple[str, ...]:
+    """The words a top-level field of a closed vocabulary (a ``Literal`` or an enum, maybe
+    optional) accepts; empty for any other field."""
+    info = msgspec.inspect.type_info(model)
+    if len(loc) != 1 or not isinstance(info, msgspec.inspect.StructType):
+        return ()
+    field = next((f for f in info.fields if f.name == loc[0]), None)
+    if field is None:
+        return ()
+    kinds = field.type.types if isinstance(field.type, msgspec.inspect.UnionType) else (field.type,)
+    words: list[str] = []
+    for kind in kinds:
+        if isinstance(kind, msgspec.inspect.LiteralType):
+            words += [str(value) for value in kind.values]
+        elif isinstance(kind, msgspec.inspect.EnumType):
+            words += [str(member.value) for member in kind.cls]
+    return tuple(words)
+
+
+def _problem(
+    message: str, data: Any, model: type[Frozen] | None = None
+) -> tuple[list[str | int], str]:
     """A ``msgspec.ValidationError``'s message as (key path, problem) in the lockfile's
     words: ``Expected `int`, got `str` - at `$.agents[0].rank``` becomes
     (``["agents", 0, "rank"]``, ``should be an integer (found 'x')``)."""
@@ -97,6 +116,12 @@ def _problem(message: str, data: Any) -> tuple[list[str | int], str]:
     if field is not None:
         loc.append(field["name"])
         return loc, "missing required key" if "missing" in what else "unknown key"
+    if _CHOICE.match(what) and model is not None and (words := _words(model, loc)):
+        found = data.get(loc[0]) if isinstance(data, dict) else None
+        return loc, (
+            f"unknown {loc[0]} {_describe_input(found)} "
+            f"(expected one of {', '.join(sorted(words))})"
+        )
     expected = _EXPECTED.match(what)
     if expected is not None:
         kinds = [k for k in expected["types"].split(" | ") if k != "null"]
@@ -263,14 +288,7 @@ def _build_history(index: int, table: Any, filename: str, locator: KeyLines) -> 
     if "results" in table:
         data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
     _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
-    entry = _validate(HistoryEntry, data, filename, locator, base)
-    if entry.reason not in HISTORY_REASONS:
-        raise _shape_error(
-            filename,
-            locator,
-            base + ["reason"],
-            f"unknown reason {entry.reason!r} (expected one of {', '.join(sorted(HISTORY_REASONS))})",
-        )
+    entry: HistoryEntry = _validate(HistoryEntry, data, filename, locator, base)
     return entry
 
 

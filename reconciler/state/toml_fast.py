@@ -232,7 +232,8 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
     shared: dict[str, Any] = {}
     try:
         while pos < end:
-            # Most lines are `key = "plain string" | integer | datetime | bool`: one regex.
+            # Most lines are `key = "plain string" | integer | datetime | bool`: one regex,
+            # read here rather than in a function (a call per line is measurable).
             match = simple_line(text, pos)
             if match:
                 key = match.group(1) or match.group(2)
@@ -273,94 +274,112 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
                     raise _NotCanonical
                 pos = match.end()
                 continue
-            if char == "[":
-                array_table = text.startswith("[[", pos)
-                if array_table:
-                    keys = []
-                    pos += 2
-                    while True:
-                        key, pos = _f_key(text, pos)
-                        keys.append(key)
-                        if not text.startswith(".", pos):
-                            break
-                        pos += 1
-                    match = _F_EOL.match(text, pos + 2)
-                    if not text.startswith("]]", pos) or not match:
-                        raise _NotCanonical
-                else:
-                    match = _F_HEADER_LINE.match(text, pos)
-                    if not match:
-                        raise _NotCanonical
-                    keys = [
-                        bare or (quoted[1:-1] if "\\" not in quoted else json.loads(quoted))
-                        for bare, quoted in _F_HEADER_KEY.findall(match.group(1))
-                    ]
-                pos = match.end()
-                if finish is not None:
-                    opened = _entry_of(keys, array_table, root)
-                    if opened != entry:
-                        if entry is not None:
-                            _finish_entry(root, entry, finish)
-                        entry = opened
-                        local_frozen, local_defined = (
-                            (frozen, defined) if entry is None else (set(), set())
-                        )
-                container = root
-                for key in keys[:-1]:
-                    child = container.setdefault(key, {})
-                    if isinstance(child, list):
-                        if id(child) in frozen or id(child) in local_frozen or not child:
-                            raise _NotCanonical
-                        child = child[-1]
-                    if (
-                        not isinstance(child, dict)
-                        or id(child) in frozen
-                        or id(child) in local_frozen
-                    ):
-                        raise _NotCanonical
-                    container = child
-                last = keys[-1]
-                if array_table:
-                    array = container.setdefault(last, [])
-                    if (
-                        not isinstance(array, list)
-                        or id(array) in frozen
-                        or id(array) in local_frozen
-                    ):
-                        raise _NotCanonical
-                    current = {}
-                    array.append(current)
-                else:
-                    existing = container.get(last)
-                    if existing is None:
-                        current = container[last] = {}
-                    elif (
-                        isinstance(existing, dict)
-                        and id(existing) not in frozen
-                        and id(existing) not in local_frozen
-                        and id(existing) not in defined
-                        and id(existing) not in local_defined
-                    ):
-                        current = existing
-                    else:
-                        raise _NotCanonical
-                local_defined.add(id(current))
+            if char != "[":
+                pos = _read_pair(text, pos, current, local_frozen)
                 continue
-            key, pos = _f_key(text, pos)
-            pos = _F_WS.match(text, pos).end()
-            if not text.startswith("=", pos) or key in current:
-                raise _NotCanonical
-            pos = _F_WS.match(text, pos + 1).end()
-            value, pos = _f_value(text, pos, local_frozen)
-            if isinstance(value, dict | list):
-                local_frozen.add(id(value))
-            current[key] = value
-            match = _F_EOL.match(text, pos)
-            if not match:
-                raise _NotCanonical
-            pos = match.end()
+            keys, array_table, pos = _read_header(text, pos)
+            if finish is not None:
+                opened = _entry_of(keys, array_table, root)
+                if opened != entry:
+                    if entry is not None:
+                        _finish_entry(root, entry, finish)
+                    entry = opened
+                    local_frozen, local_defined = (
+                        (frozen, defined) if entry is None else (set(), set())
+                    )
+            frozen_ids = (frozen, local_frozen)
+            current = _open_table(root, keys, array_table, frozen_ids, (defined, local_defined))
+            local_defined.add(id(current))
         if entry is not None and finish is not None:
             _finish_entry(root, entry, finish)
     except (_NotCanonical, json.JSONDecodeError, RecursionError):
         return None
     return root
+
+
+def _read_pair(text: str, pos: int, current: dict[str, Any], frozen: set[int]) -> int:
+    """A ``key = value`` line outside the one-regex subset (escapes, floats, inline tables,
+    nested arrays) read into ``current``: the position after its line."""
+    key, pos = _f_key(text, pos)
+    pos = _F_WS.match(text, pos).end()
+    if not text.startswith("=", pos) or key in current:
+        raise _NotCanonical
+    pos = _F_WS.match(text, pos + 1).end()
+    value, pos = _f_value(text, pos, frozen)
+    if isinstance(value, dict | list):
+        frozen.add(id(value))
+    current[key] = value
+    match = _F_EOL.match(text, pos)
+    if not match:
+        raise _NotCanonical
+    return match.end()
+
+
+def _read_header(text: str, pos: int) -> tuple[list[str], bool, int]:
+    """The keys of the ``[table]`` or ``[[array]]`` header at ``pos``, whether it is an
+    array of tables, and the position after its line."""
+    if not text.startswith("[[", pos):
+        match = _F_HEADER_LINE.match(text, pos)
+        if not match:
+            raise _NotCanonical
+        keys = [
+            bare or (quoted[1:-1] if "\\" not in quoted else json.loads(quoted))
+            for bare, quoted in _F_HEADER_KEY.findall(match.group(1))
+        ]
+        return keys, False, match.end()
+    keys = []
+    pos += 2
+    while True:
+        key, pos = _f_key(text, pos)
+        keys.append(key)
+        if not text.startswith(".", pos):
+            break
+        pos += 1
+    eol = _F_EOL.match(text, pos + 2)
+    if not text.startswith("]]", pos) or not eol:
+        raise _NotCanonical
+    return keys, True, eol.end()
+
+
+def _open_table(
+    root: dict[str, Any],
+    keys: list[str],
+    array_table: bool,
+    frozen: tuple[set[int], set[int]],
+    defined: tuple[set[int], set[int]],
+) -> dict[str, Any]:
+    """The table a header opens: a new one (appended, for an array of tables), or one a
+    dotted header made implicitly. ``frozen`` and ``defined`` (the document's ids and the
+    open entry's) are what a header may not extend or open twice."""
+    frozen_ids, local_frozen = frozen
+    container = root
+    for key in keys[:-1]:
+        child = container.setdefault(key, {})
+        if isinstance(child, list):
+            if id(child) in frozen_ids or id(child) in local_frozen or not child:
+                raise _NotCanonical
+            child = child[-1]
+        if not isinstance(child, dict) or id(child) in frozen_ids or id(child) in local_frozen:
+            raise _NotCanonical
+        container = child
+    last = keys[-1]
+    if array_table:
+        array = container.setdefault(last, [])
+        if not isinstance(array, list) or id(array) in frozen_ids or id(array) in local_frozen:
+            raise _NotCanonical
+        table: dict[str, Any] = {}
+        array.append(table)
+        return table
+    existing = container.get(last)
+    if existing is None:
+        table = container[last] = {}
+        return table
+    if (
+        isinstance(existing, dict)
+        and id(existing) not in frozen_ids
+        and id(existing) not in local_frozen
+        and id(existing) not in defined[0]
+        and id(existing) not in defined[1]
+    ):
+        return existing
+    raise _NotCanonical

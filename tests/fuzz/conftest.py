@@ -1,7 +1,9 @@
-"""The fuzz suite (issue 23): Hypothesis-driven hostile inputs for the five readers.
+"""The fuzz suite (issues 23, 36): Hypothesis-driven hostile inputs for every parser.
 
 Targets: the config parser, the settings parser, the lockfile reader, the saved-plan
-reader and the command lines. Each example must end in success or a clear, known error:
+reader and its renders, the command lines of osmosis-plan/state/ci, and (issue 36) run
+generators, policy rules, smoke rules, results files and the front door's argv, each
+structure-aware. Each example must end in success or a clear, known error:
 never an internal error (any other exception), never a hang (``HANG_S`` per example, by
 ``SIGALRM``), never a write outside the repository (a victim file and a directory beside
 the repository are checked after every example).
@@ -11,12 +13,21 @@ is reproducible and a failure is found again), no example database, ``FUZZ_EXAMP
 examples per target (default 150: the short run of ``make test``; ``make fuzz`` sets
 10,000). ``make fuzz`` prints the table of examples, clear errors, successes, internal
 errors and seconds per target (``FUZZ_REPORT`` names a file to write it to as well).
+
+Bounded in memory (issue 36): every example runs under an address-space limit
+(``RLIMIT_AS``), so an input that makes a reader build something huge (a generator of 2^36
+cells) fails its example with ``MemoryError``, an internal error, instead of taking the
+machine. ``make fuzz`` (``FUZZ_MEMORY_LIMIT_MB``, default 300) limits each whole fuzzing
+process to that, and prints the limit and each process's peak resident memory; in
+``make test``, whose workers run other suites too, each fuzz test may use that much more
+than its worker held when it started.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -24,10 +35,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 HANG_S = 20.0
+MEMORY_LIMIT = int(os.environ.get("FUZZ_MEMORY_LIMIT_MB", "300")) * 1024 * 1024
+WHOLE_PROCESS = bool(os.environ.get("FUZZ_TALLY_DIR"))
+"""``make fuzz``: the limit is on the whole fuzzing process, not on top of what it holds."""
 
 FUZZ = settings(
     max_examples=EXAMPLES,
@@ -55,6 +70,29 @@ class Tally:
 
 
 TALLIES: dict[str, Tally] = {}
+
+
+def _address_space() -> int:
+    """This process's current address space (``VmSize``), in bytes."""
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.fixture(autouse=True)
+def memory_limit() -> Iterator[int]:
+    """Every example of the test runs under ``RLIMIT_AS`` (see the module doc)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = MEMORY_LIMIT if WHOLE_PROCESS else _address_space() + MEMORY_LIMIT
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield limit
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 class Hang(Exception):
@@ -123,25 +161,53 @@ def table() -> str:
     return "\n".join(rows)
 
 
+PEAKS: dict[str, int] = {}
+"""Peak resident memory (bytes) of each fuzzing process that ran targets, by pid."""
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _save_tallies() -> None:
     """With ``FUZZ_TALLY_DIR`` (``make fuzz``, whose targets run in two processes), each
-    process leaves its counts there for the summary."""
+    process leaves its counts (and its peak memory) there for the summary."""
     directory = os.environ.get("FUZZ_TALLY_DIR")
     if directory and TALLIES:
         path = os.path.join(directory, f"tally-{os.getpid()}.json")
         with open(path, "w", encoding="utf-8") as handle:
-            json.dump({name: vars(t) for name, t in TALLIES.items()}, handle)
+            tallies = {name: vars(t) for name, t in TALLIES.items()}
+            json.dump({"tallies": tallies, "peak_rss": _peak_rss()}, handle)
 
 
 def _load_tallies() -> None:
+    if TALLIES:
+        PEAKS[str(os.getpid())] = _peak_rss()
     directory = os.environ.get("FUZZ_TALLY_DIR")
     if not directory or not os.path.isdir(directory):
         return
     for name in sorted(os.listdir(directory)):
         if name.startswith("tally-") and not name.endswith(f"-{os.getpid()}.json"):
             with open(os.path.join(directory, name), encoding="utf-8") as handle:
-                for target, counts in json.load(handle).items():
+                saved = json.load(handle)
+                for target, counts in saved["tallies"].items():
                     TALLIES[target] = Tally(**counts)
+                PEAKS[name[len("tally-") : -len(".json")]] = saved["peak_rss"]
+
+
+def memory_line() -> str:
+    """The memory bound the examples ran under, and what each process used at most."""
+    mib = 1024 * 1024
+    where = (
+        "each fuzzing process"
+        if WHOLE_PROCESS
+        else "each fuzz test, above what its process held before it"
+    )
+    peaks = ", ".join(f"{peak / mib:.0f} MiB" for _pid, peak in sorted(PEAKS.items()))
+    return (
+        f"memory limit: {MEMORY_LIMIT // mib} MiB of address space (RLIMIT_AS) for {where}; "
+        f"peak resident memory per process: {peaks or 'not measured'}"
+    )
 
 
 def pytest_sessionfinish(session: Any) -> None:
@@ -154,7 +220,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.write_sep("=", f"fuzz: {EXAMPLES:,} examples per target asked")
     terminalreporter.write_line(table())
+    terminalreporter.write_line(memory_line())
     report = os.environ.get("FUZZ_REPORT")
     if report:
         with open(report, "w", encoding="utf-8") as handle:
-            handle.write(table() + "\n")
+            handle.write(table() + "\n" + memory_line() + "\n")

@@ -26,7 +26,7 @@ from reconciler.ci.main import main as ci_main
 from reconciler.cli.plan import main as plan_main
 from reconciler.cli.state import main as state_main
 from reconciler.state.lockfile import serialize
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.plan_fixtures import desired, lock, recorded_run
 
 from .conftest import FUZZ, exercise
 

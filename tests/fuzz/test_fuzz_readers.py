@@ -18,10 +18,11 @@ from reconciler.config.project import load_project_settings
 from reconciler.engine.saved_plan import SAVED_PLAN_KIND, read_saved_plan
 from reconciler.errors import ReconcilerError, StateError, UsageError
 from reconciler.paths import relative_path_problem
+from reconciler.render import render_json, render_markdown, render_text
 from reconciler.state.lockfile import parse
+from tests.support.strategies import documents, json_values
 
 from .conftest import FUZZ, exercise
-from .strategies import documents, json_values
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = (ROOT / "benchmarks" / "terminal-bench" / "smoke.toml").read_text(encoding="utf-8")
@@ -126,4 +127,13 @@ def saved_plans(draw: st.DrawFn) -> str:
 @given(saved_plans())
 def test_saved_plan_reader(text: str) -> None:
     path = _write("fuzzed.plan.json", text)
-    exercise("saved plan", lambda: read_saved_plan(path), (ReconcilerError,))
+
+    def call() -> object:
+        plan = read_saved_plan(path)
+        # What `osmosis-reconciler show` prints of it, in each format.
+        render_text(plan, color=True)
+        render_markdown(plan)
+        render_json(plan)
+        return plan
+
+    exercise("saved plan", call, (ReconcilerError,))

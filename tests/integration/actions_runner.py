@@ -52,7 +52,7 @@ def _lookup(path: str, contexts: dict[str, Any]) -> Any:
 
 def evaluate(expr: str, contexts: dict[str, Any], status: dict[str, bool]) -> Any:
     """Evaluate one ``${{ }}`` expression."""
-    tokens = []
+    tokens: list[tuple[str, str]] = []
     pos = 0
     while pos < len(expr):
         match = _TOKEN.match(expr, pos)
@@ -62,6 +62,7 @@ def evaluate(expr: str, contexts: dict[str, Any], status: dict[str, bool]) -> An
             raise ExpressionError(f"cannot parse {expr!r} at {pos}")
         pos = match.end()
         kind = match.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         tokens.append((kind, match.group(kind)))
     index = 0
 

@@ -13,8 +13,7 @@ from reconciler.local_platform import LocalPlatform
 from reconciler.local_platform.server import ServerHandle
 from tests.support.clock import FakeClock
 from tests.support.emulator import EmulatorProcess, serve, spawn_emulator, stop_process
-
-from .helpers import Platform, RequestLog, start_platform
+from tests.support.osmosis import Platform, RequestLog, start_platform
 
 TEST_TOKEN = "test-token-not-secret"
 

@@ -14,8 +14,14 @@ from reconciler.model import Action, Blocked, Plan, PlanItem, PlanSummary, Reaso
 from reconciler.plan.restrict import parse_only, restrict_plan
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import Osmosis, Platform, init_repo, read_lock, smoke_config, write_config
+from tests.support.osmosis import (
+    Osmosis,
+    Platform,
+    init_repo,
+    read_lock,
+    smoke_config,
+    write_config,
+)
 
 
 def test_only_download_refresh_downloads_and_records_but_never_pays(

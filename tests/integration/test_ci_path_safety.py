@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.state.lockfile import serialize
-from tests.unit.plan_fixtures import lock
-from tests.unit.test_ci_lockfile_helpers import done, entry, make_clones
+from tests.support.git import make_clones
+from tests.support.plan_fixtures import done, entry, lock
 
 BIN = Path(sys.executable).parent
 SUMMARY = b"agent,score\na,0.5\n"

@@ -13,8 +13,7 @@ from jsonschema import Draft202012Validator
 from reconciler.model import DriftItem, DriftKind, Plan
 from reconciler.plan import drift_fingerprint
 from reconciler.render import plan_to_dict
-
-from .helpers import BIN_DIR, PROJECT_ROOT, Osmosis, Platform, init_repo, smoke_config
+from tests.support.osmosis import BIN_DIR, PROJECT_ROOT, Osmosis, Platform, init_repo, smoke_config
 
 SCHEMA = json.loads((PROJECT_ROOT / "reconciler/schema/output.schema.json").read_text())
 

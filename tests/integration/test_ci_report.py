@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tests.support.browser import PageVisit
 from tests.support.git import git
+from tests.support.osmosis import Osmosis, init_repo, start_platform
 
-from .helpers import Osmosis, init_repo, start_platform
 from .test_results_cli import ADDRESS, category_config
 
 BIN = Path(sys.executable).parent

@@ -18,8 +18,7 @@ from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     LineReader,
     Osmosis,
     Platform,
@@ -259,9 +258,38 @@ def test_wait_replace_downloads_the_rerun_once_it_ends_and_pays_once(
 # --------------------------------------------------------------------------- partial failure
 
 
-def test_a_failed_action_gives_exit_3_and_the_others_are_recorded(
+def test_a_failed_action_gives_exit_3_and_the_others_are_recorded(tmp_path: Path) -> None:
+    # A workspace limit no client can know: the Platform refuses the submit it is asked for.
+    platform = start_platform(tmp_path / "p", faults=Faults(workspace_concurrency_limit=1))
+    try:
+        doomed = smoke_config("anthropic/claude-sonnet-4", secret="ANTHROPIC_API_KEY").replace(
+            "max_concurrent_attempts = 1", "max_concurrent_attempts = 2"
+        )
+        osm = Osmosis(
+            init_repo(tmp_path / "repo", configs={"tb/ok": smoke_config(), "tb/doomed": doomed}),
+            platform,
+        )
+        result = osm.apply("--auto-approve")
+        assert result.code == 3, result
+        assert "Apply complete: 1 succeeded, 1 failed." in result.out
+        assert "tb/doomed" in result.out.split("Apply complete")[1]
+        runs = read_lock(osm.repo)["runs"]
+        assert sorted(runs) == ["tb/ok"] and runs["tb/ok"]["run_id"]
+        assert platform.submits() == 1
+        # The refusal is remembered: the config is blocked until it changes.
+        replan = osm.plan("--format", "json")
+        assert [(a["address"], a["action"]) for a in replan.json()["actions"]] == [
+            ("tb/doomed", "blocked")
+        ]
+    finally:
+        platform.close()
+
+
+def test_a_submit_blocked_between_plan_and_apply_is_reported_not_failed(
     tmp_path: Path, platform: Platform
 ) -> None:
+    """Issue 34: a blocked item never sets the apply's exit code by itself; the plan that
+    first shows it fails the check instead (exit 4)."""
     osm = Osmosis(
         init_repo(
             tmp_path / "repo",
@@ -277,18 +305,12 @@ def test_a_failed_action_gives_exit_3_and_the_others_are_recorded(
     platform.delete_secret("ANTHROPIC_API_KEY")  # between plan and apply
 
     result = osm.apply(str(planfile))
-    assert result.code == 3, result
-    assert "Apply complete: 1 succeeded, 1 failed." in result.out
-    assert "tb/doomed" in result.out.split("Apply complete")[1]
-    assert "ANTHROPIC_API_KEY" in result.out
-    runs = read_lock(osm.repo)["runs"]
-    assert sorted(runs) == ["tb/ok"] and runs["tb/ok"]["run_id"]
+    assert result.code == 0, result
+    assert "Apply complete: 1 succeeded, 0 failed, 1 blocked (not attempted)." in result.out
+    assert "ANTHROPIC_API_KEY" in result.out.split("Apply complete")[1]
+    assert sorted(read_lock(osm.repo)["runs"]) == ["tb/ok"]
     assert platform.submits() == 1
-    # The failed submit is simply pending again (blocked until the secret is back).
-    replan = osm.plan("--format", "json")
-    assert [(a["address"], a["action"]) for a in replan.json()["actions"]] == [
-        ("tb/doomed", "blocked")
-    ]
+    assert osm.plan().code == 4
 
 
 # --------------------------------------------------------------------------- figures
@@ -378,13 +400,15 @@ def test_apply_lines_say_blocked_once_and_show_runs_that_did_not_finish(
         platform,
     )
     first = osm.apply("--auto-approve")
-    assert first.code == 3, first
+    assert first.code == 0, first  # issue 34: a blocked item is no failure by itself
     (blocked,) = [line for line in first.out.splitlines() if line.startswith("! tb/locked")]
-    assert blocked.startswith("! tb/locked: blocked: Secret(s) not found: NEVER_STORED_KEY"), (
-        blocked
-    )
+    assert blocked.startswith(
+        "! tb/locked: blocked: not attempted: Secret(s) not found: NEVER_STORED_KEY"
+    ), blocked
     assert "FAILED" not in blocked and blocked.count("blocked") == 1, blocked
-    assert "  ! tb/locked (blocked): Secret(s) not found: NEVER_STORED_KEY" in first.out
+    assert (
+        "  ! tb/locked (blocked, not attempted): Secret(s) not found: NEVER_STORED_KEY" in first.out
+    )
 
     # tb/a is stopped outside the tool; once both runs have ended, the download lines and
     # the closing lines show which run did not finish, with the command that re-runs it.

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from reconciler.config import load_configs
+from reconciler.model import RunStatus
 from reconciler.state.locking import hold_lock
 from tests.support.bodies import tb_body
 from tests.support.clock import FakeClock
 from tests.support.git import git
-
-from .helpers import (
+from tests.support.osmosis import (
     EXAMPLES,
     Osmosis,
     Platform,
@@ -291,7 +291,7 @@ def test_refused_when_the_round_trip_does_not_describe_the_run(
     # A run whose stored configuration holds a null, which no TOML config can write back.
     body = tb_body("m", execution_config={"attempts_per_task": 1, "max_retries": None})
     (run_id,) = platform.platform.seed_runs(
-        platform.workspace, 1, body=body, status_mix={"running": 1.0}
+        platform.workspace, 1, body=body, status_mix={RunStatus.RUNNING: 1.0}
     )
     osm = empty_repo(tmp_path / "repo", platform)
     err = refused(osm, run_id, "--model-type", "provider", "--secret", "OPENAI_API_KEY")

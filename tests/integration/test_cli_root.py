@@ -13,8 +13,15 @@ import pytest
 
 from reconciler.cli.plan import main as plan_main
 from tests.support.clock import FakeClock
-
-from .helpers import Platform, Result, _environ, cli_env, init_repo, smoke_config, start_platform
+from tests.support.osmosis import (
+    Platform,
+    Result,
+    _environ,
+    cli_env,
+    init_repo,
+    smoke_config,
+    start_platform,
+)
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from reconciler.state.lockfile import put_run, read_lockfile, write_lockfile
 from reconciler.state.locking import hold_lock
 from tests.support.clock import FakeClock
 from tests.support.git import git
+from tests.support.osmosis import Osmosis, Platform, RequestLog, read_lock, start_platform
 
-from .helpers import Osmosis, Platform, RequestLog, read_lock, start_platform
 from .test_cli_import import submit_example
 
 

@@ -30,7 +30,7 @@ from reconciler.errors import (
     TransportError,
 )
 from reconciler.local_platform import Faults, LocalPlatform
-from reconciler.model import spec_fingerprint
+from reconciler.model import RunStatus, spec_fingerprint
 from reconciler.platform import PlatformClient, RetryPolicy
 from tests.support.bodies import agent, hle_body, tb_body
 from tests.support.emulator import serve as serve_platform
@@ -234,7 +234,7 @@ def test_submit_info_logs_stop(env: Env) -> None:
 
 
 def test_stop_of_a_terminal_run_conflicts(env: Env) -> None:
-    run_id = env.platform.seed_runs(env.workspace, 1, status_mix={"finished": 1.0})[0]
+    run_id = env.platform.seed_runs(env.workspace, 1, status_mix={RunStatus.FINISHED: 1.0})[0]
     client = env.client(retry=RetryPolicy(max_attempts=1))
     # The local Platform's documented choice for stopping a terminal run: 409.
     with pytest.raises(ConflictError) as info:
@@ -243,7 +243,7 @@ def test_stop_of_a_terminal_run_conflicts(env: Env) -> None:
 
 
 def test_logs_cursor_pages_further_back(env: Env) -> None:
-    run_id = env.platform.seed_runs(env.workspace, 1, status_mix={"finished": 1.0})[0]
+    run_id = env.platform.seed_runs(env.workspace, 1, status_mix={RunStatus.FINISHED: 1.0})[0]
     client = env.client()
     newest = client.get_logs(run_id, limit=2)
     assert len(newest.entries) == 2 and newest.next_cursor
@@ -254,7 +254,9 @@ def test_logs_cursor_pages_further_back(env: Env) -> None:
 
 
 def test_list_runs_pagination_over_50(env: Env) -> None:
-    ids = env.platform.seed_runs(env.workspace, 123, status_mix={"finished": 0.5, "running": 0.5})
+    ids = env.platform.seed_runs(
+        env.workspace, 123, status_mix={RunStatus.FINISHED: 0.5, RunStatus.RUNNING: 0.5}
+    )
     client = env.client()
     runs = client.list_runs()
     assert sorted(r.id for r in runs) == sorted(ids)
@@ -265,7 +267,7 @@ def test_list_runs_pagination_over_50(env: Env) -> None:
 
 
 def test_outputs_manifest_and_download_urls(env: Env) -> None:
-    run_id = env.platform.seed_runs(env.workspace, 1, status_mix={"finished": 1.0})[0]
+    run_id = env.platform.seed_runs(env.workspace, 1, status_mix={RunStatus.FINISHED: 1.0})[0]
     client = env.client()
     manifest = client.get_manifest(run_id, ["summary", "results", "logs", "artifacts"])
     paths = [f.path for f in manifest.files]

@@ -27,15 +27,15 @@ from pathlib import Path
 import pytest
 
 from reconciler.platform import PlatformClient
-from tests.github_fake import FakeGitHub
 from tests.support import docs
 from tests.support.emulator import EmulatorProcess
 from tests.support.git import git, git_run
+from tests.support.github_fake import FakeGitHub
+from tests.support.osmosis import PROJECT_ROOT, smoke_config
 
 from .actions_runner import Runner, find_environment
-from .helpers import PROJECT_ROOT, smoke_config
 
-ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
+ACTION_REF = docs.action_ref()
 WORKSPACE = "acme-bench"
 TOKEN = "osm-consumer-token-not-printed"
 DEV = ("Dev", "dev@example.com")
@@ -43,7 +43,7 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
-def platform(tmp_path: Path, start_emulator) -> Iterator[EmulatorProcess]:  # type: ignore[no-untyped-def]
+def platform(tmp_path: Path, start_emulator) -> Iterator[EmulatorProcess]:
     data = tmp_path / "platform-data"
     subprocess.run(
         [

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import PROJECT_ROOT
+from tests.support.osmosis import PROJECT_ROOT
+
 from .test_readme_walkthrough import walkthrough_env
 
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)

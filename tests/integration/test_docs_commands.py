@@ -17,8 +17,7 @@ from reconciler.config.project import load_project_settings
 from tests.support import docs
 from tests.support.emulator import spawn_emulator, stop_process
 from tests.support.git import git
-
-from .helpers import BIN_DIR, EXAMPLES, cli_env
+from tests.support.osmosis import BIN_DIR, EXAMPLES, cli_env
 
 README, DOCS = docs.README, docs.DOCS
 # (page, the heading a block sits under) -> the test that runs that section's sh blocks.
@@ -27,6 +26,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "import-and-state.md", "# Bring existing runs under management: osmosis-import "
      "and osmosis-state"): "test_readme_import.py",
     (README, "## Quick start"): "this file: quick start",
+    (README, "## Install in another repository"): "test_pinned_install.py",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
     (DOCS / "development.md", "## The lifecycle suite"): "tests/lifecycle/test_lifecycle_doc.py",
@@ -40,8 +40,20 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "local-platform.md", "## History"): "test_local_platform_workspace.py",
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
     (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
+    (DOCS / "projects.md", "## Trying it on the local Platform"): "test_projects.py",
     (DOCS / "smoke.md", "## When the smoke run did not end well"): "test_smoke_doc.py",
     (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
+    (DOCS / "paying-once.md", "## Never a twin without a decision"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## A run that went missing is no reason to pay"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## A smoke stage that cannot be made is blocked"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## A re-run request waits for the apply that carries it out"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## Guards read what the Platform resolves"):
+        "test_docs_paying_once_three.py",
+    (DOCS / "paying-once.md", "## Red means something new"): "test_docs_paying_once_three.py",
     (DOCS / "results.md", "## Two runs of one config"): "test_docs_results.py",
     (DOCS / "results.md", "## Every recorded run"): "test_docs_results.py",
     (DOCS / "results.md", "## Comparing two runs"): "test_docs_results.py",

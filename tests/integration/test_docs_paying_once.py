@@ -11,8 +11,8 @@ from pathlib import Path
 from reconciler.local_platform import Faults
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
-
-from .helpers import (
+from tests.support.docs import section_blocks
+from tests.support.osmosis import (
     Osmosis,
     cli_env,
     init_repo,
@@ -26,7 +26,9 @@ FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
 
 
 def page_blocks() -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(PAGE.read_text(encoding="utf-8"))]
+    """The blocks of the unknown-outcome section (the other sections have their own tests:
+    ``test_docs_paying_once_three``)."""
+    return section_blocks(PAGE, "## An unknown outcome (`?`)")
 
 
 def matches(expected: str, actual: str) -> bool:

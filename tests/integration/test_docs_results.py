@@ -14,7 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from .helpers import BIN_DIR, PROJECT_ROOT
+from tests.support.osmosis import BIN_DIR, PROJECT_ROOT
 
 PAGE = PROJECT_ROOT / "docs" / "results.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)

@@ -23,10 +23,10 @@ from pathlib import Path
 from reconciler.config.spec import build_spec
 from reconciler.local_platform import Faults
 from reconciler.local_platform.history import HISTORY_TEAM
+from reconciler.model import RunStatus
 from tests.support.clock import FakeClock
 from tests.support.git import commit, git
-
-from .helpers import (
+from tests.support.osmosis import (
     COLLEAGUE_TOKEN,
     Osmosis,
     Platform,
@@ -65,7 +65,7 @@ def others(platform: Platform, clock: FakeClock, n: int, *, hours_ago: float = 0
             n,
             body=body_of(smoke_config("vendor/elsewhere")),
             created_from=clock.now - HOUR,
-            status_mix={"finished": 0.9, "failed": 0.1},
+            status_mix={RunStatus.FINISHED: 0.9, RunStatus.FAILED: 0.1},
             creators=HISTORY_TEAM,
         )
     finally:
@@ -116,6 +116,11 @@ def test_runs_made_elsewhere_are_one_line_not_drift(
     assert doc["unmanaged_count"] == 7
     assert len(doc["unmanaged"]) == 7 and doc["drift"] == []
     assert {u["benchmark_name"] for u in doc["unmanaged"]} == {"Terminal-Bench 2.1"}
+    # Issue 37: each names its creator (the seeded team), in the JSON and the text.
+    team = {user.name for user in HISTORY_TEAM}
+    assert {u["creator_name"] for u in doc["unmanaged"]} <= team
+    rows = [line for line in osm.plan("--show-unmanaged").out.splitlines() if " · created " in line]
+    assert len(rows) == 7 and all(any(row.endswith(f" by {n}") for n in team) for row in rows)
 
 
 def test_unmanaged_setting_ignore_hides_the_line(
@@ -131,6 +136,8 @@ def test_unmanaged_setting_ignore_hides_the_line(
 def test_converged_plan_cost_does_not_grow_with_history(
     tmp_path: Path, platform: Platform, clock: FakeClock
 ) -> None:
+    requests = platform.requests
+    assert requests is not None
     counts = []
     for round_, extra in enumerate((60, 300)):
         others(platform, clock, extra, hours_ago=10)
@@ -138,17 +145,16 @@ def test_converged_plan_cost_does_not_grow_with_history(
         osm = Osmosis(repo, platform)
         assert osm.apply("--auto-approve").code == 0
         finish_all(osm, clock)
-        assert platform.requests is not None
-        platform.requests.reset()
+        requests.reset()
         plan = osm.plan("--detailed-exitcode")
         assert plan.code == 0, plan
-        counts.append(len(platform.requests.lines))
+        counts.append(len(requests.lines))
     # One page of the list, one catalog read, one secrets list: the same at 61 and 361 runs.
     assert counts[0] == counts[1] <= 4, counts
 
     full = osm.plan("--refresh", "full", "--detailed-exitcode")
     assert full.code == 0, full
-    assert platform.requests.count("GET /api/cli/benchmark-runs") > 3
+    assert requests.count("GET /api/cli/benchmark-runs") > 3
 
 
 # --------------------------------------------------------------------------- adoption
@@ -167,11 +173,15 @@ def test_another_repositorys_older_identical_run_is_not_adopted(
     osm = Osmosis(repo, platform)
 
     plan = osm.plan()
-    assert "+ tb/a" in plan.out, plan
-    assert f"run {name} ({theirs})" in plan.out and "not adopted" in plan.out
-    assert f"osmosis-import {name} --to benchmarks/tb/a.toml" in plan.out
+    # Not adopted (no evidence), and, while it runs, not paid for twice either (issue 34):
+    # the submit waits for a person's decision.
+    assert "! tb/a" in plan.out, plan
+    assert f"run {name} ({theirs}) is " in plan.out and "nothing this repository" in plan.out
+    assert f"osmosis-state adopt tb/a {theirs}" in plan.out
+    osm.apply("--auto-approve")
+    assert platform.submits() == 1
 
-    applied = osm.apply("--auto-approve")
+    applied = osm.apply("--auto-approve", "--allow-duplicate", "tb/a")
     assert applied.code == 0, applied
     assert platform.submits() == 2
     assert read_lock(repo)["runs"]["tb/a"]["run_id"] != theirs
@@ -191,6 +201,8 @@ def test_a_duplicate_made_by_hand_after_the_commit_is_drift_naming_both(
     assert "possible duplicate payment" in plan.out
     assert f"{name} ({theirs})" in plan.out
     assert f"{ours['run_name']} ({ours['run_id']})" in plan.out
+    # Issue 37: it names who made it, so a person knows whom to ask.
+    assert f"run {name} ({theirs}) was made by Colleague outside this repository" in plan.out
     assert platform.submits() == 2
 
 
@@ -220,7 +232,7 @@ def test_a_lost_lockfile_adopts_the_run_instead_of_paying_again(
     assert platform.submits() == 1
 
 
-def test_a_lost_lockfile_without_evidence_names_the_run_and_pays_only_when_applied(
+def test_a_lost_lockfile_without_evidence_names_the_active_run_and_pays_nothing(
     tmp_path: Path, platform: Platform
 ) -> None:
     """No remote, no state record: nothing this repository wrote names the run, so it is
@@ -231,8 +243,10 @@ def test_a_lost_lockfile_without_evidence_names_the_run_and_pays_only_when_appli
     shutil.rmtree(osm.repo / "state")
     plan = osm.plan("--format", "json")
     (item,) = plan.json()["actions"]
-    assert item["action"] == "submit"
-    assert any(run_id in w and "osmosis-import" in w for w in item["warnings"]), item
+    # The run is still active: blocked until a person adopts it or allows a duplicate.
+    assert item["action"] == "blocked" and item["reason"] == "twin_active"
+    assert any(f"osmosis-state adopt tb/a {run_id}" in d for d in item["details"]), item
+    osm.apply("--auto-approve")
     assert platform.submits() == 1
 
 
@@ -282,7 +296,9 @@ def test_a_submit_reply_of_the_wrong_shape_keeps_the_intent_and_adopts(
         platform.close()
 
 
-def test_a_hand_edited_run_id_adopts_the_real_run(tmp_path: Path, platform: Platform) -> None:
+def test_a_hand_edited_run_id_names_the_real_run_and_pays_nothing(
+    tmp_path: Path, platform: Platform
+) -> None:
     osm = Osmosis(init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()}), platform)
     assert osm.apply("--auto-approve").code == 0
     lockfile = osm.repo / "state" / "osmosis.lock"
@@ -291,12 +307,13 @@ def test_a_hand_edited_run_id_adopts_the_real_run(tmp_path: Path, platform: Plat
 
     plan = osm.plan("--format", "json")
     doc = plan.json()
-    # Issue 22: a run id this repository never wrote is no evidence: the real run is named
-    # (with the import command that takes it back), not adopted.
+    # Issue 22: a run id this repository never wrote is no evidence: the real run is named,
+    # not adopted; issue 34: nor is a second one paid for while it may still run.
     (action,) = doc["actions"]
-    assert action["action"] == "submit"
-    assert any(real in w and "osmosis-import" in w for w in action["warnings"]), action
+    assert action["action"] == "blocked" and action["reason"] == "run_missing_undecided"
+    assert any(f"osmosis-state adopt tb/a {real}" in d for d in action["details"]), action
     assert [d["kind"] for d in doc["drift"]] == ["run_missing"]
+    osm.apply("--auto-approve")
     assert platform.submits() == 1
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.config import load_configs
+from tests.support.osmosis import BIN_DIR, init_repo
 
-from .helpers import BIN_DIR, init_repo
 from .test_generators import GENERATOR, generator, write_generator
 from .test_local_platform_real_cli import osmosis, pytestmark  # noqa: F401 (the opt-in)
 

@@ -13,14 +13,15 @@ import shutil
 import subprocess
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from reconciler.config import load_configs
 from tests.support.git import commit
+from tests.support.osmosis import BIN_DIR, Osmosis, Platform, init_repo, smoke_config
 
-from .helpers import BIN_DIR, Osmosis, Platform, init_repo, smoke_config
 from .test_generators import GENERATOR, generator, write_generator
 
 FRONT = str(BIN_DIR / "osmosis-reconciler")
@@ -29,7 +30,7 @@ SCHEMA = json.loads(
 )
 
 
-def valid(document: dict[str, object]) -> dict[str, object]:
+def valid(document: dict[str, Any]) -> dict[str, Any]:
     errors = [e.message for e in Draft202012Validator(SCHEMA).iter_errors(document)]
     assert not errors, errors[:3]
     return document

@@ -13,8 +13,7 @@ from reconciler.engine.saved_plan import plan_from_dict
 from reconciler.render import plan_to_dict
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     actions,

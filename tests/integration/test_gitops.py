@@ -14,8 +14,7 @@ import pytest
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit, git
-
-from .helpers import (
+from tests.support.osmosis import (
     SHA_RE,
     LineReader,
     Osmosis,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.state.lockfile import serialize
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.osmosis import BIN_DIR, Platform, cli_env, init_repo, smoke_config
+from tests.support.plan_fixtures import desired, lock, recorded_run
 
-from .helpers import BIN_DIR, Platform, cli_env, init_repo, smoke_config
 from .test_cli_import import empty_repo, submit_example
 
 ESCAPE = "\x1b]0;pwned\x07\x1b[2J"
@@ -65,8 +65,8 @@ def test_state_list_escapes_names_and_refuses_escaped_addresses(repo: Path) -> N
     assert code == 0, text
     assert "\x1b" not in text and "\x07" not in text
     assert "x\\x1b]0;pwned\\x07\\x1b[2Jy" in text, text
-    # An address is a config file's path, and a file name may hold an escape sequence (the
-    # plan accepts such a config, tests/reliability/test_hostile.py): the lockfile reads it
+    # An address is a config file's path; a lockfile may record one with an escape
+    # sequence from before the plan refused such names (issue 36): the lockfile reads it
     # back, and it is printed escaped, never raw.
     lockfile.write_text(
         serialize(lock(entry)).replace('runs."tb/smoke"', 'runs."tb/\\u001b[2Jsmoke"')

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.ci.github import DEADLINE_ENV, DEFAULT_DEADLINE_S
-
-from .hostile_http import HostileServer, run_measured
+from tests.support.hostile_http import HostileServer, run_measured
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]

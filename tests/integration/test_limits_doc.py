@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from .helpers import PROJECT_ROOT, cli_env, init_repo, smoke_config
+from tests.support.osmosis import PROJECT_ROOT, cli_env, init_repo, smoke_config
 
 PAGE = PROJECT_ROOT / "docs" / "limits.md"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from reconciler.local_platform import Faults, LocalPlatform
-from reconciler.model import adoption_fingerprint, spec_fingerprint
+from reconciler.model import RunStatus, adoption_fingerprint, spec_fingerprint
 from tests.support.bodies import tb_body
 from tests.support.clock import FakeClock
 
@@ -121,8 +121,8 @@ def test_auto_workspaces_create_workspaces_and_git_identities(srv: LocalServer) 
     workspaces = httpx.get(f"{srv.url}/api/cli/workspaces", headers=auth).json()["workspaces"]
     by_name = {w["name"]: w for w in workspaces}
     assert by_name["octo/repo"]["connected_repo"]["repo_full_name"] == "octo/repo"
-    assert by_name["default"]["connected_repo"] is None
-    assert set(by_name["default"]) == {"id", "name", "role", "has_billing_setup", "connected_repo"}
+    assert by_name["local"]["connected_repo"] is None
+    assert set(by_name["local"]) == {"id", "name", "role", "has_billing_setup", "connected_repo"}
 
 
 def test_verify_reports_user_and_connected_workspace(srv: LocalServer) -> None:
@@ -552,7 +552,7 @@ def test_runs_list_pagination_order_and_filter(srv: LocalServer, http: httpx.Cli
 
 
 def test_seed_runs_honours_the_status_mix(srv: LocalServer, http: httpx.Client) -> None:
-    srv.platform.seed_runs("mixed", 40, status_mix={"finished": 1, "running": 1})
+    srv.platform.seed_runs("mixed", 40, status_mix={RunStatus.FINISHED: 1, RunStatus.RUNNING: 1})
     page = httpx.get(
         f"{srv.url}/api/cli/benchmark-runs", headers=srv.auth("mixed"), params={"limit": 50}
     ).json()

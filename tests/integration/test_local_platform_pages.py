@@ -1,10 +1,12 @@
 """Every ``platform_url`` the local Platform hands out opens a page on loopback (issue 21):
 a real headless chromium (Debian's, tests/support/browser.py) finds the run's name, status
 and pass@1, the benchmark's sync state and leaderboard, and presses a failed sync's retry
-button."""
+button; a failed run's page names its error (read as HTML, no browser needed)."""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import httpx
@@ -126,3 +128,33 @@ def test_unknown_pages_answer_404_pages(make_local_server: Any) -> None:
     missing = httpx.get(f"{srv.url}/default/benchmarks/bmr_nope")
     assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
     assert httpx.get(f"{srv.url}/default/secrets").status_code == 200
+
+
+def test_a_failed_runs_page_shows_its_error_and_says_it_was_simulated(
+    make_local_server: Any,
+) -> None:
+    """Issue 37, finding 8: a failed run's page showed no error at all."""
+    srv = make_local_server(clock=FakeClock(), speed=1.0, workspaces=("team",))
+    srv.platform.set_secret("team", "OPENAI_API_KEY", "sk-page-test-value")
+    model = {
+        "type": "provider",
+        "model": "openai/always-errors",
+        "api_key_secret": "OPENAI_API_KEY",
+    }
+    body = {
+        "experiment_config": {"benchmark": TB},
+        "tasks_config": {"categories": ["games"]},
+        "agents": [{"harness": "codex", "model": model, "env": {}}],
+    }
+    headers = srv.auth("team")
+    run = httpx.post(f"{srv.url}/api/cli/benchmark-runs", json=body, headers=headers).json()
+    srv.clock.advance(3 * 3600)
+    detail = httpx.get(f"{srv.url}/api/cli/benchmark-runs/{run['id']}", headers=headers).json()
+    assert detail["benchmark_run"]["status"] == "failed"
+    logs = httpx.get(f"{srv.url}/api/cli/benchmark-runs/{run['id']}/logs", headers=headers).json()
+    (last_error,) = [e["message"] for e in logs["logs"] if e["level"] == "error"]
+    page = httpx.get(detail["benchmark_run"]["platform_url"])
+    assert page.status_code == 200
+    (shown,) = re.findall(r'<dd id="error"><span class="failed">(.*?)</span></dd>', page.text)
+    assert html.unescape(shown) == last_error
+    assert "the model endpoint answered 502 Bad Gateway" in shown and "simulated:" in shown

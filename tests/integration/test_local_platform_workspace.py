@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from reconciler.local_platform import LocalPlatform, LocalTransport, users_from_specs
+from reconciler.model import RunStatus
 from tests.support.clock import FakeClock
 from tests.support.emulator import emulator_command
 
@@ -191,7 +192,14 @@ def test_served_and_embedded_views_of_one_data_dir_agree(
     seeder = LocalPlatform(data, speed=0.05)  # slow: active runs stay active while read
     seeder.set_secret("default", "KEY", "v")
     seeder.seed_runs(
-        "default", 40, status_mix={"pending": 1, "queued": 1, "running": 2, "finished": 2}
+        "default",
+        40,
+        status_mix={
+            RunStatus.PENDING: 1,
+            RunStatus.QUEUED: 1,
+            RunStatus.RUNNING: 2,
+            RunStatus.FINISHED: 2,
+        },
     )
     emu = start_emulator("--data", str(data))  # no --speed: the stored one
     headers = {"Authorization": "Bearer t", "X-Osmosis-Workspace": "default"}
@@ -374,8 +382,7 @@ def test_types_all_is_refused(make_local_server: Any) -> None:
 
 def test_plan_blocks_a_config_whose_benchmark_is_not_added_and_says_how(tmp_path: Path) -> None:
     from reconciler.local_platform import start_server
-
-    from .helpers import SECRET_NAMES, TEAM, Osmosis, Platform, init_repo, smoke_config
+    from tests.support.osmosis import SECRET_NAMES, TEAM, Osmosis, Platform, init_repo, smoke_config
 
     platform = LocalPlatform(
         tmp_path / "p", users=TEAM, auto_workspaces=False, workspaces=("strict",)
@@ -429,7 +436,7 @@ def test_seeded_active_runs_stay_active_for_a_while_whatever_the_seed(tmp_path: 
     order = ["pending", "queued", "running", "finished", "failed", "stopped"]
     for seed in range(12):
         platform = LocalPlatform(tmp_path / f"s{seed}", seed=seed, clock=clock, speed=1.0)
-        mix = {"pending": 1.0, "queued": 1.0, "running": 2.0}
+        mix = {RunStatus.PENDING: 1.0, RunStatus.QUEUED: 1.0, RunStatus.RUNNING: 2.0}
         platform.seed_runs("default", 60, status_mix=mix)
         rows = platform.store.read().execute("SELECT * FROM runs").fetchall()
         now = [platform._row_status(r, clock.now) for r in rows]

@@ -26,9 +26,8 @@ from reconciler.model import Downloads, Settings
 from reconciler.state.gitlock import GitLock, GuardedRefs
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from reconciler.state.locking import LockInfo, hold_lock, machine_lock_path
-from tests.github_fake import FakeGitHub
-
-from .helpers import (
+from tests.support.github_fake import FakeGitHub
+from tests.support.osmosis import (
     BIN_DIR,
     WORKSPACE,
     LineReader,

@@ -6,7 +6,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .helpers import BIN_DIR, Osmosis, Platform, cli_env, init_repo, smoke_config, start_platform
+from tests.support.osmosis import (
+    BIN_DIR,
+    Osmosis,
+    Platform,
+    cli_env,
+    init_repo,
+    smoke_config,
+    start_platform,
+)
 
 
 def test_a_misspelt_secret_name_gets_a_did_you_mean(tmp_path: Path, platform: Platform) -> None:

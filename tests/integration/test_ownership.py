@@ -20,8 +20,7 @@ from reconciler.cli.plan import main as plan_main
 from reconciler.local_platform import LocalPlatform
 from reconciler.state.gitlock import LEGACY_STATE_REF, GuardedRefs
 from reconciler.state.locking import hold_lock, machine_lock_path
-
-from .helpers import (
+from tests.support.osmosis import (
     SECRET_VALUE_PREFIX,
     WORKSPACE,
     Osmosis,

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.git import git
-
-from .helpers import PROJECT_ROOT, smoke_config
+from tests.support.osmosis import PROJECT_ROOT, smoke_config
 
 pytestmark = [pytest.mark.needs_index, pytest.mark.slow]
 

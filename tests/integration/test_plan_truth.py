@@ -13,8 +13,7 @@ from pathlib import Path
 from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     RequestLog,
@@ -66,14 +65,17 @@ def test_a_refused_submit_is_remembered_and_never_posted_again(tmp_path: Path) -
         assert rejection["status"] == 400 and "limit of 1" in " ".join(rejection["issues"])
 
         plan = osm.plan()
-        assert plan.code == 4, plan
+        # Issue 34: the refusal is recorded, so the block is standing: listed, not red.
+        assert plan.code == 0, plan
         assert "! tb/a" in plan.out and "the Platform refused this exact config" in plan.out
         assert "exceeds this workspace's limit of 1" in plan.out
+        assert "standing: this block is recorded in the lockfile" in plan.out
 
         assert platform.requests is not None
         platform.requests.reset()
         again = osm.apply("--auto-approve")
-        assert again.code == 1, again
+        assert again.code == 0, again
+        assert "1 blocked (not attempted)" in again.out
         assert platform.requests.count("POST /api/cli/benchmark-runs") == 0
         assert platform.submits() == 0
 

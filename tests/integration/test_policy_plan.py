@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import Osmosis, Platform, init_repo, smoke_config
+from tests.support.osmosis import Osmosis, Platform, init_repo, smoke_config
 
 POLICY = """\
 [[policy]]

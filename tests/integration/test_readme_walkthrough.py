@@ -24,8 +24,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.cli.output import SCHEMA_FILE
 from tests.support import docs
-
-from .helpers import BIN_DIR
+from tests.support.osmosis import BIN_DIR
 
 SECTION = "## Walkthrough"
 SHORT_SHA = re.compile(r"\b[0-9a-f]{7}\b")

@@ -19,8 +19,7 @@ from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from tests.support.browser import PageVisit
 from tests.support.clock import FakeClock
-
-from .helpers import Osmosis, Result, init_repo, read_lock, start_platform
+from tests.support.osmosis import Osmosis, Result, init_repo, read_lock, start_platform
 
 ADDRESS = "tb/security"
 VALIDATOR = Draft202012Validator(
@@ -117,7 +116,7 @@ def test_baseline_gate_passes_an_aa_pair_and_fails_a_planted_regression(world: R
     assert accepted.code == 0, accepted
     VALIDATOR.validate(accepted.json())
     lock_text = (world.repo / "state" / "osmosis.lock").read_text(encoding="utf-8")
-    assert "version = 2" in lock_text
+    assert "version = 3" in lock_text
     assert f'[baselines."{ADDRESS}"]' in lock_text
     assert read_lock(world.repo)["baselines"][ADDRESS]["run_name"] == older
 
@@ -127,6 +126,11 @@ def test_baseline_gate_passes_an_aa_pair_and_fails_a_planted_regression(world: R
     VALIDATOR.validate(doc)
     (check,) = doc["regression_checks"]
     assert check["verdict"] != "worse" and doc["regressed"] is False
+    assert doc["gate"]["summary"].startswith("gate: 0 worse, ")
+    # Strict: an A/A pair on 30 tasks cannot show non-inferiority within ±3 points.
+    strict = world.results("--fail-on-regression", "--fail-on-inconclusive-drop")
+    assert strict.code == 2, strict
+    assert "1 comparison, no adjustment; strict (--fail-on-inconclusive-drop); FAILED" in strict.out
     runs = doc["addresses"][0]["runs"]
     assert [r["baseline"] for r in runs] == [False, True]
     assert all(r["complete"] and r["source"] == "results.csv" for r in runs)
@@ -137,7 +141,8 @@ def test_baseline_gate_passes_an_aa_pair_and_fails_a_planted_regression(world: R
         _plant_regression(kept)
         worse = world.results("--fail-on-regression")
         assert worse.code == 2, worse
-        assert "Verdict: worse" in worse.out
+        assert "Verdict: worse beyond the margin" in worse.out
+        assert "gate: 1 worse, 0 inconclusive, 0 no change; 1 comparison" in worse.out
         compared = world.results("compare", ADDRESS + "@" + older, ADDRESS, "--format", "json")
         VALIDATOR.validate(compared.json())
         (c,) = compared.json()["comparisons"]
@@ -241,7 +246,7 @@ def test_markdown_for_a_pr_comment_has_the_table_and_a_mermaid_trend(world: Resu
     md = world.results("--format", "markdown")
     assert md.code == 0, md
     assert f"### `{ADDRESS}`" in md.out
-    assert "| run | status | commit | agent | pass@1 | 95% CI |" in md.out
+    assert "| run | status | commit | agent | pass@1 [95% CI] · errored | tasks×k |" in md.out
     block = md.out.split("```mermaid\n", 1)[1].split("```", 1)[0]
     lines = block.splitlines()
     assert lines[0] == "xychart-beta"

@@ -19,12 +19,12 @@ from reconciler.ci.report import write_report
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.config.load import load_configs
 from reconciler.state.lockfile import read_lockfile
-from tests.github_fake import FakeGitHub
 from tests.support.browser import PageVisit
 from tests.support.clock import FakeClock
 from tests.support.git import commit
+from tests.support.github_fake import FakeGitHub
+from tests.support.osmosis import Platform, read_lock
 
-from .helpers import Platform, read_lock
 from .test_generators import DAY, generator, generator_repo, write_generator
 from .test_results_cli import Results
 
@@ -76,9 +76,9 @@ def test_a_generators_runs_are_shown_as_its_grid(
         if not address.endswith("gpt-5-mini")
     }
     for line, benchmark in ((tb, "tb-smoke"), (gd, "gdpval")):
-        cells = re.split(r"\s{2,}", line.strip())[1:]
-        assert len(cells) == 3, line
-        for model, cell in zip(["gpt-5-2", "gpt-5"], cells, strict=False):
+        row_cells = re.split(r"\s{2,}", line.strip())[1:]
+        assert len(row_cells) == 3, line
+        for model, cell in zip(["gpt-5-2", "gpt-5"], row_cells, strict=False):
             entry = ended[f"{benchmark}/{model}"]
             if entry.get("results", {}).get("agents", [{}])[0].get("pass_at_1") is None:
                 assert cell == entry["status"], (line, entry)
@@ -155,9 +155,9 @@ def test_a_generators_runs_are_shown_as_its_grid(
     assert not errors, [e.message for e in errors[:3]]
     (product,) = document["generators"]
     assert product["rows"] == two and product["columns"] == ["gpt-5-2", "gpt-5", "gpt-5-mini"]
-    cells = {(c["row"], c["column"]): c for c in product["cells"]}
-    assert cells[("tb-smoke", "gpt-5-mini")]["state"] == "not downloaded", status
-    assert cells[("gdpval", "gpt-5-mini")] == {
+    by_cell = {(c["row"], c["column"]): c for c in product["cells"]}
+    assert by_cell[("tb-smoke", "gpt-5-mini")]["state"] == "not downloaded", status
+    assert by_cell[("gdpval", "gpt-5-mini")] == {
         "row": "gdpval",
         "column": "gpt-5-mini",
         "address": None,
@@ -175,9 +175,9 @@ def test_a_generators_runs_are_shown_as_its_grid(
         assert cell["run"] == entry["run_name"]
 
     # The HTML report has the grid as a heat-map table, offline, without errors.
-    report = tmp_path / "report.html"
-    assert osm.results("--html", str(report), "--no-fetch").code == 0
-    url = report.as_uri()
+    html = tmp_path / "report.html"
+    assert osm.results("--html", str(html), "--no-fetch").code == 0
+    url = html.as_uri()
     browser_page.goto(url)
     assert browser_page.requests == [url]
     assert browser_page.console_errors == [] and browser_page.page_errors == []

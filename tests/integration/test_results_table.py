@@ -9,8 +9,7 @@ from pathlib import Path
 
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     init_repo,

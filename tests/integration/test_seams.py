@@ -25,8 +25,7 @@ from reconciler.local_platform import Faults
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.clock import FakeClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     TEAM,
     TOKEN,
     Osmosis,

@@ -7,8 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.clock import FakeClock
-
-from .helpers import Osmosis, init_repo, plan_items, read_lock, smoke_config, start_platform
+from tests.support.osmosis import (
+    Osmosis,
+    init_repo,
+    plan_items,
+    read_lock,
+    smoke_config,
+    start_platform,
+)
 
 SUPPORT_TICKETS = """\
 [experiment]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.support import docs
 from tests.support.clock import FakeClock
+from tests.support.osmosis import Osmosis, Platform, init_repo, plan_items, read_lock
 
-from .helpers import Osmosis, Platform, init_repo, plan_items, read_lock
 from .test_smoke_stage import FINISHED, SETTINGS, full_config
 
 DOC = docs.DOCS / "smoke.md"

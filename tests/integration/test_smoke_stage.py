@@ -8,8 +8,7 @@ from pathlib import Path
 
 from tests.support.clock import FakeClock as ManualClock
 from tests.support.git import commit
-
-from .helpers import (
+from tests.support.osmosis import (
     Osmosis,
     Platform,
     init_repo,
@@ -82,7 +81,7 @@ def test_smoke_then_full_run(tmp_path: Path, platform: Platform, clock: ManualCl
     entry = lock["runs"]["tb/full"]
     assert entry["stage"] == "smoke"
     assert entry["attempts"] == 1
-    assert lock["version"] == 2
+    assert lock["version"] == 3
     smoke_run = entry["run_id"]
 
     # While the smoke run runs, nothing is submitted.
@@ -176,7 +175,7 @@ def test_skip_smoke_flag_and_trailer(tmp_path: Path, platform: Platform) -> None
 
 
 def test_apply_wait_carries_both_stages(tmp_path: Path) -> None:
-    from .helpers import start_platform
+    from tests.support.osmosis import start_platform
 
     # A Platform on the real clock, sped up, so `--wait` sees both runs end.
     platform = start_platform(tmp_path / "fast-platform", speed=400.0)
@@ -218,7 +217,8 @@ def test_a_crash_after_the_smoke_post_adopts_the_smoke_run(
     assert "intent" not in entry
     # One run on the Platform: the smoke run, paid once.
     assert platform.submits() == 1
-    assert [r.id for r in platform.client().list_runs()] == [entry["run_id"]]
+    with platform.client() as client:
+        assert [r.id for r in client.list_runs()] == [entry["run_id"]]
 
     clock.advance(FINISHED)
     full = plan_items(osm.plan("--format", "json"))["tb/full"]
@@ -346,7 +346,7 @@ def test_the_blocked_full_run_quotes_the_smoke_runs_last_error_lines(
     assert "the model endpoint answered 502 Bad Gateway" in comment
     # The apply reports the blocked item on one line, the quoted lines after their colon.
     applied = osm.apply("--auto-approve")
-    assert applied.code == 1, applied
+    assert applied.code == 0, applied  # issue 34: reported, not a failure
     line = next(x for x in applied.out.splitlines() if "lines: " in x and "tb/full" in x)
     assert "last error lines: " in line and ":;" not in line and why in line, line
     # The command the blocked reason names shows the same line.

@@ -27,8 +27,7 @@ from reconciler.log import configure_logging
 from reconciler.model import Action, Plan
 from reconciler.state.lockfile import read_lockfile, read_lockfile_bytes
 from tests.support.git import commit
-
-from .helpers import TOKEN, Osmosis, Platform, init_repo, smoke_config, write_config
+from tests.support.osmosis import TOKEN, Osmosis, Platform, init_repo, smoke_config, write_config
 
 STATE = Path("state/osmosis.lock")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import httpx
 import pytest
 import tomlkit
 
-from .helpers import (
+from tests.support.osmosis import (
     BIN_DIR,
     TOKEN,
     Osmosis,
@@ -93,7 +94,7 @@ def test_the_corpus_covers_every_known_rule() -> None:
 
 
 @pytest.fixture
-def platform(tmp_path: Path) -> Platform:
+def platform(tmp_path: Path) -> Iterator[Platform]:
     served = start_platform(tmp_path / "platform")
     for name in EXTRA_SECRETS:
         served.platform.set_secret(served.workspace, name, "sk-e2e-secret-value-extra")

@@ -57,7 +57,7 @@ from reconciler.cli.plan import main as plan_main
 from reconciler.local_platform import Faults, LocalPlatform
 from reconciler.local_platform.faults import FaultInjector
 from reconciler.state.gitlock import GuardedRefs
-from tests.integration.helpers import (
+from tests.support.osmosis import (
     BIN_DIR,
     COLLEAGUE_TOKEN,
     SECRET_NAMES,

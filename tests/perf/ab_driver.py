@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 TYPES = "summary,results,artifacts"
 
@@ -68,9 +69,8 @@ def _operation(mode: str, repo: Path, url: str, workspace: str, parallelism: str
     if os.environ.get("AB_POOL"):
         files, per_slot = (int(v) for v in os.environ["AB_POOL"].split(":"))
         executor = importlib.import_module("reconciler.engine.executor")
-        executor.MAX_DOWNLOAD_WORKERS = files
-        executor.DOWNLOAD_RUNS_PER_SLOT = per_slot
-    start: dict[str, object] = {}
+        vars(executor).update(MAX_DOWNLOAD_WORKERS=files, DOWNLOAD_RUNS_PER_SLOT=per_slot)
+    start: dict[str, Any] = {}
     with open_command(invocation(args, repo), output) as ctx:
 
         def started(_plan: object, _saved: bool) -> None:
@@ -93,8 +93,8 @@ def _operation(mode: str, repo: Path, url: str, workspace: str, parallelism: str
         )
         t1, c1, times1 = time.perf_counter(), time.process_time(), os.times()
         os.getpgrp()  # callgrind: dump the counters here
-        requests = ctx.client.request_count - int(start["requests"])  # type: ignore[call-overload]
-    t0, c0, times0 = start["clock"]  # type: ignore[misc]
+        requests = ctx.client.request_count - int(start["requests"])
+    t0, c0, times0 = start["clock"]
     result = applied.result
     assert result is not None
     out = {
@@ -108,9 +108,7 @@ def _operation(mode: str, repo: Path, url: str, workspace: str, parallelism: str
         "errors": [o.message for o in result.failures[:3]],
         "requests": requests,
         "imported": sorted(
-            m
-            for m in set(sys.modules) - start["modules"]
-            if m.startswith("reconciler")  # type: ignore[operator]
+            m for m in set(sys.modules) - start["modules"] if m.startswith("reconciler")
         ),
     }
     sys.stdout.write(json.dumps(out) + "\n")
@@ -144,8 +142,8 @@ def main(argv: list[str]) -> int:
     if os.environ.get("AB_POOL"):
         files, per_slot = (int(v) for v in os.environ["AB_POOL"].split(":"))
         engine = importlib.import_module("reconciler.engine.apply")
-        engine.MAX_DOWNLOAD_WORKERS = files
-        engine.DOWNLOAD_RUNS_PER_SLOT = per_slot
+        # Names of the older trees this knob is for (today's engine has neither).
+        vars(engine).update(MAX_DOWNLOAD_WORKERS=files, DOWNLOAD_RUNS_PER_SLOT=per_slot)
     wanted = Action.SUBMIT if mode == "apply" else Action.DOWNLOAD
     with opened as session:
         made = session.make_plan()

@@ -29,7 +29,9 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _plan(
@@ -169,7 +171,7 @@ def _apply_args(repo: Path, url: str, workspace: str, extra: list[str]):
     )  # fmt: skip
 
 
-def _applied(ctx, output, only: str, on_start) -> object:
+def _applied(ctx, output, only: str, on_start) -> Any:
     """``engine.apply.apply`` of the plan's ``only`` items; ``on_start`` is called once the
     plan is made, just before the executor starts (the clock starts there)."""
     from reconciler.cli.output import ApplyReport
@@ -379,7 +381,7 @@ def peak_rss_mb() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     mode, repo, url, *rest = argv if argv is not None else sys.argv[1:]
-    modes = {
+    modes: dict[str, Callable[..., dict[str, Any]]] = {
         "plan": _plan,
         "naive": _naive,
         "floor": _floor,

@@ -19,13 +19,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path)
     parser.add_argument("--latency-ms", type=int, default=0)
-    parser.add_argument("--workspace", default="perf")
+    parser.add_argument(
+        "--workspace", action="append", help="a workspace it serves (repeatable; default perf)"
+    )
     args = parser.parse_args(argv)
     platform = LocalPlatform(
         args.data,
         speed=1.0,
         faults=Faults(latency_ms=args.latency_ms),
-        workspaces=(args.workspace,),
+        workspaces=tuple(args.workspace or ["perf"]),
     )
     handle = start_server(platform, host="127.0.0.1", port=0)
     sys.stdout.write(handle.url + "\n")

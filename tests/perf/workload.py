@@ -22,13 +22,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from reconciler.config import load_configs
 from reconciler.local_platform import LocalPlatform
-from reconciler.model import Downloads, HistoryEntry, LockState, RecordedRun
+from reconciler.model import Downloads, HistoryEntry, LockState, RecordedRun, RunStatus
 from reconciler.platform import PlatformClient
 from reconciler.platform.settings import normalize_platform_url
 from reconciler.state.lockfile import new_state, write_lockfile
@@ -38,8 +40,16 @@ WORKSPACE = "perf"
 SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_ENDPOINT_KEY")
 # Recorded runs are all terminal, so the plan does not change while it is measured
 # (active runs end within minutes at speed 1); the extras keep the default mix.
-TERMINAL_MIX = {"finished": 0.88, "failed": 0.07, "stopped": 0.05}
+TERMINAL_MIX = {RunStatus.FINISHED: 0.88, RunStatus.FAILED: 0.07, RunStatus.STOPPED: 0.05}
 OTHER_BENCHMARK = "swe-bench-verified"
+
+
+class Serves(Protocol):
+    """What ``build_plan_repo`` needs of a server: its URL and a client of it."""
+
+    url: str
+
+    def client(self) -> PlatformClient: ...
 
 
 class Server:
@@ -83,7 +93,7 @@ def seed_platform(
     runs: int,
     extra: int,
     *,
-    mix: dict[str, float] | None = None,
+    mix: Mapping[str, float] | None = None,
     body: dict | None = None,
 ) -> None:
     """Create the Platform's data: secrets, ``runs`` recorded-to-be runs, ``extra`` others."""
@@ -96,7 +106,8 @@ def seed_platform(
     if same:
         platform.seed_runs(WORKSPACE, same)
     # Seeded last so they are the newest: the recorded runs.
-    platform.seed_runs(WORKSPACE, runs, status_mix=mix or TERMINAL_MIX, body=body)
+    status_mix = {RunStatus(k): v for k, v in mix.items()} if mix else TERMINAL_MIX
+    platform.seed_runs(WORKSPACE, runs, status_mix=status_mix, body=body)
     platform.store.close()
 
 
@@ -136,7 +147,7 @@ def _outputs(repo: Path, run_dir: str, run_id: str) -> Downloads:
 
 def build_plan_repo(
     root: Path,
-    server: Server,
+    server: Serves,
     n: int,
     m: int,
     *,

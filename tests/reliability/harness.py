@@ -498,8 +498,8 @@ def check_converged(
         if count > 1:
             findings.duplicate_submits += count - 1
             findings.details.append(f"{repo.name}: config {index} was submitted {count} times")
-    for index in range(configs):
-        if per_index.get(str(index), 0) == 0:
+    for number in range(configs):
+        if per_index.get(str(number), 0) == 0:
             findings.never_submitted += 1
             findings.details.append(f"{repo.name}: config {index} never submitted")
     state = read_state(repo, server, findings, "after convergence")

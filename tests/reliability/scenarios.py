@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,7 +213,7 @@ class CrashRunner:
                     result.not_reached += 1
 
 
-def hook_points(plan: dict[str, Sequence[int]]) -> list[KillPoint]:
+def hook_points(plan: Mapping[str, Sequence[int]]) -> list[KillPoint]:
     return [KillPoint("hook", label, n) for label, ns in plan.items() for n in ns]
 
 

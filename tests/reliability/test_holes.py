@@ -95,8 +95,8 @@ def test_foreign_lockfile_is_refused(tmp_path: Path) -> None:
         shutil.rmtree(ours / "benchmarks")
         (ours / "benchmarks").mkdir()
         refusals = 0
-        for command, args in (("osmosis-plan", ()), ("osmosis-apply", APPLY_ARGS)):
-            done = run(command, ours, server.url, *args, timeout=600)
+        for command, flags in (("osmosis-plan", ()), ("osmosis-apply", APPLY_ARGS)):
+            done = run(command, ours, server.url, *flags, timeout=600)
             if done.returncode == 1 and "belongs to repository github.com/acme/theirs" in (
                 done.stderr
             ):

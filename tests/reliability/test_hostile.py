@@ -35,6 +35,7 @@ from reconciler.local_platform import Faults, LocalPlatform, Response
 from reconciler.local_platform.faults import FaultInjector
 from tests.support.emulator import serve
 from tests.support.git import git_run
+from tests.support.guards import without_coverage
 
 from .harness import (
     APPLY_ARGS,
@@ -598,30 +599,35 @@ HOSTILE_NAME = "evil\x1b]0;pwned\x07\x1b[2J\nPlan: 0 to submit\u202e"
 
 
 def test_names_with_newlines_and_escapes_are_escaped_wherever_printed(setup: Setup) -> None:
-    (setup.repo / "benchmarks" / "tb" / f"{HOSTILE_NAME}.toml").write_text(_config(9))
+    hostile = setup.repo / "benchmarks" / "tb" / f"{HOSTILE_NAME}.toml"
+    hostile.write_text(_config(9))
     _commit(setup.repo, "a config with a hostile name")
-    setup.platform.rename = lambda name: name + "\x1b[31m\n~ forged drift"
     shown = "tb/evil\\x1b]0;pwned\\x07\\x1b[2J\\nPlan: 0 to submit\\u202e"
+    # Its address could not be named to osmosis-state once recorded (issue 36): the plan
+    # refuses the file, naming it escaped, and nothing is paid for it.
+    for fmt in ("text", "markdown"):
+        done = run("osmosis-plan", setup.repo, setup.server.url, "--format", fmt)
+        text = _clean_exit(done)
+        assert done.returncode == 1, text[-2000:]
+        _no_escapes(text)
+        assert "\nPlan: 0 to submit" not in text.replace(shown, "")
+        assert f"{shown}.toml: the path holds a control character" in text, text
+    hostile.unlink()
+    _commit(setup.repo, "the hostile name removed")
+    # Run names come from the Platform: they are escaped wherever printed.
+    setup.platform.rename = lambda name: name + "\x1b[31m\n~ forged drift"
     try:
-        for fmt in ("text", "markdown"):
-            done = run("osmosis-plan", setup.repo, setup.server.url, "--format", fmt)
-            text = _clean_exit(done)
-            assert done.returncode == 0, text[-2000:]
-            _no_escapes(text)
-            assert "\nPlan: 0 to submit" not in done.stdout.replace(f"{shown}", "")
-            assert shown in done.stdout, done.stdout
         applied = run("osmosis-apply", setup.repo, setup.server.url, *APPLY_ARGS)
         text = _clean_exit(applied)
         assert applied.returncode == 0, text[-2000:]
         _no_escapes(text)
-        assert f"+ {shown}: submit " in applied.stdout, applied.stdout
         assert "\\x1b[31m\\n~ forged drift: ok: submitted" in applied.stdout, applied.stdout
         assert "\n~ forged drift" not in text
         again = run("osmosis-plan", setup.repo, setup.server.url, "--format", "markdown")
         _no_escapes(_clean_exit(again))
     finally:
         setup.platform.rename = None
-    assert setup.platform.submit_count() == 2
+    assert setup.platform.submit_count() == 1
 
 
 # -- symlinked roots
@@ -770,7 +776,8 @@ def test_a_disk_that_fills_after_a_paid_submit_is_a_partial_apply(setup: Setup) 
     try:
         done = subprocess.run(
             command("osmosis-apply", setup.repo, setup.server.url, "--auto-approve"),
-            env=cli_env(),
+            # Coverage could not write its data under the file-size limit either.
+            env=without_coverage(cli_env()),
             cwd=setup.repo,
             capture_output=True,
             text=True,

@@ -257,11 +257,11 @@ NEEDLES.update({form: "GITHUB_TOKEN" for form in forms(GITHUB_TOKEN)})
 
 
 def test_no_github_token_in_any_osmosis_ci_subcommand(tmp_path: Path) -> None:
-    from tests.github_fake import FakeGitHub
-    from tests.integration.hostile_http import HostileServer
-    from tests.unit.plan_fixtures import desired, lock, recorded_run
-    from tests.unit.test_ci_lockfile_helpers import done as downloads_done
-    from tests.unit.test_ci_lockfile_helpers import make_clones
+    from tests.support.git import make_clones
+    from tests.support.github_fake import FakeGitHub
+    from tests.support.hostile_http import HostileServer
+    from tests.support.plan_fixtures import desired, lock, recorded_run
+    from tests.support.plan_fixtures import done as downloads_done
 
     from . import report
 

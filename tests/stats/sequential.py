@@ -21,7 +21,7 @@ so the fixed design's test has power 0.80 there), the maximum is
 ``T`` (no inflation), the looks are 4 equal batches. Scenarios: Δ = 0, margin, 1.6 × margin.
 
 **The rules.** The decisions use the boundaries of ``reconciler.results.sequential`` and
-its ``t_critical``, vectorised over replicates (``tests/unit/test_decide_simulation.py``
+its ``t_critical``, vectorised over replicates (``tests/stats/test_decide_simulation.py``
 checks them against ``judge`` and ``anytime_look`` replicate by replicate):
 
 * ``fixed``: one look at ``T`` (the reference);

@@ -77,3 +77,14 @@ def workflow_files() -> dict[str, str]:
     section = text[text.index("## Set-up\n") : text.index("\n## ", text.index("## Set-up\n") + 1)]
     found = re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```", section, re.S)
     return dict(found)
+
+
+def action_ref() -> str:
+    """``owner/name@ref`` of the action the CI page's workflow files use (one for all)."""
+    refs = {
+        ref
+        for text in workflow_files().values()
+        for ref in re.findall(r"uses: (osmosis-ai/osmosis-reconciler@\S+)", text)
+    }
+    (ref,) = refs
+    return ref

@@ -34,7 +34,7 @@ def serve(
     """
     handle = start_server(platform, "127.0.0.1", 0, access_log=access_log)
     if quiet:
-        handle.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        handle.server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     return handle
 
 

@@ -80,3 +80,18 @@ def commit(repo: Path, message: str, *paragraphs: str, allow_empty: bool = False
         args.append("--allow-empty")
     git(repo, *args)
     return git(repo, "rev-parse", "HEAD")
+
+
+def make_clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare ``main`` remote with one commit and two clones of it: (remote, a, b)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    a, b = tmp_path / "a", tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(a))
+    git(a, "checkout", "-q", "-b", "main")
+    (a / "README.md").write_text("x\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "init")
+    git(a, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    return remote, a, b

@@ -14,6 +14,8 @@
   that needs the package index says so with ``@pytest.mark.needs_index``.
 
 Subprocesses are not under the socket guard (they inherit the environment guards only).
+Under ``make coverage`` they are measured too (the environment carries coverage's settings);
+``without_coverage`` takes them out for the child a test must see alone.
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ GITCONFIG = """\
 [tag]
 \tgpgsign = false
 """
+
+
+COVERAGE_VARIABLES = ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START")
+"""What makes coverage start in a Python child (``[tool.coverage.run] patch``)."""
+
+
+def without_coverage(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (by default this process's) for a child coverage must not measure: one whose
+    imports are the test's subject (coverage brings sqlite3 along) or that runs where
+    coverage cannot write its data (a file-size limit). Outside ``make coverage`` the same."""
+    source = dict(os.environ) if env is None else env
+    return {key: value for key, value in source.items() if key not in COVERAGE_VARIABLES}
 
 
 class NetworkGuardError(OSError):

@@ -1,6 +1,6 @@
 """A small HTTP server on 127.0.0.1 in a thread: the skeleton of the tests' fake servers.
 
-The fakes (``tests/github_fake.py``'s GitHub, ``tests/integration/hostile_http.py``'s
+The fakes (``tests/support/github_fake.py``'s GitHub, ``tests/support/hostile_http.py``'s
 hostile Platform) decide what to answer; this starts the server on a free port, passes
 every request to their ``handle(handler, method)``, and stops it.
 """

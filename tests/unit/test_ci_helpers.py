@@ -1,7 +1,7 @@
 """osmosis-ci's helpers (reconciler/ci/): the sticky plan comment and the drift issue.
 
 Their decisions are pure functions tested with plain values; ``osmosis-ci`` itself runs
-against ``tests/github_fake.py``, a fake of the GitHub routes served over real loopback
+against ``tests/support/github_fake.py``, a fake of the GitHub routes served over real loopback
 HTTP, with the environment a workflow step gives it.
 """
 
@@ -21,7 +21,7 @@ from reconciler.ci import drift
 from reconciler.ci.github import GitHubAPI
 from reconciler.ci.main import main
 from reconciler.errors import GitHubError, UsageError
-from tests.github_fake import FakeGitHub
+from tests.support.github_fake import FakeGitHub
 
 TOKEN = FakeGitHub().token
 BOT = {"login": "github-actions[bot]", "type": "Bot"}
@@ -391,7 +391,7 @@ class TestIssueBody:
         assert "| `unknown_run` | — | run-9 |" in body
         assert "[this workflow run](https://gh/run/3)" in body
         known = drift.known_fingerprints(body)
-        assert known is not None and known.fingerprints == {"f1", "f2"}
+        assert known is not None and known.fingerprints == frozenset({"f1", "f2"})
 
     def test_long_tables_are_counted_not_dropped(self) -> None:
         entries = drift.read_drift({"drift": [_item(f"f{i:04d}") for i in range(250)]})
@@ -406,10 +406,10 @@ class TestIssueBody:
         assert drift.issue_title(one) == "Osmosis drift: 1 item differs from the lockfile"
 
 
-def _fingerprints(body: str) -> frozenset[str] | None:
+def _fingerprints(body: str) -> set[str] | None:
     known = drift.known_fingerprints(body)
     assert known is not None, body
-    return known.fingerprints
+    return None if known.fingerprints is None else set(known.fingerprints)
 
 
 class TestDriftIssueCommand:

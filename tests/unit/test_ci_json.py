@@ -18,10 +18,10 @@ from jsonschema import Draft202012Validator, FormatChecker
 from reconciler.ci.main import main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.state.lockfile import write_lockfile
-from tests.github_fake import FakeGitHub
-from tests.support.git import git
-from tests.unit.plan_fixtures import lock
-from tests.unit.test_ci_lockfile_helpers import SHA, entry, finished, make_clones
+from tests.support.git import git, make_clones
+from tests.support.github_fake import FakeGitHub
+from tests.support.plan_fixtures import SHA, entry, lock
+from tests.unit.test_ci_lockfile_helpers import finished
 
 VALIDATOR = Draft202012Validator(
     json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=FormatChecker()

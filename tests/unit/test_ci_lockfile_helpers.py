@@ -16,31 +16,14 @@ from reconciler.ci.announce import announce, announce_state, marker, status_desc
 from reconciler.ci.commit import commit_lockfile, commit_message, copy_results, lockfile_changes
 from reconciler.ci.github import GitHubAPI
 from reconciler.errors import GitError
-from reconciler.model import Baseline, Downloads, HistoryEntry, Intent, LockState, selection_digest
+from reconciler.model import Baseline, HistoryEntry, Intent, LockState, selection_digest
 from reconciler.state.lockfile import parse, serialize, write_lockfile
-from tests.github_fake import FakeGitHub
-from tests.support.git import AUTHOR, git
-from tests.unit.plan_fixtures import desired, lock, recorded_run
+from tests.support.git import AUTHOR, git, make_clones
+from tests.support.github_fake import FakeGitHub
+from tests.support.plan_fixtures import SHA, done, entry, lock
 from tests.unit.test_results import agent, results
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
-SHA = "c0ffee" + "0" * 34
-
-
-def entry(address: str, run_id: str, status: str = "running", **update: object):  # type: ignore[no-untyped-def]
-    base = recorded_run(desired(address), run_id, status=status, run_name=f"name-{run_id}")
-    return base.model_copy(update={"requested_by": SHA, "observed_at": NOW, **update})
-
-
-def done(files: dict[str, str] | None = None) -> Downloads:
-    files = files or {"summary.csv": "ab" * 32}
-    return Downloads(
-        types=("summary", "results"),
-        files=len(files),
-        bytes=10,
-        sha256=files,
-        directory=".osmosis/benchmarks/run",
-    )
 
 
 # --------------------------------------------------------------------------- commit message
@@ -133,21 +116,6 @@ def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
     return make_clones(tmp_path)
 
 
-def make_clones(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A bare ``main`` remote with one commit and two clones of it: (remote, a, b)."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    a, b = tmp_path / "a", tmp_path / "b"
-    git(tmp_path, "clone", "-q", str(remote), str(a))
-    git(a, "checkout", "-q", "-b", "main")
-    (a / "README.md").write_text("x\n")
-    git(a, "add", "-A")
-    git(a, "commit", "-q", "-m", "init")
-    git(a, "push", "-q", "origin", "main")
-    git(tmp_path, "clone", "-q", str(remote), str(b))
-    return remote, a, b
-
-
 def test_commit_lockfile_replays_on_a_moved_branch_as_the_bot(
     clones: tuple[Path, Path, Path],
 ) -> None:
@@ -217,7 +185,7 @@ def github() -> Iterator[FakeGitHub]:
     fake.close()
 
 
-def finished(address: str = "tb/a", run_id: str = "r1", **update: object):  # type: ignore[no-untyped-def]
+def finished(address: str = "tb/a", run_id: str = "r1", **update: object):
     fields: dict[str, object] = {
         "downloads": done(),
         "results": results(agent(0, 0.75, cost_per_task=0.12)),
@@ -240,7 +208,7 @@ def test_a_finished_run_is_announced_once_on_its_pull_request_and_commit(
         assert updated.runs["tb/running"].announced_at is None
         (body,) = github.bodies(7)
         assert body.startswith(marker("r1"))
-        assert "| `tb/a` |" in body and "75.0% (70.0–80.0)" in body and "$0.12" in body
+        assert "| `tb/a` |" in body and "75.0% [70.0–80.0]" in body and "$0.12" in body
         assert github.bodies(8) == []
         (status,) = github.statuses[SHA]
         assert status["state"] == "success" and status["context"] == "osmosis/tb/a"
@@ -400,6 +368,7 @@ def test_the_announcement_pairs_on_the_runs_files_in_the_repository(
         report = announce(api, path, now=lambda: NOW, repo_root=tmp_path)
     assert report.failed == []
     (body,) = github.bodies(7)
-    assert "**tb/a@name-r1** vs **tb/a@name-r0**: **worse**" in body
-    assert "| mcnemar exact, p = &lt; 0.001 | worse |" in body and "_note: unpaired" not in body
+    assert "**tb/a@name-r1** vs **tb/a@name-r0**: **worse beyond the margin**" in body
+    assert "| mcnemar exact, p = &lt; 0.001 | worse beyond the margin |" in body
+    assert "_note: unpaired" not in body
     assert "down in RIGHT (30): t06, t07" in body

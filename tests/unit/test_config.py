@@ -332,7 +332,7 @@ def test_missing_benchmarks_dir(tmp_path: Path):
     (issue,) = result.issues
     assert issue.file == "configs"
     assert "does not exist" in issue.message
-    assert "mkdir -p configs" in issue.hint
+    assert "mkdir -p configs" in (issue.hint or "")
 
 
 def test_empty_benchmarks_dir_is_fine(tmp_path: Path):
@@ -396,7 +396,7 @@ def test_credential_is_never_echoed_anywhere(tmp_path: Path):
     everything += "".join(i.render() for i in result.issues)
     assert secret not in everything
     assert {i.message for i in result.issues} == {rules.INLINED_SECRET_MESSAGE}
-    assert all("osmosis secret set NAME" in i.hint for i in result.issues)
+    assert all("osmosis secret set NAME" in (i.hint or "") for i in result.issues)
     # The env entry is refused once (its name), the two secret-name fields once each.
     assert [i.key for i in result.issues] == [
         "env.[REDACTED]",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.config import load_configs
-from tests.corpus import Case, all_cases
+from tests.support.corpus import Case, all_cases
 
 CASES = all_cases()
 

@@ -32,7 +32,7 @@ def lockfile(repo: Path) -> Path:
 
 
 def recorded(repo: Path, lock: str | None = None) -> LockScope:
-    return LockScope.recorded(lockfile(repo), DISPLAY, repo_root=repo, settings=Settings(lock=lock))
+    return LockScope.recorded(lockfile(repo), DISPLAY, repo_root=repo, settings=Settings(lock=lock))  # type: ignore[arg-type]
 
 
 def test_a_command_without_a_platform_locks_what_the_lockfile_records(repo: Path) -> None:

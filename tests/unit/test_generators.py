@@ -42,14 +42,14 @@ agent.model = { type = "provider", model = "openai/gpt-5", api_key_secret = "OPE
 """
 
 
-def load(tmp_path: Path, text: str, name: str = "cmp.matrix.toml"):  # type: ignore[no-untyped-def]
+def load(tmp_path: Path, text: str, name: str = "cmp.matrix.toml"):
     bench = tmp_path / "benchmarks"
     bench.mkdir(exist_ok=True)
     (bench / name).write_text(text, encoding="utf-8")
     return load_configs(tmp_path, "benchmarks")
 
 
-def messages(result) -> list[str]:  # type: ignore[no-untyped-def]
+def messages(result) -> list[str]:
     return [f"{i.location()}: {i.key}: {i.message}" for i in result.errors]
 
 

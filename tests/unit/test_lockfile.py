@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler.errors import StateError
-from reconciler.model import Downloads, HistoryEntry, Intent, LockState, RecordedRun
+from reconciler.model import Downloads, HistoryEntry, HistoryReason, Intent, LockState, RecordedRun
 from reconciler.paths import relative_path_problem
 from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
@@ -259,7 +259,8 @@ def test_secret_values_are_never_written() -> None:
     assert parse(text, NAME).runs["terminal-bench/smoke"].spec["secrets"] == {
         "required": ["DATASET_TOKEN"]
     }
-    assert "secrets" not in parse(text, NAME).runs["hle/parity"].intent.spec
+    parsed = parse(text, NAME).runs["hle/parity"].intent
+    assert parsed is not None and "secrets" not in parsed.spec
 
 
 def test_write_returns_the_sanitized_state(tmp_path: Path) -> None:
@@ -275,7 +276,7 @@ def test_write_returns_the_sanitized_state(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- round trips
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 _scalar = st.one_of(
     st.booleans(), st.integers(-(2**63), 2**63 - 1), _text, st.floats(allow_nan=False)
 )
@@ -408,7 +409,7 @@ def test_foreign_workspace_is_refused(tmp_path: Path) -> None:
         "state/osmosis.lock records runs of workspace 'demo' (this run uses 'other-team'); "
         "state from another platform must never drive stops"
     )
-    assert error.hint.startswith("pass --workspace demo to use this state")
+    assert (error.hint or "").startswith("pass --workspace demo to use this state")
 
 
 def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
@@ -423,7 +424,7 @@ def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
         (
             HEADER.replace("version = 1", "version = 7"),
             "state/osmosis.lock:1: version: lockfile format 7 was written by a newer "
-            "osmosis-reconciler (this one reads format 2)",
+            "osmosis-reconciler (this one reads format 3)",
         ),
         (
             HEADER.replace("version = 1", 'version = "1"'),
@@ -501,8 +502,8 @@ def test_hand_edited_shape_errors_name_the_key_path(
 
 
 def test_newer_version_hint_says_upgrade(tmp_path: Path) -> None:
-    error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 3")))
-    assert "lockfile format 3 was written by a newer osmosis-reconciler" in error.message
+    error = read_error(write_text(tmp_path, HEADER.replace("version = 1", "version = 4")))
+    assert "lockfile format 4 was written by a newer osmosis-reconciler" in error.message
     assert error.hint == (
         "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again"
     )
@@ -653,7 +654,7 @@ def test_a_deferred_update_is_written_once_the_interval_has_passed(tmp_path: Pat
 # --------------------------------------------------------------------------- history
 
 
-def entry(address: str, run_id: str, reason: str = "replaced") -> HistoryEntry:
+def entry(address: str, run_id: str, reason: HistoryReason = "replaced") -> HistoryEntry:
     return HistoryEntry(
         address=address,
         run_id=run_id,
@@ -713,7 +714,7 @@ def test_history_is_capped_per_address() -> None:
     assert state.history[0].run_id == "b0"
     assert cap_history(state.history, limit=1) == (state.history[0], state.history[1])
     with pytest.raises(ValueError):
-        add_history(state, entry("a", "x", reason="whim"))
+        add_history(state, entry("a", "x", reason="whim"))  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- the fast reader
@@ -897,7 +898,7 @@ def test_a_bad_entry_is_reported_as_without_building_while_reading() -> None:
     bad = text.replace(
         f"[runs.{_toml_key(address)}]\n", f"[runs.{_toml_key(address)}]\nbogus = 1\n", 1
     )
-    bad = bad.replace("version = 2", "version = 9", 1)
+    bad = bad.replace("version = 3", "version = 9", 1)
     with pytest.raises(StateError, match="newer osmosis-reconciler"):
         parse(bad, "osmosis.lock")  # the version, checked first, is what is reported
 
@@ -946,7 +947,7 @@ def test_perf_read_write_5000_entries(tmp_path: Path) -> None:
     )
 
 
-def test_format_1_is_read_and_written_back_as_format_2(tmp_path: Path) -> None:
+def test_format_1_is_read_and_written_back_as_format_3(tmp_path: Path) -> None:
     # A format-1 lockfile (no baselines, history without benchmark/selection) reads as it is;
     # the next write migrates it (``migrate_v1``) and it reads back the same but for the
     # version.
@@ -961,7 +962,7 @@ def test_format_1_is_read_and_written_back_as_format_2(tmp_path: Path) -> None:
     assert state.history[0].selection is None
     written = write_lockfile(path, state)
     text = path.read_text(encoding="utf-8")
-    assert written.version == 2 and "\nversion = 2\n" in text
+    assert written.version == 3 and "\nversion = 3\n" in text
     again = read_lockfile(path, platform="local", workspace="demo")
     assert again.history == state.history and again.serial == state.serial + 1
 
@@ -988,17 +989,17 @@ def test_baselines_round_trip_through_both_readers() -> None:
     assert tomllib.loads(text)["baselines"]["tb/smoke"]["run_id"] == "r1"
 
 
-def test_format_1_is_read_and_migrated_to_format_2_on_write(tmp_path: Path) -> None:
+def test_format_1_is_read_and_migrated_to_format_3_on_write(tmp_path: Path) -> None:
     """Issue 22: format 1 knew the root commit only as ``repository = "root:SHA"``; it is
-    read, and written back as format 2 with ``root_commit`` recorded."""
+    read, and written back as today's format with ``root_commit`` recorded."""
     root = "a" * 40
     path = write_text(tmp_path, HEADER + f'repository = "root:{root}"\n')
     state = read_lockfile(path, platform="local", workspace="demo")
     assert state.version == 1 and state.root_commit == root
     written = write_lockfile(path, state)
     text = path.read_text()
-    assert written.version == 2
-    assert "\nversion = 2\n" in text and f'\nroot_commit = "{root}"\n' in text
+    assert written.version == 3
+    assert "\nversion = 3\n" in text and f'\nroot_commit = "{root}"\n' in text
     again = read_lockfile(path, platform="local", workspace="demo")
     assert again.root_commit == root and again.repository == f"root:{root}"
 

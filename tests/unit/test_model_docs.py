@@ -60,7 +60,7 @@ def test_every_field_has_a_docstring(cls: type[model.Frozen]) -> None:
 
 
 def test_the_check_sees_a_missing_docstring() -> None:
-    class Bare(model.Frozen):
+    class Bare(model.Frozen, frozen=True):
         documented: int = 0
         """Has one."""
         bare: int = 0

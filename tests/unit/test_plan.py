@@ -29,7 +29,7 @@ from reconciler.plan import (
     drift_fingerprint,
     spec_changes,
 )
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     BENCHMARKS,
     HLE,
     NOW,
@@ -331,10 +331,10 @@ CASES = [
     # ---- adopt (<=)
     Case(
         # Issue 22: timing is no evidence (another repository's run looks the same).
-        "an unrecorded run made after the new config arrived is not adopted without evidence",
+        "an unrecorded active twin of a new config is not adopted: the submit is blocked",
         want=[A_IN],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
-        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+        items=[(Action.BLOCKED, "hle/a", Reason.TWIN_ACTIVE)],
     ),
     Case(
         "an unrecorded run the remote state record names is adopted (lost lockfile commit)",
@@ -350,38 +350,39 @@ CASES = [
         items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
     ),
     Case(
-        "an identical run of an uncommitted config is never adopted",
+        "an identical active run of an uncommitted config is never adopted: blocked",
         want=[A],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
-        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+        items=[(Action.BLOCKED, "hle/a", Reason.TWIN_ACTIVE)],
     ),
     Case(
-        "an identical run by a creator the lockfile never had is not adopted",
+        "an identical active run by a creator the lockfile never had is not adopted: blocked",
         want=[A_IN, B],
         entries=[recorded_run(B, "r2", creator="sha256:ci-bot")],
         runs=[
             observed_run("r2", "running"),
             observed_run("x1", "running", fingerprint=fingerprint_of(A), creator="sha256:alice"),
         ],
-        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+        items=[(Action.BLOCKED, "hle/a", Reason.TWIN_ACTIVE)],
     ),
     Case(
         # Issue 22: one service token for the whole organisation: creator is no evidence.
-        "an identical run by the lockfile's creator is not adopted without evidence",
+        "an identical active run by the lockfile's creator is not adopted without evidence: blocked",
         want=[A_IN, B],
         entries=[recorded_run(B, "r2", creator="sha256:ci-bot")],
         runs=[
             observed_run("r2", "running"),
             observed_run("x1", "running", fingerprint=fingerprint_of(A), creator="sha256:ci-bot"),
         ],
-        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+        items=[(Action.BLOCKED, "hle/a", Reason.TWIN_ACTIVE)],
     ),
     Case(
-        "a recorded run that is gone does not adopt a twin created when it was submitted",
+        # Issue 34: a hand-edited run_id while the original run still runs pays nothing.
+        "a recorded run that is gone does not adopt its active twin: blocked, naming it",
         want=[A],
         entries=[recorded_run(A, "r-edited", status="running")],
         runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
-        items=[(Action.SUBMIT, "hle/a", Reason.RUN_MISSING)],
+        items=[(Action.BLOCKED, "hle/a", Reason.RUN_MISSING_UNDECIDED)],
         drift=[(DriftKind.RUN_MISSING, "hle/a", "r-edited")],
     ),
     Case(
@@ -595,11 +596,75 @@ CASES = [
     ),
     # ---- missing and outside changes
     Case(
-        "a recorded run missing on the Platform is drift and submitted again",
+        # Issue 34: missing is not a reason to pay.
+        "a recorded active run missing on the Platform is drift and blocked, not paid again",
         want=[A],
         entries=[recorded_run(A, "r1")],
+        items=[(Action.BLOCKED, "hle/a", Reason.RUN_MISSING_UNDECIDED)],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "a recorded active run missing is submitted again with --allow-duplicate",
+        want=[A],
+        entries=[recorded_run(A, "r1")],
+        settings={"allow_duplicate": ("hle/*",)},
         items=[(Action.SUBMIT, "hle/a", Reason.RUN_MISSING)],
         drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "a recorded ended and downloaded run that is missing plans nothing",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        outputs={"hle/a": ON_DISK},
+        items=[],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "a recorded ended run never downloaded that is missing plans nothing (named)",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="failed")],
+        items=[],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "a recorded ended run that is missing is submitted again on request",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished")],
+        settings={"replace": ("hle/a",)},
+        items=[(Action.SUBMIT, "hle/a", Reason.REPLACE_REQUESTED)],
+        drift=[(DriftKind.RUN_MISSING, "hle/a", "r1")],
+    ),
+    Case(
+        "a new config whose identical run ended is submitted (an ended run is no twin)",
+        want=[A],
+        runs=[observed_run("x1", "finished", fingerprint=fingerprint_of(A))],
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "a new config with an active twin is submitted with --allow-duplicate",
+        want=[A],
+        runs=[observed_run("x1", "running", fingerprint=fingerprint_of(A))],
+        settings={"allow_duplicate": ("hle/a",)},
+        items=[(Action.SUBMIT, "hle/a", Reason.NEW_CONFIG)],
+    ),
+    Case(
+        "a re-run of a finished config with an active twin is blocked",
+        want=[A],
+        entries=[recorded_run(A, "r1", status="finished", downloads=downloads(*FILES))],
+        runs=[
+            observed_run("r1", "finished"),
+            observed_run("x1", "queued", fingerprint=fingerprint_of(A)),
+        ],
+        outputs={"hle/a": ON_DISK},
+        settings={"replace": ("hle/a",)},
+        items=[(Action.BLOCKED, "hle/a", Reason.TWIN_ACTIVE)],
+    ),
+    Case(
+        "an active run of this repository at another address is no twin",
+        want=[A, desired("hle/copy")],
+        entries=[recorded_run(A, "r1", status="running")],
+        runs=[observed_run("r1", "running", fingerprint=fingerprint_of(A))],
+        items=[(Action.SUBMIT, "hle/copy", Reason.NEW_CONFIG)],
     ),
     Case(
         "a run stopped outside the tool is drift, and its outputs are downloaded",
@@ -1399,6 +1464,7 @@ def test_no_changes_plan_is_empty():
     assert plan.is_empty and not plan.has_changes
     counts = plan.summary.model_dump()
     assert counts.pop("cost_usd_low") is None and counts.pop("cost_usd_high") is None
+    assert counts.pop("deferred_each") is None
     assert counts == {k: 0 for k in counts}
 
 

@@ -212,7 +212,7 @@ def test_submit_run_posts_body_and_parses_response() -> None:
 def test_stop_run_posts_empty_object() -> None:
     rec = Recorder(ok({"status": "stopped"}))
     client, _ = make_client(rec)
-    assert client.stop_run("run-1") is None
+    client.stop_run("run-1")
     assert rec.last.method == "POST"
     assert rec.last.content == b"{}"
 
@@ -494,6 +494,7 @@ def test_version_warning_is_kept() -> None:
         ok({"benchmark_runs": []}),
         ok(
             {"benchmark_runs": []},
+            200,
             **{
                 "X-Osmosis-Version-Status": "deprecated",
                 "X-Osmosis-Version-Message": "Please upgrade soon.",
@@ -509,7 +510,7 @@ def test_version_warning_is_kept() -> None:
 
 
 def test_current_version_status_sets_no_warning() -> None:
-    rec = Recorder(ok({"benchmark_runs": []}, **{"X-Osmosis-Version-Status": "current"}))
+    rec = Recorder(ok({"benchmark_runs": []}, 200, **{"X-Osmosis-Version-Status": "current"}))
     client, _ = make_client(rec)
     client.list_runs()
     assert client.version_status == "current" and client.version_warning is None

@@ -13,8 +13,14 @@ from reconciler.config.project import load_project_settings
 from reconciler.errors import UsageError
 from reconciler.model import AgentResult, PolicyRule, RunResults
 from reconciler.plan import compute_plan
-
-from .plan_fixtures import desired, lock, observation, observed_run, recorded_run, settings
+from tests.support.plan_fixtures import (
+    desired,
+    lock,
+    observation,
+    observed_run,
+    recorded_run,
+    settings,
+)
 
 CONFIG = """\
 [experiment]
@@ -52,12 +58,12 @@ def repo(tmp_path: Path, policy: str, configs: dict[str, dict[str, str]]) -> Pat
     return tmp_path
 
 
-def load(root: Path):  # type: ignore[no-untyped-def]
+def load(root: Path):
     rules = load_project_settings(root)["policy"]
     return load_configs(root, "benchmarks", policy=rules)
 
 
-def shown(result) -> list[str]:  # type: ignore[no-untyped-def]
+def shown(result) -> list[str]:
     return [f"{i.severity}: {i.location()}: {i.key}: {i.message}" for i in result.issues]
 
 
@@ -161,7 +167,7 @@ def test_a_bad_rule_is_a_clear_settings_error(tmp_path: Path, text: str, message
         assert caught.value.hint == "did you mean 'models'?"
 
 
-def _plan(rule: PolicyRule, **flags: bool):  # type: ignore[no-untyped-def]
+def _plan(rule: PolicyRule, **flags: bool):
     want = [desired("compare/a", attempts=2), desired("compare/b"), desired("other/c")]
     return compute_plan(want, lock(), observation(), settings(policy=(rule,), **flags))
 
@@ -194,7 +200,7 @@ def test_a_warn_budget_warns_and_the_plan_stands() -> None:
 
 
 def test_a_dollar_budget_per_glob_uses_the_estimates() -> None:
-    def priced(address: str, run_id: str, cost: float):  # type: ignore[no-untyped-def]
+    def priced(address: str, run_id: str, cost: float):
         entry = recorded_run(desired(address), run_id, status="finished")
         results = RunResults(agents=(AgentResult(agent_index=0, cost_per_task=cost),))
         return entry.model_copy(update={"benchmark_id": "bench-hle", "results": results})

@@ -38,7 +38,7 @@ from reconciler.render import (
     render_text,
     summary_line,
 )
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     NOW,
     desired,
     downloads,
@@ -485,8 +485,69 @@ def test_a_run_that_ended_failed_shows_its_status_and_how_to_rerun_it():
         agent=AgentResult(agent_index=0, model="m", pass_at_1=0.0),
     )
     plan = Plan(results=(row,), workspace="w", platform="local")
-    text = render_text(plan)
+    text = render_text(plan, results=True)  # nothing planned: the table is shown when asked
     assert "calm-yak (partial: failed)" in text
     assert "tb/x: the run ended failed; re-run it with `osmosis-apply --replace tb/x`" in text
     md = render_markdown(plan)
     assert "calm-yak (r9) (partial: failed)" in md and '"Osmosis-Rerun: tb/x"' in md
+
+
+def test_a_plan_with_nothing_to_do_says_so_first_and_alone():
+    """Issue 37, finding 6: a 30-line results table came before "No changes."."""
+    from reconciler.model import AgentResult, ResultRow
+
+    row = ResultRow(
+        address="tb/x",
+        run_id="r9",
+        run_name="calm-yak",
+        status="finished",
+        agent=AgentResult(agent_index=0, model="m", pass_at_1=0.5),
+    )
+    plan = Plan(results=(row,), workspace="w", platform="local")
+    assert render_text(plan) == "No changes. Benchmark runs match the configuration.\n"
+    asked = render_text(plan, results=True)
+    assert asked.startswith("No changes. Benchmark runs match the configuration.\n\n")
+    assert "calm-yak" in asked
+    # -q: nothing needs a person, so nothing is printed.
+    assert render_text(plan, quiet=True) == ""
+    warned = Plan(results=(row,), workspace="w", platform="local", warnings=("look",))
+    assert render_text(warned, quiet=True).startswith("No changes.")
+
+
+def test_quiet_keeps_the_items_and_the_summary_only():
+    from tests.unit.test_results import results_plan
+
+    plan = results_plan()
+    quiet = render_text(plan, quiet=True)
+    assert "Actions are shown with these symbols" not in quiet
+    assert not quiet.startswith("Osmosis plan ·")
+    assert "Results of" not in quiet
+    assert "Osmosis would:" in quiet and "  + hle/new" in quiet
+    assert quiet.rstrip("\n").splitlines()[-1].startswith("Plan: 1 to submit")
+
+
+def test_a_long_address_is_shortened_in_the_middle_never_wrapped():
+    """Issue 37, finding 6: addresses wrapped over 2-3 lines at 100 columns."""
+    from reconciler.model import AgentResult, ResultRow
+    from reconciler.render import plan_to_dict
+
+    address = "benchmarks-for-the-platform-team/terminal-bench/nightly/openai-gpt-5-2-codex"
+    row = ResultRow(
+        address=address,
+        run_id="r9",
+        run_name="calm-yak",
+        status="finished",
+        agent=AgentResult(agent_index=0, model="openai/gpt-5.2", harness="codex", pass_at_1=0.5),
+    )
+    plan = Plan(results=(row,), workspace="w", platform="local")
+    text = render_text(plan, results=True)
+    assert all(len(line) <= 100 for line in text.splitlines()), text
+    (line,) = [x for x in text.splitlines() if "calm-yak" in x]
+    shortened = line.split()[0]
+    assert len(shortened) == 28 and "…" in shortened
+    head, tail = shortened.split("…")
+    assert address.startswith(head) and address.endswith(tail)
+    assert not any(
+        x.strip().startswith(address[len(head) : len(head) + 8]) for x in text.splitlines()
+    )
+    assert plan_to_dict(plan)["results"][0]["address"] == address

@@ -29,7 +29,7 @@ def test_the_markdown_refresh_lists_changes_and_drift_and_closes() -> None:
     assert text.startswith(f"{MARKDOWN_MARKER} workspace=team -->\n### Osmosis refresh for `team`")
     assert "**Would record 1 change:**" in text
     assert "- `tb/a eager-hare (r1): status running -> failed`" in text
-    assert "| failed outside the tool | tb/a | run r1 failed outside osmosis-reconciler |" in text
+    assert "| failed on the Platform | tb/a | run r1 failed outside osmosis-reconciler |" in text
     assert text.endswith("1 pending action is not part of a refresh; `osmosis-plan` shows them.\n")
 
 

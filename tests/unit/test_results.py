@@ -41,7 +41,7 @@ from reconciler.render import (
 )
 from reconciler.render.tables import _text_results
 from reconciler.state.lockfile import _fast_load, parse, put_run, retire_run, serialize
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     BENCHMARKS,
     HLE,
     desired,
@@ -199,7 +199,7 @@ def ended(
 
 
 def gone(
-    address: str, run_id: str, res: RunResults | None, reason: str = "replaced"
+    address: str, run_id: str, res: RunResults | None, reason: Any = "replaced"
 ) -> HistoryEntry:
     return HistoryEntry(
         address=address,
@@ -237,7 +237,8 @@ def test_plan_lists_ended_runs_with_results_and_the_previous_run_of_the_address(
         ("hle/a", "run-new", 1),
     ]
     first, second = plan.results
-    assert first.agent == now.agents[0]
+    # k comes from the config when the recorded scores predate it.
+    assert first.agent == now.agents[0].model_copy(update={"attempts_per_task": 1})
     # The earlier runs had other agents: not comparable, and the row says why.
     assert first.previous is None and first.previous_run_id is None
     assert first.previous_note == second.previous_note == "agents changed"
@@ -256,7 +257,7 @@ def test_plan_lists_ended_runs_with_results_and_the_previous_run_of_the_address(
         }
     )
     first, second = compute_plan(wanted, same, seen, settings()).results
-    assert first.previous == before.agents[0]
+    assert first.previous == before.agents[0].model_copy(update={"attempts_per_task": 1})
     assert (first.previous_run_id, first.previous_run_name) == ("run-old", "name-run-old")
     # The previous run's agent 1 had no pass@1: its row says so.
     assert second.previous is not None and second.previous.pass_at_1 is None
@@ -439,8 +440,8 @@ def test_golden_results_renders() -> None:
 def test_markdown_results_table_compares_with_the_previous_run() -> None:
     md = render_markdown(results_plan())
     assert (
-        "| address | run | agent | pass@1 (95% CI) | best pass@k | cost/task | vs previous "
-        "| vs leaderboard |" in md
+        "| address | run | agent | pass@1 [95% CI] · errored | pass@k | cost/task | cost/attempt "
+        "| tokens/task | tokens/attempt | vs previous | vs leaderboard |" in md
     )
     row = next(line for line in md.splitlines() if line.startswith("| `hle/parity` | name-run-2"))
     cells = [c.strip() for c in row.strip("|").split(" | ")]
@@ -448,9 +449,12 @@ def test_markdown_results_table_compares_with_the_previous_run() -> None:
         "`hle/parity`",
         "name-run-2 (run-2)",
         "GPT-5 · codex",
-        "65.3% (60.3–70.3)",
+        "65.3% [60.3–70.3] · ? errored",  # this lockfile predates per-agent errored counts
         "pass@2 75.3%",
         "$2.00",
+        "$2.00",
+        "1,100k",
+        "1,100k",
         "+4.2 pts (prev 61.1%)",
         "-4.7 pts vs leaderboard 70.0% (#1, parity)",
     ]
@@ -470,13 +474,13 @@ def test_text_results_are_compact_and_capped() -> None:
     start = lines.index(next(line for line in lines if line.startswith("  address ")))
     table = lines[start : lines.index("", start)]
     assert all(len(line) <= 100 for line in table), table
-    assert "65.3%" in table[2] and "+4.2 pts" in table[2] and "(60.3–70.3)" in table[3]
+    assert "65.3% [60.3–70.3]" in table[2] and "+4.2 pts" in table[2]
     assert any("left out to fit 100 columns: " in line for line in lines)
     wide = "\n".join(_text_results(results_plan().results, width=240))
     assert (
-        "  hle/parity  name-run-2  GPT-5 · codex              65.3% (60.3–70.3)  "
-        "pass@2 75.3%      $2.00  +4.2 pts (prev 61.1%)  -4.7 pts vs leaderboard 70.0% (#1, "
-        "parity)"
+        "  hle/parity  name-run-2  GPT-5 · codex              65.3% [60.3–70.3] · ? errored  "
+        "pass@2 75.3%      $2.00         $2.00       1,100k          1,100k  +4.2 pts (prev "
+        "61.1%)  -4.7 pts vs leaderboard 70.0% (#1, parity)"
     ) in wide
     # A table whose columns fit their content: every row's pass@1 starts under its header.
     header, rows = table[0], [line for line in table[2:] if line.startswith(("  hle/", "  tb/"))]
@@ -488,10 +492,10 @@ def test_text_results_are_compact_and_capped() -> None:
             for i in range(TEXT_RESULT_ROWS + 5)
         )
     )
-    out = render_text(many)
+    out = render_text(many, results=True)
     assert out.count("a/0") == TEXT_RESULT_ROWS
     assert "... 5 more (see --format markdown or json)" in out
-    assert out.rstrip().endswith(NO_CHANGES)
+    assert out.startswith(NO_CHANGES + "\n")  # the answer first, the table when asked
 
 
 def test_results_show_when_nothing_else_changes() -> None:

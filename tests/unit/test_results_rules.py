@@ -189,7 +189,9 @@ def test_results_csv_is_read_by_header_name() -> None:
     assert runs.paired and runs.has_cost and not runs.has_tokens
     t1, t2 = runs.tasks[0]["t1"], runs.tasks[0]["t2"]
     assert (t1.passes, t1.attempts, t1.cost) == (1, 2, 1.0)
-    assert (t2.passes, t2.attempts, t2.errored) == (1, 1, 1)  # errored: not scored
+    # An errored attempt is an attempt that did not pass (the Platform's pass@1), counted apart.
+    assert (t2.passes, t2.attempts, t2.errored, t2.scored) == (1, 2, 1, 1)
+    assert t2.rate == 0.5 and t2.scored_rate == 1.0
     assert runs.tasks[1]["t1"].rate == 1.0
     missing = parse_results_csv("agent_index,attempt\n0,1\n")
     assert missing.missing == ("task", "outcome") and not missing.paired
@@ -199,17 +201,15 @@ def test_results_csv_is_read_by_header_name() -> None:
     assert parse_results_csv(text) == parse_results_csv(text)
 
 
-def test_planning_mde_by_hand() -> None:
-    from reconciler.results.stats import planning_mde
-
-    # p = 0.5: omega² = 2 (1 - 0.5) 0.25 = 0.25; (1.95996 + 0.84162) · 0.5 / sqrt(89).
-    assert planning_mde(0.5, 89) == pytest.approx(2.80158 * 0.5 / 89**0.5, abs=1e-5)
-    assert round(planning_mde(0.5, 89) * 100, 1) == 14.8
-
-
 def test_a_submit_with_history_shows_its_power_before_paying() -> None:
     from reconciler.plan import compute_plan
-    from tests.unit.plan_fixtures import desired, observation, observed_run, recorded_run, settings
+    from tests.support.plan_fixtures import (
+        desired,
+        observation,
+        observed_run,
+        recorded_run,
+        settings,
+    )
 
     want = desired("hle/a", models=("openai/gpt-5.2",))
     old = desired("hle/a")
@@ -221,6 +221,7 @@ def test_a_submit_with_history_shows_its_power_before_paying() -> None:
                         settings())  # fmt: skip
     (item,) = [i for i in plan.items if i.address == "hle/a" and i.action.value == "submit"]
     (line,) = [d for d in item.details if d.startswith("power:")]
-    assert line.startswith(f"power: compared with name-run-1 (pass@1 50.0%), {item.task_count} ")
-    assert "detect |Δ| ≥ " in line
-    assert "power: compared with" in render_text(plan)
+    assert line.startswith(f"power: against name-run-1, {item.task_count} tasks × 1 attempt ")
+    assert "detect |Δ| ≥ " in line and "exact McNemar" in line
+    assert "name-run-1's summary (no per-task file)" in line
+    assert "power: against" in render_text(plan)

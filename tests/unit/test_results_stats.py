@@ -9,7 +9,7 @@ import random
 import pytest
 from scipy import stats as sp
 
-from reconciler.results import stats
+from reconciler.results import paired, stats
 from reconciler.results.compare import Verdict, compare_outcomes, decide
 from reconciler.results.data import TaskOutcome
 
@@ -93,67 +93,102 @@ def test_t_quantile_and_cdf_match_scipy(df: int) -> None:
 def test_exact_sign_flip_matches_scipy_permutation_test() -> None:
     rng = random.Random(3)
     diffs = [rng.choice([-1, -0.5, 0, 0.5, 1, 1]) for _ in range(14)]
-    p, method = stats.sign_flip_p(diffs)
-    assert method == "sign-flip exact"
-    nonzero = [d for d in diffs if d != 0]
+    test = paired.paired_test(diffs, binary=False)
+    assert test.method == "sign-flip exact"
     ref = sp.permutation_test(
-        (nonzero,),
+        (diffs,),
         lambda x, axis: x.mean(axis=axis),
         permutation_type="samples",
         n_resamples=math.inf,
         alternative="two-sided",
     )
-    assert p == pytest.approx(ref.pvalue, abs=1e-9)
+    assert test.p_value == pytest.approx(ref.pvalue, abs=1e-9)
+
+
+def _shifted_p(diffs: list[float], delta: float) -> float:
+    """scipy's exact sign-flip p-value of "symmetric about delta"."""
+    return float(
+        sp.permutation_test(
+            ([d - delta for d in diffs],),
+            lambda x, axis: x.mean(axis=axis),
+            permutation_type="samples",
+            n_resamples=math.inf,
+            alternative="two-sided",
+        ).pvalue
+    )
+
+
+def test_the_sign_flip_interval_is_the_set_the_test_accepts() -> None:
+    # Inverting the test: just inside each end scipy does not reject at 5%, just outside it
+    # does. An independent implementation checks both ends.
+    rng = random.Random(8)
+    diffs = [rng.choice([-2 / 3, -1 / 3, 0.0, 1 / 3, 2 / 3, 1.0]) for _ in range(12)]
+    ci = paired.paired_test(diffs, binary=False).interval(0.05)
+    for end, inward in ((ci.low, 1e-6), (ci.high, -1e-6)):
+        assert _shifted_p(diffs, end + inward) > 0.05
+        assert _shifted_p(diffs, end - inward) <= 0.05
 
 
 def test_random_sign_flip_is_seeded_and_close_to_scipy() -> None:
     rng = random.Random(5)
     diffs = [rng.choice([-1.0, 0.0, 0.4, 1.0]) for _ in range(60)]
-    p1, method = stats.sign_flip_p(diffs, seed=1)
-    p2, _ = stats.sign_flip_p(diffs, seed=1)
-    assert p1 == p2  # same inputs, same seed: same number
-    assert method.startswith("sign-flip 10,000 random")
-    nonzero = [d for d in diffs if d != 0]
+    first = paired.paired_test(diffs, binary=False, seed=1)
+    assert first.p_value == paired.paired_test(diffs, binary=False, seed=1).p_value
+    assert first.method == "sign-flip 10,000 random"
     ref = sp.permutation_test(
-        (nonzero,),
+        (diffs,),
         lambda x, axis: x.mean(axis=axis),
         permutation_type="samples",
         n_resamples=20_000,
         alternative="two-sided",
         random_state=7,
     )
-    assert p1 == pytest.approx(ref.pvalue, abs=0.02)
+    assert first.p_value == pytest.approx(ref.pvalue, abs=0.02)
 
 
-def test_bootstrap_interval_is_seeded_and_close_to_scipy() -> None:
-    rng = random.Random(11)
-    rates = [rng.choice([0.0, 0.2, 0.4, 0.6, 0.8, 1.0]) for _ in range(80)]
-    ci = stats.bootstrap_ci(rates, seed=4, rounds=4000)
-    assert ci == stats.bootstrap_ci(rates, seed=4, rounds=4000)
-    ref = sp.bootstrap(
-        (rates,), lambda x, axis: x.mean(axis=axis), method="percentile",
-        n_resamples=20_000, random_state=9,
-    ).confidence_interval  # fmt: skip
-    assert ci.low == pytest.approx(ref.low, abs=0.01)
-    assert ci.high == pytest.approx(ref.high, abs=0.01)
+@pytest.mark.parametrize("seed", range(40))
+def test_the_printed_p_value_and_the_interval_never_disagree(seed: int) -> None:
+    # Finding 3: a 4-0 split printed "worse" beside p = 0.125. Now the interval excludes 0
+    # exactly when p < alpha, for both tests, at any alpha (Holm's levels too).
+    rng = random.Random(seed)
+    tasks = rng.choice([4, 6, 9, 15, 40])
+    binary = seed % 2 == 0
+    values = [-1.0, 0.0, 1.0] if binary else [-1.0, -2 / 3, -1 / 3, 0.0, 1 / 3, 2 / 3, 1.0]
+    diffs = [rng.choice(values) for _ in range(tasks)]
+    test = paired.paired_test(diffs, binary=binary)
+    for alpha in (0.05, 0.01, 0.005, 0.1):
+        ci = test.interval(alpha)
+        assert (ci.low > 0 or ci.high < 0) == (test.p_value < alpha), (diffs, alpha, ci)
+    assert test.interval(0.05).high > test.interval(0.05).low  # never zero width
 
 
-def test_rate_interval_chooses_wilson_or_bootstrap() -> None:
-    assert stats.rate_interval([1.0, 0.0, 1.0, 1.0], 1).method == "wilson"
-    assert stats.rate_interval([1.0, 0.0] * 200, 1).method == "normal"
-    assert stats.rate_interval([1.0, 0.5, 0.0, 0.5], 2).method == "bootstrap"
+def test_a_four_to_nothing_split_is_not_worse() -> None:
+    # 4 tasks went down, none up, 26 tied: exact McNemar p = 2/16 = 0.125, so the interval
+    # includes 0 and the verdict is inconclusive (it used to say "worse").
+    left = _outcomes({f"t{i}": (1, 1) for i in range(4)} | {f"s{i}": (0, 1) for i in range(26)})
+    right = _outcomes({f"t{i}": (0, 1) for i in range(4)} | {f"s{i}": (0, 1) for i in range(26)})
+    c = compare_outcomes(left, right)
+    assert c.p_value == pytest.approx(0.125)
+    assert c.ci.low < 0 < c.ci.high
+    assert c.verdict is Verdict.INCONCLUSIVE
 
 
 def _outcomes(rates: dict[str, tuple[int, int]]) -> dict[str, TaskOutcome]:
     return {t: TaskOutcome(passes=p, attempts=n) for t, (p, n) in rates.items()}
 
 
-def test_two_identical_runs_are_no_change() -> None:
+def test_two_identical_runs_decide_nothing_from_a_zero_width_interval() -> None:
+    # Finding 2: every task tied used to give the interval [0, 0] and "no change". Tied
+    # tasks bound Δ only as far as they bound the share of tasks that change: at 40 tasks
+    # |Δ| could still be 8.8 points, so "no change within ±3" is not shown.
     rng = random.Random(2)
     run = _outcomes({f"t{i}": (rng.randint(0, 3), 3) for i in range(40)})
     c = compare_outcomes(run, dict(run))
     assert c.delta == 0.0
-    assert c.verdict is Verdict.NO_CHANGE
+    assert c.verdict is Verdict.INCONCLUSIVE
+    assert not c.decisive
+    assert c.ci.low == pytest.approx(-(1 - 0.025 ** (1 / 40))) and c.ci.high == -c.ci.low
+    assert c.ci.high > 0.08
     assert c.up == () and c.down == () and c.tied == 40
 
 
@@ -178,11 +213,14 @@ def test_paired_comparison_one_attempt_uses_mcnemar() -> None:
     assert c.verdict is Verdict.BETTER
     reverse = compare_outcomes(right, left)
     assert reverse.verdict is Verdict.WORSE
-    # Paired CI: t with 47 df on the differences.
-    diffs = [1.0] * 15 + [-1.0] * 3 + [0.0] * 30
-    sd = math.sqrt(stats.variance(diffs))
-    half = sp.t.ppf(0.975, 47) * sd / math.sqrt(48)
-    assert (c.ci.low, c.ci.high) == pytest.approx((12 / 48 - half, 12 / 48 + half))
+    # The interval inverts the same exact test: π (the share of the 18 changed tasks that
+    # went up) by Clopper-Pearson, scaled by ψ (the share of tasks that changed, 18 of 48,
+    # its exact 95% interval): Δ = ψ(2π − 1), each end at the corner that makes it widest.
+    pi = sp.binomtest(15, 18).proportion_ci(0.95, method="exact")
+    psi = sp.binomtest(18, 48).proportion_ci(0.95, method="exact")
+    assert c.ci.low == pytest.approx(psi.low * (2 * pi.low - 1), abs=1e-9)
+    assert c.ci.high == pytest.approx(psi.high * (2 * pi.high - 1), abs=1e-9)
+    assert c.ci.low > 0  # p = 0.0075 < 0.05: the interval excludes 0, as the test does
 
 
 def test_alignment_reports_missing_new_and_changed_tasks() -> None:

@@ -32,7 +32,7 @@ from reconciler.plan import compute_plan
 from reconciler.plan.recheck import still_planned
 from reconciler.plan.restrict import restrict_plan
 from reconciler.state.lockfile import parse, retire_run, serialize
-from tests.unit.plan_fixtures import (
+from tests.support.plan_fixtures import (
     ALL_SECRETS,
     NOW,
     desired,
@@ -139,6 +139,11 @@ def test_a_rerun_request_keeps_the_possible_duplicate_warning() -> None:
     plain = compute_plan([A], lock(entry), obs, settings())
     assert [(d.kind, d.run_id) for d in plain.drift] == [(DriftKind.POSSIBLE_DUPLICATE, "x-twin")]
     rerun = compute_plan([A], lock(entry), obs, settings(replace=("hle/a",)))
+    # The twin is active: the re-run waits for a decision (issue 34), and the twin is named.
+    assert [i.action for i in rerun.items if i.address == "hle/a"][0] is Action.BLOCKED
+    assert [(d.kind, d.run_id) for d in rerun.drift] == [(DriftKind.POSSIBLE_DUPLICATE, "x-twin")]
+    allowed = settings(replace=("hle/a",), allow_duplicate=("hle/a",))
+    rerun = compute_plan([A], lock(entry), obs, allowed)
     assert [i.action for i in rerun.items if i.address == "hle/a"][0] is Action.SUBMIT
     assert [(d.kind, d.run_id) for d in rerun.drift] == [(DriftKind.POSSIBLE_DUPLICATE, "x-twin")]
 
@@ -267,10 +272,10 @@ def test_a_rename_plus_edit_names_osmosis_state_mv() -> None:
 # --------------------------------------------------------------------------- lockfile
 
 
-def test_a_format_1_lockfile_is_read_and_written_as_format_2(tmp_path: Path) -> None:
-    text = serialize(lock(recorded_run(A, "r1"))).replace("version = 2", "version = 1")
+def test_a_format_1_lockfile_is_read_and_written_as_format_3(tmp_path: Path) -> None:
+    text = serialize(lock(recorded_run(A, "r1"))).replace("version = 3", "version = 1")
     state = parse(text, "state/osmosis.lock")
-    assert serialize(state).splitlines()[1] == "version = 2"
+    assert serialize(state).splitlines()[1] == "version = 3"
 
 
 def test_format_2_fields_round_trip() -> None:

@@ -344,7 +344,9 @@ def test_anytime_look_verdicts() -> None:
 # --------------------------------------------------------------------------- order
 
 
-CATALOG = {f"{c}-{i:02d}": c for c, n in (("a", 40), ("b", 25), ("c", 10)) for i in range(n)}
+CATALOG: dict[str, str | None] = {
+    f"{c}-{i:02d}": c for c, n in (("a", 40), ("b", 25), ("c", 10)) for i in range(n)
+}
 CATALOG.update({f"loose-{i}": None for i in range(5)})
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from reconciler.model import (
     HistoryEntry,
+    HistoryReason,
     LockState,
     ObservedRun,
     RecordedRun,
     RunResults,
     SmokeRule,
+    SmokeStage,
 )
 from reconciler.plan.smoke import ended_badly, narrowed_spec, passed_smoke_run
 
-ENTRY = RecordedRun(address="a", spec_digest="sha256:x", run_id="r", stage="smoke")
+ENTRY = RecordedRun(address="a", spec_digest="sha256:x", run_id="r", stage=SmokeStage.SMOKE)
 
 
 def run(status: str, score: float | None = None) -> ObservedRun:
@@ -45,7 +49,7 @@ def test_min_score() -> None:
 
 
 def test_narrowed_spec_keeps_the_rest_and_does_not_touch_the_original() -> None:
-    spec = {
+    spec: dict[str, Any] = {
         "experiment_config": {"benchmark": "hle"},
         "tasks_config": {"task_set": "parity"},
         "execution_config": {"attempts_per_task": 3, "max_concurrent_attempts": 4},
@@ -59,7 +63,9 @@ def test_narrowed_spec_keeps_the_rest_and_does_not_touch_the_original() -> None:
     assert spec["execution_config"]["attempts_per_task"] == 3
 
 
-def _left(run_id: str, *, stage: str | None, reason: str, digest: str = "sha256:x") -> HistoryEntry:
+def _left(
+    run_id: str, *, stage: SmokeStage | None, reason: HistoryReason, digest: str = "sha256:x"
+) -> HistoryEntry:
     return HistoryEntry(
         address="a",
         run_id=run_id,
@@ -75,7 +81,7 @@ def test_passed_smoke_run_is_the_addresss_newest_history_entry() -> None:
     def state(*history: HistoryEntry) -> LockState:
         return LockState(lineage="l", platform="local", workspace="w", history=history)
 
-    smoke = _left("s2", stage="smoke", reason="smoke")
+    smoke = _left("s2", stage=SmokeStage.SMOKE, reason="smoke")
     assert passed_smoke_run(state(smoke), "a", "sha256:x") == "s2"
     assert passed_smoke_run(state(smoke), "a", "sha256:other") is None  # another config
     assert passed_smoke_run(state(smoke), "b", "sha256:x") is None
@@ -85,7 +91,7 @@ def test_passed_smoke_run_is_the_addresss_newest_history_entry() -> None:
     assert passed_smoke_run(state(full, smoke), "a", "sha256:x") is None
     assert passed_smoke_run(state(smoke, full), "a", "sha256:x") == "s2"
     # A smoke run forgotten by a person made way for nothing.
-    forgotten = _left("s3", stage="smoke", reason="forgotten")
+    forgotten = _left("s3", stage=SmokeStage.SMOKE, reason="forgotten")
     assert passed_smoke_run(state(forgotten), "a", "sha256:x") is None
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from reconciler.config.project import load_project_settings
 from reconciler.errors import UsageError
-from reconciler.model import LOCKFILE_VERSION, LockState, RecordedRun, SmokeRule
+from reconciler.model import LOCKFILE_VERSION, LockState, RecordedRun, SmokeRule, SmokeStage
 from reconciler.state.lockfile import parse, serialize
 
 
@@ -49,7 +49,7 @@ def test_bad_smoke_settings_name_the_file_and_key(tmp_path: Path, text: str, mes
     assert message in caught.value.message
 
 
-def test_format_1_is_read_and_written_as_2() -> None:
+def test_format_1_is_read_and_written_as_today_s_format() -> None:
     v1 = (
         'version = 1\nlineage = "L"\nserial = 1\nplatform = "local"\nworkspace = "w"\n\n'
         '[runs."a/b"]\nspec_digest = "sha256:x"\nrun_id = "r1"\n'
@@ -57,8 +57,8 @@ def test_format_1_is_read_and_written_as_2() -> None:
     state = parse(v1, "osmosis.lock")
     assert state.runs["a/b"].stage is None
     text = serialize(state)
-    assert LOCKFILE_VERSION == 2
-    assert text.splitlines()[1] == "version = 2"
+    assert LOCKFILE_VERSION == 3
+    assert text.splitlines()[1] == "version = 3"
     assert parse(text, "osmosis.lock").runs["a/b"] == state.runs["a/b"]
 
 
@@ -67,7 +67,11 @@ def test_stage_round_trips() -> None:
         lineage="L",
         platform="local",
         workspace="w",
-        runs={"a": RecordedRun(address="a", spec_digest="sha256:x", run_id="r", stage="smoke")},
+        runs={
+            "a": RecordedRun(
+                address="a", spec_digest="sha256:x", run_id="r", stage=SmokeStage.SMOKE
+            )
+        },
     )
     text = serialize(state)
     assert 'stage = "smoke"' in text

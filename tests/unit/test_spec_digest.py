@@ -28,8 +28,8 @@ SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_ENDPOINT_KEY", "JUDGE_KEY_
 HARNESSES = (None, "codex", "claude-code", "terminus-2")
 RESERVED = set(SECRETS) | rules.RESERVED_ENV_NAMES | set(rules.HARNESS_CREDENTIALS.values())
 
-text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-short = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+short = st.text(st.characters(exclude_categories=["Cs"]), max_size=10)
 non_blank = text.filter(lambda s: s.strip() != "")
 # [experiment].benchmark is a catalog reference: never empty, never a path (validate.py).
 catalog_ref = non_blank.filter(lambda s: not looks_like_path(s))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.support.guards import without_coverage
+
 NOT_AT_START = [
     "deepdiff",
     "structlog",
@@ -66,6 +68,7 @@ def _loaded(names: list[str], prelude: str = "") -> list[str]:
         text=True,
         timeout=60,
         check=True,
+        env=without_coverage(),  # coverage would import sqlite3 and multiprocessing itself
     )
     return [name for name in result.stdout.strip().split(",") if name]
 

@@ -31,7 +31,7 @@ APPLY = WORKFLOWS / "osmosis-apply.yml"
 DRIFT = WORKFLOWS / "osmosis-drift.yml"
 ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
-ACTION_REF = "osmosis-ai/osmosis-reconciler@v0.1.0"
+ACTION_REF = docs.action_ref()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -244,7 +244,10 @@ def test_action_commands_use_flags_the_clis_have() -> None:
     assert '--only "download,refresh"' in script
     from reconciler.ci.main import _parser
 
-    sub = _parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    subparsers = _parser()._subparsers
+    assert subparsers is not None
+    sub = subparsers._group_actions[0].choices
+    assert isinstance(sub, dict)
     for line in script.replace("\\\n", " ").splitlines():
         match = re.search(r"osmosis-ci (\S+)(.*)", line)
         if not match:

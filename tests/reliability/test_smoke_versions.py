@@ -1,4 +1,5 @@
-"""Smoke versions of the reliability suites 1-3 (the full ones run in ``make reliability``).
+"""Smoke versions of the reliability suites 1-3, run by ``make test`` (unmarked; the full
+ones, marked ``reliability``, run in ``make reliability``).
 
 Same machinery as ``tests/reliability``, smaller: a 10-config repo, a few SIGKILLs at named
 crash points and in the submit-committed window, one faulty network, four concurrent

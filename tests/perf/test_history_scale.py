@@ -16,8 +16,7 @@ from reconciler.platform import PlatformClient
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from tests.perf.workload import OTHER_BENCHMARK, SECRETS, TERMINAL_MIX, build_plan_repo
 from tests.support.emulator import serve
-
-from .helpers import TEAM, TOKEN, Osmosis, Platform, RequestLog
+from tests.support.osmosis import TEAM, TOKEN, Osmosis, Platform, RequestLog
 
 WORKSPACE = "perf"
 MANAGED = 500
@@ -48,7 +47,9 @@ def test_converged_plan_in_a_workspace_of_20000_runs(tmp_path: Path) -> None:
         creators=HISTORY_TEAM,
     )
     seeder.seed_runs(WORKSPACE, MANAGED, status_mix=TERMINAL_MIX, creators=[TEAM[TOKEN]])
-    ours = seeder.resolve_benchmark("terminal-bench-2-1")["id"]
+    benchmark = seeder.resolve_benchmark("terminal-bench-2-1")
+    assert benchmark is not None
+    ours = benchmark["id"]
     seeder.store.close()
 
     log = RequestLog()

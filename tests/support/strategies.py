@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 from hypothesis import strategies as st
 
 DEEP = 3000
@@ -70,7 +73,7 @@ HOSTILE_LINES = [
     "a." * 2000 + "b = 1",
 ]
 
-_unicode = st.text(st.characters(blacklist_categories=("Cs",), max_codepoint=0x10FFFF), max_size=40)
+_unicode = st.text(st.characters(exclude_categories=["Cs"], max_codepoint=0x10FFFF), max_size=40)
 _ascii = st.text(st.sampled_from("[]{}=\"'.,\\#\n -_0123456789abcdeftrunfi+:TZ"), max_size=60)
 
 
@@ -134,3 +137,47 @@ json_values = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+# --------------------------------------------------------------------------- results.csv
+
+RESULTS_HEADER = [
+    "task", "agent_index", "model", "harness", "attempt", "outcome", "reward",
+    "input_tokens", "output_tokens", "tokens", "cost_usd", "task_checksum", "category",
+]  # fmt: skip
+RESULTS_TASKS = ["task-00", "task-01", "task-02", "tb/x", " "]
+HOSTILE_CELLS = [
+    "", " ", "nan", "inf", "-inf", "1e400", "-1e400", "-5", "0", "1", "0.5", "2", "1e308",
+    "9" * 5000, "???", "n/a", "passed", "failed", "errored", "PASSED", "true", "0x10",
+    "1_000", "٣", "\x00", "\x1b[2J", "a,b", '"', "\r\n", "1.0000000000000000000001",
+    "-0.0", "+1", "1e-400", "4294967296", "1023", "1024", "x" * 200_000,
+]  # fmt: skip
+_PLAIN = ["0", "1", "passed", "failed", "errored", "0.02", "1200", "openai/gpt-5", "codex"]
+
+
+@st.composite
+def results_files(draw: st.DrawFn) -> str:
+    """A ``results.csv``: any subset and order of the known columns (and unknown ones),
+    rows of any length, each cell plain, hostile, or any text; sometimes raw edits."""
+    header = list(draw(st.permutations([*RESULTS_HEADER, "extra"])))
+    columns = header[: draw(st.integers(1, len(header)))]
+    rows: list[list[str]] = [columns]
+    for _ in range(draw(st.integers(0, 16))):
+        row = []
+        for name in columns[: draw(st.integers(0, len(columns)))]:
+            pick = draw(st.integers(0, 4))
+            if pick == 0:
+                row.append(draw(st.sampled_from(HOSTILE_CELLS)))
+            elif pick == 1:
+                row.append(draw(st.text(max_size=8)))
+            elif name == "task":
+                row.append(draw(st.sampled_from(RESULTS_TASKS)))
+            else:
+                row.append(draw(st.sampled_from(_PLAIN)))
+        rows.append(row)
+    out = io.StringIO()
+    csv.writer(out, lineterminator=draw(st.sampled_from(["\n", "\r\n"]))).writerows(rows)
+    text = out.getvalue()
+    if draw(st.integers(0, 5)) == 0:
+        text = draw(edited(text))
+    return text

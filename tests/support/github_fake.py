@@ -173,13 +173,13 @@ class FakeGitHub:
                 self.issues[number] = issue
                 return 201, issue
         if (m := re.fullmatch(r"/issues/(\d+)", rest)) and method == "PATCH":
-            issue = self.issues.get(int(m.group(1)))
-            if issue is not None:
-                issue.update(data)
-                return 200, issue
+            found_issue = self.issues.get(int(m.group(1)))
+            if found_issue is not None:
+                found_issue.update(data)
+                return 200, found_issue
         if m := re.fullmatch(r"/labels/(.+)", rest):
-            label = self.labels.get(m.group(1))
-            return (200, label) if label else (404, {"message": "Not Found"})
+            found_label = self.labels.get(m.group(1))
+            return (200, found_label) if found_label else (404, {"message": "Not Found"})
         if rest == "/labels" and method == "POST":
             self.labels[data["name"]] = data
             return 201, data

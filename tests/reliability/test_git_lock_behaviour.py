@@ -22,8 +22,7 @@ from reconciler.state.locking import LockKind, choose_lock
 from tests.reliability.gitrace import GitTally, killed_holder_elsewhere, race, two_clones
 from tests.support.clock import FakeClock
 from tests.support.git import git
-
-from .helpers import Osmosis, init_repo, smoke_config, start_platform
+from tests.support.osmosis import Osmosis, init_repo, smoke_config, start_platform
 
 REFS = GuardedRefs("https://platform.example.test", "acme")
 LOCK_REF = REFS.lock

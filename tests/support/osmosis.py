@@ -128,10 +128,13 @@ def read_lock(repo: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- platform
 
 
-class RequestLog(io.TextIOBase):
-    """An access log that counts requests (method and path, no query) for the figures."""
+class RequestLog(io.StringIO):
+    """An access log that counts requests (method and path, no query) for the figures (a
+    StringIO for its type: the server takes an ``IO[str]``; what is written goes to
+    ``lines``)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.lines: list[str] = []
 
     def write(self, text: str) -> int:

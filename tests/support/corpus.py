@@ -1,7 +1,7 @@
 """The bad-input corpus: config files that must be refused, with the exact issues expected.
 
-Each ``cases/*.toml`` file is one case. Its trailing comment lines state every issue the
-loader must report for it, in order::
+Each ``tests/corpus/cases/*.toml`` file is one case. Its trailing comment lines state every
+issue the loader must report for it, in order::
 
     # expect: <key path> @ <line>:<column> | <exact message>
     # expect-warning: <key path> @ <line>:<column> | <exact message>
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CASES_DIR = Path(__file__).parent / "cases"
+CASES_DIR = Path(__file__).resolve().parents[1] / "corpus" / "cases"
 
 _EXPECT = re.compile(r"^# expect(-warning)?: (\S*) @ (\d+):(\d+) \| (.*)$")
 

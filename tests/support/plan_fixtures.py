@@ -259,3 +259,27 @@ def observation(
 
 def settings(**kwargs: Any) -> Settings:
     return Settings(**kwargs)
+
+
+# --------------------------------------------------------------------------- osmosis-ci
+
+SHA = "c0ffee" + "0" * 34
+"""The commit the runs of ``entry`` were requested by."""
+
+
+def entry(address: str, run_id: str, status: str = "running", **update: Any) -> RecordedRun:
+    """A recorded run as osmosis-ci meets it: requested by ``SHA``, observed at ``NOW``."""
+    base = recorded_run(desired(address), run_id, status=status, run_name=f"name-{run_id}")
+    return base.model_copy(update={"requested_by": SHA, "observed_at": NOW, **update})
+
+
+def done(files: dict[str, str] | None = None) -> Downloads:
+    """A run's downloads: ``files`` (name -> sha256), by default one summary."""
+    files = files or {"summary.csv": "ab" * 32}
+    return Downloads(
+        types=("summary", "results"),
+        files=len(files),
+        bytes=10,
+        sha256=files,
+        directory=".osmosis/benchmarks/run",
+    )

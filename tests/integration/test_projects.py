@@ -1,0 +1,364 @@
+"""Many projects in one repository (issue 38, docs/projects.md): real git temp repos, the
+local Platform over loopback HTTP, ``osmosis-plan`` / ``osmosis-apply`` at the root."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.git import commit, git
+from tests.support.osmosis import Osmosis, Platform, Result, smoke_config
+
+ROOT_SETTINGS = 'projects = ["teams/*"]\nmax_attempts = 100\n'
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def add_project(
+    repo: Path, directory: str, project_id: str, configs: int = 1, extra: str = ""
+) -> None:
+    write(repo / directory / "osmosis.toml", f'id = "{project_id}"\n{extra}')
+    for index in range(configs):
+        write(
+            repo / directory / "benchmarks" / "tb" / f"r{index}.toml",
+            smoke_config(attempts=index + 1, comment=f"{project_id} {index}"),
+        )
+
+
+def projects_repo(tmp_path: Path, ids: dict[str, str], root: str = ROOT_SETTINGS) -> Path:
+    """A repository whose root lists ``teams/*``; ``ids``: directory name -> extra settings."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo / ".gitignore", ".osmosis/\n")
+    write(repo / "osmosis.toml", root)
+    for name, extra in ids.items():
+        add_project(repo, f"teams/{name}", name, extra=extra)
+    commit(repo, "Add projects")
+    return repo
+
+
+def entries(result: Result) -> dict[str, dict[str, Any]]:
+    document = result.json()
+    assert document["type"] == "projects", document
+    return {p["id"]: p for p in document["projects"]}
+
+
+def test_plan_at_the_root_plans_every_project_with_its_reason(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(tmp_path, {"a": "", "b": "", "c": ""})
+    osm = Osmosis(repo, platform)
+    result = osm.plan("--format", "json")
+    assert result.code == 0, result
+    found = entries(result)
+    assert sorted(found) == ["a", "b", "c"]
+    assert found["a"]["dir"] == "teams/a"
+    assert found["a"]["reason"] == "all projects (--all)"
+    assert found["a"]["actions"]["submit"] == 1
+    assert result.json()["exit_code"] == 0
+    assert platform.submits() == 0  # a plan submits nothing
+
+
+def test_a_repository_without_projects_is_unchanged_and_refuses_root_flags(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo / "benchmarks" / "tb" / "x.toml", smoke_config())
+    commit(repo, "one project")
+    osm = Osmosis(repo, platform)
+    plan = osm.plan("--format", "json")
+    assert plan.code == 0 and plan.json()["type"] == "plan", plan
+    refused = osm.plan("--project", "a")
+    assert refused.code == 1
+    assert "--project selects projects, and this repository has none" in refused.err
+
+
+def test_two_projects_claiming_one_id_is_an_error_naming_both(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(tmp_path, {"a": ""})
+    add_project(repo, "teams/b", "a")
+    result = Osmosis(repo, platform).plan()
+    assert result.code == 1
+    assert "two projects claim the id 'a': teams/a and teams/b" in result.err
+
+
+def test_a_project_inherits_the_root_defaults_and_its_own_settings_win(
+    tmp_path: Path, platform: Platform
+) -> None:
+    root = 'projects = ["teams/*"]\nmax_attempts = 1\n'
+    repo = projects_repo(tmp_path, {"a": "", "b": "max_attempts = 100\n"}, root=root)
+    for name in ("a", "b"):
+        write(repo / "teams" / name / "benchmarks" / "tb" / "big.toml", smoke_config(attempts=5))
+    result = Osmosis(repo, platform).plan("--format", "json", "--project", "a", "--project", "b")
+    found = entries(result)
+    assert found["a"]["exit_code"] == 1  # the inherited guard: 6 attempts > 1
+    assert found["b"]["exit_code"] == 0
+    assert result.code == 1  # the most severe project code
+    assert result.json()["status"] == "partial"
+
+
+def test_changed_since_selects_the_projects_whose_inputs_changed_with_reasons(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(tmp_path, {"a": "", "b": "", "c": ""})
+    write(repo / "teams" / "b" / "benchmarks" / "tb" / "new.toml", smoke_config(attempts=3))
+    write(repo / "README.md", "not an input\n")
+    commit(repo, "touch b")
+    osm = Osmosis(repo, platform)
+    found = entries(osm.plan("--format", "json", "--changed-since", "HEAD~1"))
+    assert list(found) == ["b"]
+    assert found["b"]["reason"] == "planned because teams/b/benchmarks/tb/new.toml changed"
+    write(repo / "osmosis.toml", ROOT_SETTINGS + "max_stops = 3\n")
+    commit(repo, "root settings")
+    found = entries(osm.plan("--format", "json", "--changed-since", "HEAD~1"))
+    assert sorted(found) == ["a", "b", "c"]
+    assert found["c"]["reason"] == "planned because osmosis.toml (max_stops) changed"
+
+
+def test_moving_a_project_directory_keeps_its_id_and_its_runs(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(tmp_path, {"a": ""})
+    osm = Osmosis(repo, platform)
+    applied = osm.apply("--auto-approve", "--format", "json")
+    assert applied.code == 0, applied
+    assert platform.submits() == 1
+    git(repo, "add", "-A")
+    commit(repo, "lockfile")
+    git(repo, "mv", "teams/a", "teams/renamed")
+    commit(repo, "move a")
+    found = entries(osm.plan("--format", "json", "--changed-since", "HEAD~1"))
+    assert found["a"]["dir"] == "teams/renamed"
+    assert found["a"]["actions"]["submit"] == 0
+    again = osm.apply("--auto-approve", "--format", "json")
+    assert again.code == 0, again
+    assert platform.submits() == 1  # nothing submitted twice
+
+
+def test_a_failed_project_skips_its_dependents_and_the_rest_complete(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(
+        tmp_path,
+        {
+            "base": "",
+            "child": 'after = ["base"]\n',
+            "grandchild": 'after = ["child"]\n',
+            "free": "",
+        },
+    )
+    # base's config names a secret the Platform does not have: its apply fails.
+    write(
+        repo / "teams" / "base" / "benchmarks" / "tb" / "r0.toml",
+        smoke_config(secret="NO_SUCH_SECRET_ANYWHERE"),
+    )
+    commit(repo, "break base")
+    osm = Osmosis(repo, platform)
+    result = osm.apply("--auto-approve", "--format", "json")
+    document = result.json()
+    found = entries(result)
+    assert found["base"]["status"] == "failed"
+    assert found["child"]["status"] == "skipped"
+    assert found["grandchild"]["status"] == "skipped"
+    assert found["free"]["status"] == "done"
+    assert document["status"] == "partial"
+    assert document["failed"] == ["base"]
+    assert document["skipped"] == ["child", "grandchild"]
+    assert result.code == 1
+    assert platform.submits() == 1  # free's only: the dependents submitted nothing
+    recorded = json.loads((repo / ".osmosis" / "projects-last-apply.json").read_text())
+    assert recorded["undone"] == ["base", "child", "grandchild"]
+
+    write(repo / "teams" / "base" / "benchmarks" / "tb" / "r0.toml", smoke_config())
+    commit(repo, "fix base")
+    rerun = osm.apply("--auto-approve", "--failed", "--format", "json")
+    assert rerun.code == 0, rerun
+    assert list(entries(rerun)) == ["base", "child", "grandchild"]
+    assert platform.submits() == 4  # free was not applied again
+
+
+def test_disjoint_projects_in_one_workspace_have_their_own_locks(
+    tmp_path: Path, platform: Platform
+) -> None:
+    from reconciler.config.project import load_project_settings
+    from reconciler.state.gitlock import GuardedRefs
+    from reconciler.state.locking import machine_lock_path
+
+    repo = projects_repo(tmp_path, {"a": "", "b": ""})
+    a = load_project_settings(repo / "teams" / "a")["id"]
+    b = load_project_settings(repo / "teams" / "b")["id"]
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    assert machine_lock_path(platform.url, "w", env, a) != machine_lock_path(
+        platform.url, "w", env, b
+    )
+    # A repository of one project keeps the key of every earlier version.
+    assert machine_lock_path(platform.url, "w", env) == machine_lock_path(
+        platform.url, "w", env, None
+    )
+    assert GuardedRefs(platform.url, "w", a).lock != GuardedRefs(platform.url, "w", b).lock
+    assert GuardedRefs(platform.url, "w").key == GuardedRefs(platform.url, "w", None).key
+
+
+def test_emit_matrix_lists_the_selected_projects(
+    tmp_path: Path, platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = projects_repo(tmp_path, {"a": 'workspace = "wa"\n', "b": ""})
+    result = Osmosis(repo, platform).plan("--emit-matrix")
+    assert result.code == 0, result
+    matrix = json.loads(result.out)
+    assert matrix == {
+        "include": [
+            {"project": "a", "dir": "teams/a", "workspace": "wa", "reason": "all projects (--all)"},
+            {"project": "b", "dir": "teams/b", "workspace": "", "reason": "all projects (--all)"},
+        ]
+    }
+
+
+@pytest.mark.parametrize("setting", ["", 'on_project_remove = "stop"\n'])
+def test_a_deleted_project_forgets_its_runs_unless_the_root_says_stop(
+    tmp_path: Path, platform: Platform, setting: str
+) -> None:
+    repo = projects_repo(tmp_path, {"a": "", "gone": ""}, root=ROOT_SETTINGS + setting)
+    osm = Osmosis(repo, platform)
+    assert osm.apply("--auto-approve", "--format", "json").code == 0
+    git(repo, "add", "-A")
+    commit(repo, "lockfiles")
+    git(repo, "rm", "-r", "-q", "teams/gone")
+    commit(repo, "delete gone")
+    plan = osm.plan("--format", "json", "--changed-since", "HEAD~1")
+    assert plan.code == 0, plan
+    found = entries(plan)
+    verb = "stopped" if setting else "forgotten"
+    assert found["gone"]["reason"].startswith(
+        f"removed: teams/gone was deleted since HEAD~1; its runs are {verb}"
+    )
+    action = "stop" if setting else "forget"
+    assert found["gone"]["actions"][action] == 1, found["gone"]
+    statuses_before = platform.statuses()
+    applied = osm.apply("--auto-approve", "--format", "json", "--changed-since", "HEAD~1")
+    assert applied.code == 0, applied
+    stopped = [r for r, s in platform.statuses().items() if s != statuses_before[r]]
+    assert len(stopped) == (1 if setting else 0)
+    assert platform.submits() == 2
+
+
+def test_the_json_document_follows_the_published_schema(tmp_path: Path, platform: Platform) -> None:
+    from jsonschema import Draft202012Validator
+
+    from reconciler.cli.output import SCHEMA_FILE
+
+    validator = Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+    def check_schema(document: dict[str, Any]) -> None:
+        errors = [e.message for e in validator.iter_errors(document)]
+        assert errors == [], errors
+
+    repo = projects_repo(tmp_path, {"a": "", "b": 'after = ["a"]\n'})
+    check_schema(Osmosis(repo, platform).plan("--format", "json").json())
+    applied = Osmosis(repo, platform).apply("--auto-approve", "--format", "json")
+    assert applied.code == 0, applied
+    check_schema(applied.json())
+
+
+def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:
+    import shlex
+
+    from tests.support import docs
+
+    (block,) = [
+        b
+        for b in docs.blocks(docs.DOCS / "projects.md")
+        if b.lang == "sh" and "## Trying it on the local Platform" in b.headings
+    ]
+    repo = projects_repo(tmp_path, {"coding-agents": "", "browsing": 'after = ["coding-agents"]\n'})
+    write(repo / "teams" / "browsing" / "benchmarks" / "tb" / "new.toml", smoke_config(attempts=2))
+    commit(repo, "browsing grows")
+    osm = Osmosis(repo, platform)
+    outputs = {}
+    for line in block.body.splitlines():
+        name, *args = shlex.split(line)
+        result = osm.run(name, *args)
+        assert result.code == 0, result
+        outputs[line] = result.out
+    assert "coding-agents" in outputs["osmosis-plan --all"]
+    assert "browsing" not in outputs["osmosis-plan --project coding-agents"]
+    assert (
+        "planned because teams/browsing/benchmarks/tb/new.toml changed"
+        in outputs["osmosis-plan --changed-since HEAD~1"]
+    )
+    assert json.loads(outputs["osmosis-plan --emit-matrix"])["include"][0]["project"] == (
+        "coding-agents"
+    )
+    assert platform.submits() == 3
+    assert "No project selected." in outputs["osmosis-apply --failed --auto-approve"]
+
+
+def test_100_generated_pairs_disjoint_projects_never_wait_overlapping_ones_exclude(
+    tmp_path: Path,
+) -> None:
+    import random
+
+    from reconciler.errors import LockHeldError
+    from reconciler.state.door import LockScope, open_door
+    from reconciler.state.locking import LockKind
+
+    rng = random.Random(38)
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    url = "http://127.0.0.1:8765"
+    outcomes = {"disjoint": 0, "overlapping": 0}
+    for pair in range(100):
+        workspace = rng.choice(["w1", "w2"])
+        first = rng.choice(["a", "b", "c", "d"])
+        second = first if rng.random() < 0.5 else rng.choice(["a", "b", "c", "d"])
+        # Two clones (two lockfiles): only the key can make them meet.
+        scopes = [
+            LockScope(
+                state_path=tmp_path / f"clone{pair}-{side}" / "state" / "osmosis.lock",
+                display="state/osmosis.lock",
+                platform=url,
+                workspace=workspace,
+                env=env,
+                project=project,
+            )
+            for side, project in (("x", first), ("y", second))
+        ]
+        for scope in scopes:
+            scope.state_path.parent.mkdir(parents=True)
+        assert scopes[0].kind() is LockKind.MACHINE
+        with open_door(scopes[0], timeout=0.0, command="first"):
+            if first != second:
+                with open_door(scopes[1], timeout=0.0, command="second"):
+                    outcomes["disjoint"] += 1
+            else:
+                with pytest.raises(LockHeldError):
+                    with open_door(scopes[1], timeout=0.0, command="second"):
+                        pass
+                outcomes["overlapping"] += 1
+    assert outcomes["disjoint"] > 20 and outcomes["overlapping"] > 20
+
+
+def test_an_apply_waits_only_for_its_own_projects_lock(tmp_path: Path, platform: Platform) -> None:
+    from reconciler.state.locking import hold_lock, machine_lock_path
+
+    repo = projects_repo(tmp_path, {"a": "", "b": ""})
+    osm = Osmosis(repo, platform)
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    held = machine_lock_path(platform.url, platform.workspace, env, "a")
+    held.parent.mkdir(parents=True, exist_ok=True)
+    with hold_lock(held, timeout=0.0, command="another apply of a"):
+        result = osm.apply("--auto-approve", "--format", "json", env=env)
+    found = entries(result)
+    assert found["b"]["status"] == "done"
+    assert found["a"]["status"] == "failed"
+    assert any("lock" in e.lower() for e in found["a"]["errors"]), found["a"]
+    assert platform.submits() == 1  # b's; a submitted nothing while its lock was held
