@@ -26,6 +26,7 @@ from reconciler.model import Downloads, Settings
 from reconciler.state.gitlock import GitLock, GuardedRefs
 from reconciler.state.lockfile import read_lockfile, write_lockfile
 from reconciler.state.locking import LockInfo, hold_lock, machine_lock_path
+from tests.support.emulator import stop_process
 from tests.support.github_fake import FakeGitHub
 from tests.support.osmosis import (
     BIN_DIR,
@@ -169,10 +170,18 @@ def test_osmosis_state_waits_for_the_apply_of_another_clone(
     with hold_lock(path, command="another clone's osmosis-apply --wait") as held:
         proc = osm.popen("osmosis-state", "forget", "tb/a", "--lock-timeout", "300", env=runtime)
         err = LineReader(proc.stderr)
-        said = err.wait_for("Waiting for the apply lock", timeout=120)
-        assert f"Waiting for the apply lock held by pid {held.pid} on {held.host}" in said
-        assert "tb/a" in read_lock(repo)["runs"], "nothing is written while it waits"
-    assert proc.wait(timeout=120) == 0, err.finish()
+        try:
+            said = err.wait_for("Waiting for the apply lock", timeout=120)
+            assert f"Waiting for the apply lock held by pid {held.pid} on {held.host}" in said
+            assert "tb/a" in read_lock(repo)["runs"], "nothing is written while it waits"
+        except BaseException:
+            stop_process(proc)
+            raise
+    try:
+        assert proc.wait(timeout=120) == 0, err.finish()
+        err.finish()  # the reader reaches the end of stderr before its pipe is closed
+    finally:
+        stop_process(proc)
     assert "tb/a" not in read_lock(repo).get("runs", {})
 
 
@@ -203,9 +212,17 @@ def test_osmosis_ci_announce_waits_for_an_apply_and_refuses_without_waiting(
             stdin=subprocess.DEVNULL,
         )
         out = LineReader(proc.stdout)
-        out.wait_for(f"Waiting for the apply lock held by pid {held.pid}", timeout=60)
-        assert github.writes() == [] and lockfile(repo).read_bytes() == before
-    assert proc.wait(timeout=120) == 0, out.finish() + proc.stderr.read()  # type: ignore[union-attr]
+        try:
+            out.wait_for(f"Waiting for the apply lock held by pid {held.pid}", timeout=60)
+            assert github.writes() == [] and lockfile(repo).read_bytes() == before
+        except BaseException:
+            stop_process(proc)
+            raise
+    try:
+        assert proc.wait(timeout=120) == 0, out.finish() + proc.stderr.read()  # type: ignore[union-attr]
+        out.finish()  # the reader reaches the end of stdout before its pipe is closed
+    finally:
+        stop_process(proc)
     assert len(github.bodies(7)) == 1
     assert read_lock(repo)["runs"]["tb/a"]["announced_at"] is not None
 
