@@ -34,6 +34,7 @@ from tests.support.osmosis import (
     git,
     init_repo,
     plan_items,
+    read_lock,
     smoke_config,
     start_platform,
 )
@@ -317,18 +318,27 @@ def test_item4_another_repositorys_identical_run_is_named_never_adopted_or_stopp
 ) -> None:
     """Two repositories, one workspace, one token, the same config: B's config reached its
     branch first, then A submitted. main: B adopted A's run ("created after the config
-    reached the branch", same creator) and B's next change stopped it."""
+    reached the branch", same creator) and B's next change stopped it. Since issue 34 the
+    active twin also keeps B from paying again until a person decides."""
     b = init_repo(tmp_path / "b", configs={"tb/a": smoke_config()})
     a = init_repo(tmp_path / "a", configs={"tb/a": smoke_config()})
     assert Osm(a, platform).apply("--auto-approve").code == 0
     (a_run,) = platform.statuses()
     osm_b = Osm(b, platform)
     planned = osm_b.plan("--format", "json")
-    assert planned.code == 0, planned
+    assert planned.code == 4, planned  # newly blocked
     item = plan_items(planned)["tb/a"]
-    assert item["action"] == "submit"
-    assert any("osmosis-import" in w and "not adopted" in w for w in item["warnings"]), item
+    # Named with both ways on, neither adopted nor paid for twice.
+    assert (item["action"], item["reason"], item["run_id"]) == ("blocked", "twin_active", None)
+    assert item["intended_action"] == "submit"
+    assert f"({a_run}) is " in item["details"][0], item
+    assert f"osmosis-state adopt tb/a {a_run}" in item["details"][1], item
+    assert "--allow-duplicate tb/a" in item["details"][1], item
     assert osm_b.apply("--auto-approve").code == 0
+    assert platform.submits() == 1 and "runs" not in read_lock(b), "B adopted or paid"
+    # B's people decide to pay for B's own run.
+    assert osm_b.apply("--auto-approve", "--allow-duplicate", "tb/a").code == 0
+    assert read_lock(b)["runs"]["tb/a"]["run_id"] != a_run
     # B's next change replaces B's own run; A's keeps running.
     (b / "benchmarks" / "tb" / "a.toml").write_text(smoke_config(attempts=2))
     commit(b, "Two attempts")
