@@ -406,9 +406,16 @@ def test_swapped_run_ids_are_blocked_not_stopped(tmp_path: Path, platform: Platf
     actions = {x["address"]: (x["action"], x["reason"]) for x in plan.json()["actions"]}
     assert actions["tb/a"] == ("blocked", "record_mismatch")
     assert actions["tb/b"] == ("blocked", "record_mismatch")
+    # Blocked items are reported, not attempted, and never fail an apply by themselves
+    # (issue 34, "red means something new"); the plan above is what fails (exit 4).
+    assert plan.code == 4, plan
     applied = osm.apply("--auto-approve")
-    assert applied.code == 1, applied
+    assert applied.code == 0, applied
+    assert "0 succeeded, 0 failed, 2 blocked (not attempted)" in applied.out, applied
     assert set(platform.statuses().values()) <= {"pending", "queued", "running"}
+    assert platform.submits() == 2
+    after = read_lock(osm.repo)["runs"]
+    assert (after["tb/a"]["run_id"], after["tb/b"]["run_id"]) == (b, a), "a record was rewritten"
 
 
 def test_a_colleagues_identical_run_is_never_adopted_for_a_submit_lost_before_its_post(
