@@ -18,7 +18,6 @@ import httpx
 
 from reconciler.errors import ReconcilerError
 from reconciler.model import RunStatus
-from reconciler.outputs.downloads import download_run
 from reconciler.outputs.layout import run_dir_name
 from reconciler.paths import UnsafeInputError, check_inside, read_regular, write_inside
 from reconciler.platform import PlatformClient
@@ -101,6 +100,10 @@ class ResultsStore:
             return target / "results.csv"
         if not fetch or self._platform is None or not RunStatus.of(run.status).may_have_outputs:
             return None
+
+        # Imported here: every plan reads kept outcomes, only this fetch downloads, and the
+        # plan command's startup leaves the download machinery out (test_startup_imports).
+        from reconciler.outputs.downloads import download_run
 
         source, http = self._platform()
         result = download_run(
