@@ -319,10 +319,7 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
 def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:
     """A submit body's ``execution_config.attempts_per_task`` when it is a positive integer,
     else the Platform's default 1."""
-    value = (spec.get("execution_config") or {}).get("attempts_per_task", 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return 1
-    return value
+    return max(1, attempts_per_task(spec.get("execution_config")))
 
 
 def selection_digest(spec: Mapping[str, Any]) -> str:
