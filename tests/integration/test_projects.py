@@ -378,3 +378,28 @@ def test_an_apply_waits_only_for_its_own_projects_lock(tmp_path: Path, platform:
     assert found["a"]["status"] == "failed"
     assert any("lock" in e.lower() for e in found["a"]["errors"]), found["a"]
     assert platform.submits() == 1  # b's; a submitted nothing while its lock was held
+
+
+def test_an_identical_active_run_of_another_project_is_a_twin_until_allowed(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(tmp_path, {"a": "", "b": 'after = ["a"]\n'})
+    for name in ("a", "b"):  # the same body in both projects of one workspace
+        write(repo / "teams" / name / "benchmarks" / "tb" / "same.toml", smoke_config(attempts=3))
+    commit(repo, "one run, twice")
+    osm = Osmosis(repo, platform)
+    applied = osm.apply("--auto-approve", "--format", "json")
+    assert applied.code == 0, applied  # a blocked item is reported, never a failure
+    found = entries(applied)
+    assert found["a"]["actions"]["submit"] == 2
+    assert found["b"]["actions"]["submit"] == 1
+    assert found["b"]["actions"]["blocked"] == 1  # a's run of the same body is its twin
+    assert platform.submits() == 3  # b paid for its own config only
+    plan = osm.run("osmosis-plan", "--project", "b")
+    assert "does exactly what this config asks" in plan.out, plan
+    allowed = osm.apply(
+        "--auto-approve", "--format", "json", "--project", "b", "--allow-duplicate", "tb/same"
+    )
+    assert allowed.code == 0, allowed
+    assert entries(allowed)["b"]["actions"]["submit"] == 1
+    assert platform.submits() == 4
