@@ -18,7 +18,6 @@ import httpx
 
 from reconciler.errors import ReconcilerError
 from reconciler.model import RunStatus
-from reconciler.outputs.downloads import download_run
 from reconciler.outputs.layout import run_dir_name
 from reconciler.paths import UnsafeInputError, check_inside, read_regular, write_inside
 from reconciler.platform import PlatformClient
@@ -101,6 +100,9 @@ class ResultsStore:
             return target / "results.csv"
         if not fetch or self._platform is None or not RunStatus.of(run.status).may_have_outputs:
             return None
+
+        # Only a fetch uses the download code: a plan (which reads kept outcomes) never does.
+        from reconciler.outputs.downloads import download_run
 
         source, http = self._platform()
         result = download_run(

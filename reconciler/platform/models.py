@@ -27,6 +27,7 @@ from reconciler.model import (
     ObservedRun,
     RunResults,
     RunStatus,
+    attempts_per_task,
     creator_digest,
     digest,
     fingerprint_fields,
@@ -664,8 +665,8 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
             for m in self.agent_metrics
             if m.benchmark_run_agent_id is not None
         }
-        asked = self.configuration.config.get("attempts_per_task")  # k, when the run says
-        k = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+        config = self.configuration.config  # k, when the run says (model.attempts_per_task)
+        k = (max(attempts_per_task(config), 0) or None) if "attempts_per_task" in config else None
         agents = []
         for agent in self.agents:
             errored = agent.aggregates.errored  # one agent: the run's totals are its own
