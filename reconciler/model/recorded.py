@@ -246,7 +246,7 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
         """``attempts_per_task`` of the submitted body (``model.attempts_per_task``), at
         least 1: the Platform accepted the body, and a hand-edited 0 must not divide a
         cost by zero."""
-        return max(1, attempts_per_task(self.spec.get("execution_config")))
+        return spec_attempts_per_task(self.spec)
 
 
 class Rejection(Frozen, frozen=True, kw_only=True):
@@ -317,8 +317,8 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
 
 
 def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:
-    """A submit body's ``execution_config.attempts_per_task`` when it is a positive integer,
-    else the Platform's default 1."""
+    """A submit body's ``execution_config.attempts_per_task`` (``model.attempts_per_task``),
+    at least 1; ``RecordedRun.attempts_per_task`` is this for a recorded run's body."""
     return max(1, attempts_per_task(spec.get("execution_config")))
 
 

@@ -101,8 +101,7 @@ class ResultsStore:
         if not fetch or self._platform is None or not RunStatus.of(run.status).may_have_outputs:
             return None
 
-        # Imported here: every plan reads kept outcomes, only this fetch downloads, and the
-        # plan command's startup leaves the download machinery out (test_startup_imports).
+        # Only a fetch uses the download code: a plan (which reads kept outcomes) never does.
         from reconciler.outputs.downloads import download_run
 
         source, http = self._platform()

@@ -14,7 +14,6 @@ from reconciler.model import (
     ResultRow,
     RunStatus,
     glob_match,
-    spec_attempts_per_task,
 )
 from reconciler.results.runs import address_runs, leaderboard_comparable, previous_comparable
 
@@ -49,7 +48,7 @@ def result_rows(
         )
         info = catalog.get(entry.benchmark_id or "")
         board_ok = info is not None and leaderboard_comparable(entry.spec, info)
-        asked = spec_attempts_per_task(entry.spec)
+        asked = entry.attempts_per_task
         for agent in sorted(entry.results.agents, key=lambda a: a.agent_index):
             before = prev_agents.get(agent.agent_index)
             if before is not None and before.attempts_per_task is None and older is not None:

@@ -665,10 +665,8 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
             for m in self.agent_metrics
             if m.benchmark_run_agent_id is not None
         }
-        config = self.configuration.config
-        # k, when the run says, read as the Platform reads it (model.attempts_per_task)
-        asked = attempts_per_task(config) if "attempts_per_task" in config else None
-        k = asked if asked is not None and asked > 0 else None
+        config = self.configuration.config  # k, when the run says (model.attempts_per_task)
+        k = (max(attempts_per_task(config), 0) or None) if "attempts_per_task" in config else None
         agents = []
         for agent in self.agents:
             errored = agent.aggregates.errored  # one agent: the run's totals are its own

@@ -30,7 +30,6 @@ from reconciler.model import (
     RunStatus,
     SmokeStage,
     selection_digest,
-    spec_attempts_per_task,
 )
 
 __all__ = [
@@ -132,7 +131,7 @@ def _current(address: str, entry: RecordedRun) -> RecordedResult:
         outputs_complete=entry.downloads.complete if entry.downloads else True,
         spec=entry.spec,
         stage=entry.stage,
-        attempts_per_task=spec_attempts_per_task(entry.spec),
+        attempts_per_task=entry.attempts_per_task,
         spec_digest=entry.spec_digest,
     )
 

@@ -206,7 +206,7 @@ def test_the_documented_set_up_plans_applies_collects_and_announces_once(
     assert len(bodies) == 2, bodies
     results = bodies[1]
     assert results.startswith(f"<!-- osmosis-reconciler:results run={run_id} -->")
-    assert "| pass@1 (95% CI) |" in results and "`terminal-bench/smoke`" in results
+    assert "| pass@1 [95% CI] · errored |" in results and "`terminal-bench/smoke`" in results
     statuses = github.statuses[requested]
     assert len(statuses) == 1
     assert statuses[0]["context"] == "osmosis/terminal-bench/smoke"

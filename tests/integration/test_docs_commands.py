@@ -61,6 +61,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "results.md", "## A generator's grid"): "test_docs_results.py",
     (DOCS / "results.md", "## The report"): "test_docs_results.py",
     (DOCS / "results.md", "## Logs"): "test_docs_results.py",
+    (DOCS / "deciding.md", "## Reading a decision"): "test_docs_deciding.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

@@ -136,6 +136,22 @@ def _installed_commit(venv: Path) -> str:
     return done.stdout.strip()
 
 
+_RUN_STEP = re.compile(r"^(?:-\s+)?run:\s+")
+
+
+def shell_command(pin: Pin) -> str:
+    """The command a pin's line runs: the line itself, or a workflow step's ``run:`` value
+    (``- run: pip install ...`` runs ``pip install ...`` on the runner)."""
+    return _RUN_STEP.sub("", pin.text, count=1)
+
+
+def test_a_workflow_run_step_is_run_as_its_command() -> None:
+    page = docs.README
+    step = Pin(page, 1, "install", "v1", '- run: pip install "x @ git+u@v1"', "")
+    plain = Pin(page, 2, "install", "v1", 'pip install "x @ git+u@v1"', "")
+    assert shell_command(step) == shell_command(plain) == 'pip install "x @ git+u@v1"'
+
+
 @pytest.mark.needs_index
 @pytest.mark.slow
 def test_each_documented_install_installs_the_pinned_commit(
@@ -144,7 +160,7 @@ def test_each_documented_install_installs_the_pinned_commit(
     commands: dict[str, list[Pin]] = {}
     for pin in pins():
         if pin.kind == "install":
-            commands.setdefault(pin.text, []).append(pin)
+            commands.setdefault(shell_command(pin), []).append(pin)
     assert any(text.startswith("pipx ") for text in commands)
     assert any(text.startswith("pip ") for text in commands)
     for number, (line, where) in enumerate(commands.items()):

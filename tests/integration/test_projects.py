@@ -20,6 +20,16 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def project_config(project_id: str, index: int = 0, **kwargs: Any) -> str:
+    """A project's own config: its agent carries the project's label, so two projects'
+    runs are never twins (an identical active run in the workspace is blocked by the
+    twin guard, docs/paying-once.md, whichever project made it)."""
+    kwargs.setdefault("attempts", index + 1)
+    text = smoke_config(comment=f"{project_id} {index}", **kwargs)
+    label = project_id.upper().replace("-", "_")
+    return text + f'\n[agents.env]\nOSMOSIS_TEAM = "{label}"\n'
+
+
 def add_project(
     repo: Path, directory: str, project_id: str, configs: int = 1, extra: str = ""
 ) -> None:
@@ -27,7 +37,7 @@ def add_project(
     for index in range(configs):
         write(
             repo / directory / "benchmarks" / "tb" / f"r{index}.toml",
-            smoke_config(attempts=index + 1, comment=f"{project_id} {index}"),
+            project_config(project_id, index),
         )
 
 
@@ -157,10 +167,11 @@ def test_a_failed_project_skips_its_dependents_and_the_rest_complete(
             "free": "",
         },
     )
-    # base's config names a secret the Platform does not have: its apply fails.
+    # base's config is invalid: its apply fails (exit 1) before it submits anything. (A
+    # missing secret would not do: a blocked item is reported, never a failure by itself.)
     write(
         repo / "teams" / "base" / "benchmarks" / "tb" / "r0.toml",
-        smoke_config(secret="NO_SUCH_SECRET_ANYWHERE"),
+        project_config("base").replace("attempts_per_task = 1", 'attempts_per_task = "one"'),
     )
     commit(repo, "break base")
     osm = Osmosis(repo, platform)
@@ -168,6 +179,8 @@ def test_a_failed_project_skips_its_dependents_and_the_rest_complete(
     document = result.json()
     found = entries(result)
     assert found["base"]["status"] == "failed"
+    assert found["base"]["exit_code"] == 1
+    assert any("attempts_per_task" in e for e in found["base"]["errors"]), found["base"]
     assert found["child"]["status"] == "skipped"
     assert found["grandchild"]["status"] == "skipped"
     assert found["free"]["status"] == "done"
@@ -179,7 +192,7 @@ def test_a_failed_project_skips_its_dependents_and_the_rest_complete(
     recorded = json.loads((repo / ".osmosis" / "projects-last-apply.json").read_text())
     assert recorded["undone"] == ["base", "child", "grandchild"]
 
-    write(repo / "teams" / "base" / "benchmarks" / "tb" / "r0.toml", smoke_config())
+    write(repo / "teams" / "base" / "benchmarks" / "tb" / "r0.toml", project_config("base"))
     commit(repo, "fix base")
     rerun = osm.apply("--auto-approve", "--failed", "--format", "json")
     assert rerun.code == 0, rerun
@@ -281,7 +294,10 @@ def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:
         if b.lang == "sh" and "## Trying it on the local Platform" in b.headings
     ]
     repo = projects_repo(tmp_path, {"coding-agents": "", "browsing": 'after = ["coding-agents"]\n'})
-    write(repo / "teams" / "browsing" / "benchmarks" / "tb" / "new.toml", smoke_config(attempts=2))
+    write(
+        repo / "teams" / "browsing" / "benchmarks" / "tb" / "new.toml",
+        project_config("browsing", 1),
+    )
     commit(repo, "browsing grows")
     osm = Osmosis(repo, platform)
     outputs = {}
@@ -362,3 +378,28 @@ def test_an_apply_waits_only_for_its_own_projects_lock(tmp_path: Path, platform:
     assert found["a"]["status"] == "failed"
     assert any("lock" in e.lower() for e in found["a"]["errors"]), found["a"]
     assert platform.submits() == 1  # b's; a submitted nothing while its lock was held
+
+
+def test_an_identical_active_run_of_another_project_is_a_twin_until_allowed(
+    tmp_path: Path, platform: Platform
+) -> None:
+    repo = projects_repo(tmp_path, {"a": "", "b": 'after = ["a"]\n'})
+    for name in ("a", "b"):  # the same body in both projects of one workspace
+        write(repo / "teams" / name / "benchmarks" / "tb" / "same.toml", smoke_config(attempts=3))
+    commit(repo, "one run, twice")
+    osm = Osmosis(repo, platform)
+    applied = osm.apply("--auto-approve", "--format", "json")
+    assert applied.code == 0, applied  # a blocked item is reported, never a failure
+    found = entries(applied)
+    assert found["a"]["actions"]["submit"] == 2
+    assert found["b"]["actions"]["submit"] == 1
+    assert found["b"]["actions"]["blocked"] == 1  # a's run of the same body is its twin
+    assert platform.submits() == 3  # b paid for its own config only
+    plan = osm.run("osmosis-plan", "--project", "b")
+    assert "does exactly what this config asks" in plan.out, plan
+    allowed = osm.apply(
+        "--auto-approve", "--format", "json", "--project", "b", "--allow-duplicate", "tb/same"
+    )
+    assert allowed.code == 0, allowed
+    assert entries(allowed)["b"]["actions"]["submit"] == 1
+    assert platform.submits() == 4

@@ -232,7 +232,7 @@ def test_a_stopped_run_says_why_and_is_partial(tmp_path: Path) -> None:
         shown = osm.results("tb/stopped", "--format", "json")
         (run,) = shown.json()["addresses"][0]["runs"]
         assert run["complete"] is False and run["status"] == "stopped"
-        text = osm.results("tb/stopped")
+        text = osm.results("tb/stopped", "--width", "100")  # not the terminal's (COLUMNS)
         row = text.out.splitlines()[3:5]  # the status wraps onto the next line at 100 columns
         assert "partial" in row[0] and "(stopped)" in row[1], text.out
         assert "Stopped by user" in text.out

@@ -77,13 +77,16 @@ def test_apply_wait_records_scores_and_plan_compares_with_the_previous_run(
         assert "**Results** of 1 ended run" in md.out
         (row,) = [line for line in md.out.splitlines() if line.startswith(f"| `{ADDRESS}` |")]
         cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        (header,) = [line for line in md.out.splitlines() if line.startswith("| address | run |")]
+        columns = [cell.strip() for cell in header.strip("|").split(" | ")]
+        assert len(columns) == len(cells), (header, row)
         assert cells[1].startswith(entry["run_name"])
         assert cells[2] == f"{now['model']} · terminus-2"
         assert now["model"] == "gpt-5.2"
         assert cells[3].startswith(_pct(after))
         points = round((after - before) * 100, 1)
         delta = "±0.0" if points == 0 else f"{points:+.1f}"
-        assert cells[6] == f"{delta} pts (prev {_pct(before)})"
+        assert cells[columns.index("vs previous")] == f"{delta} pts (prev {_pct(before)})"
 
         plan = osm.plan("--format", "json").json()
         (result,) = plan["results"]
@@ -91,13 +94,22 @@ def test_apply_wait_records_scores_and_plan_compares_with_the_previous_run(
         assert result["previous_run_id"] == first_run
         assert result["previous"]["pass_at_1"] == before
 
-        text = osm.plan()
+        text = osm.plan("--results")  # nothing to do: the table only when asked
         (line,) = [row for row in text.out.splitlines() if row.startswith(f"  {ADDRESS}  ")]
         # The text table fits 100 columns: the run by name (the id is in markdown and json),
         # the change wrapped at a space, nothing cut.
         assert f"  {entry['run_name']}  " in line
         assert all(len(row) <= 100 for row in text.out.splitlines()), text.out
-        assert f"{delta} pts (prev" in line and f"{_pct(before)})" in text.out
+        # The change is the last column, wrapped over the row's lines: read it back whole.
+        rows = text.out.splitlines()
+        (header,) = [r for r in rows if r.startswith("  address ") and r.endswith("vs previous")]
+        at, start = header.index("vs previous"), rows.index(line)
+        change = [line[at:].strip()]
+        for more in rows[start + 1 :]:
+            if more[:3] != "   ":  # the next row or the note under the table
+                break
+            change.append(more[at:].strip())
+        assert " ".join(change) == f"{delta} pts (prev {_pct(before)})", text.out
     finally:
         server.close()
 

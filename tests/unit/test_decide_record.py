@@ -3,55 +3,13 @@ boundary; the replay recomputes every look bit for bit and names the first diffe
 
 from __future__ import annotations
 
-import random
-
 import msgspec
 
 from reconciler.model import DecisionRecord, DecisionSpec
-from reconciler.results.sequential import batch_ends, design, task_order
+from reconciler.results.sequential import batch_ends
 from reconciler.results.sequential.record import first_difference, record_look, report
-
-TASKS = 400
-
-
-def per_task_diffs(shift: float, seed: int) -> dict[str, float]:
-    """Two agents, 3 attempts per task, the right one better by ``shift`` on every task."""
-    rng = random.Random(seed)
-    diffs = {}
-    for t in range(TASKS):
-        base = rng.uniform(0.1, 0.8)
-        left = sum(rng.random() < base for _ in range(3)) / 3
-        right = sum(rng.random() < min(1.0, base + shift) for _ in range(3)) / 3
-        diffs[f"task-{t:03d}"] = right - left
-    return diffs
-
-
-def start(spec: DecisionSpec) -> DecisionRecord:
-    plan = design(margin=spec.margin, omega2=0.143, looks=spec.looks)
-    categories = {f"task-{t:03d}": f"c{t % 4}" for t in range(TASKS)}
-    return DecisionRecord(
-        spec=spec,
-        max_tasks=min(plan.max_tasks, TASKS),
-        fixed_tasks=plan.fixed_tasks,
-        order=task_order(categories, spec.seed),
-    )
-
-
-def run(record: DecisionRecord, diffs: dict[str, float], usd_per_task: float) -> DecisionRecord:
-    """Pay batch after batch, looking after each, until a verdict."""
-    ends = batch_ends(record.max_tasks, record.spec.looks)
-    while record.verdict == "continue":
-        k = len(record.batch_ends)
-        paid = ends[k] - (record.batch_ends[-1] if record.batch_ends else 0)
-        record = record.model_copy(
-            update={
-                "batch_ends": (*record.batch_ends, ends[k]),
-                "batch_runs": (*record.batch_runs, f"run-{k + 1}"),
-                "dollars_spent": record.dollars_spent + paid * usd_per_task,
-            }
-        )
-        record = record_look(record, diffs, last=k + 1 == len(ends))
-    return record
+from tests.support.decisions import pay_all as run
+from tests.support.decisions import per_task_diffs, start
 
 
 def test_a_clear_difference_stops_early_and_reports_the_saving() -> None:

@@ -253,13 +253,14 @@ def test_6_fractional_rewards_give_a_score_and_the_config_threshold_decides_a_pa
     (report,) = build_address_reports(family.state(), (), family.load())
     numbers = report.runs[0].report.agents[0].numbers
     assert numbers.score == pytest.approx(0.715)
-    assert numbers.pass_at_1 == pytest.approx(4 / 6)  # reward ≥ 0.7, the config's threshold
+    # reward ≥ 0.7, the config's threshold; pass@1 is kept at the Platform's 4 decimals
+    assert numbers.pass_at_1 == round(4 / 6, 4)
     assert numbers.pass_threshold == 0.7
     # Without the config's, the catalog's threshold (read only for fractional rewards).
     family.add("gdp/b", "r2", text)
     (other,) = build_address_reports(family.state(), ["gdp/b"], family.load(),
                                      thresholds={"bench-tb": 0.5})  # fmt: skip
-    assert other.runs[0].report.agents[0].numbers.pass_at_1 == pytest.approx(5 / 6)
+    assert other.runs[0].report.agents[0].numbers.pass_at_1 == round(5 / 6, 4)
 
 
 def test_6_k_is_what_the_config_asked_for_and_short_tasks_are_named() -> None:
