@@ -7,6 +7,8 @@ the order matters only where an observed run could be claimed twice, and there i
 
 1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
                 run first;
+   ``batches``  a config with ``[decide]`` becomes its decision's current batch (a look
+                when the last one ended), before the diff plans it like any run;
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
                 (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
@@ -39,6 +41,7 @@ from reconciler.model import (
     Plan,
     Settings,
 )
+from reconciler.plan.batches import shape_batches
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
 from reconciler.plan.decision import note_decisions
 from reconciler.plan.diff import diff_configs
@@ -82,6 +85,7 @@ def compute_plan(
         draft.warnings.append(elsewhere_message(draft))
         return finish(draft)
     resolve_intents(draft)
+    shape_batches(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
     hint_renames(draft, new_addresses)

@@ -41,6 +41,8 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
     (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
     (DOCS / "projects.md", "## Trying it on the local Platform"): "test_projects.py",
+    (DOCS / "deciding.md", "## Trying it on the local Platform"): "test_decide_batches.py",
+    (DOCS / "deciding.md", "## Reading a decision"): "test_decide_batches.py",
     (DOCS / "smoke.md", "## When the smoke run did not end well"): "test_smoke_doc.py",
     (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
     (DOCS / "paying-once.md", "## Never a twin without a decision"):
