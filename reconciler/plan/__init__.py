@@ -5,10 +5,11 @@ clock (``observed.observed_at`` is "now"), and does not log. Apply carries the r
 the renderers show it. It runs in phases, one module each, over one working set (``Draft``);
 the order matters only where an observed run could be claimed twice, and there it is fixed:
 
+0. ``batches``  a config with ``[decide]`` becomes its decision's current batch (a look
+                when the last one ended), before anything plans it like any run (an
+                intent resolved to "resubmit" included);
 1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
                 run first;
-   ``batches``  a config with ``[decide]`` becomes its decision's current batch (a look
-                when the last one ended), before the diff plans it like any run;
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
                 (no Platform call); after phase 3, a likely rename-and-edit is named;
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
@@ -84,8 +85,8 @@ def compute_plan(
         # Another machine's try-out: every run "missing"; nothing here to act on or pay.
         draft.warnings.append(elsewhere_message(draft))
         return finish(draft)
-    resolve_intents(draft)
     shape_batches(draft)
+    resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
     hint_renames(draft, new_addresses)
