@@ -117,7 +117,8 @@ def apply(
         if plan.errors:
             return untouched
         only = request.only
-        if plan.is_empty and not request.wait and not (only and REFRESH in only):
+        idle = plan.is_empty and not plan.decisions
+        if idle and not request.wait and not (only and REFRESH in only):
             return replace(untouched, ending=Ending.DONE)
         if request.planfile is None and not plan.is_empty and approve is not None:
             approve(plan)
@@ -133,7 +134,10 @@ def _plan_to_apply(
         # recorded before acting (a run that ended meanwhile downloads as ended), and
         # only the saved items the plan recomputed now still holds are carried out.
         saved, snapshots = _load_saved_plan(ctx, notices, request.planfile, lockfile)
-        plan = still_planned(saved, plan_snapshots(ctx, snapshots))
+        fresh = plan_snapshots(ctx, snapshots)
+        plan = still_planned(saved, fresh)
+        # A decision's record moves with the state it was computed from: the plan of now.
+        plan = plan.model_copy(update={"decisions": fresh.decisions})
     else:
         plan, snapshots = make_plan(ctx, notices, lockfile=lockfile)
     if request.only is not None:
@@ -190,6 +194,12 @@ def _execute(
     store = door.store(state, publish=True)
     if state != snapshots.state:
         store.update(lambda s: s)
+    if plan.decisions:
+        # Before any item: a batch's record (its slice of the order) is on disk before the
+        # submit's intent, so a crash between them plans the same batch again (plan.batches).
+        store.update(
+            lambda s: s.model_copy(update={"decisions": {**s.decisions, **plan.decisions}})
+        )
     if any(i.action is Action.DOWNLOAD for i in plan.items):
         ctx.prepare_http()  # beside the first downloads' requests to the Platform
     applier = Applier(

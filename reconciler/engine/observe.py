@@ -55,7 +55,8 @@ from reconciler.plan import CLOCK_SKEW
 from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
-from reconciler.results.runs import comparable_runs
+from reconciler.results.data import RunOutcomes
+from reconciler.results.runs import address_runs, comparable_runs
 
 LIST_READ_AHEAD = 4
 """Run-list pages requested at a time when every run is listed."""
@@ -323,6 +324,8 @@ def planning_counts(
     again = set(rerun)
     out: dict[str, TaskCounts] = {}
     for wanted in desired:
+        if wanted.decide is not None:
+            _decision_counts(state, wanted.address, repo_root, out)
         entry = state.runs.get(wanted.address)
         if entry is not None and entry.spec_digest == wanted.spec_digest:
             if wanted.address not in again:
@@ -335,13 +338,39 @@ def planning_counts(
                 continue
             outcomes = read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT)
             if outcomes is not None and outcomes.paired:
-                out[run.run_id] = TaskCounts(
-                    agents={
-                        index: {t: (o.passes, o.attempts) for t, o in tasks.items() if o.attempts}
-                        for index, tasks in outcomes.tasks.items()
-                    }
-                )
+                out[run.run_id] = _counts(outcomes)
     return out
+
+
+def _counts(outcomes: RunOutcomes) -> TaskCounts:
+    return TaskCounts(
+        agents={
+            index: {t: (o.passes, o.attempts) for t, o in tasks.items() if o.attempts}
+            for index, tasks in outcomes.tasks.items()
+        }
+    )
+
+
+def _decision_counts(
+    state: LockState, address: str, repo_root: Path, out: dict[str, TaskCounts]
+) -> None:
+    """Per-task outcomes of a decision's batch runs that ended and were downloaded: the
+    plan's next look is computed from them (``plan.batches``)."""
+    record = state.decisions.get(address)
+    if record is None:
+        return
+    entry = state.runs.get(address)
+    wanted = set(record.batch_runs)
+    if entry is not None and entry.run_id:
+        wanted.add(entry.run_id)
+    for run in address_runs(state, address):
+        if run.run_id not in wanted or run.run_id in out or not run.outputs_complete:
+            continue
+        if not RunStatus.of(run.status).is_terminal:
+            continue
+        outcomes = read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT)
+        if outcomes is not None:
+            out[run.run_id] = _counts(outcomes)
 
 
 def list_catalog(client: PlatformClient) -> tuple[BenchmarkRef, ...] | None:

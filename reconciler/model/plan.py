@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from reconciler.model.base import Frozen
+from reconciler.model.decision import DecisionRecord
 from reconciler.model.generator import CellSource, GeneratorProduct
 from reconciler.model.observed import LeaderboardScore, ObservedRun
 from reconciler.model.recorded import AgentResult, SmokeStage
@@ -417,6 +418,9 @@ class Plan(Frozen, frozen=True, kw_only=True):
     """Config files left out on purpose: (path, why), why = ``marker`` or ``setting``."""
     generators: tuple[GeneratorProduct, ...] = ()
     """What each run generator (``*.matrix.toml``) expanded to, by file."""
+    decisions: dict[str, DecisionRecord] = msgspec.field(default_factory=dict)
+    """Address -> the decision record apply writes before its items (``plan.batches``:
+    a new decision's order and first batch, a look, the next batch or the verdict)."""
 
     @property
     def is_empty(self) -> bool:
@@ -429,7 +433,7 @@ class Plan(Frozen, frozen=True, kw_only=True):
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.items) or bool(self.drift)
+        return bool(self.items) or bool(self.drift) or bool(self.decisions)
 
 
 class RecordedChange(Frozen, frozen=True, kw_only=True):

@@ -5,6 +5,9 @@ clock (``observed.observed_at`` is "now"), and does not log. Apply carries the r
 the renderers show it. It runs in phases, one module each, over one working set (``Draft``);
 the order matters only where an observed run could be claimed twice, and there it is fixed:
 
+0. ``batches``  a config with ``[decide]`` becomes its decision's current batch (a look
+                when the last one ended), before anything plans it like any run (an
+                intent resolved to "resubmit" included);
 1. ``intents``  pending ``submit`` intents (a crash between POST and record) claim their
                 run first;
 2. ``moves``    renames pair a vanished address with a new one of the same spec digest
@@ -39,6 +42,7 @@ from reconciler.model import (
     Plan,
     Settings,
 )
+from reconciler.plan.batches import shape_batches
 from reconciler.plan.changes import PREVIOUS_CONFIG_UNKNOWN, spec_changes
 from reconciler.plan.decision import note_decisions
 from reconciler.plan.diff import diff_configs
@@ -81,6 +85,7 @@ def compute_plan(
         # Another machine's try-out: every run "missing"; nothing here to act on or pay.
         draft.warnings.append(elsewhere_message(draft))
         return finish(draft)
+    shape_batches(draft)
     resolve_intents(draft)
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)

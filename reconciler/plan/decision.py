@@ -15,13 +15,18 @@ largest), documented in docs/deciding.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from reconciler.model import Action, DesiredRun
 from reconciler.model.decision import DecisionSpec
 from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft
 from reconciler.results.runs import address_runs
 
-__all__ = ["DEFAULT_OMEGA2", "INCONCLUSIVE", "note_decisions", "omega2_of"]
+if TYPE_CHECKING:
+    from reconciler.results.sequential import Design
+
+__all__ = ["DEFAULT_OMEGA2", "INCONCLUSIVE", "design_of", "note_decisions", "omega2_of"]
 
 ASSUMED_RHO = 0.5
 """The correlation of the two sides' per-task rates (the same as ``stats.ASSUMED_RHO``)."""
@@ -51,7 +56,21 @@ def note_decisions(draft: Draft) -> None:
         wanted = draft.desired.get(item.address)
         if wanted is None or wanted.decide is None:
             continue
-        lines, error = _decision_lines(draft, wanted, wanted.decide, item.task_count)
+        task_count = item.task_count
+        record = draft.decisions.get(item.address) or draft.recorded.decisions.get(item.address)
+        if record is not None and record.batch_ends:
+            # The item is one batch (plan.batches); the decision is sized on its selection.
+            task_count = len(record.order)
+            if record.looks:
+                k = len(record.batch_ends)
+                start = record.batch_ends[-2] if k > 1 else 0
+                line = (
+                    f"decide: batch {k}: tasks {start + 1}-{record.batch_ends[-1]} of the "
+                    f"order (maximum {record.max_tasks}) after look {len(record.looks)}"
+                )
+                draft.items[index] = item.model_copy(update={"details": (*item.details, line)})
+                continue
+        lines, error = _decision_lines(draft, wanted, wanted.decide, task_count)
         draft.items[index] = item.model_copy(update={"details": (*item.details, *lines)})
         if error:
             draft.errors.append(error)
@@ -66,6 +85,28 @@ def _basis(draft: Draft, address: str) -> tuple[float | None, str]:
     return None, "assumed: no recorded run of this selection"
 
 
+def design_of(
+    draft: Draft, wanted: DesiredRun, spec: DecisionSpec, task_count: int | None
+) -> Design:
+    """The decision's design as the plan sizes it (what its first batch freezes)."""
+    from reconciler.results.sequential import design
+
+    p, _ = _basis(draft, wanted.address)
+    max_tasks = spec.max_tasks
+    if max_tasks is not None and task_count is not None:
+        max_tasks = min(max_tasks, task_count)
+    return design(
+        margin=spec.margin,
+        omega2=omega2_of(p),
+        alpha=spec.alpha,
+        power=spec.power,
+        looks=spec.looks,
+        futility=spec.futility == "equivalence",
+        max_tasks=max_tasks,
+        monitor=spec.monitor,
+    )
+
+
 def _decision_lines(
     draft: Draft, wanted: DesiredRun, spec: DecisionSpec, task_count: int | None
 ) -> tuple[list[str], str | None]:
@@ -75,19 +116,7 @@ def _decision_lines(
     p, basis = _basis(draft, wanted.address)
     omega2 = omega2_of(p)
     futility = spec.futility == "equivalence"
-    max_tasks = spec.max_tasks
-    if max_tasks is not None and task_count is not None:
-        max_tasks = min(max_tasks, task_count)
-    plan = design(
-        margin=spec.margin,
-        omega2=omega2,
-        alpha=spec.alpha,
-        power=spec.power,
-        looks=spec.looks,
-        futility=futility,
-        max_tasks=max_tasks,
-        monitor=spec.monitor,
-    )
+    plan = design_of(draft, wanted, spec, task_count)
     cost = estimate(wanted, None, 1, draft.costs)
     per_task = cost.high if cost is not None else None
     lines = [

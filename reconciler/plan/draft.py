@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from reconciler.model import (
     BenchmarkInfo,
+    DecisionRecord,
     DesiredRun,
     DriftItem,
     DriftKind,
@@ -63,6 +64,8 @@ class Draft:
     """What each run generator expanded to (``plan.generators``)."""
     errors: list[str] = field(default_factory=list)
     """Guard violations found by a phase before ``guards`` (the generator guard, policy)."""
+    decisions: dict[str, DecisionRecord] = field(default_factory=dict)
+    """Address -> its decision record as apply is to write it (``plan.batches``)."""
 
     @classmethod
     def start(

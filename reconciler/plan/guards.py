@@ -52,6 +52,7 @@ def finish(draft: Draft) -> Plan:
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),
         generators=tuple(sorted(draft.generators, key=lambda g: g.file)),
+        decisions={a: draft.decisions[a] for a in sorted(draft.decisions)},
     )
 
 

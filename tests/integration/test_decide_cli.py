@@ -4,9 +4,9 @@ recorded in the lockfile over a real, downloaded run of the local Platform is sh
 ``osmosis-results decide`` and replays to "match" — and names the first difference when a
 recorded look is not what the results give.
 
-Paying batches across applies is not built yet: the decision table here is written the way
-the apply is to write it (``record_look`` on the downloaded results), through the lockfile's
-own serializer."""
+The decision table here is rewritten from the downloaded results (``record_look``, through
+the lockfile's own serializer) so a look can be tampered with; the applies that pay the
+batches and write it are test_decide_batches.py's."""
 
 from __future__ import annotations
 

@@ -41,6 +41,8 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "ownership.md", "## A try-out is kept apart"): "test_docs_ownership.py",
     (DOCS / "smoke.md", "## Trying it on the local Platform"): "test_smoke_doc.py",
     (DOCS / "projects.md", "## Trying it on the local Platform"): "test_projects.py",
+    (DOCS / "deciding.md", "## Trying it on the local Platform"): "test_decide_batches.py",
+    (DOCS / "deciding.md", "## Reading a decision"): "test_decide_batches.py",
     (DOCS / "smoke.md", "## When the smoke run did not end well"): "test_smoke_doc.py",
     (DOCS / "paying-once.md", "## An unknown outcome (`?`)"): "test_docs_paying_once.py",
     (DOCS / "paying-once.md", "## Never a twin without a decision"):
@@ -61,7 +63,6 @@ RUN_BY: dict[tuple[Path, str], str] = {
     (DOCS / "results.md", "## A generator's grid"): "test_docs_results.py",
     (DOCS / "results.md", "## The report"): "test_docs_results.py",
     (DOCS / "results.md", "## Logs"): "test_docs_results.py",
-    (DOCS / "deciding.md", "## Reading a decision"): "test_docs_deciding.py",
 }  # fmt: skip
 SHELL_LANGS = ("sh", "bash", "shell", "console")
 # The secret records the example configs and their benchmarks need: the ones `make demo`

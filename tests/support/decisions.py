@@ -1,9 +1,9 @@
 """A simulated decision (issue 39): two agents, 3 attempts per task, the second better by a
 fixed shift on every task; paid batch after batch until a verdict.
 
-``tests/unit/test_decide_record.py`` checks the statistics on it, and docs/deciding.md's
-"Reading a decision" shows it (``tests/integration/test_docs_deciding.py`` runs that
-block on a lockfile holding it, beside the batches' ``results.csv`` files).
+``tests/unit/test_decide_record.py`` checks the statistics on it, and
+``tests/integration/test_decide_replay.py`` replays it from a lockfile holding it, beside
+the batches' ``results.csv`` files.
 """
 
 from __future__ import annotations
