@@ -27,7 +27,7 @@ from reconciler.errors import GitError
 __all__ = ["CommitRef", "GitRepo", "Trailer", "redact_url"]
 
 _TIMEOUT = 120.0
-_DEEPEN_HINT = (
+DEEPEN_HINT = (
     "fetch more history: `git fetch --unshallow` (or `git fetch --deepen=N`); "
     "on GitHub Actions set `fetch-depth: 0` on actions/checkout"
 )
@@ -98,7 +98,7 @@ def redact_url(url: str) -> str:
     return url
 
 
-def _git_env() -> dict[str, str]:
+def git_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
     env.update(
         LC_ALL="C", LANGUAGE="C", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", GIT_OPTIONAL_LOCKS="0"
@@ -107,7 +107,7 @@ def _git_env() -> dict[str, str]:
 
 
 # -c options for every call: stable, machine-readable output whatever the user's config.
-_BASE = [
+BASE = [
     "git",
     "-c",
     "color.ui=false",
@@ -125,9 +125,9 @@ def _run(
 ) -> subprocess.CompletedProcess[bytes]:
     try:
         result = subprocess.run(
-            [*_BASE, *args],
+            [*BASE, *args],
             cwd=cwd,
-            env=_git_env(),
+            env=git_env(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_TIMEOUT,
@@ -161,7 +161,7 @@ def _error(cwd: Path, args: Sequence[str], stderr: bytes) -> GitError:
     if "unknown revision" in text or "bad revision" in text or "Not a valid" in text:
         return GitError(
             f"`git {' '.join(args)}` failed: {first}",
-            "check the revision name; in a shallow clone " + _DEEPEN_HINT,
+            "check the revision name; in a shallow clone " + DEEPEN_HINT,
         )
     return GitError(
         f"`git {' '.join(args)}` failed: {first}", f"run the command in {cwd} to see the full error"
@@ -270,7 +270,7 @@ class GitRepo:
             shallow = " (this is a shallow clone)" if self.is_shallow() else ""
             raise GitError(
                 f"unknown revision {rev!r}{shallow}",
-                "check the name, or fetch it first (`git fetch origin <branch>`); " + _DEEPEN_HINT,
+                "check the name, or fetch it first (`git fetch origin <branch>`); " + DEEPEN_HINT,
             )
         return self._text("rev-parse", "--verify", f"{rev}^{{commit}}")
 
@@ -312,7 +312,7 @@ class GitRepo:
         dirs = sorted({str(PurePosixPath(p).parent) for p in wanted})
         pathspecs = [f":(top,literal){d}" if d != "." else ":(top)." for d in dirs]
         args = [
-            *_BASE,
+            *BASE,
             "log",
             "--no-renames",
             *(["--first-parent", "-m"] if first_parent else []),
@@ -329,7 +329,7 @@ class GitRepo:
             process = subprocess.Popen(
                 args,
                 cwd=self.root,
-                env=_git_env(),
+                env=git_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -407,9 +407,9 @@ class GitRepo:
             return result.stdout if result.returncode == 0 else None
         try:
             process = subprocess.Popen(
-                [*_BASE, "show", f"{rev}:{path}"],
+                [*BASE, "show", f"{rev}:{path}"],
                 cwd=self.root,
-                env=_git_env(),
+                env=git_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -26,7 +26,7 @@ from reconciler.engine.prefetch import Prefetch
 from reconciler.engine.report import Notices
 from reconciler.engine.snapshots import Configs, LockfileReader, Snapshots, TrailerRequests
 from reconciler.errors import ConfigError, ConfigIssue, GitError, StateError, UsageError, closest
-from reconciler.gitinfo import _DEEPEN_HINT, GitRepo
+from reconciler.gitinfo import DEEPEN_HINT, GitRepo
 from reconciler.log import get_logger
 from reconciler.model import DesiredRun, LocalOutputs, LockState, Observation, glob_match
 from reconciler.plan.ownership import recorded_ids
@@ -136,7 +136,7 @@ def _with_provenance(
     note = (
         f"shallow clone: the git history of {len(unknown)} config(s) is missing, "
         f"so the commit that requested them is unknown ({', '.join(unknown[:5])}"
-        f"{', ...' if len(unknown) > 5 else ''}); " + _DEEPEN_HINT
+        f"{', ...' if len(unknown) > 5 else ''}); " + DEEPEN_HINT
     )
     return runs, note
 

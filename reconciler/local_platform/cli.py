@@ -22,6 +22,7 @@ from urllib.parse import quote
 from reconciler import __version__
 from reconciler.config.project import find_root
 from reconciler.errors import UsageError
+from reconciler.exit_codes import EMULATOR_USAGE, ERROR, OK
 from reconciler.local_platform.app import LocalPlatform
 from reconciler.local_platform.benchmarks import SYNC_STATUSES
 from reconciler.local_platform.core import DEFAULT_WORKSPACE
@@ -285,7 +286,7 @@ def _fail(status: int, payload: Any) -> int:
     print(f"error: {message or f'HTTP {status}'}", file=sys.stderr)
     for issue in (payload.get("issues") or []) if isinstance(payload, dict) else []:
         print(f"  - {issue.get('key')}: {issue.get('message')}", file=sys.stderr)
-    return 1
+    return ERROR
 
 
 def _env_number(name: str, kind: type[float] | type[int]) -> float | int | None:
@@ -303,15 +304,15 @@ def _serve(args: argparse.Namespace) -> int:
         users = users_from_specs(args.user)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     if users and args.token:
         print("error: give --user TOKEN=NAME (one per user) or --token, not both", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     speed = args.speed if args.speed is not None else _env_number(SPEED_ENV, float)
     seed = args.seed if args.seed is not None else _env_number(SEED_ENV, int)
     if speed is not None and not speed > 0:
         print("error: --speed must be positive", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     faults = Faults(
         latency_ms=args.latency_ms,
         latency_spike_ms=args.latency_spike_ms,
@@ -361,7 +362,7 @@ def _serve(args: argparse.Namespace) -> int:
         handle.close()
         if log is not sys.stderr:
             log.close()
-    return 0
+    return OK
 
 
 def _secret_set(args: argparse.Namespace) -> int:
@@ -371,7 +372,7 @@ def _secret_set(args: argparse.Namespace) -> int:
         value = sys.stdin.read().rstrip("\r\n")
     if not value:
         print("error: empty secret value", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     target = _Target(args)
     status, payload = target.call(
         "POST",
@@ -382,10 +383,10 @@ def _secret_set(args: argparse.Namespace) -> int:
         return _fail(status, payload)
     if args.json:
         print(json.dumps(payload, indent=2))
-        return 0
+        return OK
     where = f"git {args.git}" if args.git else f"workspace {args.workspace or DEFAULT_WORKSPACE}"
     print(f"secret {args.name} set ({args.scope} scope, {where})")
-    return 0
+    return OK
 
 
 def _secret_list(args: argparse.Namespace) -> int:
@@ -402,10 +403,10 @@ def _secret_list(args: argparse.Namespace) -> int:
         offset = payload.get("next_offset") if payload.get("has_more") else None
     if args.json:
         print(json.dumps(items, indent=2))
-        return 0
+        return OK
     if not items:
         print("no secrets")
-        return 0
+        return OK
     rows = [("NAME", "SCOPE", "UPDATED BY", "UPDATED")]
     for item in items:
         scope = "personal" if item.get("scope") == "user" else str(item.get("scope"))
@@ -418,7 +419,7 @@ def _secret_list(args: argparse.Namespace) -> int:
             )
         )
     _print_rows(rows)
-    return 0
+    return OK
 
 
 def _print_rows(rows: Sequence[Sequence[str]]) -> None:
@@ -455,14 +456,14 @@ def _benchmark_sync(args: argparse.Namespace) -> int:
         except KeyError:
             where = f" in workspace {args.workspace}" if args.workspace else ""
             print(f"error: no benchmark {args.ref!r}{where}", file=sys.stderr)
-            return 1
+            return ERROR
     if args.json:
         result = {"benchmark": args.ref, "sync_status": args.status, "workspace": args.workspace}
         print(json.dumps(result, indent=2))
-        return 0
+        return OK
     where = f" in workspace {args.workspace}" if args.workspace else ""
     print(f"benchmark {args.ref}: sync_status {args.status}{where}")
-    return 0
+    return OK
 
 
 def _benchmark_add(args: argparse.Namespace) -> int:
@@ -473,9 +474,9 @@ def _benchmark_add(args: argparse.Namespace) -> int:
         return _fail(status, payload)
     if args.json:
         print(json.dumps(payload, indent=2))
-        return 0
+        return OK
     print(f"benchmark {payload['benchmark']} added to workspace {payload['workspace']}")
-    return 0
+    return OK
 
 
 def _like_body(path: str) -> dict[str, Any]:
@@ -499,17 +500,17 @@ def _like_body(path: str) -> dict[str, Any]:
 def _runs_seed(args: argparse.Namespace) -> int:
     if args.count < 1:
         print("error: --count must be at least 1", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     if not args.days > 0:
         print("error: --days must be positive", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     try:
         mix = parse_status_mix(args.status_mix) if args.status_mix else None
         creators = [parse_creator(c) for c in args.creator] or list(HISTORY_TEAM)
         body = _like_body(args.like) if args.like else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     key = args.benchmark or (
         body["experiment_config"]["benchmark"] if body else "terminal-bench-2-1"
     )
@@ -536,10 +537,10 @@ def _runs_seed(args: argparse.Namespace) -> int:
     except KeyError:
         print(f"error: no benchmark {key!r} (see `osmosis-platform-emulator benchmark list`)",
               file=sys.stderr)  # fmt: skip
-        return 1
+        return ERROR
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EMULATOR_USAGE
     took = time.monotonic() - started
     if args.json:
         result = {
@@ -552,13 +553,13 @@ def _runs_seed(args: argparse.Namespace) -> int:
             "last_id": ids[-1],
         }
         print(json.dumps(result, indent=2))
-        return 0
+        return OK
     who = ", ".join(c.name for c in creators)
     print(
         f"seeded {len(ids):,} runs of {key} in workspace {args.workspace} over the past "
         f"{args.days:g} days (by {who}) in {took:.2f}s"
     )
-    return 0
+    return OK
 
 
 def _benchmark_list(args: argparse.Namespace) -> int:
@@ -573,7 +574,7 @@ def _benchmark_list(args: argparse.Namespace) -> int:
         offset = payload.get("next_offset") if payload.get("has_more") else None
     if args.json:
         print(json.dumps(items, indent=2))
-        return 0
+        return OK
     rows = [("KEY", "NAME", "TASKS", "SYNC")]
     for item in items:
         sync = item.get("sync_status") or "ready"
@@ -586,7 +587,7 @@ def _benchmark_list(args: argparse.Namespace) -> int:
         print(
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[3]
         )
-    return 0
+    return OK
 
 
 def _benchmark_info(args: argparse.Namespace) -> int:
@@ -595,7 +596,7 @@ def _benchmark_info(args: argparse.Namespace) -> int:
         return _fail(status, payload)
     if args.json:
         print(json.dumps(payload, indent=2))
-        return 0
+        return OK
     b = payload["benchmark"]
     harness = (
         "official scaffold only"
@@ -652,7 +653,7 @@ def _benchmark_info(args: argparse.Namespace) -> int:
             print(
                 f"  {task['name']}  {task.get('category') or '–'}  {task.get('difficulty') or '–'}"
             )
-    return 0
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -142,7 +142,7 @@ class PageRoutes(BenchmarkRoutes):
         by_agent = {a["benchmark_run_agent_id"]: a for a in m["agent_metrics"]}
         rows = []
         for i, agent in enumerate(run.agents):
-            model = simulation._model_string(agent.get("model") or {})
+            model = simulation.model_string(agent.get("model") or {})
             metric = by_agent.get(simulation.agent_id(run, i))
             agg = m["aggregates"][i]
             rows.append(

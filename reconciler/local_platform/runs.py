@@ -270,7 +270,7 @@ class RunRoutes(PlatformCore):
         agents = []
         for i, agent in enumerate(run.agents):
             model = agent.get("model") or {}
-            identity = simulation._model_string(model)
+            identity = simulation.model_string(model)
             agg = m["aggregates"][i]
             agent_status = summary["status"]
             if (
@@ -396,5 +396,5 @@ def _model_ref(model: Mapping[str, Any]) -> str:
     if kind == "endpoint":
         return f"endpoint:{model.get('base_url', '')}#{model.get('model', '')}"
     if kind == "hosted":
-        return f"hosted:{simulation._model_string(model)}"
+        return f"hosted:{simulation.model_string(model)}"
     return f"provider:{model.get('model', '')}"

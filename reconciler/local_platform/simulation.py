@@ -218,7 +218,7 @@ def agent_skill(run: Run, agent: Mapping[str, Any]) -> float:
     its hashed skill while that lands within the span of the leaderboard's intervals,
     else a hashed point inside that span. A benchmark without a leaderboard keeps the
     hashed skill."""
-    model = _model_string(agent.get("model") or {})
+    model = model_string(agent.get("model") or {})
     harness = agent.get("harness")
     base = 0.35 + 0.45 * h01("skill", model, harness)
     base += float(run.benchmark.get("_skill_bias", 0.0))
@@ -288,7 +288,7 @@ def _skill_for(target: float, shifts: tuple[float, ...]) -> float:
     return (low + high) / 2
 
 
-def _model_string(model: Mapping[str, Any]) -> str:
+def model_string(model: Mapping[str, Any]) -> str:
     if model.get("type") == "hosted":
         lora = model.get("lora_model_name", model.get("checkpoint_name", ""))
         return f"{model.get('base_model', '')}:{lora}"
@@ -377,7 +377,7 @@ def results_in_order(run: Run) -> tuple[Result, ...]:
         return cached
     info = {t["name"]: t for t in run.benchmark.get("tasks", [])}
     prices = [
-        1.0 + 9.0 * h01("price", _model_string(agent.get("model") or {})) for agent in run.agents
+        1.0 + 9.0 * h01("price", model_string(agent.get("model") or {})) for agent in run.agents
     ]
     short = run.id.removeprefix("bmr_")[:10]
     out = []
@@ -642,7 +642,7 @@ def summary_csv(run: Run, t_ms: int) -> bytes:
                 i,
                 agent_id(run, i),
                 agent.get("harness") or "",
-                _model_string(agent.get("model") or {}),
+                model_string(agent.get("model") or {}),
                 am["n_tasks"] if am else 0,
                 agg["passed"],
                 agg["failed"],
@@ -672,7 +672,7 @@ def results_csv(run: Run, t_ms: int) -> bytes:
         rows.append(
             [
                 r.id, r.agent_index, agent.get("harness") or "",
-                _model_string(agent.get("model") or {}), r.task, r.category or "",
+                model_string(agent.get("model") or {}), r.task, r.category or "",
                 r.difficulty or "", r.attempt, r.outcome, r.reward, r.duration_s,
                 r.input_tokens, r.output_tokens, r.cost_usd,
             ]

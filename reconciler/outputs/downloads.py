@@ -67,23 +67,23 @@ from reconciler.errors import (
     UpgradeRequiredError,
 )
 from reconciler.outputs.layout import (  # noqa: F401  (re-exported)
-    _FIXED_FILES,
-    _MAX_NAME,
-    _SANITISE,
-    _WINDOWS_RESERVED,
-    _guard_reserved,
-    _is_within,
-    _sanitise,
-    _segment_is_unsafe,
+    FIXED_FILES,
+    MAX_NAME,
+    SANITISE,
+    WINDOWS_RESERVED,
     classify_path,
+    guard_reserved,
+    is_within,
     normalize_types,
     run_dir_name,
+    sanitise,
+    segment_is_unsafe,
     validate_path,
 )
 from reconciler.outputs.pace import TransferLimit
 from reconciler.outputs.scan import (  # noqa: F401  (re-exported)
-    _hash_file,
-    _scan_files,
+    hash_file,
+    scan_files,
     scan_outputs,
 )
 from reconciler.outputs.seam import (  # noqa: F401  (re-exported)
@@ -97,16 +97,16 @@ from reconciler.outputs.seam import (  # noqa: F401  (re-exported)
     MSG_SYMLINK,
     DownloadResult,
     DownloadUrlLike,
+    FileFailed,
     ManifestEntry,
     ManifestLike,
     OutputSource,
-    _FileFailed,
 )
 from reconciler.outputs.sink import PIPELINE_MIN_BYTES, Sink
 from reconciler.outputs.tree import (  # noqa: F401  (re-exported)
-    _DIR_FLAGS,
-    _NOFOLLOW,
-    _RunTree,
+    DIR_FLAGS,
+    NOFOLLOW,
+    RunTree,
 )
 from reconciler.redact import redact
 
@@ -265,7 +265,7 @@ class _Downloader:
         source: OutputSource,
         http: httpx.Client | Callable[[], httpx.Client],
         run_id: str,
-        tree: _RunTree,
+        tree: RunTree,
         on_progress: Callable[[int], None] | None,
         sleep: Callable[[float], None],
         deadline_base: float = DEADLINE_BASE_S,
@@ -362,11 +362,11 @@ class _Downloader:
 
     def download(self, item: _Item) -> tuple[int, str]:
         """Fetch one file with retries within its deadline; returns (bytes, sha256) or
-        raises _FileFailed."""
+        raises FileFailed."""
         if self.limit is None:
             return self._within_deadline(item)
         if not self.limit.acquire(stop=self._stopping):
-            raise _FileFailed("cancelled", retry=False)
+            raise FileFailed("cancelled", retry=False)
         try:
             return self._within_deadline(item)
         finally:
@@ -380,11 +380,11 @@ class _Downloader:
         with deadlines.budget(seconds, cancelled=self.cancel.is_set) as budget:
             try:
                 return self._download(item, budget)
-            except _FileFailed as exc:
+            except FileFailed as exc:
                 if budget.interrupted:
-                    raise _FileFailed("cancelled", retry=False) from None
+                    raise FileFailed("cancelled", retry=False) from None
                 if budget.expired:
-                    raise _FileFailed(
+                    raise FileFailed(
                         f"Download did not complete within its {seconds:.0f} s deadline "
                         f"({exc.message}).",
                         retry=False,
@@ -392,22 +392,22 @@ class _Downloader:
                 raise
 
     def _download(self, item: _Item, budget: deadlines.Budget) -> tuple[int, str]:
-        last: _FileFailed | None = None
+        last: FileFailed | None = None
         for attempt in range(ATTEMPTS):
             if self.cancel.is_set() or shutdown.requested():
-                raise _FileFailed("cancelled", retry=False)
+                raise FileFailed("cancelled", retry=False)
             if budget.remaining() <= 0:
-                raise last or _FileFailed("no time left", retry=False)
+                raise last or FileFailed("no time left", retry=False)
             if item.url is None or (last is not None and last.refresh):
                 error = self.fetch_urls([item])
                 if error is not None or item.url is None:
-                    raise _FileFailed(error or MSG_NO_URL, retry=False)
+                    raise FileFailed(error or MSG_NO_URL, retry=False)
             try:
                 if item.size >= PIPELINE_MIN_BYTES:
                     with self.large_slots:
                         return self._attempt(item, budget)
                 return self._attempt(item, budget)
-            except _FileFailed as exc:
+            except FileFailed as exc:
                 last = exc
                 if not exc.retry or attempt + 1 == ATTEMPTS:
                     break
@@ -422,8 +422,8 @@ class _Downloader:
             is_link = stat.S_ISLNK(os.lstat(item.dest.name, dir_fd=dir_fd).st_mode)
         except OSError:
             return
-        if is_link and not _is_within(item.dest.resolve(strict=False), self.tree.root):
-            raise _FileFailed(MSG_SYMLINK, retry=False)
+        if is_link and not is_within(item.dest.resolve(strict=False), self.tree.root):
+            raise FileFailed(MSG_SYMLINK, retry=False)
 
     def _prepare_dir(self, item: _Item) -> tuple[int, list[str]]:
         """Check, create and open the item's directory once per call.
@@ -441,7 +441,7 @@ class _Downloader:
             try:
                 dir_fd, created = self.tree.open_dir(rel)
             except OSError as exc:
-                raise _FileFailed(
+                raise FileFailed(
                     f"Cannot create directory {item.dest.parent}: {exc.strerror or exc}",
                     retry=False,
                 ) from exc
@@ -495,7 +495,7 @@ class _Downloader:
                             reported += len(chunk)
                     hexdigest = sink.finish()
                     if received != item.size:
-                        raise _FileFailed(
+                        raise FileFailed(
                             f"Downloaded size mismatch: expected {item.size}, received {received}"
                         )
                     os.fsync(fd)
@@ -508,17 +508,17 @@ class _Downloader:
             replaced = True
             return received, hexdigest
         except _Cancelled:
-            raise _FileFailed("cancelled", retry=False) from None
-        except _FileFailed:
+            raise FileFailed("cancelled", retry=False) from None
+        except FileFailed:
             raise
         except httpx.HTTPError as exc:
-            raise _FileFailed(_redact(f"{type(exc).__name__}: {exc}", item.urls_seen)) from None
+            raise FileFailed(_redact(f"{type(exc).__name__}: {exc}", item.urls_seen)) from None
         except OSError as exc:
-            raise _FileFailed(
+            raise FileFailed(
                 _redact(f"Cannot write file: {exc.strerror or exc}", item.urls_seen), retry=False
             ) from None
         except Exception as exc:  # noqa: BLE001 - e.g. httpx.InvalidURL from a malformed URL
-            raise _FileFailed(
+            raise FileFailed(
                 _redact(f"{type(exc).__name__}: {exc}", item.urls_seen), retry=False
             ) from None
         finally:
@@ -576,7 +576,7 @@ class _Stream:
         url = httpx.URL(self.item.url)
         for _hop in range(MAX_REDIRECTS + 1):
             if not _url_allowed(url):
-                raise _FileFailed(
+                raise FileFailed(
                     "Refusing to download from a URL that is neither HTTPS nor loopback.",
                     retry=False,
                 )
@@ -592,7 +592,7 @@ class _Stream:
                 location = response.headers.get("Location")
                 response.close()
                 if not location:
-                    raise _FileFailed(f"HTTP {response.status_code}. Redirect without a Location.")
+                    raise FileFailed(f"HTTP {response.status_code}. Redirect without a Location.")
                 url = url.join(location)
                 self.item.urls_seen.append(str(url))
                 continue
@@ -602,10 +602,10 @@ class _Stream:
                     f"HTTP {response.status_code}. {body[:ERROR_BODY_CHARS]}".rstrip(),
                     self.item.urls_seen,
                 )
-                raise _FileFailed(text, refresh=response.status_code == 403)
+                raise FileFailed(text, refresh=response.status_code == 403)
             self.response = response
             return response
-        raise _FileFailed(f"Too many redirects (more than {MAX_REDIRECTS}).", retry=False)
+        raise FileFailed(f"Too many redirects (more than {MAX_REDIRECTS}).", retry=False)
 
     def __exit__(self, *exc: object) -> None:
         if self.response is not None:
@@ -648,7 +648,7 @@ def download_run(
     so threads are not started per run), else on a pool of ``max_workers`` of this call's
     own.
 
-    ``repo_root`` is where the path checks start (see ``_RunTree``): no component between it
+    ``repo_root`` is where the path checks start (see ``RunTree``): no component between it
     and the run directory may be a symlink. Without it they start at ``root``. A linked
     component raises ``DownloadError`` before any request.
 
@@ -669,7 +669,7 @@ def download_run(
     with held:
         selected = normalize_types(types)
         run_dir = Path(root) / run_dir_name(run_name, run_id)
-        tree = _RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
+        tree = RunTree(run_dir, Path(repo_root) if repo_root is not None else Path(root))
         tree.check_root()
         manifest = source.get_manifest(run_id, list(selected))
         fresh = tree.absent()  # a first download: no path below the run can be on disk
@@ -706,7 +706,7 @@ def download_run(
 def _manifest_items(
     entries: Iterable[Any],
     selected: tuple[str, ...],
-    tree: _RunTree,
+    tree: RunTree,
     fresh: bool,
     failures: list[tuple[str, str]],
 ) -> list[_Item]:
@@ -771,7 +771,7 @@ class _Tally:
         """Count a finished transfer (``get``) or the hash of a file kept (``skip``)."""
         try:
             value = future.result()
-        except _FileFailed as exc:
+        except FileFailed as exc:
             self.failures.append((item.path, _redact(exc.message, item.urls_seen)))
             return
         except OSError as exc:
@@ -826,7 +826,7 @@ class _Transfers:
         pending: list[_Item] = []
         for it in items:
             if not overwrite and it.complete:
-                self._track(self.pool.submit(_hash_file, it.dest), "skip", it)
+                self._track(self.pool.submit(hash_file, it.dest), "skip", it)
             else:
                 pending.append(it)
         for start in range(0, len(pending), E9_BATCH):

@@ -16,24 +16,24 @@ from reconciler.outputs.seam import (
     MSG_LAYOUT,
 )
 
-_FIXED_FILES = {"summary.csv": "summary", "results.csv": "results", "logs.txt": "logs"}
+FIXED_FILES = {"summary.csv": "summary", "results.csv": "results", "logs.txt": "logs"}
 
 
-_SANITISE = re.compile(r"[^A-Za-z0-9_-]")
+SANITISE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-_WINDOWS_RESERVED = frozenset(
+WINDOWS_RESERVED = frozenset(
     {"aux", "con", "nul", "prn"}
     | {f"com{i}" for i in range(1, 10)}
     | {f"lpt{i}" for i in range(1, 10)}
 )
 
 
-_MAX_NAME = 255
+MAX_NAME = 255
 
 
-def _sanitise(text: str) -> str:
-    return _SANITISE.sub("_", text).strip("_")
+def sanitise(text: str) -> str:
+    return SANITISE.sub("_", text).strip("_")
 
 
 def run_dir_name(run_name: str | None, run_id: str) -> str:
@@ -44,29 +44,29 @@ def run_dir_name(run_name: str | None, run_id: str) -> str:
     ``--<sanitised run id>`` is appended so two runs can never share a directory. The result
     is at most 255 characters and never empty.
     """
-    sanitised_id = _sanitise(run_id) or "run"
+    sanitised_id = sanitise(run_id) or "run"
     if not run_name:
-        return _guard_reserved(sanitised_id[:_MAX_NAME])
-    base = _sanitise(run_name)
+        return guard_reserved(sanitised_id[:MAX_NAME])
+    base = sanitise(run_name)
     needs_suffix = (
         base != run_name
         or any(c.isupper() for c in base)
-        or base.lower() in _WINDOWS_RESERVED
-        or len(base) > _MAX_NAME
+        or base.lower() in WINDOWS_RESERVED
+        or len(base) > MAX_NAME
     )
     if not needs_suffix:
         return base
     if not base:
-        return _guard_reserved(sanitised_id[:_MAX_NAME])
+        return guard_reserved(sanitised_id[:MAX_NAME])
     suffix = "--" + sanitised_id
-    if len(suffix) > _MAX_NAME - 1:
-        suffix = suffix[: _MAX_NAME - 1]
-    return base[: _MAX_NAME - len(suffix)] + suffix
+    if len(suffix) > MAX_NAME - 1:
+        suffix = suffix[: MAX_NAME - 1]
+    return base[: MAX_NAME - len(suffix)] + suffix
 
 
-def _guard_reserved(name: str) -> str:
+def guard_reserved(name: str) -> str:
     # A run id like "con" would otherwise name a device on Windows.
-    return name + "--run" if name.lower() in _WINDOWS_RESERVED else name
+    return name + "--run" if name.lower() in WINDOWS_RESERVED else name
 
 
 def normalize_types(types: Iterable[str]) -> tuple[str, ...]:
@@ -93,7 +93,7 @@ def normalize_types(types: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _segment_is_unsafe(segment: str) -> bool:
+def segment_is_unsafe(segment: str) -> bool:
     if segment in ("", ".", ".."):
         return True
     # Undo percent-encoding until stable so %2e%2e, %252e%252e and %2f cannot smuggle a
@@ -121,10 +121,10 @@ def classify_path(path: str, selected_types: Iterable[str] | None = None) -> str
     if path.startswith("/") or "\\" in path or "\x00" in path:
         return None
     segments = path.split("/")
-    if any(_segment_is_unsafe(s) for s in segments):
+    if any(segment_is_unsafe(s) for s in segments):
         return None
     if len(segments) == 1:
-        category = _FIXED_FILES.get(segments[0])
+        category = FIXED_FILES.get(segments[0])
     elif segments[0] == "artifacts" and len(segments) >= 3:
         category = "artifacts"
     else:
@@ -148,5 +148,5 @@ def validate_path(path: str, selected_types: Iterable[str] | None = None) -> str
     return category
 
 
-def _is_within(path: Path, root: Path) -> bool:
+def is_within(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)

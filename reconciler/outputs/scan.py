@@ -14,7 +14,7 @@ from reconciler.outputs.seam import (
 from reconciler.paths import check_inside
 
 
-def _hash_file(path: str | Path) -> str:
+def hash_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb", buffering=0) as f:
         buf = bytearray(CHUNK_SIZE)
@@ -52,7 +52,7 @@ def scan_outputs(
     present: set[str] = set()
     # Plain strings and scandir's cached entry types: a plan scans one directory per
     # recorded run, and per-file pathlib objects and lstat calls dominated its cost.
-    _scan_files(str(directory), "", present)
+    scan_files(str(directory), "", present)
     changed: set[str] = set()
     if verify:
         top = str(directory)
@@ -60,7 +60,7 @@ def scan_outputs(
             if path not in present:
                 continue
             try:
-                actual = _hash_file(os.path.join(top, *path.split("/")))
+                actual = hash_file(os.path.join(top, *path.split("/")))
             except OSError:
                 continue
             if actual.lower() != str(expected).lower():
@@ -68,7 +68,7 @@ def scan_outputs(
     return LocalOutputs(present=frozenset(present), changed=frozenset(changed))
 
 
-def _scan_files(top: str, prefix: str, present: set[str]) -> None:
+def scan_files(top: str, prefix: str, present: set[str]) -> None:
     """Add every regular file below ``top`` to ``present`` as ``prefix`` + POSIX path.
 
     Symlinks (to files or directories) are neither listed nor followed; temp ``.partial``
@@ -83,7 +83,7 @@ def _scan_files(top: str, prefix: str, present: set[str]) -> None:
         name = entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                _scan_files(entry.path, prefix + name + "/", present)
+                scan_files(entry.path, prefix + name + "/", present)
             elif entry.is_file(follow_symlinks=False):
                 if not (name.startswith(".") and name.endswith(".partial")):
                     present.add(prefix + name)

@@ -99,7 +99,7 @@ class DownloadResult(msgspec.Struct, frozen=True):
         return not self.failures
 
 
-class _FileFailed(Exception):
+class FileFailed(Exception):
     """One attempt at one file failed; ``retry`` says whether another attempt may help."""
 
     def __init__(self, message: str, *, retry: bool = True, refresh: bool = False) -> None:

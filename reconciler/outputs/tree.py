@@ -14,18 +14,18 @@ from reconciler.errors import (
     DownloadError,
 )
 from reconciler.outputs.layout import (
-    _is_within,
+    is_within,
 )
 from reconciler.outputs.seam import (
     MSG_SYMLINK,
-    _FileFailed,
+    FileFailed,
 )
 from reconciler.paths import check_inside
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def _mkdir(name: str, dir_fd: int) -> bool:
@@ -37,7 +37,7 @@ def _mkdir(name: str, dir_fd: int) -> bool:
     return True
 
 
-class _RunTree:
+class RunTree:
     """Which paths below a run directory are safe to write: none may lead outside it.
 
     The way to the run directory is checked from ``anchor`` (the repository root) down:
@@ -98,14 +98,14 @@ class _RunTree:
         """Open (creating as needed) the directory ``rel`` of the run: a new descriptor, and
         whether the directory itself was created by this call.
 
-        Raises ``_FileFailed`` when a component is a symlink that is not allowed, OSError
+        Raises ``FileFailed`` when a component is a symlink that is not allowed, OSError
         when the file system refuses.
         """
         if self._run_fd is None:
             parts = Path(os.path.relpath(self.run_dir, self.anchor)).parts
             # The anchor is the caller's own root (the repository): created like mkdir -p.
             os.makedirs(self.anchor, exist_ok=True)
-            anchor_fd = os.open(self.anchor, _DIR_FLAGS)
+            anchor_fd = os.open(self.anchor, DIR_FLAGS)
             try:
                 self._run_fd, self._run_created = self._walk(anchor_fd, parts, below_run=False)
             finally:
@@ -123,18 +123,18 @@ class _RunTree:
                     # In a directory made just now the next one is not there yet: make it
                     # at once instead of failing to open it first.
                     created = created and _mkdir(part, fd)
-                    child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+                    child = os.open(part, DIR_FLAGS | NOFOLLOW, dir_fd=fd)
                 except FileNotFoundError:
                     created = _mkdir(part, fd)
-                    child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+                    child = os.open(part, DIR_FLAGS | NOFOLLOW, dir_fd=fd)
                 except OSError as exc:
                     # ELOOP: a symlink (O_NOFOLLOW); ENOTDIR: a file, or a link to one.
                     if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                         raise
                     # Below the run directory a symlink that stays inside it is allowed.
                     if not below_run or not self.dir_ok("/".join(parts[: index + 1])):
-                        raise _FileFailed(MSG_SYMLINK, retry=False) from None
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                        raise FileFailed(MSG_SYMLINK, retry=False) from None
+                    child = os.open(part, DIR_FLAGS, dir_fd=fd)
                     created = False
                 os.close(fd)
                 fd = child
@@ -184,5 +184,5 @@ class _RunTree:
         except OSError:  # e.g. not a directory: creating or writing it fails clearly
             return True, None
         if stat.S_ISLNK(st.st_mode):
-            return _is_within(Path(path).resolve(strict=False), self.root), st
+            return is_within(Path(path).resolve(strict=False), self.root), st
         return True, st

@@ -8,23 +8,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 
-def _obj(value: Any) -> Mapping[str, Any]:
+def obj(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _str(value: Any) -> str | None:
+def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _nonempty(value: Any) -> str | None:
+def nonempty(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -34,18 +34,18 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _float(value: Any) -> float | None:
+def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
     return number if math.isfinite(number) else None
 
 
-def _bool(value: Any, default: bool = False) -> bool:
+def as_bool(value: Any, default: bool = False) -> bool:
     return value if isinstance(value, bool) else default
 
 
-def _datetime(value: Any) -> datetime | None:
+def as_datetime(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
@@ -60,29 +60,29 @@ def _datetime(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def _str_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _obj(value).items() if v is not None}
+def str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in obj(value).items() if v is not None}
 
 
-def _plain(value: Any) -> Any:
+def as_plain(value: Any) -> Any:
     """A JSON value with non-finite floats dropped, for pass-through dicts."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): as_plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [as_plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 
 
-def _shape(value: Any) -> str:
+def shape_of(value: Any) -> str:
     """A value's type for an error message (never the value: it may be anything)."""
     if value is None:
         return "nothing"
     return type(value).__name__
 
 
-def _require_id(raw: Mapping[str, Any], what: str) -> str:
+def require_id(raw: Mapping[str, Any], what: str) -> str:
     value = raw.get("id")
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)

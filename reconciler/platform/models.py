@@ -33,18 +33,18 @@ from reconciler.model import (
     fingerprint_fields,
 )
 from reconciler.platform.coercion import (  # noqa: F401  (re-exported)
-    _bool,
-    _datetime,
-    _float,
-    _int,
-    _list,
-    _nonempty,
-    _obj,
-    _plain,
-    _require_id,
-    _shape,
-    _str,
-    _str_map,
+    as_bool,
+    as_datetime,
+    as_float,
+    as_int,
+    as_list,
+    as_plain,
+    as_str,
+    nonempty,
+    obj,
+    require_id,
+    shape_of,
+    str_map,
 )
 
 KNOWN_DIFFICULTIES = frozenset({"easy", "medium", "hard"})
@@ -72,15 +72,15 @@ class TaskSet(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> TaskSet | None:
-        raw = _obj(raw)
-        name = _nonempty(raw.get("name"))
+        raw = obj(raw)
+        name = nonempty(raw.get("name"))
         if name is None:
             return None
         return cls(
             name=name,
-            task_count=_int(raw.get("task_count")) or 0,
-            recommended=_bool(raw.get("recommended")),
-            description=_str(raw.get("description")),
+            task_count=as_int(raw.get("task_count")) or 0,
+            recommended=as_bool(raw.get("recommended")),
+            description=as_str(raw.get("description")),
         )
 
 
@@ -92,11 +92,11 @@ class Category(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> Category | None:
-        raw = _obj(raw)
-        name = _nonempty(raw.get("name"))
+        raw = obj(raw)
+        name = nonempty(raw.get("name"))
         if name is None:
             return None
-        return cls(name=name, task_count=_int(raw.get("task_count")) or 0)
+        return cls(name=name, task_count=as_int(raw.get("task_count")) or 0)
 
 
 class BenchmarkTask(PlatformModel, frozen=True, kw_only=True):
@@ -108,20 +108,20 @@ class BenchmarkTask(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> BenchmarkTask | None:
-        raw = _obj(raw)
-        name = _nonempty(raw.get("name"))
+        raw = obj(raw)
+        name = nonempty(raw.get("name"))
         if name is None:
             return None
         difficulty = raw.get("difficulty")
         return cls(
             name=name,
-            category=_str(raw.get("category")),
+            category=as_str(raw.get("category")),
             difficulty=difficulty if difficulty in KNOWN_DIFFICULTIES else None,
         )
 
 
 def _tasks(raw: Any) -> tuple[BenchmarkTask, ...]:
-    return tuple(t for t in (BenchmarkTask.from_api(x) for x in _list(raw)) if t is not None)
+    return tuple(t for t in (BenchmarkTask.from_api(x) for x in as_list(raw)) if t is not None)
 
 
 class Benchmark(PlatformModel, frozen=True, kw_only=True):
@@ -150,24 +150,24 @@ class Benchmark(PlatformModel, frozen=True, kw_only=True):
 
     @staticmethod
     def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
-        bench_id = _require_id(raw, "benchmark")
-        name = _str(raw.get("name")) or ""
+        bench_id = require_id(raw, "benchmark")
+        name = as_str(raw.get("name")) or ""
         return {
             "id": bench_id,
             "name": name,
-            "key": _str(raw.get("source_ref")) or "",
-            "description": _str(raw.get("description")),
-            "source_type": _str(raw.get("source_type")),
-            "source_url": _str(raw.get("source_url")),
-            "task_count": _int(raw.get("task_count")) or 0,
-            "category_count": _int(raw.get("category_count")) or 0,
+            "key": as_str(raw.get("source_ref")) or "",
+            "description": as_str(raw.get("description")),
+            "source_type": as_str(raw.get("source_type")),
+            "source_url": as_str(raw.get("source_url")),
+            "task_count": as_int(raw.get("task_count")) or 0,
+            "category_count": as_int(raw.get("category_count")) or 0,
             "task_sets": tuple(
-                s for s in (TaskSet.from_api(x) for x in _list(raw.get("task_sets"))) if s
+                s for s in (TaskSet.from_api(x) for x in as_list(raw.get("task_sets"))) if s
             ),
-            "sync_status": _nonempty(raw.get("sync_status")) or "ready",
-            "synced_task_count": _int(raw.get("synced_task_count")) or 0,
-            "sync_error": _str(raw.get("sync_error")),
-            "platform_url": _str(raw.get("platform_url")),
+            "sync_status": nonempty(raw.get("sync_status")) or "ready",
+            "synced_task_count": as_int(raw.get("synced_task_count")) or 0,
+            "sync_error": as_str(raw.get("sync_error")),
+            "platform_url": as_str(raw.get("platform_url")),
         }
 
     def to_ref(self) -> BenchmarkRef:
@@ -176,15 +176,15 @@ class Benchmark(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> Benchmark:
-        raw = _obj(raw)
+        raw = obj(raw)
         return cls(
             **cls._fields(raw),
-            run_count=_int(raw.get("run_count")) or 0,
-            running_count=_int(raw.get("running_count")) or 0,
-            last_run_at=_datetime(raw.get("last_run_at")),
-            last_run_status=_str(raw.get("last_run_status")),
-            last_run_name=_str(raw.get("last_run_name")),
-            creator_name=_str(raw.get("creator_name")),
+            run_count=as_int(raw.get("run_count")) or 0,
+            running_count=as_int(raw.get("running_count")) or 0,
+            last_run_at=as_datetime(raw.get("last_run_at")),
+            last_run_status=as_str(raw.get("last_run_status")),
+            last_run_name=as_str(raw.get("last_run_name")),
+            creator_name=as_str(raw.get("creator_name")),
         )
 
 
@@ -203,17 +203,17 @@ class Metric(PlatformModel, frozen=True, kw_only=True):
         if not isinstance(raw, Mapping):
             return None
         return cls(
-            value=_float(raw.get("value")),
-            ci_low=_float(raw.get("ci_low")),
-            ci_high=_float(raw.get("ci_high")),
-            n=_int(raw.get("n")),
-            k=_int(raw.get("k")),
-            method=_str(raw.get("method")),
+            value=as_float(raw.get("value")),
+            ci_low=as_float(raw.get("ci_low")),
+            ci_high=as_float(raw.get("ci_high")),
+            n=as_int(raw.get("n")),
+            k=as_int(raw.get("k")),
+            method=as_str(raw.get("method")),
         )
 
 
 def _metrics(raw: Any) -> tuple[Metric, ...]:
-    return tuple(m for m in (Metric.from_api(x) for x in _list(raw)) if m is not None)
+    return tuple(m for m in (Metric.from_api(x) for x in as_list(raw)) if m is not None)
 
 
 class LeaderboardEntry(PlatformModel, frozen=True, kw_only=True):
@@ -236,20 +236,20 @@ class LeaderboardEntry(PlatformModel, frozen=True, kw_only=True):
     def from_api(cls, raw: Any) -> LeaderboardEntry | None:
         if not isinstance(raw, Mapping):
             return None
-        run = _obj(raw.get("run"))
+        run = obj(raw.get("run"))
         return cls(
-            rank=_int(raw.get("rank")),
-            tied=_bool(raw.get("tied")),
-            task_set=_str(raw.get("task_set")),
-            harness=_str(raw.get("harness")),
-            model=_str(raw.get("model")),
+            rank=as_int(raw.get("rank")),
+            tied=as_bool(raw.get("tied")),
+            task_set=as_str(raw.get("task_set")),
+            harness=as_str(raw.get("harness")),
+            model=as_str(raw.get("model")),
             pass_at_1=Metric.from_api(raw.get("pass_at_1")),
             pass_at_k=_metrics(raw.get("pass_at_k")),
-            cost_per_task=_float(raw.get("cost_per_task")),
-            mean_duration_seconds=_float(raw.get("mean_duration_seconds")),
-            tokens_per_task=_float(raw.get("tokens_per_task")),
-            run_id=_str(run.get("id")),
-            run_name=_str(run.get("name")),
+            cost_per_task=as_float(raw.get("cost_per_task")),
+            mean_duration_seconds=as_float(raw.get("mean_duration_seconds")),
+            tokens_per_task=as_float(raw.get("tokens_per_task")),
+            run_id=as_str(run.get("id")),
+            run_name=as_str(run.get("name")),
         )
 
     def to_score(self) -> LeaderboardScore:
@@ -289,35 +289,35 @@ class BenchmarkDetail(Benchmark, frozen=True, kw_only=True):
     @classmethod
     def from_api(cls, raw: Any) -> BenchmarkDetail:
         """From the whole E2 body ``{"benchmark": {...}, "leaderboard": [...]}``."""
-        body = _obj(raw)
-        bench = _obj(body.get("benchmark"))
+        body = obj(raw)
+        bench = obj(body.get("benchmark"))
         if not bench:
             raise ValueError("benchmark detail without a 'benchmark' object")
-        unavailable = _obj(bench.get("unavailable_tasks"))
+        unavailable = obj(bench.get("unavailable_tasks"))
         names: list[str] = []
-        for name in _list(bench.get("required_secret_names")):
+        for name in as_list(bench.get("required_secret_names")):
             if isinstance(name, str) and name.strip() and name.strip() not in names:
                 names.append(name.strip())
         return cls(
             **cls._fields(bench),
-            runner_family=_str(bench.get("runner_family")),
-            supports_harness=_bool(bench.get("supports_harness"), True),
-            requires_harness=_bool(bench.get("requires_harness")),
-            default_harness=_nonempty(bench.get("default_harness")),
-            requires_judge_model=_bool(bench.get("requires_judge_model")),
-            requires_judge_api_key=_bool(bench.get("requires_judge_api_key")),
-            judge_model_default=_nonempty(bench.get("judge_model_default")),
-            pass_threshold=_float(bench.get("pass_threshold")),
+            runner_family=as_str(bench.get("runner_family")),
+            supports_harness=as_bool(bench.get("supports_harness"), True),
+            requires_harness=as_bool(bench.get("requires_harness")),
+            default_harness=nonempty(bench.get("default_harness")),
+            requires_judge_model=as_bool(bench.get("requires_judge_model")),
+            requires_judge_api_key=as_bool(bench.get("requires_judge_api_key")),
+            judge_model_default=nonempty(bench.get("judge_model_default")),
+            pass_threshold=as_float(bench.get("pass_threshold")),
             categories=tuple(
-                c for c in (Category.from_api(x) for x in _list(bench.get("categories"))) if c
+                c for c in (Category.from_api(x) for x in as_list(bench.get("categories"))) if c
             ),
             tasks=_tasks(bench.get("tasks")),
             unavailable_tasks=_tasks(unavailable.get("tasks")),
-            unavailable_reason=_str(unavailable.get("reason")),
+            unavailable_reason=as_str(unavailable.get("reason")),
             required_secret_names=tuple(names),
             leaderboard=tuple(
                 e
-                for e in (LeaderboardEntry.from_api(x) for x in _list(body.get("leaderboard")))
+                for e in (LeaderboardEntry.from_api(x) for x in as_list(body.get("leaderboard")))
                 if e is not None
             ),
         )
@@ -394,27 +394,27 @@ class RunSummary(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> RunSummary:
-        raw = _obj(raw)
-        nested = _obj(raw.get("benchmark"))
-        name = _str(raw.get("name"))
+        raw = obj(raw)
+        nested = obj(raw.get("benchmark"))
+        name = as_str(raw.get("name"))
         if name is None:
-            name = _str(raw.get("benchmark_run_name")) or ""
+            name = as_str(raw.get("benchmark_run_name")) or ""
         return cls(
-            id=_require_id(raw, "benchmark run"),
+            id=require_id(raw, "benchmark run"),
             name=name,
-            status=_str(raw.get("status")) or "",
-            benchmark_id=_nonempty(raw.get("benchmark_id")) or _nonempty(nested.get("id")),
-            benchmark_name=_nonempty(raw.get("benchmark_name")) or _nonempty(nested.get("name")),
-            created_at=_datetime(raw.get("created_at")),
-            started_at=_datetime(raw.get("started_at")),
-            completed_at=_datetime(raw.get("completed_at")),
-            creator_name=_str(raw.get("creator_name")),
-            creator_email=_str(raw.get("creator_email")),
-            platform_url=_nonempty(raw.get("platform_url")),
-            agent_count=_int(raw.get("agent_count")),
-            best_pass_at_1=_float(raw.get("best_pass_at_1")),
-            ingested_results=_int(raw.get("ingested_results")),
-            expected_results=_int(raw.get("expected_results")),
+            status=as_str(raw.get("status")) or "",
+            benchmark_id=nonempty(raw.get("benchmark_id")) or nonempty(nested.get("id")),
+            benchmark_name=nonempty(raw.get("benchmark_name")) or nonempty(nested.get("name")),
+            created_at=as_datetime(raw.get("created_at")),
+            started_at=as_datetime(raw.get("started_at")),
+            completed_at=as_datetime(raw.get("completed_at")),
+            creator_name=as_str(raw.get("creator_name")),
+            creator_email=as_str(raw.get("creator_email")),
+            platform_url=nonempty(raw.get("platform_url")),
+            agent_count=as_int(raw.get("agent_count")),
+            best_pass_at_1=as_float(raw.get("best_pass_at_1")),
+            ingested_results=as_int(raw.get("ingested_results")),
+            expected_results=as_int(raw.get("expected_results")),
         )
 
     def to_observed(self, fingerprint: str | None = None) -> ObservedRun:
@@ -454,18 +454,18 @@ class RunConfiguration(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> RunConfiguration:
-        raw = _obj(raw)
+        raw = obj(raw)
         version = raw.get("resolved_version")
         return cls(
-            benchmark_id=_nonempty(raw.get("benchmark_id")),
-            benchmark_name=_nonempty(raw.get("benchmark_name")),
-            source_type=_str(raw.get("source_type")),
-            source_ref=_str(raw.get("source_ref")),
+            benchmark_id=nonempty(raw.get("benchmark_id")),
+            benchmark_name=nonempty(raw.get("benchmark_name")),
+            source_type=as_str(raw.get("source_type")),
+            source_ref=as_str(raw.get("source_ref")),
             resolved_version=str(version) if isinstance(version, str | int) else None,
-            resolved_digest=_str(raw.get("resolved_digest")),
-            task_filters=_plain(dict(_obj(raw.get("task_filters")))),
-            config=_plain(dict(_obj(raw.get("config")))),
-            resolved_secret_scopes=_str_map(raw.get("resolved_secret_scopes")),
+            resolved_digest=as_str(raw.get("resolved_digest")),
+            task_filters=as_plain(dict(obj(raw.get("task_filters")))),
+            config=as_plain(dict(obj(raw.get("config")))),
+            resolved_secret_scopes=str_map(raw.get("resolved_secret_scopes")),
         )
 
 
@@ -479,12 +479,12 @@ class AgentAggregates(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> AgentAggregates:
-        raw = _obj(raw)
+        raw = obj(raw)
         return cls(
-            reported_cost_usd=_float(raw.get("reported_cost_usd")),
-            mean_duration_seconds=_float(raw.get("mean_duration_seconds")),
-            tokens_per_task=_float(raw.get("tokens_per_task")),
-            errored=_int(raw.get("errored")),
+            reported_cost_usd=as_float(raw.get("reported_cost_usd")),
+            mean_duration_seconds=as_float(raw.get("mean_duration_seconds")),
+            tokens_per_task=as_float(raw.get("tokens_per_task")),
+            errored=as_int(raw.get("errored")),
         )
 
 
@@ -505,16 +505,16 @@ class RunAgent(PlatformModel, frozen=True, kw_only=True):
     def from_api(cls, raw: Any, position: int) -> RunAgent | None:
         if not isinstance(raw, Mapping):
             return None
-        index = _int(raw.get("agent_index"))
+        index = as_int(raw.get("agent_index"))
         return cls(
-            id=_str(raw.get("id")),
+            id=as_str(raw.get("id")),
             agent_index=position if index is None else index,
-            harness=_nonempty(raw.get("harness")),
-            model_display_name=_str(raw.get("model_display_name")),
-            model=_str(raw.get("model")),
-            model_ref=_str(raw.get("model_ref")),
-            status=_str(raw.get("status")),
-            environment_variables=_str_map(raw.get("environment_variables")),
+            harness=nonempty(raw.get("harness")),
+            model_display_name=as_str(raw.get("model_display_name")),
+            model=as_str(raw.get("model")),
+            model_ref=as_str(raw.get("model_ref")),
+            status=as_str(raw.get("status")),
+            environment_variables=str_map(raw.get("environment_variables")),
             aggregates=AgentAggregates.from_api(raw.get("aggregates")),
         )
 
@@ -533,9 +533,9 @@ class AgentMetrics(PlatformModel, frozen=True, kw_only=True):
         if not isinstance(raw, Mapping):
             return None
         return cls(
-            benchmark_run_agent_id=_str(raw.get("benchmark_run_agent_id")),
-            rank=_int(raw.get("rank")),
-            n_tasks=_int(raw.get("n_tasks")),
+            benchmark_run_agent_id=as_str(raw.get("benchmark_run_agent_id")),
+            rank=as_int(raw.get("rank")),
+            n_tasks=as_int(raw.get("n_tasks")),
             pass_at_1=Metric.from_api(raw.get("pass_at_1")),
             pass_at_k=_metrics(raw.get("pass_at_k")),
         )
@@ -554,15 +554,15 @@ class RunTotals(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> RunTotals:
-        raw = _obj(raw)
+        raw = obj(raw)
         return cls(
-            passed=_int(raw.get("passed")),
-            failed=_int(raw.get("failed")),
-            errored=_int(raw.get("errored")),
-            cancelled=_int(raw.get("cancelled")),
-            total_input_tokens=_int(raw.get("total_input_tokens")),
-            total_output_tokens=_int(raw.get("total_output_tokens")),
-            total_cost_usd=_float(raw.get("total_cost_usd")),
+            passed=as_int(raw.get("passed")),
+            failed=as_int(raw.get("failed")),
+            errored=as_int(raw.get("errored")),
+            cancelled=as_int(raw.get("cancelled")),
+            total_input_tokens=as_int(raw.get("total_input_tokens")),
+            total_output_tokens=as_int(raw.get("total_output_tokens")),
+            total_cost_usd=as_float(raw.get("total_cost_usd")),
         )
 
 
@@ -580,8 +580,8 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
     @classmethod
     def from_api(cls, raw: Any) -> RunDetail:
         """From the whole E5 body."""
-        body = _obj(raw)
-        run = dict(_obj(body.get("benchmark_run")))
+        body = obj(raw)
+        run = dict(obj(body.get("benchmark_run")))
         if not run:
             raise ValueError("benchmark run detail without a 'benchmark_run' object")
         configuration = RunConfiguration.from_api(body.get("configuration"))
@@ -590,7 +590,7 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
                 (
                     a
                     for a in (
-                        RunAgent.from_api(x, i) for i, x in enumerate(_list(body.get("agents")))
+                        RunAgent.from_api(x, i) for i, x in enumerate(as_list(body.get("agents")))
                     )
                     if a is not None
                 ),
@@ -598,7 +598,7 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
             )
         )
         metrics = tuple(
-            m for m in (AgentMetrics.from_api(x) for x in _list(body.get("agent_metrics"))) if m
+            m for m in (AgentMetrics.from_api(x) for x in as_list(body.get("agent_metrics"))) if m
         )
         summary = RunSummary.from_api(run)
         updates: dict[str, Any] = {}
@@ -606,11 +606,11 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
             updates["benchmark_name"] = configuration.benchmark_name
         if summary.benchmark_id is None and configuration.benchmark_id:
             updates["benchmark_id"] = configuration.benchmark_id
-        progress = _obj(body.get("progress"))
-        if _int(progress.get("ingested")) is not None:
-            updates["ingested_results"] = _int(progress.get("ingested"))
-        if _int(progress.get("expected")) is not None:
-            updates["expected_results"] = _int(progress.get("expected"))
+        progress = obj(body.get("progress"))
+        if as_int(progress.get("ingested")) is not None:
+            updates["ingested_results"] = as_int(progress.get("ingested"))
+        if as_int(progress.get("expected")) is not None:
+            updates["expected_results"] = as_int(progress.get("expected"))
         if summary.agent_count is None and agents:
             updates["agent_count"] = len(agents)
         if summary.best_pass_at_1 is None:
@@ -629,7 +629,7 @@ class RunDetail(PlatformModel, frozen=True, kw_only=True):
             agents=agents,
             agent_metrics=metrics,
             totals=RunTotals.from_api(body.get("totals")),
-            is_internal_user=_bool(body.get("is_internal_user")),
+            is_internal_user=as_bool(body.get("is_internal_user")),
         )
 
     def fingerprint(self) -> str:
@@ -729,19 +729,19 @@ class SubmittedRun(PlatformModel, frozen=True, kw_only=True):
         run_id, name, status = raw.get("id"), raw.get("name"), raw.get("status")
         problems = []
         if not isinstance(run_id, str) or not run_id.strip():
-            problems.append(f"'id' must be a non-empty string, got {_shape(run_id)}")
+            problems.append(f"'id' must be a non-empty string, got {shape_of(run_id)}")
         if not isinstance(name, str) or not name.strip():
-            problems.append(f"'name' must be a non-empty string, got {_shape(name)}")
+            problems.append(f"'name' must be a non-empty string, got {shape_of(name)}")
         if not isinstance(status, str) or not status.strip():
-            problems.append(f"'status' must be a non-empty string, got {_shape(status)}")
-        created_at = _datetime(raw.get("created_at"))
+            problems.append(f"'status' must be a non-empty string, got {shape_of(status)}")
+        created_at = as_datetime(raw.get("created_at"))
         if created_at is None:
             problems.append(
-                f"'created_at' must be a date-time, got {_shape(raw.get('created_at'))}"
+                f"'created_at' must be a date-time, got {shape_of(raw.get('created_at'))}"
             )
         task_count = raw.get("task_count")
-        if task_count is not None and _int(task_count) is None:
-            problems.append(f"'task_count' must be an integer, got {_shape(task_count)}")
+        if task_count is not None and as_int(task_count) is None:
+            problems.append(f"'task_count' must be an integer, got {shape_of(task_count)}")
         if problems:
             raise ValueError("; ".join(problems))
         assert isinstance(run_id, str) and isinstance(name, str) and isinstance(status, str)
@@ -749,10 +749,10 @@ class SubmittedRun(PlatformModel, frozen=True, kw_only=True):
             id=run_id,
             name=name,
             status=status,
-            workflow_id=_str(raw.get("workflow_id")),
-            task_count=_int(task_count),
+            workflow_id=as_str(raw.get("workflow_id")),
+            task_count=as_int(task_count),
             created_at=created_at,
-            platform_url=_nonempty(raw.get("platform_url")),
+            platform_url=nonempty(raw.get("platform_url")),
         )
 
 
@@ -774,11 +774,11 @@ class LogEntry(PlatformModel, frozen=True, kw_only=True):
             return None
         details = raw.get("details")
         return cls(
-            timestamp=_str(raw.get("timestamp")) or "",
-            level=_str(raw.get("level")) or "",
-            step=_str(raw.get("step")) or "",
-            message=_str(raw.get("message")) or "",
-            details=_plain(dict(details)) if isinstance(details, Mapping) else None,
+            timestamp=as_str(raw.get("timestamp")) or "",
+            level=as_str(raw.get("level")) or "",
+            step=as_str(raw.get("step")) or "",
+            message=as_str(raw.get("message")) or "",
+            details=as_plain(dict(details)) if isinstance(details, Mapping) else None,
         )
 
 
@@ -794,10 +794,12 @@ class LogPage(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> LogPage:
-        body = _obj(raw)
+        body = obj(raw)
         cursor = body.get("next_cursor")
         return cls(
-            entries=tuple(e for e in (LogEntry.from_api(x) for x in _list(body.get("logs"))) if e),
+            entries=tuple(
+                e for e in (LogEntry.from_api(x) for x in as_list(body.get("logs"))) if e
+            ),
             next_cursor=cursor if isinstance(cursor, str) and cursor else None,
         )
 
@@ -821,7 +823,7 @@ class Manifest(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> Manifest:
-        body = _obj(raw)
+        body = obj(raw)
         files_raw = body.get("files")
         if not isinstance(files_raw, list):
             raise ValueError("manifest 'files' is not a list")
@@ -837,7 +839,7 @@ class Manifest(PlatformModel, frozen=True, kw_only=True):
             if token is not None and not isinstance(token, str):
                 raise ValueError(f"manifest file {path!r} has an invalid token")
             files.append(ManifestFile(path=path, size=size, token=token))
-        return cls(files=tuple(files), totals=_plain(dict(_obj(body.get("totals")))))
+        return cls(files=tuple(files), totals=as_plain(dict(obj(body.get("totals")))))
 
 
 class DownloadUrl(PlatformModel, frozen=True, kw_only=True):
@@ -868,16 +870,16 @@ class SecretRecord(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> SecretRecord:
-        raw = _obj(raw)
+        raw = obj(raw)
         return cls(
-            id=_require_id(raw, "secret"),
-            name=_str(raw.get("name")) or "",
-            scope=_nonempty(raw.get("scope")),
-            created_at=_datetime(raw.get("created_at")),
-            updated_at=_datetime(raw.get("updated_at")),
-            creator_name=_str(raw.get("creator_name")),
-            updater_name=_str(raw.get("updater_name")),
-            platform_url=_nonempty(raw.get("platform_url")),
+            id=require_id(raw, "secret"),
+            name=as_str(raw.get("name")) or "",
+            scope=nonempty(raw.get("scope")),
+            created_at=as_datetime(raw.get("created_at")),
+            updated_at=as_datetime(raw.get("updated_at")),
+            creator_name=as_str(raw.get("creator_name")),
+            updater_name=as_str(raw.get("updater_name")),
+            platform_url=nonempty(raw.get("platform_url")),
         )
 
 
@@ -892,10 +894,10 @@ class Workspace(PlatformModel, frozen=True, kw_only=True):
 
     @classmethod
     def from_api(cls, raw: Any) -> Workspace:
-        raw = _obj(raw)
+        raw = obj(raw)
         return cls(
-            id=_require_id(raw, "workspace"),
-            name=_str(raw.get("name")) or "",
-            role=_str(raw.get("role")),
-            connected_repo=_nonempty(_obj(raw.get("connected_repo")).get("repo_full_name")),
+            id=require_id(raw, "workspace"),
+            name=as_str(raw.get("name")) or "",
+            role=as_str(raw.get("role")),
+            connected_repo=nonempty(obj(raw.get("connected_repo")).get("repo_full_name")),
         )

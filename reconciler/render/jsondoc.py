@@ -16,7 +16,7 @@ from reconciler.model import (
     RecordedChange,
 )
 from reconciler.render.generators import generator_to_dict, source_to_dict
-from reconciler.render.tables import _result_to_dict
+from reconciler.render.tables import result_to_dict
 
 
 def _item_to_dict(item: PlanItem) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "errors": list(plan.errors),
         "errored": bool(plan.errors),
         "other_pending": plan.other_pending,
-        "results": [_result_to_dict(row) for row in plan.results],
+        "results": [result_to_dict(row) for row in plan.results],
         "unmanaged_count": plan.unmanaged_count,
         "unmanaged": [_unmanaged_to_dict(run) for run in plan.unmanaged],
         "observed_until": plan.observed_until.isoformat() if plan.observed_until else None,

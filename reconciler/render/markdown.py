@@ -14,27 +14,27 @@ from reconciler.render.pieces import (
     DRIFT_TEXT,
     MARKDOWN_MARKER,
     NO_CHANGES,
-    _cap,
-    _count,
-    _e,
-    _fence,
-    _group_of,
-    _html,
-    _marker_workspace,
-    _md_cell,
-    _md_code,
-    _md_plain,
-    _md_text,
-    _other_pending_note,
-    _short_fingerprint,
-    _truncation_note,
-    _unmanaged_rows,
+    cap_text,
+    count_of,
+    e,
+    fence,
+    group_of,
+    html,
     ignored_line,
+    marker_workspace,
+    md_cell,
+    md_code,
+    md_plain,
+    md_text,
+    other_pending_note,
     reason_text,
+    short_fingerprint,
+    truncation_note,
     unmanaged_line,
+    unmanaged_rows,
 )
-from reconciler.render.tables import _md_results
-from reconciler.render.text import STANDING_NOTE, _item_body, smoke_suffix, summary_line
+from reconciler.render.tables import md_results
+from reconciler.render.text import STANDING_NOTE, item_body, smoke_suffix, summary_line
 
 
 def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
@@ -43,10 +43,10 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     Sections are added whole (an item, a drift row) while they fit; whatever does not fit is
     counted in a closing note, so the comment never breaks its markup.
     """
-    marker = f"{MARKDOWN_MARKER} workspace={_marker_workspace(plan.workspace)} -->"
-    text = f"{marker}\n### Osmosis plan for {_md_code(plan.workspace)}\n\n"
+    marker = f"{MARKDOWN_MARKER} workspace={marker_workspace(plan.workspace)} -->"
+    text = f"{marker}\n### Osmosis plan for {md_code(plan.workspace)}\n\n"
     if not plan.items and not plan.drift and not plan.errors:
-        return _cap(_md_no_changes(plan, text, max_chars), max_chars)
+        return cap_text(_md_no_changes(plan, text, max_chars), max_chars)
     text += _md_summary(plan)
     comment = _Comment(text, max_chars - 400)  # room for the truncation note
     grids = generator_grids(plan)
@@ -59,14 +59,14 @@ def render_markdown(plan: Plan, *, max_chars: int = 65000) -> str:
     left_items = _md_item_groups(plan, comment)
     left_drift = _md_drift(plan, comment)
     if left_items:
-        untold.append(_count(left_items, "action"))
+        untold.append(count_of(left_items, "action"))
     if left_drift:
-        untold.append(_count(left_drift, "drift item"))
+        untold.append(count_of(left_drift, "drift item"))
     if left_results:
-        untold.append(_count(left_results, "result row"))
+        untold.append(count_of(left_results, "result row"))
     if untold:
-        comment.text += _truncation_note(untold, max_chars)
-    return _cap(comment.text, max_chars)
+        comment.text += truncation_note(untold, max_chars)
+    return cap_text(comment.text, max_chars)
 
 
 @dataclass
@@ -84,20 +84,20 @@ def _md_no_changes(plan: Plan, text: str, max_chars: int) -> str:
     """The comment of a plan with nothing to do: notes, unmanaged runs and results."""
     text += NO_CHANGES + "\n"
     if plan.warnings:
-        text += "\n**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings)
+        text += "\n**Warnings:**\n" + "".join(f"- {md_text(w)}\n" for w in plan.warnings)
     if plan.other_pending:
-        text += "\n" + _other_pending_note(plan) + "\n"
+        text += "\n" + other_pending_note(plan) + "\n"
     text += _md_unmanaged(plan, max_chars - 400 - len(text))
     if ignored_line(plan):
-        text += "\n" + _md_cell(ignored_line(plan) or "") + "\n"
+        text += "\n" + md_cell(ignored_line(plan) or "") + "\n"
     if plan.results:
-        section, left = _md_results(plan.results, max_chars - 400 - len(text) - 1)
+        section, left = md_results(plan.results, max_chars - 400 - len(text) - 1)
         text += "\n" + section
         result_grids = generator_result_grids(plan)
         if section and result_grids and len(text) + len(result_grids) <= max_chars - 400:
             text += result_grids
         if left:
-            text += _truncation_note([_count(left, "result row")], max_chars)
+            text += truncation_note([count_of(left, "result row")], max_chars)
     return text
 
 
@@ -124,7 +124,7 @@ def _md_summary(plan: Plan) -> str:
         text += "No changes to benchmark runs; the drift found is listed below.\n\n"
     if plan.errors:
         text += "**The plan cannot be applied:**\n"
-        text += "".join(f"- :x: {_md_text(error)}\n" for error in plan.errors) + "\n"
+        text += "".join(f"- :x: {md_text(error)}\n" for error in plan.errors) + "\n"
     return text
 
 
@@ -136,10 +136,10 @@ def _md_blocked(plan: Plan, comment: _Comment) -> None:
     heading = "**Blocked** (fix these, then plan again):\n\n"
     body = ""
     for item in blocked:
-        entry = f"- {_md_code(item.address)}: {_md_plain(reason_text(item))}\n"
+        entry = f"- {md_code(item.address)}: {md_plain(reason_text(item))}\n"
         if item.standing:
-            entry += f"  - standing: {_md_text(STANDING_NOTE)}\n"
-        entry += "".join(f"  - {_md_text(detail)}\n" for detail in item.details)
+            entry += f"  - standing: {md_text(STANDING_NOTE)}\n"
+        entry += "".join(f"  - {md_text(detail)}\n" for detail in item.details)
         if comment.fits(heading, body, entry, "\n"):
             body += entry
     if body:
@@ -149,16 +149,16 @@ def _md_blocked(plan: Plan, comment: _Comment) -> None:
 def _md_notes(plan: Plan, comment: _Comment) -> None:
     """Warnings, other pending plans, ignored files and unmanaged runs, each when it fits."""
     if plan.warnings:
-        section = "**Warnings:**\n" + "".join(f"- {_md_text(w)}\n" for w in plan.warnings) + "\n"
+        section = "**Warnings:**\n" + "".join(f"- {md_text(w)}\n" for w in plan.warnings) + "\n"
         if comment.fits(section):
             comment.text += section
     if plan.other_pending:
-        note = _other_pending_note(plan) + "\n\n"
+        note = other_pending_note(plan) + "\n\n"
         if comment.fits(note):
             comment.text += note
     ignored = ignored_line(plan)
     if ignored and comment.fits(ignored, "\n\n"):
-        comment.text += _md_cell(ignored) + "\n\n"
+        comment.text += md_cell(ignored) + "\n\n"
     unmanaged = _md_unmanaged(plan, comment.budget - len(comment.text))
     if unmanaged:
         comment.text += unmanaged + "\n"
@@ -173,7 +173,7 @@ def _md_results_section(plan: Plan, comment: _Comment) -> int:
     room = comment.budget - len(comment.text)
     if plan.items or plan.drift:
         room //= 2
-    section, left = _md_results(plan.results, room)
+    section, left = md_results(plan.results, room)
     comment.text += section
     result_grids = generator_result_grids(plan)
     if section and result_grids and comment.fits(result_grids):
@@ -186,20 +186,20 @@ def _md_item_groups(plan: Plan, comment: _Comment) -> int:
     left = 0
     groups: dict[str, list[PlanItem]] = {}
     for item in plan.items:
-        groups.setdefault(_group_of(item.address), []).append(item)
+        groups.setdefault(group_of(item.address), []).append(item)
     for group in sorted(groups):
         items = groups[group]
         counts = {a: sum(1 for it in items if it.action is a) for a in Action}
         label = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
         rendered = [
             "\n".join(
-                [f"{it.action.symbol} {_e(it.address)}{smoke_suffix(it)}"]
-                + [f"    {x}" for x in _item_body(it)]
+                [f"{it.action.symbol} {e(it.address)}{smoke_suffix(it)}"]
+                + [f"    {x}" for x in item_body(it)]
             )
             for it in items
         ]
-        start, end = _fence("\n".join(rendered))
-        opening = f"<details><summary><b>{_html(group)}</b>: {label}</summary>\n\n{start}\n"
+        start, end = fence("\n".join(rendered))
+        opening = f"<details><summary><b>{html(group)}</b>: {label}</summary>\n\n{start}\n"
         closing = f"{end}\n\n</details>\n\n"
         shown: list[str] = []
         for piece in rendered:
@@ -219,7 +219,7 @@ def _md_drift(plan: Plan, comment: _Comment) -> int:
     if not plan.drift:
         return 0
     opening = (
-        f"<details><summary><b>Drift</b>: {_count(len(plan.drift), 'difference')} "
+        f"<details><summary><b>Drift</b>: {count_of(len(plan.drift), 'difference')} "
         "between the lockfile and reality</summary>\n\n"
         "| kind | address | run | message | fingerprint |\n|---|---|---|---|---|\n"
     )
@@ -228,9 +228,9 @@ def _md_drift(plan: Plan, comment: _Comment) -> int:
     left = 0
     for drift in plan.drift:
         row = (
-            f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
-            f"{_md_cell(_md_text(drift.run_id or ''))} | {_md_cell(_md_text(drift.message))} | "
-            f"`{_short_fingerprint(drift.fingerprint)}` |\n"
+            f"| {DRIFT_TEXT[drift.kind]} | {md_cell(md_text(drift.address or '(workspace)'))} | "
+            f"{md_cell(md_text(drift.run_id or ''))} | {md_cell(md_text(drift.message))} | "
+            f"`{short_fingerprint(drift.fingerprint)}` |\n"
         )
         if not comment.fits(opening, rows, row, closing):
             left = len(plan.drift) - rows.count("\n")
@@ -247,7 +247,7 @@ def _md_unmanaged(plan: Plan, room: int) -> str:
         return ""
     text = "\n" + line + "\n"
     if plan.unmanaged:
-        body = "".join(f"- {_md_cell(_md_plain(row))}\n" for row in _unmanaged_rows(plan))
+        body = "".join(f"- {md_cell(md_plain(row))}\n" for row in unmanaged_rows(plan))
         folded = f"\n<details><summary>Unmanaged runs</summary>\n\n{body}\n</details>\n"
         if len(text) + len(folded) <= room:
             text += folded

@@ -74,7 +74,7 @@ DRIFT_TEXT = {
     DriftKind.POSSIBLE_DUPLICATE: "possible duplicate payment",
 }
 
-_ANSI = {
+ANSI_CODES = {
     Action.SUBMIT: "\x1b[32m",
     Action.REPLACE: "\x1b[33m",
     Action.STOP: "\x1b[31m",
@@ -85,20 +85,20 @@ _ANSI = {
     Action.BLOCKED: "\x1b[1;31m",
     Action.UNKNOWN: "\x1b[1;33m",
 }
-_RESET = "\x1b[0m"
-_BOLD = "\x1b[1m"
-_YELLOW = "\x1b[33m"
-_RED = "\x1b[1;31m"
+RESET = "\x1b[0m"
+BOLD = "\x1b[1m"
+YELLOW = "\x1b[33m"
+RED = "\x1b[1;31m"
 
 
-_e = escape_text
+e = escape_text
 
 
 def reason_text(item: PlanItem) -> str:
     """The ``# ...`` comment of an item, in words (names escaped)."""
     text = REASON_TEXT[item.reason]
     if item.action in (Action.MOVE, Action.ADOPT) and item.from_address:
-        return f"{text}: {_e(item.from_address)} -> {_e(item.address)}"
+        return f"{text}: {e(item.from_address)} -> {e(item.address)}"
     blocked = item.blocked
     if blocked is not None and blocked.intended_action is not None:
         intended = blocked.intended_action.value
@@ -109,22 +109,21 @@ def reason_text(item: PlanItem) -> str:
     return text
 
 
-def _run_label(name: str | None, run_id: str | None) -> str:
+def run_label(name: str | None, run_id: str | None) -> str:
     if name and run_id and name != run_id:
-        return f"{_e(name)} ({_e(run_id)})"
-    return _e(name or run_id or "")
+        return f"{e(name)} ({e(run_id)})"
+    return e(name or run_id or "")
 
 
-def _header(plan: Plan) -> str:
+def plan_header(plan: Plan) -> str:
     serial = f" · lockfile serial {plan.serial}" if plan.serial is not None else ""
     head = f" · HEAD {plan.head[:7]}" if plan.head else ""
     return (
-        f"Osmosis plan · workspace {_e(plan.workspace)} · platform {_e(plan.platform)}"
-        f"{serial}{head}"
+        f"Osmosis plan · workspace {e(plan.workspace)} · platform {e(plan.platform)}{serial}{head}"
     )
 
 
-def _present_actions(plan: Plan) -> list[Action]:
+def present_actions(plan: Plan) -> list[Action]:
     present = {item.action for item in plan.items}
     return [action for action in Action if action in present]
 
@@ -142,20 +141,20 @@ def unmanaged_line(plan: Plan) -> str | None:
     verb = "is" if n == 1 else "are"
     see = "listed below" if plan.unmanaged else "list them with `osmosis-plan --show-unmanaged`"
     return (
-        f"{n:,} other {runs} in workspace {_e(plan.workspace)} {verb} not managed by this "
+        f"{n:,} other {runs} in workspace {e(plan.workspace)} {verb} not managed by this "
         f"repository (not drift): {see}; bring one under management with "
         "`osmosis-import RUN`."
     )
 
 
-def _unmanaged_rows(plan: Plan) -> list[str]:
+def unmanaged_rows(plan: Plan) -> list[str]:
     rows = []
     for run in plan.unmanaged[:UNMANAGED_LIST_MAX]:
         created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else "–"
-        by = f" by {_e(run.creator_name)}" if run.creator_name else ""
+        by = f" by {e(run.creator_name)}" if run.creator_name else ""
         rows.append(
-            f"{_run_label(run.name, run.id) or _e(run.id)} · {_e(run.benchmark_name or '–')} · "
-            f"{_e(run.status or 'unknown status')} · created {created}{by}"
+            f"{run_label(run.name, run.id) or e(run.id)} · {e(run.benchmark_name or '–')} · "
+            f"{e(run.status or 'unknown status')} · created {created}{by}"
         )
     if len(plan.unmanaged) > UNMANAGED_LIST_MAX:
         rows.append(f"... {len(plan.unmanaged) - UNMANAGED_LIST_MAX:,} more (see --format json)")
@@ -177,36 +176,36 @@ def ignored_line(plan: Plan) -> str | None:
     return f"Ignored, never submitted: {n:,} config file{'s' if n != 1 else ''}: {listed}."
 
 
-def _other_pending_note(plan: Plan) -> str:
+def other_pending_note(plan: Plan) -> str:
     n = plan.other_pending
     what = "action is" if n == 1 else "actions are"
     return f"{n:,} other pending {what} outside --target and left out of this plan."
 
 
-def _count(n: int, word: str) -> str:
+def count_of(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _md_plain(escaped: str) -> str:
+def md_plain(escaped: str) -> str:
     """Markdown text already escaped by ``escape_text``: a ``<`` cannot open HTML."""
     return escaped.replace("<", "&lt;")
 
 
-def _md_text(text: str) -> str:
+def md_text(text: str) -> str:
     """Plain markdown text from outside (escaped here)."""
-    return _md_plain(_e(text))
+    return md_plain(e(text))
 
 
-def _md_code(text: str) -> str:
-    """A name from outside as an inline code span (see ``_code_span``)."""
-    return _code_span(_e(text))
+def md_code(text: str) -> str:
+    """A name from outside as an inline code span (see ``code_span``)."""
+    return code_span(e(text))
 
 
-def _code_span(text: str) -> str:
+def code_span(text: str) -> str:
     """Escaped text as an inline code span that no backtick in it can close early."""
     longest = run = 0
     for ch in text:
@@ -217,11 +216,11 @@ def _code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _html(text: str) -> str:
-    return _e(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def html(text: str) -> str:
+    return e(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _fence(body: str) -> tuple[str, str]:
+def fence(body: str) -> tuple[str, str]:
     longest = 0
     run = 0
     for ch in body:
@@ -231,20 +230,20 @@ def _fence(body: str) -> tuple[str, str]:
     return ticks + "text", ticks
 
 
-def _marker_workspace(workspace: str) -> str:
+def marker_workspace(workspace: str) -> str:
     # Inside the hidden HTML comment: a "-->" in the name must not close it.
-    return _e(workspace).replace("-->", "-- >")
+    return e(workspace).replace("-->", "-- >")
 
 
-def _group_of(address: str) -> str:
+def group_of(address: str) -> str:
     return address.split("/", 1)[0] if "/" in address else "(top level)"
 
 
-def _short_fingerprint(fingerprint: str) -> str:
+def short_fingerprint(fingerprint: str) -> str:
     return fingerprint[: len("sha256:") + 12]
 
 
-def _truncation_note(left: list[str], max_chars: int) -> str:
+def truncation_note(left: list[str], max_chars: int) -> str:
     return (
         f"\n_Truncated: {' and '.join(left)} did not fit in this comment (capped below "
         f"{max_chars:,} characters). Run `osmosis-plan` locally or see the CI log for the "
@@ -252,7 +251,7 @@ def _truncation_note(left: list[str], max_chars: int) -> str:
     )
 
 
-def _cap(text: str, max_chars: int) -> str:
+def cap_text(text: str, max_chars: int) -> str:
     # Last resort for absurd inputs (a single enormous line): never exceed the cap.
     if len(text) < max_chars:
         return text

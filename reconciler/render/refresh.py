@@ -11,36 +11,36 @@ from reconciler.model import (
     RecordedChange,
 )
 from reconciler.render.pieces import (
-    _RESET,
-    _YELLOW,
     DRIFT_TEXT,
     MARKDOWN_MARKER,
-    _cap,
-    _code_span,
-    _count,
-    _e,
-    _header,
-    _marker_workspace,
-    _md_cell,
-    _md_code,
-    _md_text,
-    _run_label,
+    RESET,
+    YELLOW,
+    cap_text,
+    code_span,
+    count_of,
+    e,
+    marker_workspace,
+    md_cell,
+    md_code,
+    md_text,
+    plan_header,
+    run_label,
 )
-from reconciler.render.text import _text_drift
+from reconciler.render.text import text_drift
 
 
 def _change_line(change: RecordedChange) -> str:
-    run = _run_label(change.run_name, change.run_id)
-    where = f"{_e(change.address)} {run}" if run else _e(change.address)
-    before, after = _e(change.before or "none"), _e(change.after or "none")
-    return f"{where}: {_e(change.field)} {before} -> {after}"
+    run = run_label(change.run_name, change.run_id)
+    where = f"{e(change.address)} {run}" if run else e(change.address)
+    before, after = e(change.before or "none"), e(change.after or "none")
+    return f"{where}: {e(change.field)} {before} -> {after}"
 
 
 def _refresh_closing(changes: Sequence[RecordedChange], recorded: bool, pending: int) -> list[str]:
     out: list[str] = []
     if recorded:
         out.append(
-            f"Refresh complete: {_count(len(changes), 'change')} recorded."
+            f"Refresh complete: {count_of(len(changes), 'change')} recorded."
             if changes
             else "No changes. The lockfile already records what the Platform reports."
         )
@@ -69,18 +69,18 @@ def render_refresh_text(
     """A refresh: what the lockfile would record (or recorded), then the drift that stays."""
 
     def paint(code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if color else text
+        return f"{code}{text}{RESET}" if color else text
 
-    out = [_header(plan).replace("Osmosis plan", "Osmosis refresh", 1), ""]
+    out = [plan_header(plan).replace("Osmosis plan", "Osmosis refresh", 1), ""]
     if changes:
         verb = "Recorded" if recorded else "Refresh would record"
-        out += [f"{verb} {_count(len(changes), 'change')} in {state_path}:", ""]
-        out.extend(f"  {paint(_YELLOW, '~')} {_change_line(c)}" for c in changes)
+        out += [f"{verb} {count_of(len(changes), 'change')} in {state_path}:", ""]
+        out.extend(f"  {paint(YELLOW, '~')} {_change_line(c)}" for c in changes)
         out.append("")
-    out += _text_drift(plan, paint)
+    out += text_drift(plan, paint)
     if plan.warnings:
-        out.append(paint(_YELLOW, "Warnings:"))
-        out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
+        out.append(paint(YELLOW, "Warnings:"))
+        out.extend(f"  - {e(warning)}" for warning in plan.warnings)
         out.append("")
     out += _refresh_closing(changes, recorded, pending)
     return "\n".join(out) + "\n"
@@ -90,19 +90,19 @@ def render_refresh_markdown(
     plan: Plan, changes: Sequence[RecordedChange], *, recorded: bool, pending: int
 ) -> str:
     """The refresh for a comment: the changes as a list, the drift as a table."""
-    marker = f"{MARKDOWN_MARKER} workspace={_marker_workspace(plan.workspace)} -->"
-    text = f"{marker}\n### Osmosis refresh for {_md_code(plan.workspace)}\n\n"
+    marker = f"{MARKDOWN_MARKER} workspace={marker_workspace(plan.workspace)} -->"
+    text = f"{marker}\n### Osmosis refresh for {md_code(plan.workspace)}\n\n"
     if changes:
         verb = "Recorded" if recorded else "Would record"
-        text += f"**{verb} {_count(len(changes), 'change')}:**\n\n"
-        text += "".join(f"- {_md_cell(_code_span(_change_line(c)))}\n" for c in changes) + "\n"
+        text += f"**{verb} {count_of(len(changes), 'change')}:**\n\n"
+        text += "".join(f"- {md_cell(code_span(_change_line(c)))}\n" for c in changes) + "\n"
     if plan.drift:
         text += "| drift | address | message |\n|---|---|---|\n"
         for drift in plan.drift:
             text += (
-                f"| {DRIFT_TEXT[drift.kind]} | {_md_cell(_md_text(drift.address or '(workspace)'))} | "
-                f"{_md_cell(_md_text(drift.message))} |\n"
+                f"| {DRIFT_TEXT[drift.kind]} | {md_cell(md_text(drift.address or '(workspace)'))} | "
+                f"{md_cell(md_text(drift.message))} |\n"
             )
         text += "\n"
     text += "\n".join(_refresh_closing(changes, recorded, pending)) + "\n"
-    return _cap(text, 65000)
+    return cap_text(text, 65000)

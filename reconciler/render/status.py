@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reconciler.model import AddressStatus
-from reconciler.render.pieces import _md_cell, shorten_middle
+from reconciler.render.pieces import md_cell, shorten_middle
 from reconciler.results.table import Column, fit_table
 
 TEXT_WIDTH = 100
@@ -86,7 +86,7 @@ def render_status_markdown(rows: Sequence[AddressStatus]) -> str:
             ", ".join(row.pending) or "–",
             row.blocked or "–",
         ]
-        out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     return "\n".join(out) + "\n"
 
 

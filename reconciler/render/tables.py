@@ -14,12 +14,12 @@ from reconciler.model import (
     RunStatus,
 )
 from reconciler.render.pieces import (
-    _count,
-    _e,
-    _md_cell,
-    _md_code,
-    _md_plain,
-    _run_label,
+    count_of,
+    e,
+    md_cell,
+    md_code,
+    md_plain,
+    run_label,
     shorten_middle,
 )
 from reconciler.results import numbers
@@ -35,7 +35,7 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def _money(value: float | None) -> str:
+def money_cell(value: float | None) -> str:
     return numbers.money(value)
 
 
@@ -53,8 +53,8 @@ def _number_cells(agent: AgentResult) -> list[str]:
 
 
 def _agent_label(agent: AgentResult) -> str:
-    model = _e(agent.model) if agent.model else f"agent {agent.agent_index + 1}"
-    return f"{model} · {_e(agent.harness) if agent.harness else 'default'}"
+    model = e(agent.model) if agent.model else f"agent {agent.agent_index + 1}"
+    return f"{model} · {e(agent.harness) if agent.harness else 'default'}"
 
 
 def _versus_previous(row: ResultRow) -> str:
@@ -96,7 +96,7 @@ def _unavailable_notes(rows: tuple[ResultRow, ...]) -> list[str]:
         if row.unavailable_tasks and row.address not in notes:
             why = f" ({row.unavailable_reason})" if row.unavailable_reason else ""
             notes[row.address] = (
-                f"{row.address}: {_count(row.unavailable_tasks, 'task')} of the benchmark "
+                f"{row.address}: {count_of(row.unavailable_tasks, 'task')} of the benchmark "
                 f"unavailable{why}, not run or scored"
             )
     return list(notes.values())
@@ -147,17 +147,17 @@ RESULT_COLUMNS = (
 )
 
 
-def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[str]:
+def text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[str]:
     """The compact results table: one row per agent, at most ``TEXT_RESULT_ROWS``, fitted
     to ``width`` columns (``results.table``: columns left out, names wrapped, nothing cut)."""
     title = (
-        f"Results of {_count(_result_runs(rows), 'ended run')} (pass@1 with 95% CI and "
+        f"Results of {count_of(_result_runs(rows), 'ended run')} (pass@1 with 95% CI and "
         "errored attempts; change against the previous comparable run of the address):"
     )
     out = [*wrap_cell(title, width), ""]
     table = [
         [
-            shorten_middle(_e(row.address), ADDRESS_WIDTH),
+            shorten_middle(e(row.address), ADDRESS_WIDTH),
             _result_run(row, with_id=False),
             _agent_label(row.agent),
             *_number_cells(row.agent),
@@ -198,13 +198,11 @@ def _text_results(rows: tuple[ResultRow, ...], width: int = TEXT_WIDTH) -> list[
 def render_results_text(rows: Sequence[ResultRow], width: int = TEXT_WIDTH) -> str:
     """The text results table of ``rows`` alone (``osmosis-apply --wait`` prints it for the
     runs it downloaded: the same table as the plan's)."""
-    return "\n".join(_text_results(tuple(rows), width)) + "\n" if rows else ""
+    return "\n".join(text_results(tuple(rows), width)) + "\n" if rows else ""
 
 
 def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
-    label = (
-        _run_label(row.run_name, row.run_id) if with_id else _e(row.run_name or row.run_id or "")
-    )
+    label = run_label(row.run_name, row.run_id) if with_id else e(row.run_name or row.run_id or "")
     if row.stage == "smoke":
         label += " (smoke)"
     return f"{label} (partial: {row.status})" if RunStatus.of(row.status).is_unsuccessful else label
@@ -215,16 +213,16 @@ def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:
     seen: dict[str, str] = {}
     for row in rows:
         if RunStatus.of(row.status).is_unsuccessful and row.address not in seen:
-            seen[row.address] = f"{_e(row.address)}: the run ended {row.status}; " + (
-                RERUN_HINT.format(address=_e(row.address))
+            seen[row.address] = f"{e(row.address)}: the run ended {row.status}; " + (
+                RERUN_HINT.format(address=e(row.address))
             )
     return list(seen.values())
 
 
-def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
+def md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     """The results table within ``room`` characters, and how many rows did not fit."""
     opening = (
-        f"**Results** of {_count(_result_runs(rows), 'ended run')} "
+        f"**Results** of {count_of(_result_runs(rows), 'ended run')} "
         "(pass@1 with its 95% confidence interval and the errored attempts, which count as "
         "not passed; change against the previous run of the same address):\n\n"
         f"| address | run | agent | {numbers.HEADLINE} | pass@k | cost/task | cost/attempt "
@@ -233,16 +231,16 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
     )
     notes = _unavailable_notes(rows)
     closing = (
-        "\n" + "".join(f"_Note: {_md_cell(note)}._\n" for note in notes) + ("\n" if notes else "")
+        "\n" + "".join(f"_Note: {md_cell(note)}._\n" for note in notes) + ("\n" if notes else "")
     )
     body = ""
     shown = 0
     for row in rows:
         line = (
-            f"| {_md_cell(_md_code(row.address))} | {_md_cell(_md_plain(_result_run(row)))} | "
-            f"{_md_cell(_md_plain(_agent_label(row.agent)))} | "
+            f"| {md_cell(md_code(row.address))} | {md_cell(md_plain(_result_run(row)))} | "
+            f"{md_cell(md_plain(_agent_label(row.agent)))} | "
             + " | ".join(_number_cells(row.agent))
-            + f" | {_md_cell(_versus_previous(row))} | {_md_cell(_versus_leaderboard(row))} |\n"
+            + f" | {md_cell(_versus_previous(row))} | {md_cell(_versus_leaderboard(row))} |\n"
         )
         if len(opening) + len(body) + len(line) + len(closing) > room:
             break
@@ -250,7 +248,7 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
         shown += 1
     if not shown:
         return "", len(rows)
-    failures = "".join(f"- {_md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
+    failures = "".join(f"- {md_cell(note)}\n" for note in _unsuccessful_notes(rows[:shown]))
     if failures and len(opening) + len(body) + len(failures) + 1 + len(closing) <= room:
         closing = "\n" + failures + closing
     return opening + body + closing, len(rows) - shown
@@ -259,11 +257,11 @@ def _md_results(rows: tuple[ResultRow, ...], room: int) -> tuple[str, int]:
 def render_results_markdown(rows: Sequence[ResultRow], max_chars: int = 60000) -> str:
     """The markdown results table of ``rows`` alone (``osmosis-ci announce`` posts it on the
     pull request that requested the run); empty when no row fits."""
-    text, _left = _md_results(tuple(rows), max_chars)
+    text, _left = md_results(tuple(rows), max_chars)
     return text
 
 
-def _result_to_dict(row: ResultRow) -> dict[str, Any]:
+def result_to_dict(row: ResultRow) -> dict[str, Any]:
     now, before = row.agent.pass_at_1, row.previous.pass_at_1 if row.previous else None
     return {
         "address": row.address,

@@ -13,27 +13,27 @@ from reconciler.model import (
 )
 from reconciler.render.generators import generator_lines, source_line
 from reconciler.render.pieces import (
-    _ANSI,
-    _BOLD,
-    _RED,
-    _RESET,
-    _YELLOW,
     ACTION_VERBS,
+    ANSI_CODES,
+    BOLD,
     DRIFT_TEXT,
     NO_CHANGES,
-    _count,
-    _e,
-    _header,
-    _other_pending_note,
-    _present_actions,
-    _run_label,
-    _short_fingerprint,
-    _unmanaged_rows,
+    RED,
+    RESET,
+    YELLOW,
+    count_of,
+    e,
     ignored_line,
+    other_pending_note,
+    plan_header,
+    present_actions,
     reason_text,
+    run_label,
+    short_fingerprint,
     unmanaged_line,
+    unmanaged_rows,
 )
-from reconciler.render.tables import _money, _text_results
+from reconciler.render.tables import money_cell, text_results
 
 
 def summary_line(plan: Plan) -> str:
@@ -95,8 +95,8 @@ model cost (``plan.cost``), and there is none; no figure is better than a made-u
 def _usd_range(low: float | None, high: float) -> str:
     low = high if low is None else low
     if round(low, 2) == round(high, 2):
-        return _money(high)
-    return f"{_money(low)}–{_money(high)}"
+        return money_cell(high)
+    return f"{money_cell(low)}–{money_cell(high)}"
 
 
 def smoke_suffix(item: PlanItem) -> str:
@@ -106,7 +106,7 @@ def smoke_suffix(item: PlanItem) -> str:
         return ""
     if smoke.stage == SmokeStage.SMOKE and item.action is not Action.BLOCKED:
         return (
-            f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
+            f" (smoke first: {count_of(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,})"
         )
     if item.reason is Reason.SMOKE_NOT_POSSIBLE:
@@ -114,7 +114,7 @@ def smoke_suffix(item: PlanItem) -> str:
     if smoke.stage == SmokeStage.SMOKE and item.reason is not Reason.SMOKE_FAILED:
         # Blocked before its smoke run was paid (a twin, a refusal): both sizes, as planned.
         return (
-            f" (smoke first: {_count(smoke.smoke_attempts, 'attempt')}, "
+            f" (smoke first: {count_of(smoke.smoke_attempts, 'attempt')}, "
             f"then {smoke.full_attempts:,}; blocked)"
         )
     if smoke.stage == SmokeStage.FULL:
@@ -126,7 +126,7 @@ def smoke_suffix(item: PlanItem) -> str:
     return " (full run blocked: the smoke run did not end well)"
 
 
-def _item_body(item: PlanItem) -> list[str]:
+def item_body(item: PlanItem) -> list[str]:
     """The indented lines under an item's symbol line (without indentation)."""
     lines = [f"# {reason_text(item)}"]
     if item.standing:
@@ -134,18 +134,18 @@ def _item_body(item: PlanItem) -> list[str]:
     source = source_line(item)
     if source:
         lines.append(source)
-    run = _run_label(item.run_name, item.run_id)
+    run = run_label(item.run_name, item.run_id)
     if run:
         label = "old run" if item.action is Action.REPLACE else "run"
         lines.append(f"{label}: {run}")
     if item.action in (Action.SUBMIT, Action.REPLACE, Action.BLOCKED) and (
         item.task_count is not None or item.attempts
     ):
-        tasks = f"{_count(item.task_count, 'task')} -> " if item.task_count is not None else ""
+        tasks = f"{count_of(item.task_count, 'task')} -> " if item.task_count is not None else ""
         estimate = f", {UNKNOWN_COST}"
         if item.cost is not None:
             estimate = f", est. {_usd_range(item.cost.usd_low, item.cost.usd_high)}"
-        lines.append(f"cost: {tasks}{_count(item.attempts, 'attempt')}{estimate}")
+        lines.append(f"cost: {tasks}{count_of(item.attempts, 'attempt')}{estimate}")
         if item.cost is not None and item.cost.basis:
             lines.append(f"  (estimate: {item.cost.basis})")
     benchmark = _benchmark_line(item)
@@ -154,13 +154,13 @@ def _item_body(item: PlanItem) -> list[str]:
     if item.download_types:
         lines.append(f"types: {', '.join(item.download_types)}")
     if item.requested_by:
-        subject = f' "{_e(item.requested_subject)}"' if item.requested_subject else ""
+        subject = f' "{e(item.requested_subject)}"' if item.requested_subject else ""
         lines.append(f"requested by {item.requested_by[:7]}{subject}")
     if item.changes:
         lines.append("changes:")
-        lines.extend(f"  {_e(change)}" for change in item.changes)
-    lines.extend(f"* {_e(detail)}" for detail in item.details)
-    lines.extend(f"warning: {_e(warning)}" for warning in item.warnings)
+        lines.extend(f"  {e(change)}" for change in item.changes)
+    lines.extend(f"* {e(detail)}" for detail in item.details)
+    lines.extend(f"warning: {e(warning)}" for warning in item.warnings)
     return lines
 
 
@@ -192,7 +192,7 @@ def render_text(
     nothing to do)."""
 
     def paint(code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if color else text
+        return f"{code}{text}{RESET}" if color else text
 
     changes = bool(plan.items or plan.drift)
     show_results = (changes if results is None else results) and not quiet
@@ -202,51 +202,51 @@ def render_text(
             return ""
         out += [NO_CHANGES, ""]
     if changes and not quiet:
-        out += [_header(plan), ""]
+        out += [plan_header(plan), ""]
     if not quiet:
         out += generator_lines(plan)
     if plan.items:
         if not quiet:
             out.append("Actions are shown with these symbols:")
-            for action in _present_actions(plan):
+            for action in present_actions(plan):
                 out.append(
-                    f"  {paint(_ANSI[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}"
+                    f"  {paint(ANSI_CODES[action], action.symbol.ljust(3))} {ACTION_VERBS[action]}"
                 )
             out.append("")
         out += ["Osmosis would:", ""]
         for item in plan.items:
             out.append(
-                f"  {paint(_ANSI[item.action], item.action.symbol)} {_e(item.address)}"
+                f"  {paint(ANSI_CODES[item.action], item.action.symbol)} {e(item.address)}"
                 + smoke_suffix(item)
             )
-            out.extend(f"      {line}" for line in _item_body(item))
+            out.extend(f"      {line}" for line in item_body(item))
             out.append("")
-    out += _text_drift(plan, paint)
+    out += text_drift(plan, paint)
     if plan.results and show_results:
-        out += _text_results(plan.results)
+        out += text_results(plan.results)
     if plan.warnings:
-        out.append(paint(_YELLOW, "Warnings:"))
-        out.extend(f"  - {_e(warning)}" for warning in plan.warnings)
+        out.append(paint(YELLOW, "Warnings:"))
+        out.extend(f"  - {e(warning)}" for warning in plan.warnings)
         out.append("")
     if plan.other_pending and not quiet:
-        out += [_other_pending_note(plan), ""]
+        out += [other_pending_note(plan), ""]
     unmanaged = unmanaged_line(plan) if not quiet else None
     if unmanaged:
         out += [unmanaged, ""]
         if plan.unmanaged:
-            out += [f"  {row}" for row in _unmanaged_rows(plan)] + [""]
+            out += [f"  {row}" for row in unmanaged_rows(plan)] + [""]
     ignored = ignored_line(plan) if not quiet else None
     if ignored:
         out += [ignored, ""]
     for error in plan.errors:
-        out.append(f"{paint(_RED, 'Error:')} {_e(error)}")
+        out.append(f"{paint(RED, 'Error:')} {e(error)}")
     if plan.errors:
         out.append("")
     if plan.items:
-        out.append(paint(_BOLD, summary_line(plan)))
+        out.append(paint(BOLD, summary_line(plan)))
     elif plan.drift:
         out.append(
-            f"No changes to benchmark runs. {_count(len(plan.drift), 'drift item')} listed above."
+            f"No changes to benchmark runs. {count_of(len(plan.drift), 'drift item')} listed above."
         )
     elif plan.errors:
         out.append(NO_CHANGES)
@@ -255,18 +255,18 @@ def render_text(
     return "\n".join(out) + "\n"
 
 
-def _text_drift(plan: Plan, paint: Callable[[str, str], str]) -> list[str]:
+def text_drift(plan: Plan, paint: Callable[[str, str], str]) -> list[str]:
     if not plan.drift:
         return []
     out = [
-        f"Drift: {_count(len(plan.drift), 'difference')} between the lockfile and reality "
+        f"Drift: {count_of(len(plan.drift), 'difference')} between the lockfile and reality "
         "(reported, not acted on by itself):",
         "",
     ]
     for drift in plan.drift:
-        where = _e(drift.address) if drift.address else "(workspace)"
-        out.append(f"  {paint(_YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
-        out.append(f"      {_e(drift.message)}")
-        out.append(f"      fingerprint {_short_fingerprint(drift.fingerprint)}")
+        where = e(drift.address) if drift.address else "(workspace)"
+        out.append(f"  {paint(YELLOW, '~')} {where}: {DRIFT_TEXT[drift.kind]}")
+        out.append(f"      {e(drift.message)}")
+        out.append(f"      fingerprint {short_fingerprint(drift.fingerprint)}")
         out.append("")
     return out

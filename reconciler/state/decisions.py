@@ -31,8 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.model.decision import DecisionRecord, DecisionSpec, LookRecord
-from reconciler.state.tables import _shape_error, _validate
-from reconciler.state.toml_emit import _emit_table, _inline, _toml_key
+from reconciler.state.tables import shape_error, validate
+from reconciler.state.toml_emit import emit_table, inline_value, toml_key
 from reconciler.toml_locate import KeyLines
 
 __all__ = ["build_decisions", "emit_decisions"]
@@ -44,9 +44,9 @@ def emit_decisions(out: list[str], decisions: dict[str, DecisionRecord]) -> None
     """Append every decision's tables, addresses sorted."""
     for address in sorted(decisions):
         record = decisions[address]
-        header = f"decisions.{_toml_key(address)}"
-        _emit_table(out, header, [(name, getattr(record, name)) for name in _SCALARS])
-        _emit_table(
+        header = f"decisions.{toml_key(address)}"
+        emit_table(out, header, [(name, getattr(record, name)) for name in _SCALARS])
+        emit_table(
             out,
             f"{header}.spec",
             [(name, getattr(record.spec, name)) for name in DecisionSpec.field_names()],
@@ -55,26 +55,26 @@ def emit_decisions(out: list[str], decisions: dict[str, DecisionRecord]) -> None
             out.append("")
             out.append(f"[[{header}.looks]]")
             for name in LookRecord.field_names():
-                out.append(f"{_toml_key(name)} = {_inline(getattr(look, name))}")
+                out.append(f"{toml_key(name)} = {inline_value(getattr(look, name))}")
 
 
 def build_decisions(raw: Any, filename: str, locator: KeyLines) -> dict[str, DecisionRecord]:
     """The ``decisions`` table of a parsed lockfile, each checked against its type."""
     if not isinstance(raw, dict):
-        raise _shape_error(filename, locator, ["decisions"], "must be a table of addresses")
+        raise shape_error(filename, locator, ["decisions"], "must be a table of addresses")
     decisions = {}
     for address, table in raw.items():
         base: list[str | int] = ["decisions", address]
         if not isinstance(table, dict):
-            raise _shape_error(filename, locator, base, "must be a table")
+            raise shape_error(filename, locator, base, "must be a table")
         version = table.get("version", 1)
         if version != 1:
-            raise _shape_error(
+            raise shape_error(
                 filename,
                 locator,
                 [*base, "version"],
                 f"is {version!r}; this osmosis-reconciler reads decision version 1 "
                 "(upgrade it to read this lockfile)",
             )
-        decisions[address] = _validate(DecisionRecord, dict(table), filename, locator, base)
+        decisions[address] = validate(DecisionRecord, dict(table), filename, locator, base)
     return decisions

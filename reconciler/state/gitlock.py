@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import GitError, LockHeldError, StateError, UsageError
-from reconciler.gitinfo import _BASE, _git_env, redact_url
+from reconciler.gitinfo import BASE, git_env, redact_url
 from reconciler.log import get_logger
 from reconciler.state.locking import pid_alive as _pid_alive
 
@@ -179,9 +179,9 @@ class _Git:
     ) -> subprocess.CompletedProcess[bytes]:
         try:
             return subprocess.run(
-                [*_BASE, *args],
+                [*BASE, *args],
                 cwd=self.root,
-                env={**_git_env(), **(env or {})},
+                env={**git_env(), **(env or {})},
                 input=data,
                 stdin=None if data is not None else subprocess.DEVNULL,
                 capture_output=True,

@@ -61,7 +61,7 @@ OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
 the run on under its new address; ``lost`` has no run to fetch from)."""
 
 
-def _history_entry(
+def history_entry(
     run: RecordedRun, reason: str, ended_at: datetime | None, address: str | None = None
 ) -> HistoryEntry:
     downloaded = run.downloads is not None and run.downloads.complete
@@ -125,7 +125,7 @@ def retire_run(
         runs[address] = replacement
     new = state.model_copy(update={"runs": runs})
     if old is not None and old.run_id is not None:
-        new = add_history(new, _history_entry(old, reason, ended_at))
+        new = add_history(new, history_entry(old, reason, ended_at))
     return new
 
 
@@ -146,5 +146,5 @@ def rekey_run(
     runs[new_address] = run.model_copy(update={"address": new_address})
     new = state.model_copy(update={"runs": runs})
     if run.run_id is not None:
-        new = add_history(new, _history_entry(run, "moved", ended_at, address=old_address))
+        new = add_history(new, history_entry(run, "moved", ended_at, address=old_address))
     return new

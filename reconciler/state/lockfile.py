@@ -33,7 +33,7 @@ the reference machine (2 cores) a 2 MB, 5,000-entry document took tomlkit 5.3 s 
 TOML text itself (``toml_emit.py`` has the measurement against tomli-w and tomlkit) (a small deterministic emitter with proper string escaping) and reads it
 in two tiers:
 
-* ``_fast_load`` reads exactly the TOML subset the emitter produces, mostly one regex per
+* ``fast_load`` reads exactly the TOML subset the emitter produces, mostly one regex per
   line; it returns None for anything else (hand edits in another style, comments after
   values, literal strings, errors);
 * ``tomllib`` (standard library, TOML 1.0) reads everything else and reports syntax errors
@@ -75,33 +75,33 @@ from reconciler.model import (
 )
 from reconciler.paths import check_inside, check_named
 from reconciler.state.diagnostics import (  # noqa: F401  (re-exported)
-    _CONFLICT_END,
-    _CONFLICT_MIDDLE,
-    _CONFLICT_START,
-    _TOML_POSITION,
-    _conflict_regions,
-    _describe_regions,
-    _path_str,
+    CONFLICT_END,
+    CONFLICT_MIDDLE,
+    CONFLICT_START,
+    TOML_POSITION,
+    conflict_regions,
+    describe_regions,
+    path_str,
 )
 from reconciler.state.history import (  # noqa: F401  (re-exported)
     HISTORY_LIMIT_PER_ADDRESS,
     HISTORY_REASONS,
     OUTPUTS_DUE_REASONS,
     OUTPUTS_DUE_STATUSES,
-    _history_entry,
     add_history,
     cap_history,
+    history_entry,
     put_run,
     rekey_run,
     retire_run,
 )
 from reconciler.state.provenance import (  # noqa: F401  (re-exported)
-    _PEEK_BYTES,
-    _PEEK_LINEAGE,
-    _PEEK_REPOSITORY,
-    _PEEK_SERIAL,
-    _PEEK_WATERMARK,
     FOREIGN_STATE_FLAG,
+    PEEK_BYTES,
+    PEEK_LINEAGE,
+    PEEK_REPOSITORY,
+    PEEK_SERIAL,
+    PEEK_WATERMARK,
     check_provenance,
     peek_header,
     peek_watermark,
@@ -109,57 +109,57 @@ from reconciler.state.provenance import (  # noqa: F401  (re-exported)
     same_repository,
 )
 from reconciler.state.tables import (  # noqa: F401  (re-exported)
-    _HISTORY_NULLABLE,
-    _RESTORE_HINT,
-    _RUN_NESTED,
-    _build_baseline,
-    _build_history,
-    _build_rejection,
-    _build_results,
-    _build_run,
-    _check_path_value,
-    _describe_input,
-    _nullable_required,
-    _shape_error,
-    _take,
-    _validate,
+    HISTORY_NULLABLE,
+    RESTORE_HINT,
+    RUN_NESTED,
+    build_baseline,
+    build_history,
+    build_rejection,
+    build_results,
+    build_run,
+    check_path_value,
+    describe_input,
     entry_builder,
+    nullable_required,
+    shape_error,
+    take_item,
+    validate,
 )
 from reconciler.state.toml_emit import (  # noqa: F401  (re-exported)
-    _BARE_KEY,
-    _ESCAPES,
-    _NEEDS_ESCAPE,
-    _emit_mapping,
-    _emit_table,
-    _escape_char,
-    _inline,
-    _toml_datetime,
-    _toml_float,
-    _toml_key,
-    _toml_str,
+    BARE_KEY,
+    ESCAPES,
+    NEEDS_ESCAPE,
+    emit_mapping,
+    emit_table,
+    escape_char,
+    inline_value,
+    toml_datetime,
+    toml_float,
+    toml_key,
+    toml_str,
 )
 from reconciler.state.toml_fast import (  # noqa: F401  (re-exported)
-    _F_ARRAY_WS,
-    _F_BARE,
-    _F_COMMENT,
-    _F_DATETIME,
-    _F_EOL,
-    _F_FLAT_PAIR,
-    _F_FLAT_TABLE,
-    _F_HEADER_KEY,
-    _F_HEADER_LINE,
-    _F_NUMBER,
-    _F_SIMPLE_LINE,
-    _F_STR,
-    _F_STR_BODY,
-    _F_WORDS,
-    _F_WS,
-    _AlwaysMatches,
-    _f_key,
-    _f_value,
-    _fast_load,
-    _NotCanonical,
-    _utc,
+    F_ARRAY_WS,
+    F_BARE,
+    F_COMMENT,
+    F_DATETIME,
+    F_EOL,
+    F_FLAT_PAIR,
+    F_FLAT_TABLE,
+    F_HEADER_KEY,
+    F_HEADER_LINE,
+    F_NUMBER,
+    F_SIMPLE_LINE,
+    F_STR,
+    F_STR_BODY,
+    F_WORDS,
+    F_WS,
+    AlwaysMatches,
+    NotCanonical,
+    f_key,
+    f_value,
+    fast_load,
+    utc,
 )
 from reconciler.toml_locate import KeyLines
 
@@ -249,7 +249,7 @@ def _emit_results(out: list[str], header: str, results: RunResults) -> None:
     """A run's scores: totals, then one inline table per agent (one line each)."""
     pairs: list[tuple[str, Any]] = [(name, getattr(results, name)) for name in _RESULTS_SCALARS]
     pairs.append(("agents", [a.model_dump(exclude_none=True) for a in results.agents]))
-    _emit_table(out, header, pairs)
+    emit_table(out, header, pairs)
 
 
 _RUN_LINES: dict[int, tuple[RecordedRun, str, list[str]]] = {}
@@ -264,13 +264,13 @@ def _run_lines(address: str, run: RecordedRun) -> list[str]:
     if hit is not None and hit[0] is run and hit[1] == address:
         return hit[2]
     out: list[str] = []
-    header = f"runs.{_toml_key(address)}"
-    _emit_table(out, header, [(name, getattr(run, name)) for name in _RUN_SCALARS])
+    header = f"runs.{toml_key(address)}"
+    emit_table(out, header, [(name, getattr(run, name)) for name in _RUN_SCALARS])
     if run.spec:
-        _emit_mapping(out, f"{header}.spec", run.spec)
+        emit_mapping(out, f"{header}.spec", run.spec)
     if run.downloads is not None:
         d = run.downloads
-        _emit_table(
+        emit_table(
             out,
             f"{header}.downloads",
             [(name, getattr(d, name)) for name in _DOWNLOAD_SCALARS],
@@ -280,7 +280,7 @@ def _run_lines(address: str, run: RecordedRun) -> list[str]:
         _emit_results(out, f"{header}.results", run.results)
     if run.intent is not None:
         i = run.intent
-        _emit_table(
+        emit_table(
             out,
             f"{header}.intent",
             [(name, getattr(i, name)) for name in _INTENT_SCALARS],
@@ -297,35 +297,35 @@ def serialize(state: LockState) -> str:
         HEADER_COMMENT,
         # Always today's format: a lockfile read in an older one is migrated on write.
         f"version = {LOCKFILE_VERSION}",
-        f"lineage = {_toml_str(state.lineage)}",
+        f"lineage = {toml_str(state.lineage)}",
         f"serial = {state.serial}",
-        f"platform = {_toml_str(state.platform)}",
-        f"workspace = {_toml_str(state.workspace)}",
+        f"platform = {toml_str(state.platform)}",
+        f"workspace = {toml_str(state.workspace)}",
     ]
     if state.repository is not None:
-        out.append(f"repository = {_toml_str(state.repository)}")
+        out.append(f"repository = {toml_str(state.repository)}")
     if state.root_commit is not None:
-        out.append(f"root_commit = {_toml_str(state.root_commit)}")
+        out.append(f"root_commit = {toml_str(state.root_commit)}")
     if state.platform_instance is not None:
-        out.append(f"platform_instance = {_toml_str(state.platform_instance)}")
+        out.append(f"platform_instance = {toml_str(state.platform_instance)}")
     if state.observed_until is not None:
-        out.append(f"observed_until = {_toml_datetime(state.observed_until)}")
+        out.append(f"observed_until = {toml_datetime(state.observed_until)}")
     if len(_RUN_LINES) > 2 * len(state.runs) + 256:
         _RUN_LINES.clear()
     for address in sorted(state.runs):
         out.extend(_run_lines(address, state.runs[address]))
     for address in sorted(state.rejections):
         rejection = state.rejections[address]
-        _emit_table(
+        emit_table(
             out,
-            f"rejections.{_toml_key(address)}",
+            f"rejections.{toml_key(address)}",
             [(name, getattr(rejection, name)) for name in Rejection.field_names()],
         )
     for address in sorted(state.baselines):
         baseline = state.baselines[address]
-        _emit_table(
+        emit_table(
             out,
-            f"baselines.{_toml_key(address)}",
+            f"baselines.{toml_key(address)}",
             [(name, getattr(baseline, name)) for name in Baseline.field_names()],
         )
     if any(state.reruns.values()):
@@ -333,7 +333,7 @@ def serialize(state: LockState) -> str:
         out.append("[reruns]")
         for address in sorted(state.reruns):
             if state.reruns[address]:
-                out.append(f"{_toml_key(address)} = {_inline(list(state.reruns[address]))}")
+                out.append(f"{toml_key(address)} = {inline_value(list(state.reruns[address]))}")
     if state.decisions:
         from reconciler.state.decisions import emit_decisions
 
@@ -344,7 +344,7 @@ def serialize(state: LockState) -> str:
         for name in _HISTORY_FIELDS:
             value = getattr(entry, name)
             if value is not None:
-                out.append(f"{name} = {_inline(value)}")
+                out.append(f"{name} = {inline_value(value)}")
         if entry.results is not None:
             _emit_results(out, "history.results", entry.results)
     return "\n".join(out) + "\n"
@@ -376,13 +376,13 @@ _FORMAT3_KEYS = ("platform_instance", "reruns")
 """Keys a lockfile of format 3 may hold and an older one may not."""
 _COMMIT_SHA = re.compile(r"[0-9a-f]{40,64}")
 
-HEADER_BYTES = _PEEK_BYTES
+HEADER_BYTES = PEEK_BYTES
 """Enough of a lockfile to read its header (``peek_header``, ``peek_watermark``)."""
 
 
 def parse(text: str, filename: str, specs: Mapping[str, Any] | None = None) -> LockState:
     """Parse lockfile text. Every problem is a ``StateError`` naming the file and line.
-    ``specs`` (address -> current body) lets equal recorded bodies share it (``_build_run``)."""
+    ``specs`` (address -> current body) lets equal recorded bodies share it (``build_run``)."""
     if text.startswith("\ufeff"):
         text = text[1:]  # an editor's BOM is harmless; do not refuse the file for it
     _refuse_conflicts(text, filename)
@@ -417,10 +417,10 @@ def _refuse_conflicts(text: str, filename: str) -> None:
     """A lockfile with git's merge-conflict markers is refused with the way out."""
     # The substring test is C-speed; the line scan runs only when a marker may be present.
     maybe_conflicted = any(marker in text for marker in ("<<<<<<<", "=======", ">>>>>>>"))
-    regions = _conflict_regions(text.splitlines()) if maybe_conflicted else []
+    regions = conflict_regions(text.splitlines()) if maybe_conflicted else []
     if regions:
         raise StateError(
-            f"{filename} has unresolved git merge conflicts at {_describe_regions(regions)}",
+            f"{filename} has unresolved git merge conflicts at {describe_regions(regions)}",
             "lockfiles cannot be merged by hand: take one side with "
             f"`git checkout --theirs {filename}` (or `--ours`), then run "
             "`osmosis-apply --refresh-only` to re-observe the Platform and record the result",
@@ -434,25 +434,25 @@ def _read_document(
     error becomes a ``StateError`` with the file, line and column."""
     try:
         try:  # entries built as they are read: never the whole document as dicts
-            raw = _fast_load(text, entry_builder(filename, locator, specs))
+            raw = fast_load(text, entry_builder(filename, locator, specs))
         except StateError:
-            raw = _fast_load(text)  # then the checks below report in their own order
+            raw = fast_load(text)  # then the checks below report in their own order
         if raw is None:
             raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        match = _TOML_POSITION.match(str(exc))
+        match = TOML_POSITION.match(str(exc))
         where, problem = filename, str(exc)
         if match:
             where = f"{filename}:{match['line']}:{match['col']}"
             problem = match["msg"]
         raise StateError(
             f"{where}: not valid TOML: {problem}",
-            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+            "the lockfile is corrupt; " + RESTORE_HINT.format(file=filename),
         ) from None
     except RecursionError:
         raise StateError(
             f"{filename}: not valid TOML: nested too deeply",
-            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+            "the lockfile is corrupt; " + RESTORE_HINT.format(file=filename),
         ) from None
     except ValueError:
         # Python refuses to convert an integer literal of more than 4,300 digits.
@@ -463,7 +463,7 @@ def _read_document(
         where = f"{filename}:{line}" if line else filename
         raise StateError(
             f"{where}: an integer with more than 4,300 digits",
-            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=filename),
+            "the lockfile is corrupt; " + RESTORE_HINT.format(file=filename),
         ) from None
     return raw
 
@@ -472,51 +472,51 @@ def _check_header(raw: Mapping[str, Any], filename: str, locator: KeyLines) -> t
     """The required header keys checked, no unknown key: the format version and serial."""
     version = raw.get("version")
     if "version" not in raw:
-        raise _shape_error(filename, locator, ["version"], "missing required key")
+        raise shape_error(filename, locator, ["version"], "missing required key")
     if type(version) is not int or version < 1:
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["version"],
-            f"must be a positive integer (found {_describe_input(version)})",
+            f"must be a positive integer (found {describe_input(version)})",
         )
     if version > LOCKFILE_VERSION:
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["version"],
-            f"lockfile format {version if version < 10**6 else _describe_input(version)} was "
+            f"lockfile format {version if version < 10**6 else describe_input(version)} was "
             "written by a newer osmosis-reconciler "
             f"(this one reads format {LOCKFILE_VERSION})",
             "upgrade osmosis-reconciler (`pip install -U osmosis-reconciler`) and run again",
         )
     for key in ("lineage", "platform", "workspace"):
         if key not in raw:
-            raise _shape_error(filename, locator, [key], "missing required key")
+            raise shape_error(filename, locator, [key], "missing required key")
         if not isinstance(raw[key], str) or not raw[key].strip():
-            raise _shape_error(
+            raise shape_error(
                 filename,
                 locator,
                 [key],
-                f"must be a non-empty string (found {_describe_input(raw[key])})",
+                f"must be a non-empty string (found {describe_input(raw[key])})",
             )
     serial = raw.get("serial", 0)
     if type(serial) is not int or serial < 0:
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["serial"],
-            f"must be a non-negative integer (found {_describe_input(serial)})",
+            f"must be a non-negative integer (found {describe_input(serial)})",
         )
     unknown = sorted(set(raw) - _HEADER_KEYS)
     if unknown:
-        raise _shape_error(filename, locator, [unknown[0]], "unknown key")
+        raise shape_error(filename, locator, [unknown[0]], "unknown key")
     if version == 1 and "root_commit" in raw:
-        raise _shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
+        raise shape_error(filename, locator, ["root_commit"], "unknown key in format 1")
     if version < 3:
         newer = next((key for key in _FORMAT3_KEYS if key in raw), None)
         if newer is not None:
-            raise _shape_error(filename, locator, [newer], f"unknown key in format {version}")
+            raise shape_error(filename, locator, [newer], f"unknown key in format {version}")
     return version, serial
 
 
@@ -526,29 +526,29 @@ def _optional_header(
     """``repository``, ``root_commit`` and ``observed_until``, each checked when present."""
     repository = raw.get("repository")
     if repository is not None and (not isinstance(repository, str) or not repository.strip()):
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["repository"],
-            f"must be a non-empty string (found {_describe_input(repository)})",
+            f"must be a non-empty string (found {describe_input(repository)})",
         )
     root_commit = raw.get("root_commit")
     if root_commit is not None and (
         not isinstance(root_commit, str) or not re.fullmatch(r"[0-9a-f]{40,64}", root_commit)
     ):
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["root_commit"],
-            f"must be a commit sha (found {_describe_input(root_commit)})",
+            f"must be a commit sha (found {describe_input(root_commit)})",
         )
     observed_until = raw.get("observed_until")
     if observed_until is not None and not isinstance(observed_until, datetime):
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["observed_until"],
-            f"must be a date-time (found {_describe_input(observed_until)})",
+            f"must be a date-time (found {describe_input(observed_until)})",
         )
     if isinstance(observed_until, datetime) and observed_until.tzinfo is None:
         observed_until = observed_until.replace(tzinfo=UTC)
@@ -566,35 +566,35 @@ def _build_tables(
     """The ``runs``, ``rejections``, ``history`` and ``baselines`` tables, each entry built."""
     runs_table = raw.get("runs", {})
     if not isinstance(runs_table, dict):
-        raise _shape_error(filename, locator, ["runs"], "must be a table of addresses")
+        raise shape_error(filename, locator, ["runs"], "must be a table of addresses")
     # Each table is dropped from the parsed document once its entry is built, so the
     # document and the entries are never both whole in memory (the largest of a big
     # lockfile's transients).
     runs = {
-        address: _build_run(address, runs_table.pop(address), filename, locator, specs)
+        address: build_run(address, runs_table.pop(address), filename, locator, specs)
         for address in list(runs_table)
     }
     rejections_table = raw.get("rejections", {})
     if not isinstance(rejections_table, dict):
-        raise _shape_error(filename, locator, ["rejections"], "must be a table of addresses")
+        raise shape_error(filename, locator, ["rejections"], "must be a table of addresses")
     rejections = {
-        address: _build_rejection(address, table, filename, locator)
+        address: build_rejection(address, table, filename, locator)
         for address, table in rejections_table.items()
     }
     history_list = raw.get("history", [])
     if not isinstance(history_list, list):
-        raise _shape_error(
+        raise shape_error(
             filename, locator, ["history"], "must be an array of tables ([[history]])"
         )
     history = tuple(
-        _build_history(index, _take(history_list, index), filename, locator)
+        build_history(index, take_item(history_list, index), filename, locator)
         for index in range(len(history_list))
     )
     baselines_table = raw.get("baselines", {})
     if not isinstance(baselines_table, dict):
-        raise _shape_error(filename, locator, ["baselines"], "must be a table of addresses")
+        raise shape_error(filename, locator, ["baselines"], "must be a table of addresses")
     baselines = {
-        address: _build_baseline(address, table, filename, locator)
+        address: build_baseline(address, table, filename, locator)
         for address, table in baselines_table.items()
     }
     return runs, rejections, history, baselines
@@ -608,11 +608,11 @@ def _format3_fields(
     if platform_instance is not None and (
         not isinstance(platform_instance, str) or not platform_instance.strip()
     ):
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             ["platform_instance"],
-            f"must be a non-empty string (found {_describe_input(platform_instance)})",
+            f"must be a non-empty string (found {describe_input(platform_instance)})",
         )
     return platform_instance, _build_reruns(raw.get("reruns", {}), filename, locator)
 
@@ -620,17 +620,17 @@ def _format3_fields(
 def _build_reruns(table: Any, filename: str, locator: KeyLines) -> dict[str, tuple[str, ...]]:
     """``[reruns]``: address -> the commits whose re-run request an apply acted on."""
     if not isinstance(table, dict):
-        raise _shape_error(filename, locator, ["reruns"], "must be a table of addresses")
+        raise shape_error(filename, locator, ["reruns"], "must be a table of addresses")
     reruns: dict[str, tuple[str, ...]] = {}
     for address, commits in table.items():
         if not isinstance(commits, list) or not all(
             isinstance(c, str) and _COMMIT_SHA.fullmatch(c) for c in commits
         ):
-            raise _shape_error(
+            raise shape_error(
                 filename,
                 locator,
                 ["reruns", address],
-                f"must be a list of commit shas (found {_describe_input(commits)})",
+                f"must be a list of commit shas (found {describe_input(commits)})",
             )
         reruns[address] = tuple(commits)
     return reruns
@@ -740,7 +740,7 @@ def read_lockfile_bytes(path: Path, name: str) -> bytes | None:
         raise StateError(
             f"{name}: the lockfile is {info.st_size:,} bytes, over the "
             f"{MAX_LOCKFILE_BYTES:,}-byte limit",
-            "this is not a lockfile written by osmosis-apply; " + _RESTORE_HINT.format(file=name),
+            "this is not a lockfile written by osmosis-apply; " + RESTORE_HINT.format(file=name),
         )
     try:
         return path.read_bytes()
@@ -762,7 +762,7 @@ def lockfile_text(data: bytes, name: str) -> str:
         raise StateError(
             f"{name}:{line}:{column}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset "
             f"{exc.start})",
-            "the lockfile is corrupt; " + _RESTORE_HINT.format(file=name),
+            "the lockfile is corrupt; " + RESTORE_HINT.format(file=name),
         ) from None
 
 
@@ -807,7 +807,7 @@ def peek_platform(path: Path) -> str | None:
     no readable lockfile there."""
     try:
         with path.open("rb") as handle:
-            head = handle.read(_PEEK_BYTES)
+            head = handle.read(PEEK_BYTES)
     except OSError:
         return None
     found = _PEEK_PLATFORM.search(head.decode("utf-8", "replace").partition("\n[")[0])
@@ -819,11 +819,11 @@ def peek_guarded(path: Path) -> tuple[str, str] | None:
     (the lines before its first table), None when there is no readable header there."""
     try:
         with path.open("rb") as handle:
-            head = handle.read(_PEEK_BYTES)
+            head = handle.read(PEEK_BYTES)
     except OSError:
         return None
     header, table, _rest = head.decode("utf-8", "replace").partition("\n[")
-    if not table and len(head) == _PEEK_BYTES:
+    if not table and len(head) == PEEK_BYTES:
         return None  # a header longer than the peek: not one this writer made
     try:
         fields = tomllib.loads(header)

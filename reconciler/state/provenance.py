@@ -10,18 +10,18 @@ from reconciler.errors import StateError
 from reconciler.model import (
     LockState,
 )
-from reconciler.state.toml_fast import _utc
+from reconciler.state.toml_fast import utc
 
-_PEEK_BYTES = 4096
-
-
-_PEEK_LINEAGE = re.compile(r'^lineage = "([^"\\]+)"$', re.M)
+PEEK_BYTES = 4096
 
 
-_PEEK_SERIAL = re.compile(r"^serial = (\d+)$", re.M)
+PEEK_LINEAGE = re.compile(r'^lineage = "([^"\\]+)"$', re.M)
 
 
-_PEEK_REPOSITORY = re.compile(r'^repository = "([^"\\]*)"$', re.M)
+PEEK_SERIAL = re.compile(r"^serial = (\d+)$", re.M)
+
+
+PEEK_REPOSITORY = re.compile(r'^repository = "([^"\\]*)"$', re.M)
 
 
 FOREIGN_STATE_FLAG = "--allow-foreign-state"
@@ -30,10 +30,10 @@ FOREIGN_STATE_FLAG = "--allow-foreign-state"
 def peek_header(data: bytes) -> tuple[str | None, int | None, str | None]:
     """(lineage, serial, repository) from a lockfile's first lines (e.g. HEAD's committed
     version), without parsing the whole file; None where absent."""
-    head = data[:_PEEK_BYTES].decode("utf-8", "replace").partition("\n[")[0]
-    lineage = _PEEK_LINEAGE.search(head)
-    serial = _PEEK_SERIAL.search(head)
-    repository = _PEEK_REPOSITORY.search(head)
+    head = data[:PEEK_BYTES].decode("utf-8", "replace").partition("\n[")[0]
+    lineage = PEEK_LINEAGE.search(head)
+    serial = PEEK_SERIAL.search(head)
+    repository = PEEK_REPOSITORY.search(head)
     return (
         lineage.group(1) if lineage else None,
         int(serial.group(1)) if serial else None,
@@ -123,7 +123,7 @@ def same_repository(state: LockState, repository: str, root_commit: str | None) 
     return recorded_root is not None and recorded_root == ours
 
 
-_PEEK_WATERMARK = re.compile(
+PEEK_WATERMARK = re.compile(
     r"^observed_until = (\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$", re.M
 )
 
@@ -134,7 +134,7 @@ def peek_watermark(path: Path) -> tuple[bool, datetime | None]:
     when the header cannot be read this way (the full parse decides then)."""
     try:
         with open(path, "rb") as handle:
-            return peek_watermark_in(handle.read(_PEEK_BYTES))
+            return peek_watermark_in(handle.read(PEEK_BYTES))
     except FileNotFoundError:
         return True, None
     except OSError:
@@ -145,12 +145,12 @@ def peek_watermark_in(data: bytes | None) -> tuple[bool, datetime | None]:
     """``peek_watermark`` of lockfile bytes already read (None: no lockfile)."""
     if data is None:
         return True, None
-    head = data[:_PEEK_BYTES].decode("utf-8", "replace")
+    head = data[:PEEK_BYTES].decode("utf-8", "replace")
     body, _, _ = head.partition("\n[")
-    match = _PEEK_WATERMARK.search(body)
+    match = PEEK_WATERMARK.search(body)
     if match:
         try:
-            return True, _utc(match.groups())
+            return True, utc(match.groups())
         except ValueError:
             return False, None
-    return ("\n[" in head or len(head) < _PEEK_BYTES), None
+    return ("\n[" in head or len(head) < PEEK_BYTES), None

@@ -22,29 +22,28 @@ from reconciler.model import (
 )
 from reconciler.paths import relative_path_problem
 from reconciler.state.diagnostics import (
-    _path_str,
+    path_str,
 )
 from reconciler.toml_locate import KeyLines
 
-_RESTORE_HINT = (
+RESTORE_HINT = (
     "restore the last good version from git (`git checkout HEAD -- {file}`), "
     "then run `osmosis-apply --refresh-only`"
 )
 
 
-def _shape_error(
+def shape_error(
     filename: str, locator: KeyLines, path: list[str | int], problem: str, hint: str | None = None
 ) -> StateError:
     line = locator.line_of(path)
     where = f"{filename}:{line}" if line else filename
     return StateError(
-        f"{where}: {_path_str(path) or '(top level)'}: {problem}",
-        hint
-        or ("the lockfile is written by osmosis-apply; " + _RESTORE_HINT.format(file=filename)),
+        f"{where}: {path_str(path) or '(top level)'}: {problem}",
+        hint or ("the lockfile is written by osmosis-apply; " + RESTORE_HINT.format(file=filename)),
     )
 
 
-def _describe_input(value: Any) -> str:
+def describe_input(value: Any) -> str:
     if isinstance(value, int) and value.bit_length() > 64:
         # repr() refuses an integer of more than 4,300 digits (and it says nothing useful).
         return f"an integer of {value.bit_length():,} bits"
@@ -52,7 +51,7 @@ def _describe_input(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _validate(
+def validate(
     model: type[Frozen],
     data: dict[str, Any],
     filename: str,
@@ -63,7 +62,7 @@ def _validate(
         return model.model_validate(data, strict=True)
     except msgspec.ValidationError as exc:
         loc, problem = _problem(str(exc), data, model)
-        raise _shape_error(filename, locator, base + loc, problem) from None
+        raise shape_error(filename, locator, base + loc, problem) from None
 
 
 _WHERE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
@@ -119,8 +118,7 @@ def _problem(
     if _CHOICE.match(what) and model is not None and (words := _words(model, loc)):
         found = data.get(loc[0]) if isinstance(data, dict) else None
         return loc, (
-            f"unknown {loc[0]} {_describe_input(found)} "
-            f"(expected one of {', '.join(sorted(words))})"
+            f"unknown {loc[0]} {describe_input(found)} (expected one of {', '.join(sorted(words))})"
         )
     expected = _EXPECTED.match(what)
     if expected is not None:
@@ -135,10 +133,10 @@ def _problem(
         except (KeyError, IndexError, TypeError):
             found = None
             break
-    return loc, f"{what[:1].lower()}{what[1:]} (found {_describe_input(found)})"
+    return loc, f"{what[:1].lower()}{what[1:]} (found {describe_input(found)})"
 
 
-def _nullable_required(model: type[Frozen]) -> list[str]:
+def nullable_required(model: type[Frozen]) -> list[str]:
     """Required fields that accept None: TOML has no null, so absence means None."""
     return [
         field.name
@@ -147,23 +145,23 @@ def _nullable_required(model: type[Frozen]) -> list[str]:
     ]
 
 
-_HISTORY_NULLABLE = _nullable_required(HistoryEntry)
+HISTORY_NULLABLE = nullable_required(HistoryEntry)
 
 
-_RUN_NESTED = {"spec", "downloads", "intent", "results"}
+RUN_NESTED = {"spec", "downloads", "intent", "results"}
 
 
-def _build_results(table: Any, filename: str, locator: KeyLines, base: list[str | int]) -> Any:
+def build_results(table: Any, filename: str, locator: KeyLines, base: list[str | int]) -> Any:
     """A ``results`` table as ``RunResults``; anything else is left for the model to refuse."""
     if not isinstance(table, dict):
         return table
     data = dict(table)
     if isinstance(data.get("agents"), list):
         data["agents"] = tuple(data["agents"])
-    return _validate(RunResults, data, filename, locator, base)
+    return validate(RunResults, data, filename, locator, base)
 
 
-def _check_path_value(
+def check_path_value(
     value: Any, filename: str, locator: KeyLines, path: list[str | int], what: str
 ) -> None:
     """Lockfile values that become paths (addresses, download directories, file names) are
@@ -179,7 +177,7 @@ def _check_path_value(
         checked = "".join("_" if 0 < ord(c) < 32 or ord(c) == 127 else c for c in value)
     problem = relative_path_problem(checked)
     if problem is not None:
-        raise _shape_error(
+        raise shape_error(
             filename,
             locator,
             path,
@@ -201,7 +199,7 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _build_run(
+def build_run(
     address: str,
     table: Any,
     filename: str,
@@ -214,11 +212,11 @@ def _build_run(
     if isinstance(table, RecordedRun):
         return table
     base: list[str | int] = ["runs", address]
-    _check_path_value(address, filename, locator, base, "the address")
+    check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
+        raise shape_error(filename, locator, base, "must be a table")
     if "address" in table:
-        raise _shape_error(
+        raise shape_error(
             filename, locator, base + ["address"], "unknown key (the address is the table name)"
         )
     data: dict[str, Any] = {"address": address, **table}
@@ -231,64 +229,64 @@ def _build_run(
         if isinstance(downloads.get("types"), list):
             downloads["types"] = tuple(downloads["types"])
         where = base + ["downloads"]
-        _check_path_value(
+        check_path_value(
             downloads.get("directory"), filename, locator, where + ["directory"], "the directory"
         )
         if isinstance(downloads.get("sha256"), dict):
             for rel in downloads["sha256"]:
-                _check_path_value(rel, filename, locator, where + ["sha256"], "the file")
-        data["downloads"] = _validate(Downloads, downloads, filename, locator, base + ["downloads"])
+                check_path_value(rel, filename, locator, where + ["sha256"], "the file")
+        data["downloads"] = validate(Downloads, downloads, filename, locator, base + ["downloads"])
     intent: Any = table.get("intent")
     if isinstance(intent, dict):
         listings: Any = intent.get("listings")
         if isinstance(listings, list):
             intent = {**intent, "listings": tuple(listings)}
-        data["intent"] = _validate(Intent, intent, filename, locator, base + ["intent"])
+        data["intent"] = validate(Intent, intent, filename, locator, base + ["intent"])
     if "results" in table:
-        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
-    return _validate(RecordedRun, data, filename, locator, base)
+        data["results"] = build_results(table["results"], filename, locator, base + ["results"])
+    return validate(RecordedRun, data, filename, locator, base)
 
 
-def _take(items: list[Any], index: int) -> Any:
+def take_item(items: list[Any], index: int) -> Any:
     """``items[index]``, leaving None in its place (see ``parse``: built entries drop their
     parsed tables)."""
     item, items[index] = items[index], None
     return item
 
 
-def _build_rejection(address: str, table: Any, filename: str, locator: KeyLines) -> Rejection:
+def build_rejection(address: str, table: Any, filename: str, locator: KeyLines) -> Rejection:
     base: list[str | int] = ["rejections", address]
-    _check_path_value(address, filename, locator, base, "the address")
+    check_path_value(address, filename, locator, base, "the address")
     if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
+        raise shape_error(filename, locator, base, "must be a table")
     data = dict(table)
     if isinstance(data.get("issues"), list):
         data["issues"] = tuple(data["issues"])
-    return _validate(Rejection, data, filename, locator, base)
+    return validate(Rejection, data, filename, locator, base)
 
 
-def _build_baseline(address: str, table: Any, filename: str, locator: KeyLines) -> Baseline:
+def build_baseline(address: str, table: Any, filename: str, locator: KeyLines) -> Baseline:
     base: list[str | int] = ["baselines", address]
     if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
-    return _validate(Baseline, dict(table), filename, locator, base)
+        raise shape_error(filename, locator, base, "must be a table")
+    return validate(Baseline, dict(table), filename, locator, base)
 
 
-def _build_history(index: int, table: Any, filename: str, locator: KeyLines) -> HistoryEntry:
+def build_history(index: int, table: Any, filename: str, locator: KeyLines) -> HistoryEntry:
     if isinstance(table, HistoryEntry):
         return table  # built while the text was read (``entry_builder``)
     base: list[str | int] = ["history", index]
     if not isinstance(table, dict):
-        raise _shape_error(filename, locator, base, "must be a table")
-    data: dict[str, Any] = {name: None for name in _HISTORY_NULLABLE}
+        raise shape_error(filename, locator, base, "must be a table")
+    data: dict[str, Any] = {name: None for name in HISTORY_NULLABLE}
     data.update(table)
     models: Any = table.get("models")
     if isinstance(models, list):
         data["models"] = tuple(models)
     if "results" in table:
-        data["results"] = _build_results(table["results"], filename, locator, base + ["results"])
-    _check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
-    entry: HistoryEntry = _validate(HistoryEntry, data, filename, locator, base)
+        data["results"] = build_results(table["results"], filename, locator, base + ["results"])
+    check_path_value(table.get("address"), filename, locator, base + ["address"], "the address")
+    entry: HistoryEntry = validate(HistoryEntry, data, filename, locator, base)
     return entry
 
 
@@ -301,7 +299,7 @@ def entry_builder(
 
     def finish(kind: str, key: Any, table: dict[str, Any]) -> Any:
         if kind == "runs":
-            return _build_run(key, table, filename, locator, specs)
-        return _build_history(key, table, filename, locator)
+            return build_run(key, table, filename, locator, specs)
+        return build_history(key, table, filename, locator)
 
     return finish

@@ -10,52 +10,52 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 
-class _NotCanonical(Exception):
-    """The text is outside the subset ``_fast_load`` reads; use ``tomllib`` instead."""
+class NotCanonical(Exception):
+    """The text is outside the subset ``fast_load`` reads; use ``tomllib`` instead."""
 
 
-class _AlwaysMatches(Protocol):
+class AlwaysMatches(Protocol):
     """A compiled pattern that matches the empty string, so ``match`` never returns None."""
 
     def match(self, string: str, pos: int = ..., /) -> re.Match[str]: ...
 
 
-def _utc(parts: Iterable[str]) -> datetime:
+def utc(parts: Iterable[str]) -> datetime:
     """The UTC datetime of year, month, day, hour, minute, second (as matched digits)."""
     year, month, day, hour, minute, second = map(int, parts)
     return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
-_F_WS = cast(_AlwaysMatches, re.compile(r"[ \t]*"))
+F_WS = cast(AlwaysMatches, re.compile(r"[ \t]*"))
 
 
-_F_ARRAY_WS = cast(_AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
+F_ARRAY_WS = cast(AlwaysMatches, re.compile(r"(?:[ \t]|\r?\n)*"))
 
 
-_F_BARE = re.compile(r"[A-Za-z0-9_-]+")
+F_BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 # Basic strings whose escapes mean the same in TOML and JSON (no raw tab or DEL, no
 # surrogate \u escapes, high or low), so ``json.loads`` decodes them exactly as TOML does.
-_F_STR_BODY = r'(?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*'
+F_STR_BODY = r'(?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*'
 
 
-_F_STR = re.compile('"' + _F_STR_BODY + '"')
+F_STR = re.compile('"' + F_STR_BODY + '"')
 
 
-_F_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
+F_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
 
 
-_F_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+F_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-_F_EOL = re.compile(r"[ \t]*(?:\r?\n|\Z)")
+F_EOL = re.compile(r"[ \t]*(?:\r?\n|\Z)")
 
 
-_F_COMMENT = re.compile(r"#[^\x00-\x08\x0a-\x1f\x7f]*(?:\r?\n|\Z)")
+F_COMMENT = re.compile(r"#[^\x00-\x08\x0a-\x1f\x7f]*(?:\r?\n|\Z)")
 
 
-_F_SIMPLE_LINE = re.compile(
+F_SIMPLE_LINE = re.compile(
     r'(?:([A-Za-z0-9_-]+)|"([^"\\\x00-\x1f\x7f]*)") = (?:'
     r'"([^"\\\x00-\x1f\x7f]*)"|(-?(?:0|[1-9][0-9]*))|(true|false)|'
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z|"
@@ -64,115 +64,109 @@ _F_SIMPLE_LINE = re.compile(
 )
 
 
-_F_HEADER_LINE = re.compile(
+F_HEADER_LINE = re.compile(
     r'\[((?:[A-Za-z0-9_-]+|"'
-    + _F_STR_BODY
+    + F_STR_BODY
     + r'")(?:\.(?:[A-Za-z0-9_-]+|"'
-    + _F_STR_BODY
+    + F_STR_BODY
     + r'"))*)\]\r?\n'
 )
 
 
-_F_HEADER_KEY = re.compile(r'([A-Za-z0-9_-]+)|("' + _F_STR_BODY + '")')
+F_HEADER_KEY = re.compile(r'([A-Za-z0-9_-]+)|("' + F_STR_BODY + '")')
 
 
 # A one-level inline table of plain strings and booleans (``{ X-Team = "evals" }``).
-_F_FLAT_PAIR = re.compile(
+F_FLAT_PAIR = re.compile(
     r'(?:([A-Za-z0-9_-]+)|("[^"\\\x00-\x1f\x7f]*")) = ("[^"\\\x00-\x1f\x7f]*"|true|false)'
 )
 
 
-_F_FLAT_TABLE = re.compile(
-    r"\{ " + _F_FLAT_PAIR.pattern + r"(?:, " + _F_FLAT_PAIR.pattern + r")* \}"
-)
+F_FLAT_TABLE = re.compile(r"\{ " + F_FLAT_PAIR.pattern + r"(?:, " + F_FLAT_PAIR.pattern + r")* \}")
 
 
-_F_WORDS = {"true": True, "false": False, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+F_WORDS = {"true": True, "false": False, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
-def _f_key(text: str, pos: int) -> tuple[str, int]:
-    match = _F_BARE.match(text, pos)
+def f_key(text: str, pos: int) -> tuple[str, int]:
+    match = F_BARE.match(text, pos)
     if match:
         return match.group(), match.end()
-    match = _F_STR.match(text, pos)
+    match = F_STR.match(text, pos)
     if match:
         raw = match.group()
         return (raw[1:-1] if "\\" not in raw else json.loads(raw)), match.end()
-    raise _NotCanonical
+    raise NotCanonical
 
 
-def _f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
+def f_value(text: str, pos: int, frozen: set[int]) -> tuple[Any, int]:
     char = text[pos : pos + 1]
     if char == '"':
-        match = _F_STR.match(text, pos)
+        match = F_STR.match(text, pos)
         if not match:
-            raise _NotCanonical
+            raise NotCanonical
         raw = match.group()
         return (raw[1:-1] if "\\" not in raw else json.loads(raw)), match.end()
     if char == "{":
-        flat = _F_FLAT_TABLE.match(text, pos)
+        flat = F_FLAT_TABLE.match(text, pos)
         if flat:
             table = {}
-            for bare, quoted, value in _F_FLAT_PAIR.findall(flat.group()):
+            for bare, quoted, value in F_FLAT_PAIR.findall(flat.group()):
                 key = bare or quoted[1:-1]
                 if key in table:
-                    raise _NotCanonical
+                    raise NotCanonical
                 table[key] = value[1:-1] if value.startswith('"') else value == "true"
             frozen.add(id(table))
             return table, flat.end()
         table = {}
         frozen.add(id(table))
-        pos = _F_WS.match(text, pos + 1).end()
+        pos = F_WS.match(text, pos + 1).end()
         if text.startswith("}", pos):
             return table, pos + 1
         while True:
-            key, pos = _f_key(text, pos)
-            pos = _F_WS.match(text, pos).end()
+            key, pos = f_key(text, pos)
+            pos = F_WS.match(text, pos).end()
             if not text.startswith("=", pos) or key in table:
-                raise _NotCanonical
-            pos = _F_WS.match(text, pos + 1).end()
-            table[key], pos = _f_value(text, pos, frozen)
-            pos = _F_WS.match(text, pos).end()
+                raise NotCanonical
+            pos = F_WS.match(text, pos + 1).end()
+            table[key], pos = f_value(text, pos, frozen)
+            pos = F_WS.match(text, pos).end()
             if text.startswith(",", pos):
-                pos = _F_WS.match(text, pos + 1).end()
+                pos = F_WS.match(text, pos + 1).end()
             elif text.startswith("}", pos):
                 return table, pos + 1
             else:
-                raise _NotCanonical
+                raise NotCanonical
     if char == "[":
         array: list[Any] = []
-        pos = _F_ARRAY_WS.match(text, pos + 1).end()
+        pos = F_ARRAY_WS.match(text, pos + 1).end()
         while not text.startswith("]", pos):
-            value, pos = _f_value(text, pos, frozen)
+            value, pos = f_value(text, pos, frozen)
             if isinstance(value, dict | list):
                 frozen.add(id(value))
             array.append(value)
-            pos = _F_ARRAY_WS.match(text, pos).end()
+            pos = F_ARRAY_WS.match(text, pos).end()
             if text.startswith(",", pos):
-                pos = _F_ARRAY_WS.match(text, pos + 1).end()
+                pos = F_ARRAY_WS.match(text, pos + 1).end()
             elif not text.startswith("]", pos):
-                raise _NotCanonical
+                raise NotCanonical
         return array, pos + 1
-    match = _F_DATETIME.match(text, pos)
+    match = F_DATETIME.match(text, pos)
     if match:
         try:
-            value = _utc(match.groups())
+            value = utc(match.groups())
         except ValueError:
-            raise _NotCanonical from None
+            raise NotCanonical from None
         return value, match.end()
-    for word, value in _F_WORDS.items():
-        if text.startswith(word, pos) and not _F_BARE.match(text, pos + len(word)):
+    for word, value in F_WORDS.items():
+        if text.startswith(word, pos) and not F_BARE.match(text, pos + len(word)):
             return value, pos + len(word)
-    match = _F_NUMBER.match(text, pos)
-    if (
-        match
-        and not _F_BARE.match(text, match.end())
-        and text[match.end() : match.end() + 1] != "."
-    ):
+    match = F_NUMBER.match(text, pos)
+    if match and not F_BARE.match(text, match.end()) and text[match.end() : match.end() + 1] != ".":
         if match.group(1) or match.group(2):
             return float(match.group()), match.end()
         return int(match.group()), match.end()
-    raise _NotCanonical
+    raise NotCanonical
 
 
 Finish = Callable[[str, Any, dict[str, Any]], Any]
@@ -201,11 +195,11 @@ def _finish_entry(root: dict[str, Any], entry: tuple[str, Any], finish: Finish) 
         ok = isinstance(container, list) and 0 <= key < len(container)
         table = container[key] if ok else None  # type: ignore[index]
     if not isinstance(table, dict):
-        raise _NotCanonical
+        raise NotCanonical
     container[key] = finish(kind, key, table)  # type: ignore[index]
 
 
-def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None:
+def fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None:
     """Read the TOML subset that ``serialize`` writes, several times faster than
     ``tomllib``; None for anything outside it (hand edits, other TOML styles, errors),
     which ``tomllib`` then reads. It must never accept text ``tomllib`` would read
@@ -226,7 +220,7 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
     entry: tuple[str, Any] | None = None
     current = root
     pos, end = 0, len(text)
-    simple_line = _F_SIMPLE_LINE.match
+    simple_line = F_SIMPLE_LINE.match
     # One object per distinct short string and per date-time: a big lockfile repeats the
     # same statuses, benchmark ids, addresses and timestamps thousands of times.
     shared: dict[str, Any] = {}
@@ -238,7 +232,7 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
             if match:
                 key = match.group(1) or match.group(2)
                 if key in current:
-                    raise _NotCanonical
+                    raise NotCanonical
                 if match.group(3) is not None:
                     value = match.group(3)
                     current[key] = shared.setdefault(value, value) if len(value) <= 48 else value
@@ -254,24 +248,24 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
                     value = shared.get(stamp)
                     if value is None:
                         try:
-                            value = shared[stamp] = _utc(match.group(6, 7, 8, 9, 10, 11))
+                            value = shared[stamp] = utc(match.group(6, 7, 8, 9, 10, 11))
                         except ValueError:
-                            raise _NotCanonical from None
+                            raise NotCanonical from None
                     current[key] = value
                 pos = match.end()
                 continue
-            pos = _F_WS.match(text, pos).end()
+            pos = F_WS.match(text, pos).end()
             char = text[pos : pos + 1]
             if char in ("\n", "\r"):
-                match = _F_EOL.match(text, pos)
+                match = F_EOL.match(text, pos)
                 if not match:
-                    raise _NotCanonical
+                    raise NotCanonical
                 pos = match.end()
                 continue
             if char == "#":
-                match = _F_COMMENT.match(text, pos)
+                match = F_COMMENT.match(text, pos)
                 if not match:
-                    raise _NotCanonical
+                    raise NotCanonical
                 pos = match.end()
                 continue
             if char != "[":
@@ -292,7 +286,7 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
             local_defined.add(id(current))
         if entry is not None and finish is not None:
             _finish_entry(root, entry, finish)
-    except (_NotCanonical, json.JSONDecodeError, RecursionError):
+    except (NotCanonical, json.JSONDecodeError, RecursionError):
         return None
     return root
 
@@ -300,18 +294,18 @@ def _fast_load(text: str, finish: Finish | None = None) -> dict[str, Any] | None
 def _read_pair(text: str, pos: int, current: dict[str, Any], frozen: set[int]) -> int:
     """A ``key = value`` line outside the one-regex subset (escapes, floats, inline tables,
     nested arrays) read into ``current``: the position after its line."""
-    key, pos = _f_key(text, pos)
-    pos = _F_WS.match(text, pos).end()
+    key, pos = f_key(text, pos)
+    pos = F_WS.match(text, pos).end()
     if not text.startswith("=", pos) or key in current:
-        raise _NotCanonical
-    pos = _F_WS.match(text, pos + 1).end()
-    value, pos = _f_value(text, pos, frozen)
+        raise NotCanonical
+    pos = F_WS.match(text, pos + 1).end()
+    value, pos = f_value(text, pos, frozen)
     if isinstance(value, dict | list):
         frozen.add(id(value))
     current[key] = value
-    match = _F_EOL.match(text, pos)
+    match = F_EOL.match(text, pos)
     if not match:
-        raise _NotCanonical
+        raise NotCanonical
     return match.end()
 
 
@@ -319,25 +313,25 @@ def _read_header(text: str, pos: int) -> tuple[list[str], bool, int]:
     """The keys of the ``[table]`` or ``[[array]]`` header at ``pos``, whether it is an
     array of tables, and the position after its line."""
     if not text.startswith("[[", pos):
-        match = _F_HEADER_LINE.match(text, pos)
+        match = F_HEADER_LINE.match(text, pos)
         if not match:
-            raise _NotCanonical
+            raise NotCanonical
         keys = [
             bare or (quoted[1:-1] if "\\" not in quoted else json.loads(quoted))
-            for bare, quoted in _F_HEADER_KEY.findall(match.group(1))
+            for bare, quoted in F_HEADER_KEY.findall(match.group(1))
         ]
         return keys, False, match.end()
     keys = []
     pos += 2
     while True:
-        key, pos = _f_key(text, pos)
+        key, pos = f_key(text, pos)
         keys.append(key)
         if not text.startswith(".", pos):
             break
         pos += 1
-    eol = _F_EOL.match(text, pos + 2)
+    eol = F_EOL.match(text, pos + 2)
     if not text.startswith("]]", pos) or not eol:
-        raise _NotCanonical
+        raise NotCanonical
     return keys, True, eol.end()
 
 
@@ -357,16 +351,16 @@ def _open_table(
         child = container.setdefault(key, {})
         if isinstance(child, list):
             if id(child) in frozen_ids or id(child) in local_frozen or not child:
-                raise _NotCanonical
+                raise NotCanonical
             child = child[-1]
         if not isinstance(child, dict) or id(child) in frozen_ids or id(child) in local_frozen:
-            raise _NotCanonical
+            raise NotCanonical
         container = child
     last = keys[-1]
     if array_table:
         array = container.setdefault(last, [])
         if not isinstance(array, list) or id(array) in frozen_ids or id(array) in local_frozen:
-            raise _NotCanonical
+            raise NotCanonical
         table: dict[str, Any] = {}
         array.append(table)
         return table
@@ -382,4 +376,4 @@ def _open_table(
         and id(existing) not in defined[1]
     ):
         return existing
-    raise _NotCanonical
+    raise NotCanonical

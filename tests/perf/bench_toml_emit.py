@@ -28,7 +28,7 @@ import tomlkit
 from reconciler.model import Downloads, HistoryEntry, LockState, RecordedRun
 from reconciler.state import lockfile
 from reconciler.state.lockfile import parse, peek_watermark_in, serialize
-from reconciler.state.toml_fast import _fast_load
+from reconciler.state.toml_fast import fast_load
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 SPEC = {
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         base = base or seconds
         text = texts[name]
         same = tomllib.loads(text) == expected
-        fast = "accepts" if _fast_load(text) is not None else "declines"
+        fast = "accepts" if fast_load(text) is not None else "declines"
         _, mark = peek_watermark_in(text.encode()[: lockfile.HEADER_BYTES])
         read = median_seconds(lambda text=text: parse(text, "osmosis.lock"), args.repeat)  # type: ignore[misc]
         print(

@@ -48,8 +48,9 @@ KNOWN_CIRCLES: set[frozenset[str]] = set()
 LOCAL_PLATFORM = "local_platform"
 LOCAL_PLATFORM_EMBEDDERS = {"reconciler.engine.context"}
 """The product's modules that import the local Platform: the one that runs it in-process."""
-LOCAL_PLATFORM_READS = {"reconciler", "errors", "model", "plan", "config"}
-"""What the local Platform imports: the shared vocabulary and the project's settings."""
+LOCAL_PLATFORM_READS = {"reconciler", "errors", "exit_codes", "model", "plan", "config"}
+"""What the local Platform imports: the shared vocabulary, the exit codes of every command
+line and the project's settings."""
 
 
 # --------------------------------------------------------------------------- the tree

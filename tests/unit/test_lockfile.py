@@ -20,7 +20,6 @@ from reconciler.paths import relative_path_problem
 from reconciler.state.lockfile import (
     HISTORY_LIMIT_PER_ADDRESS,
     MAX_LOCKFILE_BYTES,
-    _toml_key,
     add_history,
     cap_history,
     new_state,
@@ -30,6 +29,7 @@ from reconciler.state.lockfile import (
     rekey_run,
     retire_run,
     serialize,
+    toml_key,
     write_lockfile,
 )
 from reconciler.state.store import StateStore
@@ -722,7 +722,7 @@ def test_history_is_capped_per_address() -> None:
 # back to tomllib for anything else. These differential tests hold the fast reader to
 # tomllib: whenever it accepts a text, tomllib must accept it and agree exactly.
 
-from reconciler.state.lockfile import _fast_load  # noqa: E402
+from reconciler.state.lockfile import fast_load  # noqa: E402
 
 
 def _same(a: object, b: object) -> bool:
@@ -742,7 +742,7 @@ def test_fast_reader_reads_everything_serialize_writes(spec, address) -> None:
         ),
     )
     text = serialize(add_history(put_run(full_state(), run), entry(address, "r")))
-    fast = _fast_load(text)
+    fast = fast_load(text)
     assert fast is not None
     assert _same(fast, tomllib.loads(text))
 
@@ -772,7 +772,7 @@ def test_fast_reader_never_disagrees_with_tomllib_on_mutated_files(data) -> None
             b = data.draw(st.integers(0, len(lines) - 1))
             lines[a], lines[b] = lines[b], lines[a]
             text = "\n".join(lines)
-    _agrees_with_tomllib(text, _fast_load(text))
+    _agrees_with_tomllib(text, fast_load(text))
 
 
 def _agrees_with_tomllib(text: str, fast: Any, expect: Callable[[Any], Any] = lambda d: d) -> None:
@@ -812,7 +812,7 @@ def _agrees_with_tomllib(text: str, fast: Any, expect: Callable[[Any], Any] = la
     ],
 )
 def test_fast_reader_defers_or_agrees_on_tricky_toml(text: str) -> None:
-    fast = _fast_load(text)
+    fast = fast_load(text)
     try:
         expected = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -858,18 +858,18 @@ def test_fast_reader_building_entries_never_disagrees_with_tomllib(data) -> None
                 at, data.draw(st.sampled_from(lines + ["[runs]", "[history]", "[[history]]"]))
             )
         text = "\n".join(lines)
-    _agrees_with_tomllib(text, _fast_load(text, _tagged), _tag_entries)
+    _agrees_with_tomllib(text, fast_load(text, _tagged), _tag_entries)
 
 
 def test_an_entry_whose_tables_are_apart_is_read_by_tomllib() -> None:
     text = '[runs."a"]\nspec_digest = "x"\n[runs."b"]\nspec_digest = "y"\n[runs."a".spec]\nk = 1\n'
-    assert _fast_load(text, _tagged) is None
-    assert _fast_load(text) == tomllib.loads(text)
+    assert fast_load(text, _tagged) is None
+    assert fast_load(text) == tomllib.loads(text)
 
 
 def test_entries_built_while_reading_parse_to_the_same_state() -> None:
     text = serialize(full_state())
-    assert _fast_load(text, _tagged) is not None
+    assert fast_load(text, _tagged) is not None
     assert serialize(parse(text, "osmosis.lock")) == text
 
 
@@ -896,7 +896,7 @@ def test_a_bad_entry_is_reported_as_without_building_while_reading() -> None:
     text = serialize(full_state())
     address = next(iter(full_state().runs))
     bad = text.replace(
-        f"[runs.{_toml_key(address)}]\n", f"[runs.{_toml_key(address)}]\nbogus = 1\n", 1
+        f"[runs.{toml_key(address)}]\n", f"[runs.{toml_key(address)}]\nbogus = 1\n", 1
     )
     bad = bad.replace("version = 3", "version = 9", 1)
     with pytest.raises(StateError, match="newer osmosis-reconciler"):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reconciler.model import LockState, RecordedRun
-from reconciler.state.lockfile import _fast_load, parse, serialize, write_lockfile
+from reconciler.state.lockfile import fast_load, parse, serialize, write_lockfile
 from tests.support.bodies import hle_body
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -58,7 +58,7 @@ def test_imported_entry_matches_golden_file_byte_for_byte() -> None:
 def test_provenance_parses_back_through_both_readers() -> None:
     text = (GOLDEN / "lockfile_imported.toml").read_text()
     assert parse(text, NAME) == imported_state()
-    fast = _fast_load(text)
+    fast = fast_load(text)
     assert fast is not None, "the fast reader must read what serialize writes"
     assert fast == tomllib.loads(text)
 

@@ -39,8 +39,8 @@ from reconciler.render import (
     render_markdown,
     render_text,
 )
-from reconciler.render.tables import _text_results
-from reconciler.state.lockfile import _fast_load, parse, put_run, retire_run, serialize
+from reconciler.render.tables import text_results
+from reconciler.state.lockfile import fast_load, parse, put_run, retire_run, serialize
 from tests.support.plan_fixtures import (
     BENCHMARKS,
     HLE,
@@ -302,7 +302,7 @@ def test_lockfile_with_results_matches_golden_and_round_trips() -> None:
     assert parse(text, NAME) == state
     assert serialize(parse(text, NAME)) == text
     # The fast reader reads exactly what tomllib reads, and tomlkit agrees.
-    assert _fast_load(text) == tomllib.loads(text)
+    assert fast_load(text) == tomllib.loads(text)
     assert tomlkit.parse(text).unwrap() == tomllib.loads(text)
 
 
@@ -322,7 +322,7 @@ def test_a_hand_edited_results_table_is_read_by_tomllib_too() -> None:
     text = serialize(state_with_results()).replace(
         "total_cost_usd = 4.5", "total_cost_usd = 4.5 # x", 1
     )
-    assert _fast_load(text) is None  # a comment after a value: not the emitter's subset
+    assert fast_load(text) is None  # a comment after a value: not the emitter's subset
     assert parse(text, NAME) == state_with_results()
 
 
@@ -420,12 +420,12 @@ def test_results_compare_with_the_leaderboard_entry_of_the_same_model_and_harnes
     assert row.unavailable_tasks == 2
     text = render_text(plan)
     assert "-4.7 pts vs leaderboard 70.0% (#1, parity)" in "\n".join(
-        _text_results(plan.results, width=240)
+        text_results(plan.results, width=240)
     )
     assert (
         "note: hle/parity: 2 tasks of the benchmark unavailable (image attachment missing "
         "upstream), not run or scored"
-    ) in "\n".join(_text_results(plan.results, width=240))
+    ) in "\n".join(text_results(plan.results, width=240))
     assert "note: hle/parity: 2 tasks of the benchmark unavailable" in text
     assert "| -4.7 pts vs leaderboard 70.0% (#1, parity) |" in render_markdown(plan)
 
@@ -476,7 +476,7 @@ def test_text_results_are_compact_and_capped() -> None:
     assert all(len(line) <= 100 for line in table), table
     assert "65.3% [60.3–70.3]" in table[2] and "+4.2 pts" in table[2]
     assert any("left out to fit 100 columns: " in line for line in lines)
-    wide = "\n".join(_text_results(results_plan().results, width=240))
+    wide = "\n".join(text_results(results_plan().results, width=240))
     assert (
         "  hle/parity  name-run-2  GPT-5 · codex              65.3% [60.3–70.3] · ? errored  "
         "pass@2 75.3%      $2.00         $2.00       1,100k          1,100k  +4.2 pts (prev "

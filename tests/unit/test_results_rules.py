@@ -21,7 +21,7 @@ from reconciler.model import (
 )
 from reconciler.plan.results import result_rows
 from reconciler.render import render_text
-from reconciler.render.tables import _text_results
+from reconciler.render.tables import text_results
 from reconciler.results.build import build_address_reports
 from reconciler.results.data import parse_results_csv
 from reconciler.results.report import AddressReport, render_addresses_text
@@ -115,7 +115,7 @@ def test_a_failed_run_is_partial_and_never_the_next_runs_previous() -> None:
     assert alone.previous_note == "name-failed-run is partial (failed)"
     # The failed run itself is labelled partial where it is shown.
     failed = entry("tb/f", "f1", 0.583, SPEC_FULL, status="failed")
-    text = "\n".join(_text_results(result_rows(state(failed)), width=200))
+    text = "\n".join(text_results(result_rows(state(failed)), width=200))
     assert "name-f1 (partial: failed)" in text
     reports = build_address_reports(state(failed), [], lambda _run: None)
     assert reports[0].runs[0].report.run.partial
