@@ -171,6 +171,9 @@ class GateCell:
     """Nothing changed: share of gate runs that failed (Holm, worse beyond the margin)."""
     unadjusted_false_alarm: float
     """The same runs judged as before: any significant decline, unadjusted, fails."""
+    unadjusted_beyond_margin: float = 0.0
+    """The same runs judged by the gate's rule without the family's adjustment: any
+    comparison worse beyond the margin at its own α fails."""
 
     @property
     def bound(self) -> float:
@@ -184,20 +187,74 @@ def gate(
     reps: int,
     seed: int = 1,
     adjust: Callable[[Sequence[Comparison]], list[Comparison]] = holm,
+    margin: float = MARGIN,
 ) -> GateCell:
     """A gate of ``configs`` addresses where nothing changed (each its own agent: its own
-    task rates), run ``reps`` times."""
-    rng = random.Random(f"gate:{configs}:{tasks}:{k}:{seed}")
-    failed = naive = 0
+    task rates), run ``reps`` times, at ``regression_margin_pp`` = ``margin``. At a margin
+    of 0 every config sits at the margin (a true Δ of −margin, as close to failing as a
+    config that did not regress beyond it can be): each significant decline fails, and
+    the family's adjustment is all that keeps the gate at its 5%."""
+    name = f"gate:{configs}:{tasks}:{k}:{seed}" + (f":{margin}" if margin != MARGIN else "")
+    rng = random.Random(name)
+    failed = naive = beyond = 0
     for rep in range(reps):
         family = []
         for config in range(configs):
             rates = task_rates(rng, tasks)
-            family.append(_compare(run(rng, rates, k), run(rng, rates, k), rep * 100 + config))
+            family.append(
+                compare_outcomes(
+                    run(rng, rates, k), run(rng, rates, k), margin=margin, seed=rep * 100 + config
+                )
+            )
         naive += any(c.verdict is Verdict.WORSE for c in family)
+        beyond += any(c.beyond_margin for c in family)
         reports = tuple(
             CompareReport(f"a{i}@base", f"a{i}@new", "agent", "agent", c)
             for i, c in enumerate(adjust(family))
         )
         failed += Gate(reports).failed
-    return GateCell(configs, tasks, k, reps, failed / reps, naive / reps)
+    return GateCell(configs, tasks, k, reps, failed / reps, naive / reps, beyond / reps)
+
+
+@dataclass(frozen=True)
+class WeeklyCell:
+    """One config checked every week against a fixed, accepted baseline, nothing changed."""
+
+    tasks: int
+    k: int
+    weeks: int
+    reps: int
+    per_week: float
+    """Share of weekly gate runs that failed (a family of one: the gate's own α)."""
+    over_weeks: float
+    """Share of ``weeks``-long series in which the gate failed at least once."""
+    before_over_weeks: float
+    """The same series judged as before: any significant decline raises the alarm."""
+
+
+def weekly(tasks: int, k: int, weeks: int, reps: int, seed: int = 1) -> WeeklyCell:
+    """``reps`` series of ``weeks`` gate runs: the same agent (its task rates fixed), one
+    baseline run accepted once, a new run each week compared with it."""
+    rng = random.Random(f"weekly:{tasks}:{k}:{weeks}:{seed}")
+    failed_weeks = series_failed = series_alarmed = 0
+    for rep in range(reps):
+        rates = task_rates(rng, tasks)
+        baseline = run(rng, rates, k)
+        failed = alarmed = False
+        for week in range(weeks):
+            c = _compare(baseline, run(rng, rates, k), rep * 100 + week)
+            gate = Gate((CompareReport("a@baseline", "a@week", "agent", "agent", c),))
+            failed_weeks += gate.failed
+            failed = failed or gate.failed
+            alarmed = alarmed or c.verdict is Verdict.WORSE
+        series_failed += failed
+        series_alarmed += alarmed
+    return WeeklyCell(
+        tasks,
+        k,
+        weeks,
+        reps,
+        failed_weeks / (reps * weeks),
+        series_failed / reps,
+        series_alarmed / reps,
+    )
