@@ -278,6 +278,69 @@ def test_6_k_is_what_the_config_asked_for_and_short_tasks_are_named() -> None:
     assert "30×3 (1 short)" in text and "fewer than the 3 attempts asked: t029" in text
 
 
+def _compared(left: str, right: str, k: int, threshold: float | None = None) -> Comparison:
+    """The comparison ``osmosis-results compare`` makes of two runs of the same config (two
+    addresses: each run's recorded spec carries its ``pass_threshold``)."""
+    execution: dict[str, object] = {"attempts_per_task": k}
+    if threshold is not None:
+        execution["pass_threshold"] = threshold
+    spec = {"tasks_config": {}, "execution_config": execution}
+    family = Family()
+    family.add("tb/a", "r1", left, k=k, spec=spec)
+    family.add("tb/b", "r2", right, k=k, spec=spec)
+    (pair,) = build_compare(family.state(), RunRef("tb/a", "r1"), RunRef("tb/b", "r2"),
+                            family.load())  # fmt: skip
+    return pair.comparison
+
+
+def test_6_an_errored_attempt_keeps_k_and_the_interval_method_of_several_attempts() -> None:
+    # shared/results.md §2.3: exact McNemar at one attempt, the inverted sign-flip test at
+    # several. k is the attempts asked for, so errored attempts (even 2 of a task's 3,
+    # leaving it one scored attempt) never turn 3 attempts into 1 and McNemar.
+    rng = random.Random(8)
+    rates = [rng.random() for _ in range(30)]
+    left = attempts_of(rates, 3, rng)
+    right = attempts_of(rates, 3, rng)
+    right[0] = (right[0][0], "errored", 0.0, 0.25)
+    right[1] = (right[1][0], "errored", 0.0, 0.25)  # t000: 1 scored attempt of 3
+    right[5] = (right[5][0], "errored", 0.0, 0.25)
+    c = _compared(results_csv(left), results_csv(right), 3)
+    assert (c.attempts_left, c.attempts_right, c.errored_right) == (3, 3, 3)
+    assert c.test.startswith("sign-flip"), c.test
+    assert c.ci.method == c.test  # the interval inverts the test the verdict follows
+    # One attempt per task, errored ones included: exact McNemar.
+    one_left = attempts_of(rates, 1, rng)
+    one_right = [(t, "errored" if i < 3 else o, r, cost)
+                 for i, (t, o, r, cost) in enumerate(attempts_of(rates, 1, rng))]  # fmt: skip
+    single = _compared(results_csv(one_left), results_csv(one_right), 1)
+    assert single.errored_right == 3
+    assert single.test == single.ci.method == "mcnemar exact"
+
+
+def test_6_fractional_rewards_compare_passes_at_the_threshold_by_the_attempts_method() -> None:
+    # A fractional reward is a pass at or above the threshold: at one attempt the per-task
+    # differences are −1, 0 or +1 and the test is exact McNemar on those passes; at
+    # several attempts, the sign-flip test.
+    rng = random.Random(9)
+    rates = [rng.random() for _ in range(30)]
+
+    def rewarded(k: int) -> list[tuple[str, str, float, float]]:
+        return [(f"t{t:03d}", "failed", round(rng.uniform(0.5, 1.0) * rate, 3), 0.1)
+                for t, rate in enumerate(rates) for _ in range(k)]  # fmt: skip
+
+    left, right = rewarded(1), rewarded(1)
+    c = _compared(results_csv(left), results_csv(right), 1, threshold=0.6)
+    assert c.test == c.ci.method == "mcnemar exact"
+    passed_left = [r >= 0.6 for _t, _o, r, _c in left]
+    passed_right = [r >= 0.6 for _t, _o, r, _c in right]
+    up = sum(b and not a for a, b in zip(passed_left, passed_right, strict=True))
+    down = sum(a and not b for a, b in zip(passed_left, passed_right, strict=True))
+    assert (len(c.up), len(c.down)) == (up, down) and up + down > 0
+    assert c.delta == pytest.approx((up - down) / 30)  # passes, not mean rewards
+    several = _compared(results_csv(rewarded(3)), results_csv(rewarded(3)), 3, threshold=0.6)
+    assert several.test.startswith("sign-flip") and several.ci.method == several.test
+
+
 # --------------------------------------------------------------------------- finding 7
 
 
