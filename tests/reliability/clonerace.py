@@ -8,8 +8,8 @@ second apply gets the lock once the first has paid, with no evidence that the fi
 are its own: it must not pay for a twin of any of them. Under ``lock = "git"`` the second
 is refused as behind the state record the first published. Then the team catches up as it
 would: the clone that paid commits its lockfile and pushes; the other drops its own
-lockfile (it paid nothing), pulls, and both apply again and plan, which must find nothing
-left to do.
+lockfile edits (it paid nothing) and pulls; then each in turn pulls, applies again, plans
+(which must find nothing left to do) and commits and pushes what the apply wrote.
 
 Ground truth is the Platform's own rows. The runs last far longer than a round (the
 Platform runs at real speed), so every run of a round is active while the round lasts:
@@ -27,6 +27,7 @@ from tests.support.git import git
 
 from .gitrace import PYPROJECT, two_clones
 from .harness import (
+    APPLY_ARGS,
     CONFIG,
     SECRET_NAME,
     Server,
@@ -65,6 +66,8 @@ class RaceTally:
     duplicates: int = 0
     never_submitted: int = 0
     superseded_active: int = 0
+    waited_rounds: int = 0
+    ended_twins_paid: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -77,6 +80,7 @@ def _write_generation(repo: Path, generation: int) -> None:
 
 
 def _commit_to_both(a: Path, b: Path, generation: int) -> None:
+    git(a, "pull", "-q", "--ff-only")
     _write_generation(a, generation)
     git(a, "commit", "-qam", f"generation {generation} of every config")
     git(a, "push", "-q", "origin", "main")
@@ -87,21 +91,34 @@ def _catch_up(payer: Path, other: Path) -> None:
     """What a team does after the race: the clone that paid commits its lockfile and
     pushes; the other, which paid nothing, drops what its refused or blocked apply left in
     its lockfile and pulls."""
-    git(payer, "add", LOCKFILE)
-    git(payer, "commit", "-qm", "osmosis-apply: record the runs")
-    git(payer, "push", "-q", "origin", "main")
-    if git(other, "ls-files", LOCKFILE):
-        git(other, "checkout", "-q", "--", LOCKFILE)
-    else:
-        (other / LOCKFILE).unlink(missing_ok=True)
+    _push_lockfile(payer)
+    _drop_lockfile_edits(other)
     git(other, "pull", "-q", "--ff-only")
 
 
+def _push_lockfile(repo: Path) -> None:
+    """Commit what the apply wrote to the lockfile (as it asks) and push it."""
+    if git(repo, "status", "--porcelain", "--", LOCKFILE):
+        git(repo, "add", LOCKFILE)
+        git(repo, "commit", "-qm", "osmosis-apply: record the runs")
+        git(repo, "push", "-q", "origin", "main")
+
+
+def _drop_lockfile_edits(repo: Path) -> None:
+    """Back to the lockfile on ``main``, for a clone whose apply paid nothing (what it wrote
+    is what it observed; the next apply observes again)."""
+    if git(repo, "ls-files", LOCKFILE):
+        git(repo, "checkout", "-q", "--", LOCKFILE)
+    else:
+        (repo / LOCKFILE).unlink(missing_ok=True)
+
+
 def _converged(repo: Path, server: Server, env: dict[str, str]) -> tuple[bool, str]:
-    """Apply again, then plan: nothing may be left to do."""
+    """Apply again (paying nothing), then plan: nothing may be left to do."""
     applied = run("osmosis-apply", repo, server.url, *RACE_ARGS, env=env, timeout=300)
     planned = run("osmosis-plan", repo, server.url, "--detailed-exitcode", env=env)
-    ok = applied.returncode == 0 and planned.returncode == 0
+    paid = PAID.search(applied.stdout) is not None
+    ok = applied.returncode == 0 and planned.returncode == 0 and not paid
     transcript = (
         f"{repo.name}: apply exit {applied.returncode}: {applied.stdout.strip()[-600:]} "
         f"{applied.stderr.strip()[-300:]}\nplan exit {planned.returncode}: "
@@ -165,11 +182,35 @@ def race_rounds(root: Path, tally: RaceTally, *, rounds: int, pyproject: str) ->
                 clones = (a, b)
                 _catch_up(clones[winner], clones[1 - winner])
                 for repo in clones:
+                    git(repo, "pull", "-q", "--ff-only")
                     ok, transcript = _converged(repo, server, env)
                     if not ok:
                         tally.not_converged += 1
                         tally.notes.append(f"round {generation}: {transcript}")
+                    _push_lockfile(repo)
             _count_runs(server, generation, tally)
 
 
-__all__ = ["GIT_LOCK", "MACHINE_LOCK", "RaceTally", "race_rounds"]
+def waited_race(root: Path, tally: RaceTally) -> None:
+    """The same race under the machine-wide lock, each apply waiting for its runs
+    (``APPLY_ARGS``: ``--wait``), on a fast Platform: the second clone gets the lock once
+    the first's runs have ended. An ended identical run is no twin (docs/paying-once.md,
+    "Never a twin without a decision"), so the second pays for each config again: counted
+    here, not yet a guarantee (see ``ended_twins_paid``)."""
+    _remote, a, b = two_clones(root, CONFIGS, pyproject=MACHINE_LOCK)
+    runtime = root / "runtime"
+    runtime.mkdir()
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    with platform_server(root / "platform") as server:
+        _commit_to_both(a, b, 1)
+        args = (*APPLY_ARGS, "--lock-timeout", "120")
+        procs = [spawn("osmosis-apply", repo, server.url, *args, env=env) for repo in (a, b)]
+        for proc in procs:
+            finish(proc, timeout=300)
+        per_config = Counter(_index_of(r["body"]) for r in server.runs())
+        tally.waited_rounds += 1
+        tally.ended_twins_paid += sum(n - 1 for n in per_config.values() if n > 1)
+        tally.never_submitted += sum(1 for i in range(CONFIGS) if per_config[str(i)] == 0)
+
+
+__all__ = ["GIT_LOCK", "MACHINE_LOCK", "RaceTally", "race_rounds", "waited_race"]
