@@ -66,14 +66,18 @@ class GitTally:
     notes: list[str] = field(default_factory=list)
 
 
-def two_clones(root: Path, configs: int, *, ttl: int = 3) -> tuple[Path, Path, Path]:
-    """A bare remote holding ``configs`` configs, and two clones of it (``a``, ``b``)."""
+def two_clones(
+    root: Path, configs: int, *, ttl: int = 3, pyproject: str | None = None
+) -> tuple[Path, Path, Path]:
+    """A bare remote holding ``configs`` configs, and two clones of it (``a``, ``b``).
+    ``pyproject`` is the settings file (default: the git lock with ``lock_ttl = ttl``)."""
     seed = root / "seed"
     bench = seed / "benchmarks" / "tb"
     bench.mkdir(parents=True)
     for index in range(configs):
         (bench / f"c{index:02d}.toml").write_text(CONFIG.format(index=index, secret=SECRET_NAME))
-    (seed / "pyproject.toml").write_text(PYPROJECT.format(ttl=ttl))
+    settings = PYPROJECT.format(ttl=ttl) if pyproject is None else pyproject
+    (seed / "pyproject.toml").write_text(settings)
     (seed / ".gitignore").write_text(".osmosis/\n")
     git(seed, "init", "-q", "-b", "main")
     git(seed, "add", "-A")
