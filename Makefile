@@ -42,10 +42,10 @@ test: install $(OSMOSIS_CLI_VENV)/.done
 # The coverage of reconciler/ (statements and branches) by `make test`'s suite, the commands
 # the tests run as subprocesses included (pyproject's [tool.coverage.run]: patch = subprocess).
 # A separate step so `make test` keeps its speed; .ci/run runs both. COVERAGE_FLOOR is a
-# ratchet: raise it when coverage rises, never lower it. Today's figure: 90.9 % on main at
-# 35dc349 and 90.83 % with these gates (a child that fills the disk is no longer measured;
-# a few lines hang on timing and Hypothesis's draws), so the floor is the lower, 90.8.
-COVERAGE_FLOOR := 90.8
+# ratchet: raise it when coverage rises, never lower it. Figures: 90.9 % on main at 35dc349;
+# 92.34 % at 8298183 (issue 33's round two: `make coverage`, 2,265 tests). The floor sits a
+# tenth below that, as a few lines hang on timing and Hypothesis's draws.
+COVERAGE_FLOOR := 92.2
 coverage: install $(OSMOSIS_CLI_VENV)/.done
 	rm -f .coverage .coverage.*
 	OSMOSIS_REAL_CLI=$$(test -x $(OSMOSIS_CLI_VENV)/bin/osmosis && echo $(CURDIR)/$(OSMOSIS_CLI_VENV)/bin/osmosis) \
