@@ -800,11 +800,18 @@ class LifecycleMachine(RuleBasedStateMachine):
         """A teammate on another machine reads the laptop's try-out lockfile (written
         against the laptop's embedded Platform) in a clone of their own, with their own
         embedded Platform: one message says so, and nothing is planned or paid there."""
-        source = self.laptop / ".osmosis" / "try-out" / "osmosis.lock"
-        if not source.exists():
+        tryout = self.laptop / ".osmosis" / "try-out" / "osmosis.lock"
+        if not tryout.exists():
             self._laptop_tryout()
-        if not source.exists():
-            source = self.laptop / "state" / "osmosis.lock"
+        # Its try-out state: beside its embedded Platform, or, made before main had a
+        # lockfile, the untracked one in state/ (never the team's committed lockfile).
+        untracked = "?? state/" in _git(
+            self.laptop, "status", "--porcelain", "--untracked-files=all"
+        )
+        source = tryout if tryout.exists() else self.laptop / "state" / "osmosis.lock"
+        if not tryout.exists() and not untracked:
+            OUTCOMES["no try-out lockfile on the laptop (nothing to try)"] += 1
+            return
         self.tryout_machines += 1
         other = self.dir / f"teammate-{self.tryout_machines}"
         _git(self.dir, "clone", "-q", str(self.remote), str(other))
