@@ -218,6 +218,8 @@ def _config(model: str, attempts: int) -> str:
     )
 
 
+SOLO_ATTEMPTS = 4
+"""Attempts of the solo repository's config (``remote_added_later``)."""
 GENERATOR = "tb/gen"
 """A generator of two staged cells under ``tb/`` (a smoke run first): one whose endpoint
 answers errors (its smoke run fails, the full run is blocked for good) and one that works."""
@@ -877,7 +879,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         name = f"solo-{uuid.uuid4().hex[:6]}"
         solo = self.dir / name
         (solo / "benchmarks" / "tb").mkdir(parents=True)
-        (solo / "benchmarks" / "tb" / "solo.toml").write_text(_config(model, 1))
+        # Four attempts: no body of this repository's (1 to 3 attempts) is the same, so the
+        # twin guard has no run of ours to block it on (the colleague rules cover twins).
+        (solo / "benchmarks" / "tb" / "solo.toml").write_text(_config(model, SOLO_ATTEMPTS))
         (solo / ".gitignore").write_text(".osmosis/\n")
         (solo / "pyproject.toml").write_text("[tool.osmosis-reconciler]\n")
         _git(solo, "init", "-q", "-b", "main")
@@ -889,7 +893,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         applied = self._cli(solo, apply_main, "--auto-approve")
         paid = self._all_run_ids() - before
         self.others |= paid
-        self.same_token.update(dict.fromkeys(paid, (model, 1)))
+        self.same_token.update(dict.fromkeys(paid, (model, SOLO_ATTEMPTS)))
         self._check_exit("apply", applied, faulted=False)
         _git(solo, "add", "-A")
         _git(solo, "commit", "-q", "-m", "Record apply")
@@ -909,7 +913,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._check_exit("apply", again, faulted=False)
         extra = self._all_run_ids() - before - paid
         self.others |= extra
-        self.same_token.update(dict.fromkeys(extra, (model, 1)))
+        self.same_token.update(dict.fromkeys(extra, (model, SOLO_ATTEMPTS)))
         if len(paid) != 1 or extra:
             self._violate(name, f"paid {len(paid)} then {len(extra)} runs for one config")
 
