@@ -352,6 +352,9 @@ class Applier:
                 benchmark_id=item.benchmark_id,
                 intent=intent,
                 stage=stage,
+                # The commit this submit carries out: a run adopted later as its run was
+                # applied here, not at the adopting apply's commit (``_adopt``).
+                applied_at_commit=self.head,
             )
             return with_reruns(put_run(state, entry), item.address, item.reruns)
 
@@ -616,6 +619,11 @@ class Applier:
                 # holds the intent moves with it, then takes the run.
                 state = rekey_run(state, source, item.address, ended_at=self.clock())
             old = state.runs.get(item.address)
+            # The run of a submit whose answer was lost was applied at that submit's commit:
+            # a re-run request committed since is still pending (issue 34: an adoption
+            # recorded today's commit and consumed requests nobody carried out).
+            lost = old is not None and old.intent is not None and old.intent.op == "submit"
+            applied = old.applied_at_commit if lost and old and old.applied_at_commit else self.head
             if old is not None and old.run_id is not None and old.run_id != run.id:
                 why = SMOKE if old.stage == SMOKE else "replaced"
                 state = retire(state, item.address, why, self.clock())
@@ -629,7 +637,7 @@ class Applier:
                 observed_at=self.clock(),
                 submitted_at=run.created_at,
                 requested_by=desired.requested_by if desired else None,
-                applied_at_commit=self.head,
+                applied_at_commit=applied,
                 benchmark_id=run.benchmark_id or item.benchmark_id,
                 task_count=item.task_count,
                 attempts=item.attempts or None,

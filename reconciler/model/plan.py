@@ -456,12 +456,26 @@ class RecordedChange(Frozen, frozen=True, kw_only=True):
 
 
 def glob_match(address: str, patterns: tuple[str, ...] | list[str]) -> bool:
-    """Whether ``address`` matches any of the address globs (``*`` stays within a segment)."""
+    """Whether ``address`` matches any of the address globs: ``*`` (and ``?``, ``[...]``)
+    stays within a segment, a ``**`` segment is any number of segments (``dir/**`` is
+    everything below ``dir``). ``tb/*`` is ``tb/a``, never a generator's ``tb/gen/a``."""
+    parts = address.split("/")
+    return any(
+        pattern == address or _segments_match(parts, pattern.split("/")) for pattern in patterns
+    )
+
+
+def _segments_match(parts: list[str], pattern: list[str]) -> bool:
     from fnmatch import fnmatchcase
 
-    for pattern in patterns:
-        if pattern == address or fnmatchcase(address, pattern):
-            return True
-        if pattern.endswith("/**") and address.startswith(pattern[:-2]):
-            return True
-    return False
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        if len(pattern) == 1:
+            return bool(parts)  # ``dir/**``: something below ``dir``
+        return any(_segments_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return (
+        bool(parts)
+        and fnmatchcase(parts[0], pattern[0])
+        and _segments_match(parts[1:], pattern[1:])
+    )

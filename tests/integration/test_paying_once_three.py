@@ -262,6 +262,40 @@ def test_item5_a_rerun_request_is_consumed_only_by_the_apply_that_carries_it_out
         server.close()
 
 
+def test_item5_a_lost_submit_adopted_later_consumes_no_request_made_since(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """A submit whose answer was lost, a re-run request committed, then the apply that
+    adopts the lost submit's run: the adoption recorded its own commit as the run's, so the
+    request counted as carried out and vanished (found by the lifecycle suite)."""
+    faults = Faults(drop_after_submit_rate=1.0)
+    platform.platform.faults = faults
+    platform.platform.injector = FaultInjector(faults)
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+    osm = Osmosis(repo, platform)
+    lost = osm.apply("--auto-approve")  # the answer is dropped: the outcome is unknown
+    assert lost.code != 0 and "intent" in read_lock(repo)["runs"]["tb/a"], lost
+    commit(repo, "Record the lost submit")
+    asked = commit(repo, "Re-run tb/a", "Osmosis-Rerun: tb/a", allow_empty=True)
+    platform.platform.faults = Faults()
+    platform.platform.injector = FaultInjector(Faults())
+
+    adopted = osm.apply("--auto-approve")
+    assert adopted.code == 0 and "<= tb/a: adopt" in adopted.out, adopted
+    assert platform.submits() == 1
+    commit(repo, "Record the adoption")
+    planned = osm.plan("--format", "json")
+    assert plan_items(planned)["tb/a"]["reason"] == "replace_requested", planned
+    assert any(
+        f"pending re-run requests (Osmosis-Rerun): tb/a ({asked[:7]})" in w
+        for w in planned.json()["warnings"]
+    ), planned
+    rerun = osm.apply("--auto-approve")
+    assert rerun.code == 0, rerun
+    assert platform.submits() == 2
+    assert read_lock(repo)["reruns"] == {"tb/a": [asked]}
+
+
 # --------------------------------------------------------------------------- the way on
 
 

@@ -150,6 +150,19 @@ def test_skip_smoke_still_goes_to_the_full_run() -> None:
     assert item.action is Action.SUBMIT and item.attempts == 249
 
 
+def test_skip_smoke_of_a_glob_skips_only_its_own_segment() -> None:
+    """``--skip-smoke 'hle/*'`` skipped the smoke stage of a generator's cell ``hle/gen/a``
+    too (``*`` crossed ``/``; found by the lifecycle suite); ``hle/**`` is everything below."""
+    cell = desired("hle/gen/a")
+    one = settings(smoke=(SMOKE_ALL,), skip_smoke=("hle/*",))
+    (item,) = compute_plan([cell], lock(), observation(), one).items
+    assert item.smoke is not None and item.smoke.stage != "skipped", item
+    assert item.action is not Action.SUBMIT or item.attempts == 1, item
+    below = settings(smoke=(SMOKE_ALL,), skip_smoke=("hle/**",))
+    (item,) = compute_plan([cell], lock(), observation(), below).items
+    assert item.action is Action.SUBMIT and item.attempts == 249, item
+
+
 def test_the_summary_shows_what_is_paid_now_and_what_is_deferred() -> None:
     configs = [
         desired(f"tb/c{i}", "terminal-bench-2-1", harness="terminus-2", task_set=None, judge=None,
