@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reconciler.engine.apply_result import ApplyResult
@@ -33,7 +34,13 @@ from reconciler.engine.executor import Applier
 from reconciler.engine.load import head, load_desired, load_state, observe_platform
 from reconciler.engine.observe import refresh_statuses
 from reconciler.engine.outcomes import unsuccessful_runs
-from reconciler.engine.plan import Refresh, make_plan, plan_snapshots, refresh
+from reconciler.engine.plan import (
+    Refresh,
+    make_plan,
+    plan_snapshots,
+    refresh,
+    with_concurrent_since,
+)
 from reconciler.engine.report import ApplyProgress, Notices
 from reconciler.engine.saved_plan import read_saved_plan, stale_reasons
 from reconciler.engine.snapshots import LockfileReader, Snapshots
@@ -82,6 +89,11 @@ class Applied:
     """Each action's outcome (None: nothing was carried out)."""
 
 
+CLOCK_SKEW = timedelta(minutes=2)
+"""How far the Platform's clock may run behind ours: a run it dates up to this long before
+an apply began still counts as made while the apply waited for its lock."""
+
+
 def apply(
     ctx: Context,
     notices: Notices,
@@ -99,6 +111,7 @@ def apply(
     (``--auto-approve``).
     """
     cancel = threading.Event()
+    began = datetime.now(UTC) - CLOCK_SKEW
 
     def lost() -> None:
         notices.alert(LOST_LOCK)
@@ -111,7 +124,8 @@ def apply(
         say=notices.info,
         on_lost=lost,
     ) as door:
-        plan, snapshots = _plan_to_apply(ctx, notices, request, lockfile)
+        meanwhile = began if door.waited else None
+        plan, snapshots = _plan_to_apply(ctx, notices, request, lockfile, meanwhile)
         on_plan(plan, request.planfile is not None)
         untouched = Applied(Ending.FAILED, plan, snapshots.state, snapshots.observation)
         if plan.errors:
@@ -126,20 +140,27 @@ def apply(
 
 
 def _plan_to_apply(
-    ctx: Context, notices: Notices, request: ApplyRequest, lockfile: LockfileReader
+    ctx: Context,
+    notices: Notices,
+    request: ApplyRequest,
+    lockfile: LockfileReader,
+    began: datetime | None,
 ) -> tuple[Plan, Snapshots]:
-    """The plan to carry out and the snapshots it is checked against (step 1)."""
+    """The plan to carry out and the snapshots it is checked against (step 1). ``began``:
+    when this apply began, if it then waited for a lock another held; runs created since
+    were made meanwhile, and an identical one is a twin even once it has ended."""
     if request.planfile is not None:
         # Re-observed (design.md §7.2): statuses that changed since the plan was made are
         # recorded before acting (a run that ended meanwhile downloads as ended), and
         # only the saved items the plan recomputed now still holds are carried out.
         saved, snapshots = _load_saved_plan(ctx, notices, request.planfile, lockfile)
+        snapshots = with_concurrent_since(snapshots, began)
         fresh = plan_snapshots(ctx, snapshots)
         plan = still_planned(saved, fresh)
         # A decision's record moves with the state it was computed from: the plan of now.
         plan = plan.model_copy(update={"decisions": fresh.decisions})
     else:
-        plan, snapshots = make_plan(ctx, notices, lockfile=lockfile)
+        plan, snapshots = make_plan(ctx, notices, lockfile=lockfile, concurrent_since=began)
     if request.only is not None:
         plan = restrict_plan(plan, request.only)
     return plan, snapshots

@@ -10,7 +10,10 @@ Nothing here takes a lock or writes; ``ending`` is how a plan ends the command
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import msgspec
 
 from reconciler.engine.context import Context
 from reconciler.engine.load import load
@@ -33,11 +36,22 @@ def make_plan(
     *,
     lockfile: LockfileReader = read_lockfile_bytes,
     changed_since: str | None = None,
+    concurrent_since: datetime | None = None,
 ) -> tuple[Plan, Snapshots]:
     """``load``, then ``plan_snapshots``: the plan and the snapshots it was computed from.
-    ``changed_since``: only the configs changed since this git revision (a PR's base)."""
-    snapshots = load(ctx, notices, lockfile)
+    ``changed_since``: only the configs changed since this git revision (a PR's base);
+    ``concurrent_since``: see ``with_concurrent_since``."""
+    snapshots = with_concurrent_since(load(ctx, notices, lockfile), concurrent_since)
     return plan_snapshots(ctx, snapshots, changed_since=changed_since), snapshots
+
+
+def with_concurrent_since(snapshots: Snapshots, since: datetime | None) -> Snapshots:
+    """``snapshots`` whose observation says that runs created from ``since`` on were made
+    while this command waited for its lock (``Observation.concurrent_since``)."""
+    if since is None:
+        return snapshots
+    observation = msgspec.structs.replace(snapshots.observation, concurrent_since=since)
+    return replace(snapshots, observation=observation)
 
 
 def plan_snapshots(ctx: Context, snapshots: Snapshots, *, changed_since: str | None = None) -> Plan:

@@ -126,6 +126,12 @@ class Observation(Frozen, frozen=True, kw_only=True):
     platform: str
     workspace: str
     observed_at: datetime
+    concurrent_since: datetime | None = None
+    """When the apply that observed began (less a clock-skew allowance), if it then waited
+    for a lock another command held: a run created since was made meanwhile, by that
+    command, never a run this repository ran before on purpose. The twin guard counts such a
+    run whether it is still active or has ended (issue 34: two clones applying with
+    ``--wait``). None: the command did not wait (or takes no lock: ``osmosis-plan``)."""
     runs: dict[str, ObservedRun] = msgspec.field(default_factory=dict)
     """Run id -> run, for every run that was seen: with ``listing = "full"`` every run of the
     workspace; with ``"incremental"`` the runs created since the lockfile's watermark plus

@@ -30,6 +30,7 @@ from reconciler.model import (
     Action,
     Blocked,
     Fix,
+    Observation,
     ObservedRun,
     PlanItem,
     Reason,
@@ -79,7 +80,8 @@ def active_twins(
     draft: Draft, fingerprint: str | None, *, exclude: Iterable[str | None] = ()
 ) -> list[ObservedRun]:
     """Active runs, newest first, doing exactly what ``fingerprint`` describes, that this
-    repository has no evidence for and no item of this plan adopts."""
+    repository has no evidence for and no item of this plan adopts; with them, ended ones
+    made while this command waited for its lock (``Observation.concurrent_since``)."""
     if fingerprint is None:
         return []
     skip = {run_id for run_id in exclude if run_id}
@@ -89,9 +91,14 @@ def active_twins(
         if run.fingerprint == fingerprint
         and run.id not in skip
         and run.id not in draft.claimed
-        and RunStatus.of(run.status).is_active
+        and (RunStatus.of(run.status).is_active or _made_meanwhile(run, draft.observed))
         and evidence_of(run, draft.recorded, draft.observed) is None
     ]
+
+
+def _made_meanwhile(run: ObservedRun, observed: Observation) -> bool:
+    since = observed.concurrent_since
+    return since is not None and run.created_at is not None and run.created_at >= since
 
 
 def adopt_command(address: str, run: ObservedRun) -> str:

@@ -206,6 +206,9 @@ class Door:
         """The id of every lock held (``osmosis-apply --force-unlock`` takes it)."""
         self.git_lock = git_lock
         """The git lock, when one is held."""
+        self.waited = False
+        """Whether this command waited for a lock another command held: what it observes
+        next may hold runs that command made meanwhile."""
         self._open = True
 
     @property
@@ -278,7 +281,11 @@ def open_door(
     scope.state_path.parent.mkdir(parents=True, exist_ok=True)
     kind = scope.kind()
 
+    waited = False
+
     def waiting(holder: Mapping[str, object]) -> None:
+        nonlocal waited
+        waited = True
         if say is not None:
             say(waiting_line(holder))
 
@@ -330,6 +337,7 @@ def open_door(
         # Under the lock, temp files of the lockfile can only be a killed writer's.
         remove_stale_temps(scope.state_path)
         door = Door(scope, kind, info.lock_id, git_lock)
+        door.waited = waited
         try:
             yield door
         finally:

@@ -194,9 +194,9 @@ def race_rounds(root: Path, tally: RaceTally, *, rounds: int, pyproject: str) ->
 def waited_race(root: Path, tally: RaceTally) -> None:
     """The same race under the machine-wide lock, each apply waiting for its runs
     (``APPLY_ARGS``: ``--wait``), on a fast Platform: the second clone gets the lock once
-    the first's runs have ended. An ended identical run is no twin (docs/paying-once.md,
-    "Never a twin without a decision"), so the second pays for each config again: counted
-    here, not yet a guarantee (see ``ended_twins_paid``)."""
+    the first's runs have ended. Those runs were made while the second waited for the lock,
+    so they are its twins although they ended (docs/paying-once.md, "Never a twin without
+    a decision"): the second pays for none (``ended_twins_paid`` must be 0)."""
     _remote, a, b = two_clones(root, CONFIGS, pyproject=MACHINE_LOCK)
     runtime = root / "runtime"
     runtime.mkdir()

@@ -53,15 +53,21 @@ def test_twenty_rounds_of_two_clones_on_one_machine(
 WAITED = 5
 
 
-def test_two_clones_waiting_for_their_runs_pay_again_for_ended_twins(tmp_path: Path) -> None:
-    """With ``--wait`` the first apply holds the machine-wide lock until its runs ended, and
-    an ended identical run is no twin: the second clone pays for every config again. Counted
-    for the table (a policy question, docs/paying-once.md), not a guarantee yet."""
+def test_two_clones_waiting_for_their_runs_pay_once(tmp_path: Path) -> None:
+    """With ``--wait`` the first apply holds the machine-wide lock until its runs ended; the
+    second finds only ended identical runs, made while it waited for the lock, and pays for
+    none of them (``Observation.concurrent_since``: such a run is a twin, ended or not)."""
     tally = RaceTally()
     for index in range(WAITED):
         waited_race(tmp_path / f"waited-{index}", tally)
     suite = "clone race, machine lock, --wait"
     report.record(suite, "rounds of 2 clones applying with --wait", tally.waited_rounds)
-    report.record(suite, "  runs paid again for an ended identical run", tally.ended_twins_paid)
+    report.record(
+        suite,
+        "runs paid again for an identical run made meanwhile",
+        tally.ended_twins_paid,
+        must_be_zero=True,
+    )
     report.record(suite, "desired runs never submitted", tally.never_submitted, must_be_zero=True)
     assert tally.never_submitted == 0, tally.notes
+    assert tally.ended_twins_paid == 0, tally.notes

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -69,6 +70,26 @@ def test_a_twin_blocks_with_who_when_and_both_ways_on() -> None:
     ]
     assert plan.summary.attempts == 0 and plan.summary.blocked == 1
     assert plan.newly_blocked == (item,)
+
+
+def test_an_ended_twin_made_while_the_apply_waited_blocks_an_older_one_does_not() -> None:
+    """Two clones applying with --wait: the first's runs ended while the second waited for
+    the lock. Made since the second began, they are its twins; the same run made before it
+    began is an ordinary ended run, and re-running its config pays."""
+    ended = twin(status="finished")  # created 5 minutes before NOW
+    waited = msgspec.structs.replace(
+        observation(ended), concurrent_since=NOW - timedelta(minutes=10)
+    )
+    (item,) = compute_plan([A], lock(), waited, settings()).items
+    assert item.action is Action.BLOCKED and item.reason is Reason.TWIN_ACTIVE
+    assert "name-x1 (x1) is finished" in item.details[0]
+    before = msgspec.structs.replace(
+        observation(ended), concurrent_since=NOW - timedelta(minutes=1)
+    )
+    (item,) = compute_plan([A], lock(), before, settings()).items
+    assert item.action is Action.SUBMIT
+    (item,) = compute_plan([A], lock(), observation(ended), settings()).items
+    assert item.action is Action.SUBMIT
 
 
 def test_allowed_duplicates_pay_and_say_so() -> None:
