@@ -369,19 +369,7 @@ class Applier:
         except OutcomeUnknownError:
             raise
         except ReconcilerError as exc:
-            # The Platform answered with a refusal: no run exists, so the intent goes, and a
-            # refusal of this body is remembered so no later apply POSTs it again.
-            rejection = self._rejection(item, exc, now)
-
-            def refused(state: LockState) -> LockState:
-                state = _clear_failed_intent(state, item.address)
-                if rejection is None:
-                    return state
-                return state.model_copy(
-                    update={"rejections": {**state.rejections, item.address: rejection}}
-                )
-
-            self.store.update(refused)
+            self._record_refusal(item, exc, now)
             raise
         crash_point("submit.after_post")
         desired = self.desired.get(item.address)
@@ -432,6 +420,21 @@ class Applier:
         if planned is not None:
             get_logger(address=item.address).warning("task count differs", message=message)
         return Outcome(item, True, message, created.id, created.name, created.status)
+
+    def _record_refusal(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> None:
+        """The Platform answered a submit with a refusal: no run exists, so the intent goes,
+        and a refusal of this body is remembered so no later apply POSTs it again."""
+        rejection = self._rejection(item, exc, now)
+
+        def refused(state: LockState) -> LockState:
+            state = _clear_failed_intent(state, item.address)
+            if rejection is None:
+                return state
+            return state.model_copy(
+                update={"rejections": {**state.rejections, item.address: rejection}}
+            )
+
+        self.store.update(refused)
 
     def _rejection(self, item: PlanItem, exc: ReconcilerError, now: datetime) -> Rejection | None:
         """The refusal to remember, for the errors that say the Platform will not take this
