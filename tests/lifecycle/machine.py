@@ -485,8 +485,6 @@ class LifecycleMachine(RuleBasedStateMachine):
             self.moves[source] = new
             # A plain rename is no new request: what was allowed at the old address moves.
             self.staged_requests[new] += self.staged_requests[old]
-            if old in self.skip_smoke:
-                self.skip_smoke.add(new)
             recorded = self._lockfile().get("runs", {})
             if (
                 _staged(new, attempts)
@@ -497,8 +495,12 @@ class LifecycleMachine(RuleBasedStateMachine):
             ):
                 # Not paid yet where no smoke stage applied (hle/x): the new address (tb/a)
                 # runs its smoke stage before the full run, one run more than asked there.
+                # An Osmosis-Skip-Smoke trailer that named hle/x names no config now (the
+                # plan says so): it skipped no stage there and skips none at tb/a.
                 self.requests += 1
                 self.staged_requests[new] += 1
+            if old in self.skip_smoke:
+                self.skip_smoke.add(new)
         self._write(new, model, attempts)
         self.configs[new] = (model, attempts)
         self._commit_ci(f"Rename {old} to {new}")
