@@ -29,6 +29,7 @@ PLANTED = """\
 state = LifecycleMachine()
 state.first_config(pick=0, model='openai/gpt-5.2', attempts=1)
 state.apply()
+state.time_passes()
 state.apply()
 state.teardown()
 """
