@@ -7,6 +7,7 @@ so a repository of valid configs pays for parsing and checking only.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import re
@@ -20,6 +21,7 @@ import msgspec
 
 from reconciler import toml_locate as locate
 from reconciler.config import rules
+from reconciler.config.cells import cells_label
 from reconciler.config.decide import check_decide, parse_decide
 from reconciler.config.discover import (
     GENERATOR_SUFFIX,
@@ -37,12 +39,14 @@ from reconciler.config.spec import build_spec, spec_digest
 from reconciler.config.validate import Problem, check, looks_like_credential
 from reconciler.errors import ConfigIssue
 from reconciler.model import (
+    CellOrigin,
     CellSource,
     DesiredRun,
     GeneratorProduct,
     PolicyRule,
     attempts_per_task,
     glob_match,
+    origin_of,
 )
 from reconciler.redact import redact
 
@@ -80,6 +84,24 @@ def _marked(data: bytes) -> bool:
     return False
 
 
+class Salvaged(msgspec.Struct, frozen=True):
+    """A config with errors, read as far as it goes, so that its remaining checks (the
+    policy rules here, the catalog and the secrets in a plan) come out in the same report as
+    its errors rather than one plan later. Never planned, never submitted."""
+
+    run: DesiredRun
+    """The run the config describes once the keys with errors are left out."""
+    dropped: tuple[str, ...]
+    """Those keys (dotted): a check about one of them, or inside one, is not reported, since
+    the config's own error already is (``Salvaged.concerns``)."""
+
+    def concerns(self, issue: ConfigIssue) -> bool:
+        """Whether ``issue`` is about a key left out (or within one)."""
+        return any(
+            issue.key == key or issue.key.startswith((key + ".", key + "[")) for key in self.dropped
+        )
+
+
 class LoadResult(msgspec.Struct, frozen=True):
     """Every desired run that validated, and every issue of every file, in one value."""
 
@@ -93,6 +115,9 @@ class LoadResult(msgspec.Struct, frozen=True):
     """Files left out on purpose (the ``ignore`` setting, or their marker line)."""
     generators: tuple[GeneratorProduct, ...] = ()
     """What each run generator (``*.matrix.toml``) expanded to, by file."""
+    salvaged: tuple[Salvaged, ...] = ()
+    """Configs with errors whose other keys still make a run (``Salvaged``), by address:
+    the plan checks them against the catalog with the valid ones."""
 
     @property
     def ok(self) -> bool:
@@ -175,6 +200,12 @@ def load_configs(
         denied = {i.file for i in violations if i.severity == "error"}
         runs = [r for r in runs if r.path not in denied]
         issues.extend((issue.file, issue) for issue in violations)
+        for salvaged in loaded.salvaged:
+            issues.extend(
+                (salvaged.run.address, issue)
+                for issue in check_policy([salvaged.run], policy, repo_root)
+                if not salvaged.concerns(issue)
+            )
     # Refused entries first (they explain why a config may be missing), then files by address.
     listed = _capped([issue for _, issue in issues], benchmarks_dir)
     return LoadResult(
@@ -183,6 +214,7 @@ def load_configs(
         len(found) + len(refused),
         tuple(loaded.ignored),
         tuple(loaded.generators),
+        tuple(loaded.salvaged),
     )
 
 
@@ -203,6 +235,7 @@ class _Loaded:
     """(sort key, issue): the refused entries', then each file's under its address."""
     ignored: list[Ignored] = field(default_factory=list)
     generators: list[GeneratorProduct] = field(default_factory=list)
+    salvaged: list[Salvaged] = field(default_factory=list)
 
     def add(self, item: Found, ignore: Sequence[str]) -> None:
         """Load one config or generator file, unless an ``ignore`` glob or its marker says
@@ -221,7 +254,7 @@ class _Loaded:
                 self.generators.append(product)
             self.issues.extend((item.address, issue) for issue in file_issues)
             return
-        run, file_issues = load_file(item, marked=marked)
+        run, file_issues = load_file(item, marked=marked, salvaged=self.salvaged)
         if marked:
             self.ignored.append(Ignored(item.relpath, item.address, "marker"))
             return
@@ -289,10 +322,11 @@ def _capped(issues: list[ConfigIssue], benchmarks_dir: str) -> list[ConfigIssue]
 
 
 def load_file(
-    item: Found, *, marked: list[bool] | None = None
+    item: Found, *, marked: list[bool] | None = None, salvaged: list[Salvaged] | None = None
 ) -> tuple[DesiredRun | None, list[ConfigIssue]]:
     """One config file -> its desired run (when it has no error) and its issues. A file with
-    the ignore marker is not parsed: ``marked`` (when given) gets ``True`` appended."""
+    the ignore marker is not parsed: ``marked`` (when given) gets ``True`` appended. A file
+    with errors whose other keys still make a run adds it to ``salvaged`` (when given)."""
     parsed, text, issues = _read_toml(item, marked)
     if parsed is None:
         return None, issues
@@ -312,8 +346,52 @@ def load_file(
     problems = check(parsed) + check_decide(parsed)
     issues = _locate(item.relpath, text, problems) if problems else []
     if any(p.severity == "error" for p in problems):
+        if salvaged is not None:
+            found = salvage(item, parsed, problems)
+            if found is not None:
+                salvaged.append(found)
         return None, issues
     return _desired_run(item, parsed), issues
+
+
+def salvage(item: Found, parsed: dict[str, Any], problems: Sequence[Problem]) -> Salvaged | None:
+    """The run ``parsed`` describes without the keys its errors are about, when what is left
+    is a valid config (an unknown key, a mistyped optional setting); None when an error is
+    about the file or a key the config cannot do without (a missing table, a required key)."""
+    paths = {p.path for p in problems if p.severity == "error"}
+    if () in paths:
+        return None
+    doc = copy.deepcopy(parsed)
+    items: dict[tuple[str | int, ...], list[int]] = {}
+    for path in paths:
+        parent: Any = doc
+        for part in path[:-1]:
+            parent = _child(parent, part)
+        last = path[-1]
+        if isinstance(parent, dict) and isinstance(last, str):
+            parent.pop(last, None)
+        elif isinstance(parent, list) and isinstance(last, int):
+            items.setdefault(path[:-1], []).append(last)
+    for path, indices in items.items():
+        parent = doc
+        for part in path:
+            parent = _child(parent, part)
+        if isinstance(parent, list):
+            for index in sorted(set(indices), reverse=True):
+                if index < len(parent):
+                    del parent[index]
+    if any(p.severity == "error" for p in check(doc) + check_decide(doc)):
+        return None
+    return Salvaged(_desired_run(item, doc), tuple(sorted(format_path(p) for p in paths)))
+
+
+def _child(node: Any, part: str | int) -> Any:
+    """``node[part]`` when it exists, else None (a path through a missing key leads nowhere)."""
+    if isinstance(node, dict) and isinstance(part, str):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and part < len(node):
+        return node[part]
+    return None
 
 
 class ExpandedCell(msgspec.Struct, frozen=True):
@@ -374,30 +452,31 @@ def load_generator_file(
     if issues or expansion.product is None:
         return [], None, issues
     runs: list[DesiredRun] = []
+    located: dict[locate.Path, tuple[int | None, int | None]] = {}
+
+    def where(at: locate.Path) -> tuple[int | None, int | None]:
+        if at not in located:
+            located[at] = positions.find(at, "key")
+        return located[at]
+
+    # One mistake in an element is one issue, however many cells inherit it: keyed by the
+    # element's spot and the problem, with the cells it affects.
+    shared: dict[tuple[Any, ...], list[str]] = {}
     for cell in expansion.cells:
+        origins = tuple(
+            CellOrigin(path=path, element=who, line=where(at)[0])
+            for path, (who, at) in cell.origins.items()
+        )
         cell_problems = check(cell.config) + check_decide(cell.config)
         for problem in cell_problems:
-            where = problem.at or problem.path
-            origin = None
-            for depth in range(len(where), 0, -1):
-                origin = cell.origins.get(tuple(where[:depth]))
-                if origin is not None:
-                    break
+            origin = origin_of(origins, problem.at or problem.path)
             if origin is None:  # a key the config needs and nobody set: point at [base]
-                origin = ("base", ("base",))
-            who, at = origin
-            line, column = positions.find(at, "key")
-            issues.append(
-                ConfigIssue(
-                    rel,
-                    line,
-                    column,
-                    format_path(problem.path),
-                    _redact(f"{cell.address}: {problem.message} (from {who}, line {line})") or "",
-                    _redact(problem.hint),
-                    problem.severity,
-                )
-            )
+                who, (line, column) = "base", where(("base",))
+            else:
+                who, (line, column) = origin.element, where(cell.origins[origin.path][1])
+            signature = (line, column, problem.path, problem.message, problem.hint,
+                         problem.severity, who)  # fmt: skip
+            shared.setdefault(signature, []).append(cell.address)
         if any(p.severity == "error" for p in cell_problems):
             continue
         found = Found(cell.address, rel, item.fspath)
@@ -405,7 +484,19 @@ def load_generator_file(
             configs[cell.address] = cell.config
         runs.append(
             _desired_run(found, cell.config).model_copy(
-                update={"source": cell.source, "moved_from": cell.moved_from}
+                update={"source": cell.source, "moved_from": cell.moved_from, "origins": origins}
+            )
+        )
+    for (line, column, path, message, hint, severity, who), cells in shared.items():
+        issues.append(
+            ConfigIssue(
+                rel,
+                line,
+                column,
+                format_path(path),
+                _redact(f"{cells_label(cells)}: {message} (from {who}, line {line})") or "",
+                _redact(hint),
+                severity,
             )
         )
     if any(issue.severity == "error" for issue in issues):

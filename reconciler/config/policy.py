@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from reconciler import toml_locate as locate
+from reconciler.config.cells import cells_label
 from reconciler.errors import ConfigIssue
-from reconciler.model import DesiredRun, PolicyRule
+from reconciler.model import DesiredRun, PolicyRule, origin_of
 from reconciler.plan.policy import DEFAULT_HARNESS, rule_covers, rule_violations
 
 __all__ = ["DEFAULT_HARNESS", "applies", "check_policy"]
@@ -35,7 +37,8 @@ class _Lines:
 
     def line(self, run: DesiredRun, path: tuple[str | int, ...]) -> int | None:
         if run.source is not None:
-            return run.source.line
+            origin = origin_of(run.origins, path)
+            return origin.line if origin is not None else run.source.line
         if run.path not in self.scans:
             try:
                 text = (self.root / run.path).read_text(encoding="utf-8")
@@ -49,31 +52,30 @@ class _Lines:
 def check_policy(
     runs: Sequence[DesiredRun], rules: Sequence[PolicyRule], repo_root: Path
 ) -> list[ConfigIssue]:
-    """Every violation of every per-config rule, in run order then rule order."""
+    """Every violation of every per-config rule, in run order then rule order. A violation
+    that several cells of a generator inherit from one element is one issue naming the
+    element (its line) and the cells."""
     checked = [r for r in rules if r.models or r.harnesses or r.task_set]
     if not checked:
         return []
     lines = _Lines(repo_root)
-    issues: list[ConfigIssue] = []
+    found: dict[tuple[Any, ...], list[str]] = {}
     for run in runs:
         for rule in checked:
             if not applies(rule, run):
                 continue
             severity = "error" if rule.effect == "deny" else "warning"
             label = f'policy "{rule.name}" ({rule.where}, {rule.effect})'
-
-            def add(
-                path: tuple[str | int, ...], key: str, message: str, hint: str,
-                rule: PolicyRule = rule, severity: str = severity, label: str = label,
-                run: DesiredRun = run,
-            ) -> None:  # fmt: skip
-                issues.append(
-                    ConfigIssue(
-                        run.path, lines.line(run, path), None, key,
-                        f"{run.address}: {message}: {label}", hint, severity,
-                    )
-                )  # fmt: skip
-
             for violation in rule_violations(rule, run):
-                add(violation.path, violation.key, violation.message, violation.hint)
-    return issues
+                line = lines.line(run, violation.path)
+                origin = origin_of(run.origins, violation.path) if run.source else None
+                element = f" (from {origin.element}, line {line})" if origin else ""
+                signature = (
+                    run.path, line, violation.key, f"{violation.message}: {label}{element}",
+                    violation.hint, severity, run.source is not None,
+                )  # fmt: skip
+                found.setdefault(signature, []).append(run.address)
+    return [
+        ConfigIssue(path, line, None, key, f"{cells_label(addresses)}: {message}", hint, severity)
+        for (path, line, key, message, hint, severity, _cell), addresses in found.items()
+    ]

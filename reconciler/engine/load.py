@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.config import load_configs
+from reconciler.config.load import LoadResult
 from reconciler.engine.context import Context, Invocation, open_context
 from reconciler.engine.observe import RunWalk, observe, scan_recorded_outputs
 from reconciler.engine.prefetch import Prefetch
@@ -88,7 +89,7 @@ def load_desired(
         if issue.severity == "warning":
             notices.issue(issue)
     if not result.ok:
-        issues = _all_issues(ctx, notices, result.runs, result.issues)
+        issues = _all_issues(ctx, notices, result)
         # --validate-only does not ask the Platform: with its errors listed too, only a
         # plan shows whether they are gone.
         hint = (
@@ -141,12 +142,13 @@ def _with_provenance(
     return runs, note
 
 
-def _all_issues(
-    ctx: Context, notices: Notices, parsed: Sequence[DesiredRun], issues: Sequence[ConfigIssue]
-) -> list[ConfigIssue]:
+def _all_issues(ctx: Context, notices: Notices, result: LoadResult) -> list[ConfigIssue]:
     """The errors of the files that did not validate and, in the same report, every
-    preflight error of those that did (``engine.precheck``), sorted by file and line."""
-    found = list(issues)
+    preflight error of those that did and of those whose other keys still make a run
+    (``LoadResult.salvaged``; ``engine.precheck``), sorted by file and line."""
+    found = list(result.issues)
+    salvaged = {s.run.address: s for s in result.salvaged}
+    parsed = [*result.runs, *(s.run for s in result.salvaged)]
     if parsed:
         from reconciler.engine.precheck import try_catalog_issues  # only on config errors
 
@@ -158,6 +160,7 @@ def _all_issues(
             workspace=ctx.workspace,
             now=datetime.now(UTC).replace(microsecond=0),
             where=ctx.settings.benchmarks,
+            salvaged=salvaged,
         )
         for issue in extra:
             if issue.severity == "warning":

@@ -14,13 +14,16 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
+from dataclasses import astuple, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from reconciler import toml_locate as locate
+from reconciler.config.cells import cells_label
+from reconciler.config.load import Salvaged
 from reconciler.errors import ConfigIssue, PlatformError
-from reconciler.model import DesiredRun, Observation, Reason
+from reconciler.model import DesiredRun, Observation, Reason, origin_of
 from reconciler.plan.preflight import Problem, preflight
 from reconciler.platform import PlatformClient
 
@@ -47,8 +50,10 @@ def catalog_issues(
     platform: str,
     workspace: str,
     now: datetime,
+    salvaged: Mapping[str, Salvaged] | None = None,
 ) -> list[ConfigIssue]:
-    """Every reason the Platform would refuse one of ``runs``, as config issues.
+    """Every reason the Platform would refuse one of ``runs``, as config issues; for a run
+    of ``salvaged`` (by address), none about a key its config's own errors are about.
 
     Raises ``PlatformError`` when the catalog or the secrets cannot be read.
     """
@@ -66,10 +71,21 @@ def catalog_issues(
         catalog=catalog,
     )
     issues: list[ConfigIssue] = []
+    # A problem several cells of a generator inherit from one element is one issue.
+    cells: dict[tuple[Any, ...], list[str]] = {}
     for run in runs:
         found = preflight(run, benchmarks.get(run.benchmark), observed)
-        if found.problems:
-            issues.extend(_issues(run, found.problems, repo_root))
+        partial = (salvaged or {}).get(run.address)
+        for issue in _issues(run, found.problems, repo_root) if found.problems else ():
+            if partial is not None and partial.concerns(issue):
+                continue
+            if run.source is None:
+                issues.append(issue)
+            else:
+                cells.setdefault(astuple(issue), []).append(run.address)
+    for fields, addresses in cells.items():
+        issue = ConfigIssue(*fields)
+        issues.append(replace(issue, message=f"{cells_label(addresses)}: {issue.message}"))
     return issues
 
 
@@ -82,12 +98,19 @@ def try_catalog_issues(
     workspace: str,
     now: datetime,
     where: str,
+    salvaged: Mapping[str, Salvaged] | None = None,
 ) -> list[ConfigIssue]:
     """``catalog_issues``; when the Platform cannot be read, one warning saying what was
     not checked (the schema errors are reported either way)."""
     try:
         return catalog_issues(
-            client, runs, repo_root, platform=platform, workspace=workspace, now=now
+            client,
+            runs,
+            repo_root,
+            platform=platform,
+            workspace=workspace,
+            now=now,
+            salvaged=salvaged,
         )
     except PlatformError as exc:
         return [
@@ -119,9 +142,13 @@ def _issues(run: DesiredRun, problems: Sequence[Problem], repo_root: Path) -> li
         key = _key_of(problem, run, doc)
         hint = "; ".join([fix.text for fix in problem.fixes] + [problem.advice or ""]).strip("; ")
         if source is not None:
-            # An expanded run has no file of its own: point at its generator cell.
-            file, line, column = source.file, source.line, None
-            message = f"cell {run.address}: {problem.message}"
+            # An expanded run has no file of its own: point at the element of its generator
+            # that set the key (the cell's first element when none did).
+            origin = origin_of(run.origins, _path(key)) if key else None
+            file, column = source.file, None
+            line = origin.line if origin is not None else source.line
+            element = f" (from {origin.element}, line {line})" if origin is not None else ""
+            message = f"{problem.message}{element}"
         else:
             file, message = run.path, problem.message
             line, column = positions.find(_path(key), "key") if positions else (None, None)

@@ -48,10 +48,12 @@ from reconciler.model.desired import (
     DesiredRun,
 )
 from reconciler.model.generator import (
+    CellOrigin,
     CellSource,
     GeneratorMove,
     GeneratorProduct,
     GeneratorRemoval,
+    origin_of,
 )
 from reconciler.model.observed import (
     BenchmarkInfo,
@@ -146,6 +148,7 @@ __all__ = [
     "Cost",
     "BenchmarkInfo",
     "BenchmarkRef",
+    "CellOrigin",
     "CellSource",
     "DOWNLOAD_TYPES",
     "DecisionRecord",
@@ -200,6 +203,7 @@ __all__ = [
     "fingerprint_fields",
     "glob_match",
     "model_identity",
+    "origin_of",
     "recorded_benchmark",
     "rejection_context",
     "selection_digest",

@@ -7,7 +7,7 @@ from typing import Any
 
 from reconciler.model.base import DEFAULT_ATTEMPTS_PER_TASK, Frozen
 from reconciler.model.decision import DecisionSpec
-from reconciler.model.generator import CellSource
+from reconciler.model.generator import CellOrigin, CellSource
 
 
 class DesiredRun(Frozen, frozen=True, kw_only=True):
@@ -47,6 +47,9 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     created before it cannot be one this repository's apply submitted for this content."""
     source: CellSource | None = None
     """For a run expanded from a generator (``*.matrix.toml``): the file and the cell."""
+    origins: tuple[CellOrigin, ...] = ()
+    """For a run expanded from a generator: which element set each key, and its line
+    (``model.origin_of``), so a message about a key cites the element that set it."""
     reruns: tuple[str, ...] = ()
     """Commits whose ``Osmosis-Rerun`` trailer asks to re-run this address and that no apply
     has carried out yet (``engine.requests``): a submit of the address carries them out."""

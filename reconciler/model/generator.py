@@ -26,6 +26,28 @@ class CellSource(_Frozen, frozen=True, kw_only=True):
     """For a vanished cell: which element went and how (``element removed: model "o3"``)."""
 
 
+class CellOrigin(_Frozen, frozen=True, kw_only=True):
+    """Which element of a generator set one key of an expanded config, and on which line."""
+
+    path: tuple[str | int, ...]
+    """The key in the expanded config (``("tasks", "task_set")``, ``("agents", 0, "model")``)."""
+    element: str
+    """Who set it, as messages name it: ``base``, ``axis.benchmark "hle"``, ``override[0]``."""
+    line: int | None = None
+    """The line of that key in the generator file."""
+
+
+def origin_of(origins: tuple[CellOrigin, ...], path: tuple[str | int, ...]) -> CellOrigin | None:
+    """The origin of ``path`` or of its nearest enclosing key that has one (a whole-replaced
+    table such as ``agents[0].model`` is set as one value); None when nothing set it."""
+    by_path = {origin.path: origin for origin in origins}
+    for depth in range(len(path), 0, -1):
+        found = by_path.get(tuple(path[:depth]))
+        if found is not None:
+            return found
+    return None
+
+
 class GeneratorMove(_Frozen, frozen=True, kw_only=True):
     """One ``[[moved]]`` block: the addresses it re-keys (old -> new)."""
 

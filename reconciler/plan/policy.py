@@ -28,6 +28,7 @@ from reconciler.model import (
     PolicyRule,
     glob_match,
     model_identity,
+    origin_of,
 )
 from reconciler.plan.draft import Draft, plural
 
@@ -125,9 +126,14 @@ def check_resolved_rules(draft: Draft) -> None:
                 continue  # checked when the configs loaded, or not this rule's
             label = f'policy "{rule.name}" ({rule.where}, {rule.effect})'
             for violation in rule_violations(rule, run):
+                # A generator cell's value is cited at the element that set it.
+                origin = origin_of(run.origins, violation.path)
+                where = f"{run.path}:{origin.line}" if origin and origin.line else run.path
+                element = f" (from {origin.element})" if origin else ""
                 text = (
-                    f"{run.path}: {violation.key}: {address}: {violation.message}: {label} "
-                    f"(benchmark {run.benchmark!r} is {rule.benchmark!r}); {violation.hint}"
+                    f"{where}: {violation.key}: {address}: {violation.message}: {label} "
+                    f"(benchmark {run.benchmark!r} is {rule.benchmark!r}){element}; "
+                    f"{violation.hint}"
                 )
                 if rule.effect == "warn":
                     draft.warnings.append(text)

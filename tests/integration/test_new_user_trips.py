@@ -132,6 +132,36 @@ def test_one_plan_reports_every_mistake_of_every_kind_at_once(
     assert (lock.read_bytes() if lock.exists() else None) == before
 
 
+def test_a_file_with_a_key_error_gets_its_catalog_checks_in_the_same_plan(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # Issue 37 finding 7: a file with an unknown key was not checked against the catalog,
+    # so its misspelt benchmark and category appeared one plan later.
+    config = (
+        smoke_config()
+        .replace('"terminal-bench-2-1"\n', '"termnal-bench-2-1"\ncolour = 1\n')
+        .replace('task_names = ["terminal-bench/git-multibranch"]', 'categories = ["securty"]')
+    )
+    repo = init_repo(tmp_path / "repo", configs={"tb/a": config})
+    result = Osmosis(repo, platform).plan()
+    assert result.code == 1, result
+    errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: benchmarks/tb/a.toml:3:1: experiment.benchmark: Benchmark "
+        "'termnal-bench-2-1' was not found in this workspace. Benchmark names are "
+        "case-sensitive; use its key, exact name or ID, and add Harbor registry benchmarks to "
+        "the workspace from the Platform first. Did you mean terminal-bench-2-1 (Terminal-Bench "
+        '2.1)? (set `experiment.benchmark = "terminal-bench-2-1"` in benchmarks/tb/a.toml)',
+        "error: benchmarks/tb/a.toml:4:1: experiment.colour: Unrecognized key 'colour' in "
+        "[experiment] (allowed keys: benchmark)",
+        "error: benchmarks/tb/a.toml:7:1: tasks.categories: Unknown category 'securty' in "
+        "Terminal-Bench 2.1 (did you mean 'security'?) (checked against Terminal-Bench 2.1, "
+        'the benchmark it most likely names) (set `tasks.categories = ["security"]` in '
+        "benchmarks/tb/a.toml)",
+    ]
+    assert platform.submits() == 0
+
+
 def _emulator(cwd: Path, home: Path, *args: str, xdg: Path | None = None, stdin: str = "") -> str:
     env = cli_env({"HOME": str(home), "XDG_DATA_HOME": str(xdg) if xdg else ""})
     result = subprocess.run(

@@ -230,3 +230,63 @@ def test_expansion_is_pure_and_independent_of_element_order() -> None:
     assert [(c.address, c.config) for c in first.cells] == [
         (c.address, c.config) for c in second.cells
     ]
+
+
+def test_one_typo_in_an_element_is_one_issue_naming_the_cells_it_affects(tmp_path: Path) -> None:
+    # Issue 37 finding 7: a typo in [base] was reported once per cell (4 errors for 4 cells).
+    text = HEAD.replace("max_concurrent_attempts = 2", "max_concurrent_atempts = 2")
+    result = load(tmp_path, text)
+    assert [(i.location(), i.key) for i in result.errors] == [
+        ("benchmarks/cmp.matrix.toml:10:1", "execution.max_concurrent_atempts")
+    ]
+    message = result.errors[0].message
+    assert message.startswith(
+        "4 cells (cmp/gdpval/gpt-5, cmp/gdpval/gpt-5-2, cmp/tb/gpt-5 and 1 more): "
+        "Unrecognized key 'max_concurrent_atempts' in [execution]"
+    ), message
+    assert message.endswith("(from base, line 10)"), message
+    assert result.errors[0].hint == "did you mean 'max_concurrent_attempts'?"
+
+
+def test_a_typo_in_one_element_names_only_the_cells_of_that_element(tmp_path: Path) -> None:
+    text = HEAD.replace(
+        'experiment.benchmark = "gdpval"', 'experiment.benchmark = "gdpval"\nexperiment.bench = 1'
+    )
+    result = load(tmp_path, text)
+    assert [(i.location(), i.message) for i in result.errors] == [
+        (
+            "benchmarks/cmp.matrix.toml:20:12",
+            "2 cells (cmp/gdpval/gpt-5, cmp/gdpval/gpt-5-2): Unrecognized key 'bench' in "
+            '[experiment] (from axis.benchmark "gdpval", line 20)',
+        )
+    ]
+
+
+def test_a_policy_issue_cites_the_element_that_set_the_value(tmp_path: Path) -> None:
+    # Issue 37 finding 7: the harness came from the benchmark element, but the warning
+    # cited the line of the cell's first element (the model axis, first in the address).
+    from reconciler.model import PolicyRule
+
+    text = HEAD.replace('"{benchmark}/{model}"', '"{model}/{benchmark}"').replace(
+        'key = "tb"\n', 'key = "tb"\nagent.harness = "terminus-2"\n'
+    )
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "cmp.matrix.toml").write_text(text, encoding="utf-8")
+    rule = PolicyRule(name="scaffolds", harnesses=("codex",), effect="warn", where="osmosis.toml:1")
+    result = load_configs(tmp_path, "benchmarks", policy=(rule,))
+    assert result.ok, messages(result)
+    lines = text.splitlines()
+    harness_line = lines.index('agent.harness = "terminus-2"') + 1
+    assert [(i.location(), i.key, i.message) for i in result.warnings] == [
+        (
+            f"benchmarks/cmp.matrix.toml:{harness_line}",
+            "agents[0].harness",
+            '2 cells (cmp/gpt-5-2/tb, cmp/gpt-5/tb): harness "terminus-2" is not allowed: '
+            'policy "scaffolds" (osmosis.toml:1, warn) '
+            f'(from axis.benchmark "tb", line {harness_line})',
+        )
+    ]
+    cell = next(r for r in result.runs if r.address == "cmp/gpt-5/gdpval")
+    harness = next(o for o in cell.origins if o.path == ("agents", 0, "harness"))
+    assert (harness.element, harness.line) == ("base", lines.index('harness = "codex"') + 1)
