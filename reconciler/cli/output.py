@@ -461,8 +461,10 @@ def outcome_line(outcome: Outcome) -> str:
 
 
 def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
+    from reconciler.model import Action  # after an apply: the models are loaded
+
     item = outcome.item
-    return {
+    body: dict[str, Any] = {
         "address": item.address,
         "action": item.action.value,
         "symbol": item.action.symbol,
@@ -473,6 +475,38 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
         "run_name": outcome.run_name,
         "status": outcome.status,
     }
+    if item.action is Action.DOWNLOAD:
+        body["directory"] = outcome.directory
+    return body
+
+
+DOWNLOADS_LISTED = 20
+"""Download directories the closing lines of an apply name; the JSON document has all."""
+
+
+def download_lines(outcomes: Iterable[Outcome]) -> list[str]:
+    """Where each download of an apply went, by address (``Downloaded to:`` and one line
+    per address; an incomplete one says so)."""
+    from reconciler.model import Action  # after an apply: the models are loaded
+
+    went = sorted(
+        (o.item.address, o.directory, o.ok)
+        for o in outcomes
+        if o.item.action is Action.DOWNLOAD and o.directory is not None
+    )
+    if not went:
+        return []
+    width = max(len(escape_text(address)) for address, _, _ in went[:DOWNLOADS_LISTED])
+    lines = ["Downloaded to:"]
+    for address, directory, ok in went[:DOWNLOADS_LISTED]:
+        shown = escape_text(address).ljust(width)
+        lines.append(f"  {shown}  {escape_text(directory)}/" + ("" if ok else " (incomplete)"))
+    if len(went) > DOWNLOADS_LISTED:
+        lines.append(
+            f"  and {len(went) - DOWNLOADS_LISTED} more (`--format json` lists every "
+            "outcome's directory)"
+        )
+    return lines
 
 
 class ApplyReport:
@@ -583,7 +617,7 @@ class ApplyReport:
             )
         if self.wait is not None and self.wait.timed_out:
             closing += f" The wait ran out with {len(self.wait.active)} run(s) still active."
-        lines = ["", closing]
+        lines = ["", closing, *download_lines(self.outcomes)]
         for outcome in failed:
             item = outcome.item
             address, message = (

@@ -706,6 +706,7 @@ class Applier:
             fetching[0] if fetching else None, run_id, item.address, wanted=ask_scores
         )
         self._record_download(item, entry, result, types, results, terminal)
+        directory = self._recorded_directory(result.directory)
         if result.failures:
             failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
             return Outcome(
@@ -715,16 +716,17 @@ class Applier:
                 entry.run_id,
                 entry.run_name,
                 entry.status,
+                directory=directory,
             )
         return Outcome(
             item,
             True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date, in "
-            f"{escape_text(self._recorded_directory(result.directory))}/",
+            f"{result.files_skipped} up to date, in {escape_text(directory)}/",
             entry.run_id,
             entry.run_name,
             entry.status,
+            directory=directory,
         )
 
     @contextmanager
@@ -778,20 +780,23 @@ class Applier:
             return state.model_copy(update={"history": tuple(history)})
 
         self.store.update(record)
+        directory = self._recorded_directory(result.directory)
         if result.failures:
             failed = "; ".join(f"{escape_text(p)}: {e}" for p, e in result.failures[:5])
             message = f"{len(result.failures)} file(s) failed: {failed}"
-            return Outcome(item, False, message, run_id, old.run_name, old.status)
+            return Outcome(
+                item, False, message, run_id, old.run_name, old.status, directory=directory
+            )
         return Outcome(
             item,
             True,
             f"{result.files_downloaded} file(s), {result.bytes_downloaded:,} bytes downloaded, "
-            f"{result.files_skipped} up to date, in "
-            f"{escape_text(self._recorded_directory(result.directory))}/ (an earlier run, kept "
-            "in the history)",
+            f"{result.files_skipped} up to date, in {escape_text(directory)}/ (an earlier run, "
+            "kept in the history)",
             run_id,
             old.run_name,
             old.status,
+            directory=directory,
         )
 
     def _record_download(

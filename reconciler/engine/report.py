@@ -39,6 +39,9 @@ class Outcome:
     """A blocked item, reported and not attempted (``ok`` is False): never a failure of the
     apply by itself (issue 34: a standing block turned every apply red). A saved plan's
     item the recomputed plan refuses is a failure, not this."""
+    directory: str | None = None
+    """For a download: the run's directory, relative to the repository root, where its
+    files went (set when some arrived, even if others failed)."""
 
 
 @dataclass(frozen=True)

@@ -3,17 +3,26 @@ against the local Platform over loopback HTTP."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+from jsonschema import Draft202012Validator
+
+from tests.support.git import commit
 from tests.support.osmosis import (
     BIN_DIR,
     Osmosis,
     Platform,
     cli_env,
     init_repo,
+    read_lock,
     smoke_config,
     start_platform,
+)
+
+SCHEMA = json.loads(
+    (Path(__file__).parents[2] / "reconciler/schema/output.schema.json").read_text()
 )
 
 
@@ -43,6 +52,40 @@ def test_apply_counts_actions_and_runs_apart_and_says_to_commit_the_lockfile(
             "Recorded in state/osmosis.lock: commit it (`git add state/osmosis.lock && git "
             "commit`) so other clones and CI see these runs."
         ) in result.out
+    finally:
+        server.close()
+
+
+def test_the_apply_names_where_each_download_went(tmp_path: Path) -> None:
+    # Issue 37 finding 6: the apply did not say where the downloads went (the text closes
+    # with a directory per address; the JSON outcome of each download carries it).
+    server = start_platform(tmp_path / "fast-platform", speed=40.0)
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+        osmosis = Osmosis(repo, server)
+        text = osmosis.apply("--auto-approve", "--wait", "--wait-timeout", "120")
+        assert text.code in (0, 3), text
+        run_a = read_lock(repo)["runs"]["tb/a"]
+        where_a = f".osmosis/benchmarks/{run_a['run_name']}"
+        closing = text.out[text.out.index("Apply complete:") :].splitlines()
+        assert closing[1:3] == ["Downloaded to:", f"  tb/a  {where_a}/"], closing
+        assert (repo / where_a / "summary.csv").is_file()
+
+        (repo / "benchmarks" / "tb" / "b.toml").write_text(smoke_config("openai/gpt-5"))
+        commit(repo, "Add tb/b")
+        document = osmosis.apply(
+            "--auto-approve", "--wait", "--wait-timeout", "120", "--format", "json"
+        ).json()
+        errors = [e.message for e in Draft202012Validator(SCHEMA).iter_errors(document)]
+        assert not errors, errors[:3]
+        downloads = {
+            o["address"]: o["directory"] for o in document["outcomes"] if o["action"] == "download"
+        }
+        run_b = read_lock(repo)["runs"]["tb/b"]
+        assert downloads == {"tb/b": f".osmosis/benchmarks/{run_b['run_name']}"}
+        assert (repo / downloads["tb/b"]).is_dir()
+        submit = next(o for o in document["outcomes"] if o["action"] == "submit")
+        assert "directory" not in submit
     finally:
         server.close()
 
