@@ -452,9 +452,9 @@ def load_generator_file(
     if issues or expansion.product is None:
         return [], None, issues
     runs: list[DesiredRun] = []
-    located: dict[locate.Path, tuple[int | None, int | None]] = {}
+    located: dict[locate.Path, tuple[int, int]] = {}
 
-    def where(at: locate.Path) -> tuple[int | None, int | None]:
+    def where(at: locate.Path) -> tuple[int, int]:
         if at not in located:
             located[at] = positions.find(at, "key")
         return located[at]
