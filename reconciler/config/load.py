@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -49,6 +49,9 @@ from reconciler.model import (
     origin_of,
 )
 from reconciler.redact import redact
+
+if TYPE_CHECKING:
+    from reconciler.config.generator import Cell
 
 _DUPLICATE_REASONS = ("Cannot overwrite a value", "Cannot declare")
 _TOML_HINT = "fix the TOML syntax there (reference: https://toml.io/en/v1.0.0)"
@@ -451,54 +454,7 @@ def load_generator_file(
         )
     if issues or expansion.product is None:
         return [], None, issues
-    runs: list[DesiredRun] = []
-    located: dict[locate.Path, tuple[int, int]] = {}
-
-    def where(at: locate.Path) -> tuple[int, int]:
-        if at not in located:
-            located[at] = positions.find(at, "key")
-        return located[at]
-
-    # One mistake in an element is one issue, however many cells inherit it: keyed by the
-    # element's spot and the problem, with the cells it affects.
-    shared: dict[tuple[Any, ...], list[str]] = {}
-    for cell in expansion.cells:
-        origins = tuple(
-            CellOrigin(path=path, element=who, line=where(at)[0])
-            for path, (who, at) in cell.origins.items()
-        )
-        cell_problems = check(cell.config) + check_decide(cell.config)
-        for problem in cell_problems:
-            origin = origin_of(origins, problem.at or problem.path)
-            if origin is None:  # a key the config needs and nobody set: point at [base]
-                who, (line, column) = "base", where(("base",))
-            else:
-                who, (line, column) = origin.element, where(cell.origins[origin.path][1])
-            signature = (line, column, problem.path, problem.message, problem.hint,
-                         problem.severity, who)  # fmt: skip
-            shared.setdefault(signature, []).append(cell.address)
-        if any(p.severity == "error" for p in cell_problems):
-            continue
-        found = Found(cell.address, rel, item.fspath)
-        if configs is not None:
-            configs[cell.address] = cell.config
-        runs.append(
-            _desired_run(found, cell.config).model_copy(
-                update={"source": cell.source, "moved_from": cell.moved_from, "origins": origins}
-            )
-        )
-    for (line, column, path, message, hint, severity, who), cells in shared.items():
-        issues.append(
-            ConfigIssue(
-                rel,
-                line,
-                column,
-                format_path(path),
-                _redact(f"{cells_label(cells)}: {message} (from {who}, line {line})") or "",
-                _redact(hint),
-                severity,
-            )
-        )
+    runs = _cell_runs(item, expansion.cells, positions, issues, configs)
     if any(issue.severity == "error" for issue in issues):
         return [], None, issues
     # G6: two cells that are one paid run twice.
@@ -520,6 +476,65 @@ def load_generator_file(
     if any(issue.severity == "error" for issue in issues):
         return [], None, issues
     return runs, expansion.product, issues
+
+
+def _cell_runs(
+    item: Found,
+    expanded: Sequence[Cell],
+    positions: locate.Positions,
+    issues: list[ConfigIssue],
+    configs: dict[str, dict[str, Any]] | None,
+) -> list[DesiredRun]:
+    """The desired run of every valid cell, each with the origin of its keys; the cells'
+    issues go to ``issues``. One mistake in an element is one issue, however many cells
+    inherit it: keyed by the element's spot and the problem, with the cells it affects."""
+    runs: list[DesiredRun] = []
+    located: dict[locate.Path, tuple[int, int]] = {}
+
+    def where(at: locate.Path) -> tuple[int, int]:
+        if at not in located:
+            located[at] = positions.find(at, "key")
+        return located[at]
+
+    shared: dict[tuple[Any, ...], list[str]] = {}
+    for cell in expanded:
+        origins = tuple(
+            CellOrigin(path=path, element=who, line=where(at)[0])
+            for path, (who, at) in cell.origins.items()
+        )
+        cell_problems = check(cell.config) + check_decide(cell.config)
+        for problem in cell_problems:
+            origin = origin_of(origins, problem.at or problem.path)
+            if origin is None:  # a key the config needs and nobody set: point at [base]
+                who, (line, column) = "base", where(("base",))
+            else:
+                who, (line, column) = origin.element, where(cell.origins[origin.path][1])
+            signature = (line, column, problem.path, problem.message, problem.hint,
+                         problem.severity, who)  # fmt: skip
+            shared.setdefault(signature, []).append(cell.address)
+        if any(p.severity == "error" for p in cell_problems):
+            continue
+        found = Found(cell.address, item.relpath, item.fspath)
+        if configs is not None:
+            configs[cell.address] = cell.config
+        runs.append(
+            _desired_run(found, cell.config).model_copy(
+                update={"source": cell.source, "moved_from": cell.moved_from, "origins": origins}
+            )
+        )
+    for (line, column, path, message, hint, severity, who), affected in shared.items():
+        issues.append(
+            ConfigIssue(
+                item.relpath,
+                line,
+                column,
+                format_path(path),
+                _redact(f"{cells_label(affected)}: {message} (from {who}, line {line})") or "",
+                _redact(hint),
+                severity,
+            )
+        )
+    return runs
 
 
 def _read_toml(
