@@ -72,10 +72,10 @@ def check_policy(
                 element = f" (from {origin.element}, line {line})" if origin else ""
                 signature = (
                     run.path, line, violation.key, f"{violation.message}: {label}{element}",
-                    violation.hint, severity, run.source is not None,
+                    violation.hint, severity,
                 )  # fmt: skip
                 found.setdefault(signature, []).append(run.address)
     return [
         ConfigIssue(path, line, None, key, f"{cells_label(addresses)}: {message}", hint, severity)
-        for (path, line, key, message, hint, severity, _cell), addresses in found.items()
+        for (path, line, key, message, hint, severity), addresses in found.items()
     ]

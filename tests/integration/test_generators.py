@@ -332,3 +332,26 @@ def test_changed_since_targets_every_cell_of_a_changed_generator(
     # The grid shows the removed element as its own column, its cells as stops.
     assert "| gpt-5 (removed) |" in markdown
     assert "| tb-smoke | = | = | = | - stop |" in markdown
+
+
+def test_a_misspelt_benchmark_in_an_element_is_one_catalog_error_for_its_cells(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # Issue 37 finding 7: with a broken file beside it, each cell of the generator got its
+    # own catalog error, cited at the cell's first element.
+    text = generator(["tb-smoke"], ["gpt-5-2", "gpt-5"], exclude="").replace(
+        '"terminal-bench-2-1"', '"termnal-bench-2-1"'
+    )
+    repo = init_repo(tmp_path / "repo", configs={"tb/broken": HAND_WRITTEN + "colour = 1\n"})
+    write_generator(repo, text)
+    commit(repo, "Add the frontier comparison")
+    result = Osmosis(repo, platform).plan()
+    assert result.code == 1, result
+    line = text.splitlines().index('experiment.benchmark = "termnal-bench-2-1"') + 1
+    errors = [e for e in result.err.splitlines() if e.startswith(f"error: {GENERATOR}")]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(
+        f"error: {GENERATOR}:{line}: experiment.benchmark: 2 cells (compare/frontier/tb-smoke/"
+        "gpt-5, compare/frontier/tb-smoke/gpt-5-2): Benchmark 'termnal-bench-2-1' was not found"
+    ), errors
+    assert f'(from axis.benchmark "tb-smoke", line {line})' in errors[0]
