@@ -30,6 +30,7 @@ from reconciler.local_platform.pages import PageRoutes
 from reconciler.local_platform.runs import RunRoutes
 from reconciler.local_platform.secret_routes import SecretRoutes
 from reconciler.local_platform.users import LOCAL_USER, User
+from reconciler.loopback import LOCAL_PLATFORM_HEADER
 
 __all__ = ["SYNC_STATUSES", "LOCAL_USER", "LocalPlatform", "Response"]
 
@@ -87,8 +88,12 @@ class LocalPlatform(RunRoutes, History, OutputRoutes, SecretRoutes, PageRoutes, 
             return answer
         if not path.startswith((API_PREFIX, ADMIN_PREFIX)):
             # The pages behind platform_url links: for people, so never faulted, and not
-            # drawn from the fault sequence the API's requests share.
-            return self._page_answer(method, path, query, lowered, body)
+            # drawn from the fault sequence the API's requests share. They say which local
+            # Platform this is, without a token: a client that must not send a token in
+            # plaintext beyond loopback asks here first (``platform.identity``).
+            answer = self._page_answer(method, path, query, lowered, body)
+            identity = {LOCAL_PLATFORM_HEADER: self.instance or "local"}
+            return replace(answer, headers={**answer.headers, **identity})
         draw = self.injector.draw()
         if path.endswith("/logs") and (self.faults.silent_logs or self.faults.failing_logs):
             self.injector.count("logs")
