@@ -6,11 +6,6 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-LOCAL_PLATFORM_HEADER = "X-Osmosis-Local-Platform"
-"""How a served local Platform (``osmosis-platform-emulator serve``) identifies itself: on
-every page answer, its instance (its data directory's id), no token needed. The real
-Platform sends no such header (``reconciler.platform.identity`` reads it)."""
-
 
 def is_loopback_host(host: str) -> bool:
     """``localhost`` or any loopback IP (``127.0.0.0/8``, ``::1``), brackets allowed."""

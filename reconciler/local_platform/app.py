@@ -30,12 +30,15 @@ from reconciler.local_platform.pages import PageRoutes
 from reconciler.local_platform.runs import RunRoutes
 from reconciler.local_platform.secret_routes import SecretRoutes
 from reconciler.local_platform.users import LOCAL_USER, User
-from reconciler.loopback import LOCAL_PLATFORM_HEADER
 
 __all__ = ["SYNC_STATUSES", "LOCAL_USER", "LocalPlatform", "Response"]
 
 API_PREFIX = "/api/cli/"
 ADMIN_PREFIX = "/_emulator/"
+LOCAL_PLATFORM_HEADER = "X-Osmosis-Local-Platform"
+"""How a served local Platform identifies itself: on every page answer, its instance (its
+data directory's id), no token needed. ``reconciler.platform.identity`` spells it again (the
+client never imports the emulator); tests/integration/test_state_migrate.py meets both."""
 """The emulator's own routes (not the Platform API): what ``osmosis-platform-emulator``
 does to a data dir, for a server already running on it. Authenticated like the API."""
 FEATURE_GATE_MESSAGE = "Benchmarks is not available for your account"
