@@ -128,35 +128,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
-    """The subcommand's result (``err`` gets the lock's waiting notes)."""
+ADDRESS_COUNTS = {
+    "list": None,
+    "show": 1,
+    "forget": 1,
+    "mv": 2,
+    "resolve": 1,
+    "adopt": 2,
+    "migrate": 0,
+}
+"""How many addresses each subcommand takes (None: any number)."""
+USAGES = {
+    "show": "show ADDR",
+    "forget": "forget ADDR",
+    "mv": "mv OLD NEW",
+    "resolve": "resolve ADDR --submitted RUN | --not-submitted",
+    "adopt": "adopt ADDR RUN",
+    "migrate": "migrate --platform URL",
+}
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """A ``UsageError`` for a format, flag or address count the subcommand does not take."""
     if args.format == "markdown":
         raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
     if args.dry_run and args.command != "migrate":
         raise UsageError("--dry-run is an option of osmosis-state migrate only")
-    wanted = {
-        "list": None,
-        "show": 1,
-        "forget": 1,
-        "mv": 2,
-        "resolve": 1,
-        "adopt": 2,
-        "migrate": 0,
-    }[args.command]
+    wanted = ADDRESS_COUNTS[args.command]
     if wanted is not None and len(args.addresses) != wanted:
-        usage = {
-            "show": "show ADDR",
-            "forget": "forget ADDR",
-            "mv": "mv OLD NEW",
-            "resolve": "resolve ADDR --submitted RUN | --not-submitted",
-            "adopt": "adopt ADDR RUN",
-            "migrate": "migrate --platform URL",
-        }[args.command]
         raise UsageError(
-            f"osmosis-state {usage}: expected {wanted} address{'es' if wanted != 1 else ''}, "
-            f"got {len(args.addresses)}",
+            f"osmosis-state {USAGES[args.command]}: expected {wanted} "
+            f"address{'es' if wanted != 1 else ''}, got {len(args.addresses)}",
             "see `osmosis-state --help`",
         )
+
+
+def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
+    """The subcommand's result (``err`` gets the lock's waiting notes)."""
+    _check_arguments(args)
     repo_root = Path(args.dir).resolve()
     if not repo_root.is_dir():
         raise UsageError(f"--dir {args.dir}: no such directory", "pass the repository root")
