@@ -415,6 +415,8 @@ def _platform(args: argparse.Namespace, root: Path, err: TextIO) -> Iterator[Con
     try:
         if ctx.announcement:
             err.write(ctx.announcement + "\n")
+        if ctx.warning:
+            err.write(f"warning: {ctx.warning}\n")
         yield ctx
     finally:
         ctx.close()

@@ -19,10 +19,12 @@ import msgspec
 from reconciler.config.project import load_project_settings, settings_source
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
+from reconciler.loopback import is_loopback_url
 from reconciler.model import Settings
 from reconciler.paths import check_inside
 from reconciler.platform import PlatformClient, select_platform
-from reconciler.platform.settings import git_identity_from_remote
+from reconciler.platform.identity import local_platform_instance
+from reconciler.platform.settings import Identify, IsLoopback, git_identity_from_remote
 from reconciler.redact import register_secret
 from reconciler.state.door import LockScope, held_path
 from reconciler.state.lockfile import peek_platform
@@ -66,6 +68,9 @@ class Context:
     when a command first downloads: its TLS set-up is 20 ms that a plan never needs."""
     git: GitRepo | None
     announcement: str | None = None
+    warning: str | None = None
+    """One line the command shows on stderr as a warning: plain http beyond this machine to
+    a served local Platform (``PlatformSelection.warning``)."""
     local: Any = None
     env: Mapping[str, str] = field(default_factory=dict)
     tryout: bool = False
@@ -200,12 +205,18 @@ def open_context(
     workspace_flag: str | None,
     overrides: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
+    identify: Identify = local_platform_instance,
+    is_loopback: IsLoopback = is_loopback_url,
 ) -> Context:
+    """The ``Context`` of one command. ``identify`` asks a plain-http URL, without a token,
+    whether it serves a local Platform (``platform.identity``): beyond this machine, before
+    anything is sent there (``select_platform``). ``is_loopback`` is the seam a test uses
+    to treat a loopback server as a remote one."""
     env = dict(os.environ if env is None else env)
     settings = resolve_settings(repo_root, overrides)
     git = GitRepo.discover(repo_root)
 
-    selection = select_platform(platform_flag, env)
+    selection = select_platform(platform_flag, env, identify=identify, is_loopback=is_loopback)
     # The real token is secret even when the embedded Platform is used instead; the
     # embedded Platform's placeholder ("local") is not a secret and is never registered.
     register_secret(selection.token)
@@ -265,6 +276,7 @@ def open_context(
         make_http=make_http,
         git=git,
         announcement=announcement,
+        warning=selection.warning,
         local=local,
         env=env,
         tryout=tryout,
