@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
@@ -22,7 +24,7 @@ from reconciler.gitinfo import GitRepo
 from reconciler.loopback import is_loopback_url
 from reconciler.model import Settings
 from reconciler.paths import check_inside
-from reconciler.platform import PlatformClient, select_platform
+from reconciler.platform import PlatformClient, PlatformSelection, select_platform
 from reconciler.platform.identity import local_platform_instance
 from reconciler.platform.settings import Identify, IsLoopback, git_identity_from_remote
 from reconciler.redact import register_secret
@@ -210,8 +212,9 @@ def open_context(
 ) -> Context:
     """The ``Context`` of one command. ``identify`` asks a plain-http URL, without a token,
     whether it serves a local Platform (``platform.identity``): beyond this machine, before
-    anything is sent there (``select_platform``). ``is_loopback`` is the seam a test uses
-    to treat a loopback server as a remote one."""
+    anything is sent there (``select_platform``); on loopback, only when the workspace is
+    left to its default. ``is_loopback`` is the seam a test uses to treat a loopback server
+    as a remote one."""
     env = dict(os.environ if env is None else env)
     settings = resolve_settings(repo_root, overrides)
     git = GitRepo.discover(repo_root)
@@ -250,7 +253,7 @@ def open_context(
     workspace_name, git_identity, label = _workspace_scope(
         workspace_flag or settings.workspace or env.get("OSMOSIS_WORKSPACE") or None,
         git,
-        local=local is not None,
+        local=_is_local_platform(selection, identify, embedded=local is not None),
     )
     client = PlatformClient(
         base_url,
@@ -299,11 +302,31 @@ def _remote_http() -> Callable[[], httpx.Client]:
     return make_http
 
 
+def _is_local_platform(
+    selection: PlatformSelection, identify: Identify, *, embedded: bool
+) -> Callable[[], bool]:
+    """Whether the selected Platform is a local one, asked only when the workspace needs it:
+    the embedded Platform; a served one that identified itself beyond this machine; a
+    plain-http URL that identifies itself when asked now (on loopback, where nothing was
+    asked yet). The real Platform is https and never asked."""
+
+    @functools.cache  # asked once however often the workspace rules look
+    def local() -> bool:
+        if embedded or selection.local_instance is not None:
+            return True
+        if urlsplit(selection.url).scheme != "http":
+            return False
+        return identify(selection.url) is not None
+
+    return local
+
+
 def _workspace_scope(
-    workspace_name: str | None, git: GitRepo | None, *, local: bool
+    workspace_name: str | None, git: GitRepo | None, *, local: Callable[[], bool]
 ) -> tuple[str | None, str | None, str]:
     """How requests name the workspace: (workspace name, git identity, label shown). A name
-    given wins; else the clone's GitHub origin; else, on the embedded Platform, "local"."""
+    given wins; else the clone's GitHub origin; else, on a local Platform (embedded or
+    served), "local", the workspace ``osmosis-platform-emulator`` uses by default."""
     git_identity = None
     if workspace_name:
         workspace_name = workspace_name.strip()
@@ -315,11 +338,11 @@ def _workspace_scope(
         try:
             git_identity = git_identity_from_remote(origin)
         except UsageError:
-            if not local:
+            if not local():
                 raise
     if git_identity:
         return None, git_identity, f"git:{git_identity}"
-    if local:
+    if local():
         return "local", None, "local"
     raise UsageError(
         "no workspace selected",
