@@ -240,7 +240,8 @@ class Identities:
     asked, in order."""
 
     def __init__(self, answers: dict[str, str]) -> None:
-        self.answers, self.asked = answers, []
+        self.answers = answers
+        self.asked: list[str] = []
 
     def __call__(self, url: str) -> str | None:
         self.asked.append(url)
