@@ -191,6 +191,8 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     try:
         if ctx.announcement:
             err.write(ctx.announcement + "\n")
+        if ctx.warning:
+            err.write(f"warning: {ctx.warning}\n")
         importer = Importer(
             client=ctx.client,
             repo_root=ctx.repo_root,

@@ -114,6 +114,8 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
         workspace_flag=workspace,
         overrides={},
     )
+    if ctx.warning:
+        output.warning(ctx.warning)
     minimum = _rank(args.level) if args.level else 0
     try:
         entries, cursor = _newest(ctx.client, run.run_id, args.limit, args.cursor)

@@ -168,8 +168,10 @@ def terminal_width(explicit: int | None) -> int:
 class _Platform:
     """The Platform, opened only when a run's files must be fetched."""
 
-    def __init__(self, args: argparse.Namespace, root: Path, state: LockState) -> None:
-        self.args, self.root, self.state = args, root, state
+    def __init__(
+        self, args: argparse.Namespace, root: Path, state: LockState, output: Output
+    ) -> None:
+        self.args, self.root, self.state, self.output = args, root, state, output
         self.ctx: Context | None = None
 
     def __call__(self) -> tuple[PlatformClient, httpx.Client]:
@@ -183,6 +185,8 @@ class _Platform:
                 workspace_flag=workspace,
                 overrides={},
             )
+            if self.ctx.warning:
+                self.output.warning(self.ctx.warning)
         return self.ctx.client, self.ctx.http
 
     def close(self) -> None:
@@ -201,7 +205,7 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
     check_state_path(root, settings.state)  # accept writes it; nothing is read through a link
     state = read_lockfile(state_path, platform=None, workspace=None, display_path=settings.state)
     words = list(args.args)
-    platform = _Platform(args, root, state)
+    platform = _Platform(args, root, state, output)
     store = ResultsStore(
         root,
         download_root=root / DOWNLOAD_ROOT,

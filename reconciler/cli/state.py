@@ -1,5 +1,5 @@
-"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW | resolve ADDR | adopt ADDR RUN``:
-flags, run, output.
+"""``osmosis-state list | show ADDR | forget ADDR | mv OLD NEW | resolve ADDR | adopt ADDR RUN |
+migrate --platform URL``: flags, run, output.
 
 The state edits themselves are ``engine/state_commands.py``; this module parses the
 command's arguments and returns a ``CommandResult`` to the one printer. Each subcommand
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -21,6 +22,7 @@ from reconciler.cli.common import command_parser, repo_root
 from reconciler.cli.error_handler import run_command
 from reconciler.cli.output import CommandResult, Output
 from reconciler.engine.context import Context, resolve_settings
+from reconciler.engine.migrate import Migration, migrate_lockfile
 from reconciler.engine.state_commands import (
     check_address,
     config_path,
@@ -47,7 +49,7 @@ from reconciler.model import (
 from reconciler.platform import normalize_platform_url
 from reconciler.state.lockfile import check_state_path
 
-COMMANDS = ("list", "show", "forget", "mv", "resolve", "adopt")
+COMMANDS = ("list", "show", "forget", "mv", "resolve", "adopt", "migrate")
 
 DESCRIPTION = """\
 Inspect and edit the recorded state (the lockfile); only resolve --submitted and adopt read
@@ -64,9 +66,15 @@ the Platform (the run they record, checked against the body).
                         submit), or it created none (the next apply submits)
   adopt ADDR RUN        record RUN, an active twin the plan names, as ADDR's run: checked
                         against the config at ADDR (its full run or its smoke run)
+  migrate --platform URL [--workspace NAME] [--dry-run]
+                        move a try-out's lockfile (embedded or served local Platform) to
+                        another Platform: its runs do not exist there, so they move to the
+                        history and the next plan there submits afresh (kept when URL serves
+                        the same local Platform); refused while a run is active or pending
 
-forget, mv, resolve and adopt take the apply lock and add 1 to the lockfile's serial; list and show only
-read. --platform/--workspace, when given, must match the lockfile's own.
+forget, mv, resolve, adopt and migrate take the apply lock and add 1 to the lockfile's serial;
+list and show only read. --platform/--workspace, when given, must match the lockfile's own
+(migrate: they name the Platform and workspace to move to).
 """
 
 EPILOG = """\
@@ -102,6 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="forget/mv/resolve/adopt: wait this long for the apply lock (default 0: do not wait)",
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="migrate: say what would change, write nothing",
+    )
     outcome = parser.add_mutually_exclusive_group()
     outcome.add_argument(
         "--submitted",
@@ -115,24 +128,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
-    """The subcommand's result (``err`` gets the lock's waiting notes)."""
+ADDRESS_COUNTS = {
+    "list": None,
+    "show": 1,
+    "forget": 1,
+    "mv": 2,
+    "resolve": 1,
+    "adopt": 2,
+    "migrate": 0,
+}
+"""How many addresses each subcommand takes (None: any number)."""
+USAGES = {
+    "show": "show ADDR",
+    "forget": "forget ADDR",
+    "mv": "mv OLD NEW",
+    "resolve": "resolve ADDR --submitted RUN | --not-submitted",
+    "adopt": "adopt ADDR RUN",
+    "migrate": "migrate --platform URL",
+}
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """A ``UsageError`` for a format, flag or address count the subcommand does not take."""
     if args.format == "markdown":
         raise UsageError("osmosis-state prints text or json", "pass --format text or --format json")
-    wanted = {"list": None, "show": 1, "forget": 1, "mv": 2, "resolve": 1, "adopt": 2}[args.command]
+    if args.dry_run and args.command != "migrate":
+        raise UsageError("--dry-run is an option of osmosis-state migrate only")
+    wanted = ADDRESS_COUNTS[args.command]
     if wanted is not None and len(args.addresses) != wanted:
-        usage = {
-            "show": "show ADDR",
-            "forget": "forget ADDR",
-            "mv": "mv OLD NEW",
-            "resolve": "resolve ADDR --submitted RUN | --not-submitted",
-            "adopt": "adopt ADDR RUN",
-        }[args.command]
         raise UsageError(
-            f"osmosis-state {usage}: expected {wanted} address{'es' if wanted > 1 else ''}, "
-            f"got {len(args.addresses)}",
+            f"osmosis-state {USAGES[args.command]}: expected {wanted} "
+            f"address{'es' if wanted != 1 else ''}, got {len(args.addresses)}",
             "see `osmosis-state --help`",
         )
+
+
+def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
+    """The subcommand's result (``err`` gets the lock's waiting notes)."""
+    _check_arguments(args)
     repo_root = Path(args.dir).resolve()
     if not repo_root.is_dir():
         raise UsageError(f"--dir {args.dir}: no such directory", "pass the repository root")
@@ -140,8 +173,10 @@ def run(args: argparse.Namespace, err: TextIO) -> CommandResult:
     # Before the lock is taken: a linked state/ would get the lock file and temp files.
     check_state_path(repo_root, settings.state)
     path, display = repo_root / settings.state, settings.state
-    scope = {"platform": _platform_flag(args.platform), "workspace": _workspace_flag(args)}
     json_out = args.format == "json"
+    if args.command == "migrate":
+        return _migrate(args, repo_root, settings, err, json_out)
+    scope = {"platform": _platform_flag(args.platform), "workspace": _workspace_flag(args)}
 
     if args.command == "list":
         state = read_state(path, display, **scope)
@@ -313,6 +348,40 @@ def _resolve(
     return CommandResult(Ending.DONE, "state_resolve", text=text)
 
 
+def _migrate(
+    args: argparse.Namespace, repo_root: Path, settings: Settings, err: TextIO, json_out: bool
+) -> CommandResult:
+    """``osmosis-state migrate --platform URL``: the try-out's lockfile moved to another
+    Platform (``engine.migrate``)."""
+    if args.platform is None:
+        raise UsageError(
+            "osmosis-state migrate needs --platform URL: the Platform to move the lockfile to",
+            "e.g. osmosis-state migrate --platform http://127.0.0.1:8765 (a served local "
+            "Platform) or --platform https://platform.osmosis.ai",
+        )
+    command_line = escape_text(f"osmosis-state migrate --platform {args.platform}")
+    migration = migrate_lockfile(
+        repo_root,
+        settings,
+        target=args.platform,
+        workspace_flag=args.workspace,
+        env=os.environ,
+        now=utcnow(),
+        dry_run=args.dry_run,
+        timeout=args.lock_timeout,
+        command=command_line,
+        say=lambda line: err.write(line + "\n"),
+    )
+    if json_out:
+        return CommandResult(Ending.DONE, "state_migrate", migrate_json(settings.state, migration))
+    return CommandResult(
+        Ending.DONE,
+        "state_migrate",
+        text=escape_text(migrate_text(settings.state, migration), keep_newlines=True),
+        warnings=tuple(escape_text(w) for w in migration.warnings),
+    )
+
+
 def recorded_address(text: str, what: str, state: LockState | None) -> str:
     """The address ``text`` names: exactly a recorded one, or one as the text output
     prints it (escaped: ``tb/\\x1b[2Jsmoke``), else a valid new address (``check_address``).
@@ -346,6 +415,8 @@ def _platform(args: argparse.Namespace, root: Path, err: TextIO) -> Iterator[Con
     try:
         if ctx.announcement:
             err.write(ctx.announcement + "\n")
+        if ctx.warning:
+            err.write(f"warning: {ctx.warning}\n")
         yield ctx
     finally:
         ctx.close()
@@ -508,6 +579,34 @@ def mv_json(
     }
 
 
+def migrate_json(display: str, migration: Migration) -> dict[str, Any]:
+    before, after = migration.before, migration.after
+    return {
+        "lockfile": {
+            "path": display,
+            "serial_before": before.serial,
+            "serial": after.serial if not migration.dry_run else before.serial,
+        },
+        "dry_run": migration.dry_run,
+        "migrated": {
+            "from": {"platform": before.platform, "workspace": before.workspace},
+            "to": {"platform": after.platform, "workspace": after.workspace},
+            "runs_kept": migration.kept,
+            "forgotten": [
+                {
+                    "address": e.address,
+                    "run_id": e.run_id,
+                    "run_name": e.run_name,
+                    "status": e.status,
+                }
+                for e in migration.forgotten
+            ],
+            "baselines_dropped": list(migration.baselines_dropped),
+        },
+        "warnings": list(migration.warnings),
+    }
+
+
 def _iso(value: datetime | None) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
 
@@ -630,6 +729,48 @@ def forget_text(display: str, before: LockState, written: LockState, entry: Reco
         f"history of {display} (serial {before.serial} -> {written.serial}).\n"
         "The run itself was not stopped; this repository no longer manages it.\n"
     )
+
+
+def migrate_text(display: str, migration: Migration) -> str:
+    before, after = migration.before, migration.after
+    source = f"{before.platform} (workspace {before.workspace})"
+    target = f"{after.platform} (workspace {after.workspace})"
+    if migration.dry_run:
+        lines = [f"Would migrate {display} from {source} to {target}; nothing written (--dry-run)."]
+    else:
+        lines = [
+            f"Migrated {display} from {source} to {target} "
+            f"(serial {before.serial} -> {after.serial})."
+        ]
+    will = "would move" if migration.dry_run else "moved"
+    if migration.kept:
+        lines.append(
+            f"{after.platform} serves the same local Platform and workspace: the "
+            f"{len(before.runs)} recorded run(s) exist there and stay recorded."
+        )
+    elif migration.forgotten:
+        lines.append(
+            f"{len(migration.forgotten)} recorded run(s) {will} to the lockfile's history "
+            f'(reason "forgotten"): they exist only on {before.platform}, so the next '
+            f"osmosis-plan submits their configs afresh on {after.platform}; their scores stay "
+            "in the history and their downloads on disk:"
+        )
+        rows = [(e.address, _run_text(e), e.status or "-") for e in migration.forgotten]
+        widths = [max(len(row[i]) for row in rows) for i in range(2)]
+        lines += [f"  {a.ljust(widths[0])}  {r.ljust(widths[1])}  {s}".rstrip() for a, r, s in rows]
+    else:
+        lines.append("No run was recorded: the next osmosis-plan submits every config there.")
+    if migration.baselines_dropped:
+        lines.append(
+            "Accepted baselines (try-out scores) "
+            f"{'would be' if migration.dry_run else 'were'} dropped for: "
+            + ", ".join(migration.baselines_dropped)
+            + "; accept one on the new Platform with `osmosis-results accept ADDR@RUN`."
+        )
+    workspace = after.workspace
+    scope = "" if workspace.startswith("git:") else f" --workspace {workspace}"
+    lines.append(f"Next: osmosis-plan --platform {after.platform}{scope}")
+    return "\n".join(lines) + "\n"
 
 
 def mv_text(

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
@@ -19,10 +21,12 @@ import msgspec
 from reconciler.config.project import load_project_settings, settings_source
 from reconciler.errors import UsageError
 from reconciler.gitinfo import GitRepo
+from reconciler.loopback import is_loopback_url
 from reconciler.model import Settings
 from reconciler.paths import check_inside
-from reconciler.platform import PlatformClient, select_platform
-from reconciler.platform.settings import git_identity_from_remote
+from reconciler.platform import PlatformClient, PlatformSelection, select_platform
+from reconciler.platform.identity import local_platform_instance
+from reconciler.platform.settings import Identify, IsLoopback, git_identity_from_remote
 from reconciler.redact import register_secret
 from reconciler.state.door import LockScope, held_path
 from reconciler.state.lockfile import peek_platform
@@ -66,6 +70,9 @@ class Context:
     when a command first downloads: its TLS set-up is 20 ms that a plan never needs."""
     git: GitRepo | None
     announcement: str | None = None
+    warning: str | None = None
+    """One line the command shows on stderr as a warning: plain http beyond this machine to
+    a served local Platform (``PlatformSelection.warning``)."""
     local: Any = None
     env: Mapping[str, str] = field(default_factory=dict)
     tryout: bool = False
@@ -200,12 +207,19 @@ def open_context(
     workspace_flag: str | None,
     overrides: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
+    identify: Identify = local_platform_instance,
+    is_loopback: IsLoopback = is_loopback_url,
 ) -> Context:
+    """The ``Context`` of one command. ``identify`` asks a plain-http URL, without a token,
+    whether it serves a local Platform (``platform.identity``): beyond this machine, before
+    anything is sent there (``select_platform``); on loopback, only when the workspace is
+    left to its default. ``is_loopback`` is the seam a test uses to treat a loopback server
+    as a remote one."""
     env = dict(os.environ if env is None else env)
     settings = resolve_settings(repo_root, overrides)
     git = GitRepo.discover(repo_root)
 
-    selection = select_platform(platform_flag, env)
+    selection = select_platform(platform_flag, env, identify=identify, is_loopback=is_loopback)
     # The real token is secret even when the embedded Platform is used instead; the
     # embedded Platform's placeholder ("local") is not a secret and is never registered.
     register_secret(selection.token)
@@ -239,7 +253,7 @@ def open_context(
     workspace_name, git_identity, label = _workspace_scope(
         workspace_flag or settings.workspace or env.get("OSMOSIS_WORKSPACE") or None,
         git,
-        local=local is not None,
+        local=_is_local_platform(selection, identify, embedded=local is not None),
     )
     client = PlatformClient(
         base_url,
@@ -265,6 +279,7 @@ def open_context(
         make_http=make_http,
         git=git,
         announcement=announcement,
+        warning=selection.warning,
         local=local,
         env=env,
         tryout=tryout,
@@ -287,11 +302,31 @@ def _remote_http() -> Callable[[], httpx.Client]:
     return make_http
 
 
+def _is_local_platform(
+    selection: PlatformSelection, identify: Identify, *, embedded: bool
+) -> Callable[[], bool]:
+    """Whether the selected Platform is a local one, asked only when the workspace needs it:
+    the embedded Platform; a served one that identified itself beyond this machine; a
+    plain-http URL that identifies itself when asked now (on loopback, where nothing was
+    asked yet). The real Platform is https and never asked."""
+
+    @functools.cache  # asked once however often the workspace rules look
+    def local() -> bool:
+        if embedded or selection.local_instance is not None:
+            return True
+        if urlsplit(selection.url).scheme != "http":
+            return False
+        return identify(selection.url) is not None
+
+    return local
+
+
 def _workspace_scope(
-    workspace_name: str | None, git: GitRepo | None, *, local: bool
+    workspace_name: str | None, git: GitRepo | None, *, local: Callable[[], bool]
 ) -> tuple[str | None, str | None, str]:
     """How requests name the workspace: (workspace name, git identity, label shown). A name
-    given wins; else the clone's GitHub origin; else, on the embedded Platform, "local"."""
+    given wins; else the clone's GitHub origin; else, on a local Platform (embedded or
+    served), "local", the workspace ``osmosis-platform-emulator`` uses by default."""
     git_identity = None
     if workspace_name:
         workspace_name = workspace_name.strip()
@@ -303,11 +338,11 @@ def _workspace_scope(
         try:
             git_identity = git_identity_from_remote(origin)
         except UsageError:
-            if not local:
+            if not local():
                 raise
     if git_identity:
         return None, git_identity, f"git:{git_identity}"
-    if local:
+    if local():
         return "local", None, "local"
     raise UsageError(
         "no workspace selected",

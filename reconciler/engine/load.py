@@ -45,10 +45,13 @@ from reconciler.state.locking import LockKind
 
 
 @contextmanager
-def open_command(invocation: Invocation, notices: Notices) -> Iterator[Context]:
-    """The context of one command (``engine.context.open_context``) for the ``with`` block:
-    the Platform it uses is announced first, its version warning said last."""
-    ctx = open_context(
+def open_command(
+    invocation: Invocation, notices: Notices, *, opener: Callable[..., Context] = open_context
+) -> Iterator[Context]:
+    """The context of one command (``engine.context.open_context``, or ``opener``: the seam
+    a test uses to pass it its own arguments) for the ``with`` block: the Platform it uses
+    is announced first, then its plain-http warning, its version warning said last."""
+    ctx = opener(
         repo_root=invocation.repo_root,
         platform_flag=invocation.platform,
         workspace_flag=invocation.workspace,
@@ -56,6 +59,8 @@ def open_command(invocation: Invocation, notices: Notices) -> Iterator[Context]:
     )
     if ctx.announcement:
         notices.info(ctx.announcement)
+    if ctx.warning:
+        notices.warning(ctx.warning)
     try:
         yield ctx
     finally:

@@ -262,6 +262,7 @@ def observe(
 
     benchmarks = read_benchmarks(client, desired)
     secrets, personal_secrets = read_secrets(client, desired, benchmarks)
+    elsewhere = find_secrets_elsewhere(client, desired, benchmarks, secrets)
     me = _who_submits(client, state)
     catalog = list_catalog(client) if any(b is None for b in benchmarks.values()) else None
     read_meant(client, benchmarks, catalog)
@@ -296,6 +297,7 @@ def observe(
         benchmarks=benchmarks,
         secrets=secrets,
         personal_secrets=personal_secrets,
+        secrets_elsewhere=elsewhere,
         me=me,
         outputs=dict(outputs),
         head=head,
@@ -484,6 +486,58 @@ def read_secrets(
     # Names stored only as someone's personal record: this token sees them, CI's does not.
     shared = {s.name for s in records if s.scope != "user"}
     return names, frozenset(names - shared)
+
+
+ELSEWHERE_WORKSPACES = 20
+"""At most this many other workspaces are searched for a secret a plan misses: a hint, not
+worth a long walk on an account with many workspaces."""
+
+
+def find_secrets_elsewhere(
+    client: PlatformClient,
+    desired: Sequence[DesiredRun],
+    benchmarks: Mapping[str, Any],
+    found: frozenset[str] | None,
+) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Secret name -> where a record of that name exists outside this workspace, as
+    (workspace name, ``workspace`` or ``user`` scope) pairs, for every secret the configs need that
+    ``found`` (this workspace's records) lacks. Names and scopes only, never a value: W1
+    lists the workspaces, S1 each one's records the token can use. Any Platform error leaves
+    the hint out (it is never worth failing a plan for)."""
+    if found is None:
+        return {}
+    needed: set[str] = set()
+    for run in desired:
+        needed.update(run.secret_names)
+        info = benchmarks.get(run.benchmark)
+        if info is not None:
+            needed.update(info.required_secret_names)
+    missing = needed - found
+    if not missing:
+        return {}
+    try:
+        workspaces = client.list_workspaces()
+    except PlatformError:
+        return {}
+    here_name, here_repo = client.workspace, client.git_identity
+    places: dict[str, list[tuple[str, str]]] = {}
+    others = [
+        w
+        for w in workspaces
+        if w.name
+        and w.name != here_name
+        and not (here_name is None and here_repo and w.connected_repo == here_repo)
+    ]
+    for workspace in others[:ELSEWHERE_WORKSPACES]:
+        try:
+            records = client.list_secrets(workspace=workspace.name)
+        except PlatformError:
+            continue
+        for record in records:
+            if record.name in missing:
+                scope = "user" if record.scope == "user" else "workspace"
+                places.setdefault(record.name, []).append((workspace.name, scope))
+    return {name: tuple(where) for name, where in sorted(places.items())}
 
 
 def scan_recorded_outputs(

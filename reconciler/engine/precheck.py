@@ -27,7 +27,13 @@ from reconciler.model import DesiredRun, Observation, Reason, origin_of
 from reconciler.plan.preflight import Problem, preflight
 from reconciler.platform import PlatformClient
 
-from .observe import list_catalog, read_benchmarks, read_meant, read_secrets
+from .observe import (
+    find_secrets_elsewhere,
+    list_catalog,
+    read_benchmarks,
+    read_meant,
+    read_secrets,
+)
 
 REASON_KEYS: Mapping[Reason, str] = {
     Reason.BENCHMARK_NOT_FOUND: "experiment.benchmark",
@@ -68,6 +74,7 @@ def catalog_issues(
         benchmarks=benchmarks,
         secrets=secrets,
         personal_secrets=personal,
+        secrets_elsewhere=find_secrets_elsewhere(client, runs, benchmarks, secrets),
         catalog=catalog,
     )
     issues: list[ConfigIssue] = []

@@ -35,6 +35,10 @@ __all__ = ["SYNC_STATUSES", "LOCAL_USER", "LocalPlatform", "Response"]
 
 API_PREFIX = "/api/cli/"
 ADMIN_PREFIX = "/_emulator/"
+LOCAL_PLATFORM_HEADER = "X-Osmosis-Local-Platform"
+"""How a served local Platform identifies itself: on every page answer, its instance (its
+data directory's id), no token needed. ``reconciler.platform.identity`` spells it again (the
+client never imports the emulator); tests/integration/test_state_migrate.py meets both."""
 """The emulator's own routes (not the Platform API): what ``osmosis-platform-emulator``
 does to a data dir, for a server already running on it. Authenticated like the API."""
 FEATURE_GATE_MESSAGE = "Benchmarks is not available for your account"
@@ -87,8 +91,12 @@ class LocalPlatform(RunRoutes, History, OutputRoutes, SecretRoutes, PageRoutes, 
             return answer
         if not path.startswith((API_PREFIX, ADMIN_PREFIX)):
             # The pages behind platform_url links: for people, so never faulted, and not
-            # drawn from the fault sequence the API's requests share.
-            return self._page_answer(method, path, query, lowered, body)
+            # drawn from the fault sequence the API's requests share. They say which local
+            # Platform this is, without a token: a client that must not send a token in
+            # plaintext beyond loopback asks here first (``platform.identity``).
+            answer = self._page_answer(method, path, query, lowered, body)
+            identity = {LOCAL_PLATFORM_HEADER: self.instance or "local"}
+            return replace(answer, headers={**answer.headers, **identity})
         draw = self.injector.draw()
         if path.endswith("/logs") and (self.faults.silent_logs or self.faults.failing_logs):
             self.injector.count("logs")

@@ -157,6 +157,10 @@ class Observation(Frozen, frozen=True, kw_only=True):
     personal_secrets: frozenset[str] = frozenset()
     """Those of them found only at personal scope (the token's own user): runs submitted
     with another identity, such as CI's, do not see them."""
+    secrets_elsewhere: dict[str, tuple[tuple[str, str], ...]] = msgspec.field(default_factory=dict)
+    """Secret name -> where a record of that name exists outside this workspace, as
+    (workspace name, scope ``workspace`` or ``user``) pairs, for the needed records this
+    workspace lacks: names and places only, never a value."""
     me: str | None = None
     """``creator_digest`` of the token's own user (``GET /api/cli/verify``), read only when
     a submit's outcome is pending: a run another user created is never adopted for it."""

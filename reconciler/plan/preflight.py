@@ -556,6 +556,17 @@ def _secret_problems(
                 f'; did you mean "{close}", which exists? Then fix the name in '
                 f"{wanted.path} instead of creating {name}"
             )
+        elsewhere = observed.secrets_elsewhere.get(name)
+        if elsewhere:
+            places = " and ".join(
+                f"workspace {workspace!r} ({SCOPE_WORDS.get(scope, scope)})"
+                for workspace, scope in elsewhere
+            )
+            why += (
+                f"; not in workspace {_workspace_words(observed.workspace)}, but a secret of "
+                f"that name exists in {places}: store it in this workspace (the fix below), "
+                f"or plan against that one (--workspace {shlex.quote(elsewhere[0][0])})"
+            )
         problems.append(
             Problem(
                 Reason.SECRET_MISSING,
@@ -564,6 +575,17 @@ def _secret_problems(
             )
         )
     return problems
+
+
+SCOPE_WORDS = {"workspace": "workspace scope", "user": "personal scope, yours"}
+"""A secret record's scope as a message names it."""
+
+
+def _workspace_words(label: str) -> str:
+    """A workspace label as a message names it: ``'local'``, or the repository's."""
+    if label.startswith("git:"):
+        return f"of repository {label[4:]}"
+    return repr(label)
 
 
 def secret_command(name: str, observed: Observation) -> str:

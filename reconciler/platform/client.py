@@ -112,11 +112,20 @@ class PlatformClient(PlatformConnection):
     """
 
     def _page(
-        self, path: str, key: str, offset: int, extra: Mapping[str, str] | None
+        self,
+        path: str,
+        key: str,
+        offset: int,
+        extra: Mapping[str, str] | None,
+        workspace: str | None = None,
     ) -> tuple[list[Any], Any, Any]:
-        """One page: (items, next_offset, total_count)."""
+        """One page: (items, next_offset, total_count); ``workspace``: of that workspace
+        instead of the client's own."""
         body = self._request(
-            "GET", path, query={"limit": PAGE_LIMIT, "offset": offset, **(extra or {})}
+            "GET",
+            path,
+            query={"limit": PAGE_LIMIT, "offset": offset, **(extra or {})},
+            workspace=workspace,
         )
         items = body.get(key)
         if not isinstance(items, list):
@@ -134,6 +143,7 @@ class PlatformClient(PlatformConnection):
         *,
         start: int = 0,
         ahead: int = 1,
+        workspace: str | None = None,
     ) -> Iterator[list[Any]]:
         """Walk an offset-paged list: limit 50, follow ``next_offset``, stop on null or empty.
 
@@ -147,12 +157,17 @@ class PlatformClient(PlatformConnection):
         seen: set[int] = set()
         while True:
             seen.add(offset)
-            items, next_offset, total = self._page(path, key, offset, extra)
+            items, next_offset, total = self._page(path, key, offset, extra, workspace)
             yield items
             if not _valid_offset(next_offset) or not items or next_offset in seen:
                 # A server that points back at a page already read would loop forever.
                 return
-            if ahead > 1 and isinstance(total, int) and not isinstance(total, bool):
+            if (
+                ahead > 1
+                and workspace is None
+                and isinstance(total, int)
+                and not isinstance(total, bool)
+            ):
                 planned = [o for o in range(next_offset, total, PAGE_LIMIT) if o not in seen]
                 if len(planned) > 1:
                     followed = yield from self._read_ahead(path, key, extra, planned, ahead, seen)
@@ -389,13 +404,19 @@ class PlatformClient(PlatformConnection):
 
     # ------------------------------------------------------------------ secrets
 
-    def list_secrets(self, scope: str = "all") -> list[SecretRecord]:
-        """S1, every page. Records carry names and scopes, never values."""
+    def list_secrets(
+        self, scope: str = "all", *, workspace: str | None = None
+    ) -> list[SecretRecord]:
+        """S1, every page. Records carry names and scopes, never values. ``workspace``: the
+        records of that workspace (by name) instead of the client's own."""
         if scope not in SECRET_LIST_SCOPES:
             raise ValueError(f"scope must be one of {SECRET_LIST_SCOPES}")
+        pages = self._pages(
+            "/environment-secrets", "environment_secrets", {"scope": scope}, workspace=workspace
+        )
         found = [
             self._build(SecretRecord.from_api, raw, "secret record")
-            for page in self._pages("/environment-secrets", "environment_secrets", {"scope": scope})
+            for page in pages
             for raw in page
         ]
         return self._unique(found, lambda s: s.id)

@@ -9,14 +9,18 @@ Rules (design.md §4, platform-api.md §1.1, §1.2, §1.4):
   ``OSMOSIS_TOKEN`` is set > the embedded local Platform (``local``).
 * URLs are normalised exactly like the osmosis CLI does, so the lockfile's ``platform``
   header is stable however the user spells the URL.
-* A non-https URL whose host is not loopback is refused unless
-  ``OSMOSIS_ALLOW_INSECURE_PLATFORM_URL=1``: the bearer token would travel in plaintext.
+* A non-https URL whose host is not loopback is refused, since the bearer token would
+  travel in plaintext, unless the server there identifies itself as a local Platform
+  (``osmosis-platform-emulator serve``, asked without a token through the ``identify``
+  the caller passes in: ``platform.identity``), which is allowed with a one-line warning,
+  or ``OSMOSIS_ALLOW_INSECURE_PLATFORM_URL=1``. The real Platform is only ever https, so
+  nothing changes for it and it is never asked.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -33,6 +37,13 @@ ENV_PLATFORM_URL = "OSMOSIS_PLATFORM_URL"
 ENV_TOKEN = "OSMOSIS_TOKEN"
 ENV_TOKEN_PLATFORM_URL = "OSMOSIS_TOKEN_PLATFORM_URL"
 ENV_ALLOW_INSECURE = "OSMOSIS_ALLOW_INSECURE_PLATFORM_URL"
+
+Identify = Callable[[str], str | None]
+"""Asks the server at a URL, without a token, which local Platform instance it serves; None
+when it is not one (``platform.identity.local_platform_instance``)."""
+IsLoopback = Callable[[str], bool]
+"""Whether a URL points at this machine (``reconciler.loopback.is_loopback_url``; tests pass
+another to treat a loopback server as a remote one)."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _GIT_IDENTITY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
@@ -86,16 +97,37 @@ def normalize_platform_url(raw: str | None) -> str:
     return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
 
 
-def ensure_secure_platform_url(url: str, env: Mapping[str, str]) -> None:
-    """Refuse plain HTTP to a non-loopback host unless the user opted in explicitly."""
-    if urlsplit(url).scheme == "https" or is_loopback_url(url):
-        return
+def ensure_secure_platform_url(
+    url: str,
+    env: Mapping[str, str],
+    *,
+    local_instance: str | None = None,
+    is_loopback: IsLoopback = is_loopback_url,
+) -> str | None:
+    """Refuse plain HTTP to a non-loopback host unless it is a local Platform that identified
+    itself (``local_instance``, asked before any token is sent) or the user opted in
+    explicitly. Returns the one-line warning to show when plain http is allowed because the
+    server is a local Platform, else None."""
+    if urlsplit(url).scheme == "https" or is_loopback(url):
+        return None
+    if local_instance is not None:
+        return (
+            f"{url} is a local Platform (instance {local_instance}) served over plain http "
+            "beyond this machine: its tokens travel in plaintext; use it for a try-out only"
+        )
     if env.get(ENV_ALLOW_INSECURE, "").strip() == "1":
-        return
+        return None
     raise UsageError(
         f"Refusing non-HTTPS platform URL {url}: the token would be sent in plaintext.",
-        f"use an https:// URL, or set {ENV_ALLOW_INSECURE}=1 to override",
+        f"use an https:// URL, or the URL of a local Platform (osmosis-platform-emulator "
+        f"serve), which identifies itself; or set {ENV_ALLOW_INSECURE}=1 to override",
     )
+
+
+def needs_identity(url: str, is_loopback: IsLoopback = is_loopback_url) -> bool:
+    """Whether plain http to ``url`` is allowed only if the server identifies itself as a
+    local Platform (a non-https URL beyond this machine)."""
+    return url != LOCAL_PLATFORM and urlsplit(url).scheme != "https" and not is_loopback(url)
 
 
 @dataclass(frozen=True)
@@ -114,6 +146,12 @@ class PlatformSelection:
     announcement: str
     """One line for the user saying which Platform is used and why (never the token)."""
 
+    local_instance: str | None = None
+    """The instance of the local Platform served at ``url``, when it was asked and identified
+    itself (only a plain-http URL beyond this machine is asked here)."""
+    warning: str | None = None
+    """One line to show on stderr: plain http beyond this machine to a local Platform."""
+
     @property
     def is_local(self) -> bool:
         return self.url == LOCAL_PLATFORM
@@ -128,7 +166,13 @@ def _env(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def select_platform(flag: str | None, env: Mapping[str, str]) -> PlatformSelection:
+def select_platform(
+    flag: str | None,
+    env: Mapping[str, str],
+    *,
+    identify: Identify | None = None,
+    is_loopback: IsLoopback = is_loopback_url,
+) -> PlatformSelection:
     """Choose the Platform and token for one invocation (design.md §4).
 
     Precedence: ``--platform`` (a URL or ``local``) > ``OSMOSIS_PLATFORM_URL`` (a URL or
@@ -141,6 +185,12 @@ def select_platform(flag: str | None, env: Mapping[str, str]) -> PlatformSelecti
     ``--token``). The embedded local Platform always gets ``"local"`` so a real token is
     never handed to it. If ``OSMOSIS_TOKEN_PLATFORM_URL`` is set it must normalise to the
     selected URL, else the token is not sent anywhere (the osmosis CLI's binding rule).
+
+    A plain-http URL beyond this machine is asked ``identify(url)`` (no token) before
+    anything else: a local Platform is allowed, with ``warning`` set, and without
+    ``OSMOSIS_TOKEN`` gets the placeholder as on loopback; anything else is refused unless
+    ``OSMOSIS_ALLOW_INSECURE_PLATFORM_URL=1``. Without ``identify`` nothing is asked and no
+    such URL identifies itself.
     """
     token = _env(env, ENV_TOKEN)
     flag_value = flag.strip() if flag is not None else None
@@ -173,10 +223,12 @@ def select_platform(flag: str | None, env: Mapping[str, str]) -> PlatformSelecti
         )
 
     url = normalize_platform_url(raw)
-    ensure_secure_platform_url(url, env)
-    loopback = is_loopback_url(url)
+    # Asked before the token is looked at, and without it: a server that is not a local
+    # Platform never sees it over plain http.
+    instance = identify(url) if identify is not None and needs_identity(url, is_loopback) else None
+    warning = ensure_secure_platform_url(url, env, local_instance=instance, is_loopback=is_loopback)
     if token is None:
-        if not loopback:
+        if not (is_loopback(url) or instance is not None):
             raise UsageError(
                 f"No token for the Platform at {url}.",
                 f"set {ENV_TOKEN} to a personal access token for {url}, "
@@ -194,7 +246,12 @@ def select_platform(flag: str | None, env: Mapping[str, str]) -> PlatformSelecti
                 f"{ENV_TOKEN_PLATFORM_URL}",
             )
     return PlatformSelection(
-        url=url, token=token, source=source, announcement=f"Platform: {url} (from {source})"
+        url=url,
+        token=token,
+        source=source,
+        announcement=f"Platform: {url} (from {source})",
+        local_instance=instance,
+        warning=warning,
     )
 
 

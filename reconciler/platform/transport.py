@@ -307,7 +307,9 @@ class PlatformConnection:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _headers(self, *, scoped: bool, git_only: bool = False) -> dict[str, str | bytes]:
+    def _headers(
+        self, *, scoped: bool, git_only: bool = False, workspace: str | None = None
+    ) -> dict[str, str | bytes]:
         headers: dict[str, str | bytes] = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
@@ -319,10 +321,10 @@ class PlatformConnection:
             if self.git_identity:
                 headers["X-Osmosis-Git"] = self.git_identity
         elif scoped:
-            if self.workspace:
+            if workspace or self.workspace:
                 # Sent as typed (exact-name match on the Platform); UTF-8 so names outside
                 # ASCII survive.
-                headers["X-Osmosis-Workspace"] = self.workspace.encode("utf-8")
+                headers["X-Osmosis-Workspace"] = (workspace or self.workspace or "").encode("utf-8")
             elif self.git_identity:
                 headers["X-Osmosis-Git"] = self.git_identity
             else:
@@ -368,8 +370,10 @@ class PlatformConnection:
         git_only: bool = False,
         mode: RequestMode = RequestMode.SAFE,
         secrets: Sequence[str] = (),
+        workspace: str | None = None,
     ) -> dict[str, Any]:
-        """Send one logical request (with retries) and return the decoded JSON object.
+        """Send one logical request (with retries) and return the decoded JSON object;
+        ``workspace`` scopes it to that workspace (by name) instead of the client's own.
 
         The whole of it, retries and their waits included, has ``self.deadline`` seconds
         (see ``reconciler.deadlines``); an interrupted process gives it
@@ -380,7 +384,7 @@ class PlatformConnection:
             url = self.base_url + API_PREFIX + path
             if query:
                 url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None])
-            headers = self._headers(scoped=scoped, git_only=git_only)
+            headers = self._headers(scoped=scoped, git_only=git_only, workspace=workspace)
             call = _Call(
                 method=method,
                 path=path,

@@ -27,6 +27,7 @@ RUN_BY: dict[tuple[Path, str], str] = {
      "and osmosis-state"): "test_readme_import.py",
     (README, "## Quick start"): "this file: quick start",
     (README, "## Install in another repository"): "test_pinned_install.py",
+    (README, "## Try it as a team"): "test_new_team.py",
     (DOCS / "plan-and-apply.md", "## The local Platform"): "this file: the emulator",
     (DOCS / "development.md", "## The checks"): "this file: make targets",
     (DOCS / "development.md", "## The lifecycle suite"): "tests/lifecycle/test_lifecycle_doc.py",

@@ -33,7 +33,7 @@ from tests.support.house import FUNCTION_CAP, FUNCTION_LIMIT
 LONG_FUNCTIONS: dict[str, int] = {
     "reconciler.local_platform.catalog:seed_catalog": 150,
     "reconciler.local_platform.cli:_parser": 140,
-    "reconciler.cli.state:run": 132,
+    "reconciler.cli.state:run": 119,
     "reconciler.local_platform.rules:check_rules": 121,
     "reconciler.local_platform.history:History.seed_runs": 116,
     "reconciler.engine.saved_plan:plan_from_dict": 105,

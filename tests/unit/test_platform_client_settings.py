@@ -1,7 +1,13 @@
-"""Platform selection, URL normalisation, the insecure-URL rule and git identities."""
+"""Platform selection, URL normalisation, the insecure-URL rule and git identities.
+
+Whether a server identifies itself as a local Platform is the ``identify`` argument of
+``select_platform`` (the seam: a dict's ``get``, recorded), and the probe itself runs over
+an ``httpx.MockTransport``; nothing here opens a socket.
+"""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from reconciler.errors import UsageError
@@ -12,6 +18,7 @@ from reconciler.platform import (
     normalize_platform_url,
     select_platform,
 )
+from reconciler.platform.identity import LOCAL_PLATFORM_HEADER, local_platform_instance
 
 TOKEN = "tok-SENTINEL-settings-42"
 
@@ -220,3 +227,114 @@ def test_git_identity_error_hides_credentials() -> None:
     with pytest.raises(UsageError) as info:
         git_identity_from_remote(f"https://user:{TOKEN}@gitlab.com/acme/bench.git")
     assert TOKEN not in info.value.message
+
+
+# --------------------------------------------------------------------------- plain http beyond loopback
+
+TEAM_URL = "http://192.0.2.7:8765"
+"""A teammate's served local Platform (TEST-NET-1: never connected to; the probe is a dict)."""
+
+
+class Identities:
+    """``identify`` for ``select_platform``: the instance each URL answers with, and the URLs
+    asked, in order."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def __call__(self, url: str) -> str | None:
+        self.asked.append(url)
+        return self.answers.get(url)
+
+
+def test_plain_http_beyond_loopback_to_a_local_platform_is_allowed_with_one_warning() -> None:
+    identify = Identities({TEAM_URL: "lp_team"})
+    selection = select_platform("http://192.0.2.7:8765/", {}, identify=identify)
+    assert identify.asked == [TEAM_URL]
+    assert (selection.url, selection.local_instance) == (TEAM_URL, "lp_team")
+    assert selection.token == "local"  # no OSMOSIS_TOKEN: the placeholder, as on loopback
+    assert selection.warning == (
+        f"{TEAM_URL} is a local Platform (instance lp_team) served over plain http beyond "
+        "this machine: its tokens travel in plaintext; use it for a try-out only"
+    )
+    assert "\n" not in selection.warning
+    with_token = select_platform(TEAM_URL, {"OSMOSIS_TOKEN": "ada-token"}, identify=identify)
+    assert with_token.token == "ada-token" and with_token.warning == selection.warning
+
+
+def test_plain_http_beyond_loopback_to_anything_else_is_refused_after_asking() -> None:
+    identify = Identities({})
+    with pytest.raises(UsageError) as info:
+        select_platform(TEAM_URL, {"OSMOSIS_TOKEN": TOKEN}, identify=identify)
+    assert identify.asked == [TEAM_URL]
+    assert info.value.message == (
+        f"Refusing non-HTTPS platform URL {TEAM_URL}: the token would be sent in plaintext."
+    )
+    assert "osmosis-platform-emulator serve" in (info.value.hint or "")
+    assert TOKEN not in info.value.message + (info.value.hint or "")
+    # The explicit opt-in still holds, and says nothing more.
+    allowed = select_platform(
+        TEAM_URL,
+        {"OSMOSIS_TOKEN": TOKEN, "OSMOSIS_ALLOW_INSECURE_PLATFORM_URL": "1"},
+        identify=identify,
+    )
+    assert (allowed.url, allowed.warning, allowed.local_instance) == (TEAM_URL, None, None)
+
+
+def test_no_token_beyond_loopback_unless_the_server_is_a_local_platform() -> None:
+    with pytest.raises(UsageError) as info:
+        select_platform(
+            TEAM_URL, {"OSMOSIS_ALLOW_INSECURE_PLATFORM_URL": "1"}, identify=Identities({})
+        )
+    assert info.value.message == f"No token for the Platform at {TEAM_URL}."
+
+
+def test_https_and_loopback_urls_are_never_asked() -> None:
+    identify = Identities({})
+    for url in ("https://platform.osmosis.ai", "http://127.0.0.1:8765", "http://localhost:9"):
+        selection = select_platform(url, {"OSMOSIS_TOKEN": TOKEN}, identify=identify)
+        assert selection.warning is None and selection.local_instance is None
+    assert select_platform(None, {}, identify=identify).url == "local"
+    assert identify.asked == []
+
+
+def test_the_loopback_rule_is_a_parameter() -> None:
+    """The seam the integration tests use to treat a loopback server as a remote one."""
+    identify = Identities({"http://127.0.0.1:8765": "lp_here"})
+    selection = select_platform(
+        "http://127.0.0.1:8765", {}, identify=identify, is_loopback=lambda url: False
+    )
+    assert identify.asked == ["http://127.0.0.1:8765"] and selection.local_instance == "lp_here"
+    assert selection.warning is not None
+
+
+def probe_transport(seen: list[httpx.Request], headers: dict[str, str]) -> httpx.MockTransport:
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, headers=headers, text="<html>a page</html>")
+
+    return httpx.MockTransport(answer)
+
+
+def test_the_probe_asks_one_page_without_a_token() -> None:
+    seen: list[httpx.Request] = []
+    transport = probe_transport(seen, {LOCAL_PLATFORM_HEADER: " lp_team "})
+    assert local_platform_instance(TEAM_URL + "/", transport=transport) == "lp_team"
+    (request,) = seen
+    assert (request.method, str(request.url)) == ("GET", TEAM_URL + "/")
+    assert "authorization" not in request.headers
+    assert all(v != TOKEN and "Bearer" not in v for v in request.headers.values())
+
+
+def test_the_probe_says_none_for_another_server_or_none_at_all() -> None:
+    seen: list[httpx.Request] = []
+    assert local_platform_instance(TEAM_URL, transport=probe_transport(seen, {})) is None
+    blank = probe_transport(seen, {LOCAL_PLATFORM_HEADER: "  "})
+    assert local_platform_instance(TEAM_URL, transport=blank) is None
+    assert len(seen) == 2
+
+    def unreachable(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("no route to host", request=request)
+
+    assert local_platform_instance(TEAM_URL, transport=httpx.MockTransport(unreachable)) is None
