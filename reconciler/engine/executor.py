@@ -175,7 +175,11 @@ class Applier:
             for i in items
             if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT, Action.UNKNOWN)
         ]
-        remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
+        remote = [
+            i
+            for i in items
+            if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT, Action.RETRY)
+        ]
         downloads = [i for i in items if i.action is Action.DOWNLOAD]
 
         # Runs making their Platform requests at once (the gate's slots) when the Platform is
@@ -285,6 +289,7 @@ class Applier:
         log = get_logger(address=item.address, action=item.action.value)
         handler = {
             Action.SUBMIT: self._submit,
+            Action.RETRY: self._submit,
             Action.REPLACE: self._replace,
             Action.STOP: self._stop,
             Action.FORGET: self._forget,
@@ -329,6 +334,11 @@ class Applier:
         spec = item.spec or {}
         now = self.clock()
         stage = SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None
+        # A retry run (``--retry-errored``) carries its provenance from the intent on: a
+        # crash between the POST and its record adopts the run as the retry it is.
+        retry = item.retry if item.action is Action.RETRY else None
+        retry_of = retry.retry_of if retry is not None else None
+        retry_agents = retry.agents if retry is not None else None
         intent = Intent(
             op="submit",
             started_at=now,
@@ -336,11 +346,19 @@ class Applier:
             spec=spec,
             benchmark_id=item.benchmark_id,
             stage=stage,
+            retry_of=retry_of,
+            retry_agents=retry_agents,
         )
         reason = "rerun" if item.reason is Reason.REPLACE_REQUESTED else "replaced"
+        if retry is not None:
+            reason = "retried"  # the retried run stays the address's result
 
         def write_intent(state: LockState) -> LockState:
             old = state.runs.get(item.address)
+            if retry is not None and old is not None and old.run_id is not None:
+                # The retried run stays the address's entry until the retry run is recorded:
+                # a refusal or a submit that made no run leaves the address as it was.
+                return put_run(state, old.model_copy(update={"intent": intent}))
             if old is not None and old.run_id is not None:
                 # A smoke run leaves the address as its own kind of history.
                 why = SMOKE if old.stage == SMOKE else reason
@@ -352,6 +370,8 @@ class Applier:
                 benchmark_id=item.benchmark_id,
                 intent=intent,
                 stage=stage,
+                retry_of=retry_of,
+                retry_agents=retry_agents,
                 # The commit this submit carries out: a run adopted later as its run was
                 # applied here, not at the adopting apply's commit (``_adopt``).
                 applied_at_commit=self.head,
@@ -393,7 +413,12 @@ class Applier:
                 planned_attempts=planned,
                 platform_url=created.platform_url,
                 stage=stage,
+                retry_of=retry_of,
+                retry_agents=retry_agents,
             )
+            old = state.runs.get(item.address)
+            if retry is not None and old is not None and old.run_id not in (None, created.id):
+                state = retire(state, item.address, reason, now)
             state = put_run(state, entry)
             if item.address in state.rejections:
                 rejections = {k: v for k, v in state.rejections.items() if k != item.address}
@@ -629,6 +654,8 @@ class Applier:
             applied = old.applied_at_commit if lost and old and old.applied_at_commit else self.head
             if old is not None and old.run_id is not None and old.run_id != run.id:
                 why = SMOKE if old.stage == SMOKE else "replaced"
+                if item.retry is not None:
+                    why = "retried"
                 state = retire(state, item.address, why, self.clock())
             entry = RecordedRun(
                 address=item.address,
@@ -646,6 +673,8 @@ class Applier:
                 attempts=item.attempts or None,
                 platform_url=run.platform_url,
                 stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
+                retry_of=item.retry.retry_of if item.retry is not None else None,
+                retry_agents=item.retry.agents if item.retry is not None else None,
             )
             return put_run(state, entry)
 

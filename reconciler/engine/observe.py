@@ -37,6 +37,7 @@ from reconciler.errors import NotFoundError, PlatformError
 from reconciler.model import (
     BenchmarkRef,
     DesiredRun,
+    ErroredAttempts,
     LocalOutputs,
     LockState,
     Observation,
@@ -46,6 +47,7 @@ from reconciler.model import (
     TaskCounts,
     canonical_digest,
     creator_digest,
+    glob_match,
     selection_digest,
     spec_fingerprint,
 )
@@ -56,6 +58,7 @@ from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 from reconciler.results.data import RunOutcomes
+from reconciler.results.retried import merged_outcomes
 from reconciler.results.runs import address_runs, comparable_runs
 
 LIST_READ_AHEAD = 4
@@ -224,6 +227,7 @@ def observe(
     outputs: Mapping[str, LocalOutputs] | None = None,
     download_root: Path | None = None,
     rerun: Iterable[str] = (),
+    retry_errored: Sequence[str] = (),
 ) -> Observation:
     """Build the observed snapshot with as few requests as the plan allows.
 
@@ -302,7 +306,46 @@ def observe(
         notes=tuple(notes),
         catalog=catalog,
         task_counts=planning_counts(state, desired, benchmarks, repo_root, rerun=rerun),
+        errored=errored_attempts(state, desired, repo_root, retry_errored),
     )
+
+
+def errored_attempts(
+    state: LockState, desired: Sequence[DesiredRun], repo_root: Path, patterns: Sequence[str]
+) -> dict[str, ErroredAttempts]:
+    """The errored attempts of the result of every address matching ``patterns`` (the
+    retries asked for), read from the kept ``results.csv`` of its run and of the retry runs
+    already recorded (``plan.retries``)."""
+    out: dict[str, ErroredAttempts] = {}
+    if not patterns:
+        return out
+    for wanted in desired:
+        if not glob_match(wanted.address, tuple(patterns)):
+            continue
+        current = next((r for r in address_runs(state, wanted.address) if r.current), None)
+        if current is None:
+            continue
+        outcomes, left_out = merged_outcomes(
+            current, lambda run: read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT)
+        )
+        unreadable = None
+        if outcomes is None:
+            unreadable = f"the results.csv of run {current.label} is not on this disk"
+        elif left_out:
+            unreadable = f"the results.csv of its retry run {left_out[0]} is not on this disk"
+        elif not outcomes.paired:
+            unreadable = f"its results.csv lacks {', '.join(outcomes.missing)}"
+        agents = {}
+        if unreadable is None and outcomes is not None:
+            agents = {
+                index: {t: o.errored for t, o in tasks.items() if o.errored}
+                for index, tasks in outcomes.tasks.items()
+            }
+            agents = {index: tasks for index, tasks in agents.items() if tasks}
+        out[wanted.address] = ErroredAttempts(
+            run_id=current.run_id, agents=agents, unreadable=unreadable
+        )
+    return out
 
 
 PLANNING_RUNS = 2

@@ -41,6 +41,7 @@ from reconciler.model import (
     PlanSummary,
     Reason,
     ResultRow,
+    Retry,
     Smoke,
 )
 from reconciler.paths import UnsafeInputError, read_named, write_named
@@ -184,6 +185,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
                 smoke=_smoke(a.get("smoke")),
+                retry=_retry(a.get("retry")),
                 source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
@@ -259,6 +261,21 @@ def _smoke(data: Any) -> Smoke | None:
         full_attempts=data.get("full_attempts", 0),
         tasks=tuple(data.get("tasks", ())),
         smoke_run_id=data.get("smoke_run_id"),
+    )
+
+
+def _retry(data: Any) -> Retry | None:
+    """A saved item's retry of errored attempts (``jsondoc``'s ``retry`` key; absent: none)."""
+    if not isinstance(data, dict):
+        return None
+    return Retry(
+        retry_of=data["retry_of"],
+        retry_of_name=data.get("retry_of_name"),
+        agents=tuple(data["agents"]),
+        tasks=tuple(data["tasks"]),
+        attempts_per_task=data["attempts_per_task"],
+        errored=data.get("errored", 0),
+        later=tuple(data.get("later", ())),
     )
 
 

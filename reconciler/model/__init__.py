@@ -56,6 +56,7 @@ from reconciler.model.generator import (
 from reconciler.model.observed import (
     BenchmarkInfo,
     BenchmarkRef,
+    ErroredAttempts,
     LeaderboardScore,
     LocalOutputs,
     Observation,
@@ -79,6 +80,7 @@ from reconciler.model.plan import (
     Reason,
     RecordedChange,
     ResultRow,
+    Retry,
     Smoke,
     glob_match,
 )
@@ -168,6 +170,7 @@ __all__ = [
     "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
+    "ErroredAttempts",
     "TaskCounts",
     "LockState",
     "MONITORS",
@@ -186,6 +189,7 @@ __all__ = [
     "RecordedRun",
     "Rejection",
     "ResultRow",
+    "Retry",
     "RunResults",
     "RunStatus",
     "OUTPUTS_DUE_STATUSES",

@@ -120,6 +120,20 @@ class TaskCounts(Frozen, frozen=True, kw_only=True):
     passed (the headline's definition)."""
 
 
+class ErroredAttempts(Frozen, frozen=True, kw_only=True):
+    """The errored attempts of an address's result: its run's, with the attempts of the
+    retry runs already recorded in place of the ones they re-ran, read from the kept
+    ``results.csv`` files (``engine.observe``) so a plan can retry them (``plan.retries``)."""
+
+    run_id: str
+    """The run whose result this is (the retried run, when retries are recorded)."""
+    agents: dict[int, dict[str, int]] = msgspec.field(default_factory=dict)
+    """Agent index -> task -> errored attempts (only tasks with some)."""
+    unreadable: str | None = None
+    """Why the errored attempts could not be read (a file not on this disk, a retry run
+    not downloaded yet); None when they were."""
+
+
 class Observation(Frozen, frozen=True, kw_only=True):
     """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
 
@@ -173,6 +187,9 @@ class Observation(Frozen, frozen=True, kw_only=True):
     platform_instance: str | None = None
     """With the embedded Platform: its instance (its data directory's id), to compare with
     the one the lockfile records (``LockState.platform_instance``); None otherwise."""
+    errored: dict[str, ErroredAttempts] = msgspec.field(default_factory=dict)
+    """Address -> the errored attempts of its result, for the addresses a retry of the
+    errored attempts was asked for (``Settings.retry_errored``)."""
     vouched: frozenset[str] = frozenset()
     """Run ids the remote state record of this Platform and workspace names (the lockfile
     the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses

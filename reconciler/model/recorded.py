@@ -43,9 +43,13 @@ class SmokeStage(StrEnum):
     """The full run, the smoke stage skipped on request."""
 
 
-HistoryReason = Literal["replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"]
+HistoryReason = Literal[
+    "replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke", "retried"
+]
 """Why a run left its address (``HistoryEntry.reason``); ``smoke``: a smoke run that left
-its address to the full run (or to a new smoke run)."""
+its address to the full run (or to a new smoke run); ``retried``: a run whose errored
+attempts a retry run re-runs (``--retry-errored``): it stays the address's result, with the
+retry run's attempts in place of its errored ones."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -101,6 +105,12 @@ class Intent(Frozen, frozen=True, kw_only=True):
     stage: SmokeStage | None = None
     """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
     digest); None for a full run."""
+    retry_of: str | None = None
+    """For a retry run's submit (``--retry-errored``): the run whose errored attempts it
+    re-runs (``body_digest`` is then the config's digest, ``spec`` the narrowed body)."""
+    retry_agents: tuple[int, ...] | None = None
+    """For a retry run's submit: the agent index, in the retried run, of each agent of the
+    narrowed body, in order."""
     listings: tuple[datetime, ...] | None = None
     """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
     after the submit, showed no run that could be it (the quiet-period evidence,
@@ -240,6 +250,14 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
     announced_at: datetime | None = None
     """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
     kept here so a fresh checkout never announces the same run twice."""
+    retry_of: str | None = None
+    """For a retry run (``--retry-errored``, docs/retrying.md): the run whose errored
+    attempts it re-runs; ``spec`` is then the narrowed body (the errored tasks, as many
+    attempts as errored) and ``spec_digest`` the config's. The retried run stays in the
+    history (``retried``) and stays the address's result, with this run's attempts in place
+    of its errored ones. None: an ordinary run."""
+    retry_agents: tuple[int, ...] | None = None
+    """For a retry run: the agent index, in the retried run, of each agent of its body."""
 
     @property
     def attempts_per_task(self) -> int:
@@ -314,6 +332,10 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     selection: str | None = None
     """``selection_digest`` of the run's task selection (format 2): runs are comparable
     only on the same selection."""
+    retry_of: str | None = None
+    """For a retry run (``RecordedRun.retry_of``): the run whose errored attempts it re-ran."""
+    retry_agents: tuple[int, ...] | None = None
+    """For a retry run: the retried run's agent index of each of its agents."""
 
 
 def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:

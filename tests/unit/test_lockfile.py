@@ -470,7 +470,7 @@ def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
             HEADER + '\n[[history]]\naddress = "a"\nspec_digest = "d"\nreason = "replaced"\n'
             '\n[[history]]\naddress = "b"\nspec_digest = "d"\nreason = "whim"\n',
             "state/osmosis.lock:15: history[1].reason: unknown reason 'whim' (expected one of "
-            "forgotten, lost, moved, replaced, rerun, smoke, stopped)",
+            "forgotten, lost, moved, replaced, rerun, retried, smoke, stopped)",
         ),
         (
             HEADER + '\n[[history]]\naddress = "a"\nreason = "replaced"\n',
