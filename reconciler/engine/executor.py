@@ -358,7 +358,8 @@ class Applier:
             if retry is not None and old is not None and old.run_id is not None:
                 # The retried run stays the address's entry until the retry run is recorded:
                 # a refusal or a submit that made no run leaves the address as it was.
-                return put_run(state, old.model_copy(update={"intent": intent}))
+                state = put_run(state, old.model_copy(update={"intent": intent}))
+                return with_reruns(state, item.address, item.reruns)
             if old is not None and old.run_id is not None:
                 # A smoke run leaves the address as its own kind of history.
                 why = SMOKE if old.stage == SMOKE else reason

@@ -137,6 +137,8 @@ class RunOutcomes:
     replace as many errored attempts of the run."""
     retry_runs: tuple[str, ...] = ()
     """The retry runs merged in, oldest first."""
+    retries_left_out: tuple[str, ...] = ()
+    """Retry runs of the run whose ``results.csv`` was not at hand: not merged (yet)."""
 
     @property
     def retried_attempts(self) -> int:

@@ -5,6 +5,7 @@ so the address has one number on every surface (docs/retrying.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from reconciler.results.data import RunOutcomes, merge_retry
 from reconciler.results.runs import RecordedResult
@@ -29,4 +30,6 @@ def merged_outcomes(
             left_out.append(retry.label)
             continue
         outcomes = merge_retry(outcomes, found, retry.retry_agents, retry.label)
+    if left_out:
+        outcomes = replace(outcomes, retries_left_out=tuple(left_out))
     return outcomes, tuple(left_out)
