@@ -36,7 +36,7 @@ def result_rows(
     catalog = {info.id: info for info in benchmarks if info is not None}
     rows: list[ResultRow] = []
     for address in sorted(recorded.runs):
-        entry = recorded.runs[address]
+        entry = retried_run(recorded, recorded.runs[address])
         if entry.results is None or not RunStatus.of(entry.status).is_terminal:
             continue
         if targets and not glob_match(address, targets):
@@ -72,10 +72,33 @@ def result_rows(
                     else None,
                     unavailable_tasks=len(info.unavailable_tasks) if info else 0,
                     unavailable_reason=info.unavailable_reason if info else None,
-                    stage=entry.stage,
+                    stage="retried" if entry.retry_of else entry.stage,
                 )
             )
     return tuple(rows)
+
+
+def retried_run(recorded: LockState, entry: RecordedRun) -> RecordedRun:
+    """The run whose result the address shows: for a retry run (``--retry-errored``), the
+    run it retried, as the history keeps it (``retry_of`` kept as the mark), whose row is
+    labelled so; ``osmosis-results`` merges the retry's attempts into it."""
+    if entry.retry_of is None:
+        return entry
+    old = next(
+        (h for h in recorded.history if h.run_id == entry.retry_of and h.address == entry.address),
+        None,
+    )
+    if old is None or old.results is None:
+        return entry.model_copy(update={"results": None})
+    return entry.model_copy(
+        update={
+            "run_id": old.run_id,
+            "run_name": old.run_name,
+            "status": old.status,
+            "results": old.results,
+            "benchmark_id": old.benchmark_id or entry.benchmark_id,
+        }
+    )
 
 
 def published_score(

@@ -205,6 +205,8 @@ def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
     label = run_label(row.run_name, row.run_id) if with_id else e(row.run_name or row.run_id or "")
     if row.stage == "smoke":
         label += " (smoke)"
+    elif row.stage == "retried":
+        label += " (+retry)"  # its errored attempts were retried: osmosis-results merges
     return f"{label} (partial: {row.status})" if RunStatus.of(row.status).is_unsuccessful else label
 
 

@@ -131,6 +131,9 @@ def test_retry_errored_pays_once_for_the_errored_attempts(
     assert platform.submits() == submits + 1
     again = osm.plan("--detailed-exitcode")
     assert again.code == 0, again
+    # The plan's results table shows the retried run (the Platform's summary), labelled.
+    rows = osm.plan("--format", "json").json()["results"]
+    assert [(r["run_id"], r["stage"]) for r in rows] == [(base_id, "retried")]
 
     # The result of the address is the retried run with the retry's attempts in place of
     # as many errored ones; results say which attempts came from the retry.
