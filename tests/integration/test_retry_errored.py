@@ -214,3 +214,18 @@ def test_nothing_errored_and_not_downloaded(
     assert "tb/one" not in plan_items(done)
     assert any("nothing to retry" in w for w in done.json()["warnings"]), done
     assert applied.code in (0, 3)
+
+
+def test_a_saved_plan_carries_its_retry(
+    tmp_path: Path, platform: Platform, clock: FakeClock
+) -> None:
+    osm = ended_and_downloaded(tmp_path, platform, clock)
+    base_id = read_lock(osm.repo)["runs"]["tb/full"]["run_id"]
+    submits = platform.submits()
+    saved = tmp_path / "retry.plan.json"
+    planned = osm.plan("--retry-errored", "tb/full", "--out", str(saved))
+    assert planned.code == 0, planned
+    applied = osm.apply(str(saved))  # the flag was the plan's; the saved plan holds it
+    assert applied.code == 0, applied
+    assert platform.submits() == submits + 1
+    assert read_lock(osm.repo)["runs"]["tb/full"]["retry_of"] == base_id
