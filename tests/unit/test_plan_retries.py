@@ -257,3 +257,10 @@ def test_an_interrupted_retry_is_adopted_as_a_retry_and_never_resent_whole() -> 
     over = compute_plan([want], lock(stale), later, settings())
     assert not [i for i in over.items if i.action in (Action.SUBMIT, Action.RETRY)]
     assert any("interrupted retry" in w for w in over.warnings)
+
+
+def test_the_budget_guard_counts_a_retry() -> None:
+    want = tb()
+    plan = plan_with(want, ended(want), {0: {T1: 1, T2: 1}}, max_attempts=1)
+    assert only(plan).action is Action.RETRY
+    assert any("would start 2 new attempts, more than max_attempts = 1" in e for e in plan.errors)
