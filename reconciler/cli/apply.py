@@ -97,7 +97,7 @@ def parser() -> Parser:
         "--only",
         metavar="KINDS",
         help="perform only these kinds, hold the rest back: submit, replace, stop, forget, "
-        "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
+        "download, adopt, move, retry, refresh (e.g. --only download,refresh never pays)",
     )
     add_selection_flags(parser)
     from reconciler.cli.projects import add_root_flags
