@@ -4,9 +4,13 @@ Platform, in a real git repository, through the CLI entry points."""
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator, FormatChecker
+
+from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
 from reconciler.results.data import parse_results_csv
 from tests.support.clock import FakeClock
@@ -19,6 +23,9 @@ class Retrying(Osmosis):
         return self._call(results_main, list(args), None)
 
 
+VALIDATOR = Draft202012Validator(
+    json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=FormatChecker()
+)
 ENDED = 4000.0
 """Seconds after which every run of these tests has ended on the local Platform."""
 
@@ -87,6 +94,7 @@ def test_retry_errored_pays_once_for_the_errored_attempts(
 
     plan = osm.plan("--retry-errored", "tb/full", "--format", "json")
     assert plan.code == 0, plan
+    assert [e.message for e in VALIDATOR.iter_errors(plan.json())] == []
     item = plan_items(plan)["tb/full"]
     assert item["action"] == "retry"
     assert item["reason"] == "retry_errored"
@@ -142,6 +150,7 @@ def test_retry_errored_pays_once_for_the_errored_attempts(
     again_errored = errored_of(retry_dir / "results.csv")
     shown = osm.results("tb/full", "--no-fetch", "--format", "json")
     assert shown.code == 0, shown
+    assert [e.message for e in VALIDATOR.iter_errors(shown.json())] == []
     (address,) = shown.json()["addresses"]
     runs = address["runs"]
     assert [r["run_id"] for r in runs] == [base_id]
