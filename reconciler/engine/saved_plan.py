@@ -184,8 +184,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 )
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
-                smoke=_smoke(a.get("smoke")),
-                retry=_retry(a.get("retry")),
+                **_stages(a),
                 source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
@@ -264,19 +263,14 @@ def _smoke(data: Any) -> Smoke | None:
     )
 
 
-def _retry(data: Any) -> Retry | None:
-    """A saved item's retry of errored attempts (``jsondoc``'s ``retry`` key; absent: none)."""
-    if not isinstance(data, dict):
-        return None
-    return Retry(
-        retry_of=data["retry_of"],
-        retry_of_name=data.get("retry_of_name"),
-        agents=tuple(data["agents"]),
-        tasks=tuple(data["tasks"]),
-        attempts_per_task=data["attempts_per_task"],
-        errored=data.get("errored", 0),
-        later=tuple(data.get("later", ())),
-    )
+def _stages(action: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved item's smoke stage and retry of errored attempts (``jsondoc``'s ``smoke`` and
+    ``retry`` keys; absent: none)."""
+    retry = action.get("retry")
+    return {
+        "smoke": _smoke(action.get("smoke")),
+        "retry": Retry.model_validate(retry) if isinstance(retry, dict) else None,
+    }
 
 
 def generators_from_dicts(data: Sequence[Mapping[str, Any]]) -> tuple[GeneratorProduct, ...]:
