@@ -35,6 +35,7 @@ from typing import Any
 from reconciler.engine.context import DOWNLOAD_ROOT
 from reconciler.errors import NotFoundError, PlatformError
 from reconciler.model import (
+    BenchmarkInfo,
     BenchmarkRef,
     DesiredRun,
     ErroredAttempts,
@@ -43,6 +44,7 @@ from reconciler.model import (
     Observation,
     ObservedRun,
     RecordedRun,
+    RetriedResult,
     RunStatus,
     TaskCounts,
     canonical_digest,
@@ -58,7 +60,7 @@ from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 from reconciler.results.data import RunOutcomes
-from reconciler.results.retried import merged_outcomes
+from reconciler.results.retried import catalog_thresholds, merged_outcomes, retried_results
 from reconciler.results.runs import address_runs, comparable_runs
 
 LIST_READ_AHEAD = 4
@@ -307,6 +309,19 @@ def observe(
         catalog=catalog,
         task_counts=planning_counts(state, desired, benchmarks, repo_root, rerun=rerun),
         errored=errored_attempts(state, desired, repo_root, retry_errored),
+        retried=kept_retried_results(state, benchmarks.values(), repo_root),
+    )
+
+
+def kept_retried_results(
+    state: LockState, benchmarks: Iterable[BenchmarkInfo | None], repo_root: Path
+) -> dict[str, RetriedResult]:
+    """The results of the addresses whose recorded run is a retry run, merged from the kept
+    ``results.csv`` files (read only, never fetched): the plan's results table shows them."""
+    return retried_results(
+        state,
+        lambda run: read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT),
+        catalog_thresholds(benchmarks),
     )
 
 

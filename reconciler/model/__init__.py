@@ -54,6 +54,7 @@ from reconciler.model.generator import (
     GeneratorRemoval,
 )
 from reconciler.model.observed import (
+    AgentResult,
     BenchmarkInfo,
     BenchmarkRef,
     ErroredAttempts,
@@ -61,6 +62,7 @@ from reconciler.model.observed import (
     LocalOutputs,
     Observation,
     ObservedRun,
+    RetriedResult,
     TaskCounts,
 )
 from reconciler.model.plan import (
@@ -92,7 +94,6 @@ from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
     RERUNS_KEPT,
-    AgentResult,
     Baseline,
     Downloads,
     HistoryEntry,
@@ -189,6 +190,7 @@ __all__ = [
     "RecordedRun",
     "Rejection",
     "ResultRow",
+    "RetriedResult",
     "Retry",
     "RunResults",
     "RunStatus",

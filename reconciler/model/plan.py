@@ -12,8 +12,8 @@ import msgspec
 from reconciler.model.base import Frozen
 from reconciler.model.decision import DecisionRecord
 from reconciler.model.generator import CellSource, GeneratorProduct
-from reconciler.model.observed import LeaderboardScore, ObservedRun
-from reconciler.model.recorded import AgentResult, SmokeStage
+from reconciler.model.observed import AgentResult, LeaderboardScore, ObservedRun
+from reconciler.model.recorded import SmokeStage
 
 PLAN_FORMAT_VERSION = "1.0"
 
@@ -411,7 +411,14 @@ class ResultRow(Frozen, frozen=True, kw_only=True):
     unavailable_reason: str | None = None
     """Why they are unavailable, as the catalog says."""
     stage: str | None = None
-    """``smoke`` for a smoke run (labelled so wherever it is listed); None for a full run."""
+    """``smoke`` for a smoke run (labelled so wherever it is listed), ``retried`` for a run
+    whose errored attempts were retried; None for a full run."""
+    retry_runs: tuple[str, ...] = ()
+    """The retry runs whose attempts ``agent``'s numbers count in place of errored ones
+    (``RetriedResult``), oldest first."""
+    retries_not_counted: tuple[str, ...] = ()
+    """Retry runs of the run that ``agent``'s numbers do not count (their ``results.csv``,
+    or the run's own, is not at hand)."""
 
 
 class Plan(Frozen, frozen=True, kw_only=True):

@@ -14,7 +14,7 @@ import msgspec
 
 from reconciler.model.base import Frozen, attempts_per_task, canonical_json, digest
 from reconciler.model.decision import DecisionRecord
-from reconciler.model.observed import BenchmarkInfo
+from reconciler.model.observed import AgentResult, BenchmarkInfo
 
 RERUNS_KEPT = 20
 """Re-run request commits kept per address (``LockState.reruns``)."""
@@ -137,47 +137,6 @@ class Downloads(Frozen, frozen=True, kw_only=True):
     """Run directory relative to the repository root."""
     complete: bool = True
     """False after a partial download or a snapshot of a running run."""
-
-
-class AgentResult(Frozen, frozen=True, kw_only=True):
-    """One agent's scores in a run, as the run page shows them (platform-api.md §11.2).
-
-    E5 ``agents[]`` joined to ``agent_metrics[]`` by agent id; a missing part is None.
-    """
-
-    agent_index: int
-    """The agent's position in the config (0-based)."""
-    harness: str | None = None
-    """None = the benchmark's official scaffold."""
-    model: str | None = None
-    """``model_display_name``, else ``model``, else ``model_ref``."""
-    model_id: str | None = None
-    """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
-    rank: int | None = None
-    """The agent's rank in the run, as the run page shows it."""
-    pass_at_1: float | None = None
-    """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
-    ci_low: float | None = None
-    """Lower end of pass@1's 95% confidence interval."""
-    ci_high: float | None = None
-    """Upper end of that interval."""
-    n: int | None = None
-    """Tasks the pass@1 was computed over."""
-    k: int | None = None
-    """The deepest k the Platform reported a pass@k for (its last point)."""
-    pass_at_k: float | None = None
-    """pass@``k`` (a fraction)."""
-    cost_per_task: float | None = None
-    """``aggregates.reported_cost_usd`` / ``agent_metrics.n_tasks`` (only when n_tasks > 0)."""
-    seconds_per_task: float | None = None
-    """Mean wall time per task."""
-    tokens_per_task: float | None = None
-    """Mean tokens per task."""
-    errored: int | None = None
-    """The agent's attempts that errored (pass@1 counts them as not passed)."""
-    attempts_per_task: int | None = None
-    """The attempts per task the run was asked for (its configuration's
-    ``attempts_per_task``): k, and the divisor of the per-attempt cost and tokens."""
 
 
 class RunResults(Frozen, frozen=True, kw_only=True):

@@ -48,7 +48,12 @@ def finish(draft: Draft) -> Plan:
         head=draft.observed.head,
         config_digests={a: draft.raw_digests[a] for a in sorted(draft.raw_digests)},
         other_pending=other_pending,
-        results=result_rows(draft.recorded, settings.targets, draft.observed.benchmarks.values()),
+        results=result_rows(
+            draft.recorded,
+            settings.targets,
+            draft.observed.benchmarks.values(),
+            draft.observed.retried,
+        ),
         unmanaged_count=unmanaged_count,
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),

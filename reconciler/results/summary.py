@@ -86,6 +86,11 @@ def score_run(
         note = None
         if outcomes is not None and outcomes.missing:
             note = "results.csv lacks " + ", ".join(outcomes.missing) + ": Platform summary"
+        if run.retries:
+            runs = ", ".join(r.label for r in run.retries)
+            word = "run" if len(run.retries) == 1 else "runs"
+            why = ": the run's results.csv is not at hand" if outcomes is None else ""
+            note = "; ".join(n for n in (note, f"retry {word} {runs} not counted{why}") if n)
         agents = tuple(
             AgentScore(
                 index=a.agent_index,

@@ -5,17 +5,28 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 
+from reconciler.ci.announce import announce_state
+from reconciler.ci.github import GitHubAPI
+from reconciler.ci.report import repo_loader
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.results import main as results_main
+from reconciler.model import LockState
 from reconciler.results.data import parse_results_csv
+from reconciler.results.numbers import HEADLINE as HEADLINE_COLUMN
+from reconciler.state.lockfile import read_lockfile
 from tests.support.clock import FakeClock
 from tests.support.git import commit
+from tests.support.github_fake import FakeGitHub
 from tests.support.osmosis import Osmosis, Platform, Result, init_repo, plan_items, read_lock
+
+from .test_results_surfaces import _headlines, _html_row, _md_row, _text_row
 
 
 class Retrying(Osmosis):
@@ -238,3 +249,110 @@ def test_a_saved_plan_carries_its_retry(
     assert applied.code == 0, applied
     assert platform.submits() == submits + 1
     assert read_lock(osm.repo)["runs"]["tb/full"]["retry_of"] == base_id
+
+
+def test_every_surface_shows_the_merged_result_once(
+    tmp_path: Path, platform: Platform, clock: FakeClock
+) -> None:
+    """After a retry, the plan (text, markdown, JSON), the apply that downloaded it, the
+    pull-request comment and ``osmosis-results`` (text, markdown, JSON, HTML) show the
+    address's one merged number (the retried run with the retry's attempts in place of
+    errored ones), each labelled with the retry run it counts."""
+    osm = ended_and_downloaded(tmp_path, platform, clock)
+    assert osm.apply("--auto-approve", "--retry-errored", "tb/full").code == 0
+    clock.advance(ENDED)
+    applied = osm.apply("--auto-approve", "--wait", "--wait-timeout", "60")
+    assert applied.code == 0, applied
+    state = read_lockfile(osm.repo / "state" / "osmosis.lock", platform=None, workspace=None)
+    entry = state.runs["tb/full"]
+    retry_name = entry.run_name or ""
+    assert entry.retry_of and retry_name
+    base = next(h for h in state.history if h.run_id == entry.retry_of)
+    name = base.run_name or ""
+    platform_summary = base.results.agents[0] if base.results else None
+    assert platform_summary is not None
+
+    seen: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    applied_row = _text_row(applied.out.rsplit("Results of", 1)[1], name)
+    _headlines(applied_row[HEADLINE_COLUMN], "apply", seen, name)
+    plan_text = osm.plan("--no-color", "--results").out.split("Results of", 1)[1]
+    plan_row = _text_row(plan_text, name)
+    _headlines(plan_row[HEADLINE_COLUMN], "plan text", seen, name)
+    md = osm.plan("--format", "markdown").out.split("**Results**", 1)[1]
+    _headlines(md, "plan markdown", seen, name)
+    plan_json = osm.plan("--format", "json").json()
+    assert [e.message for e in VALIDATOR.iter_errors(plan_json)] == []
+    (row,) = plan_json["results"]
+    assert (row["run_id"], row["stage"]) == (base.run_id, "retried")
+    numbers = row["numbers"]
+    seen[name]["pass@1"].add(f"{numbers['pass_at_1'] * 100:.1f} (plan json)")
+    seen[name]["low"].add(f"{numbers['ci']['low'] * 100:.1f} (plan json)")
+    seen[name]["high"].add(f"{numbers['ci']['high'] * 100:.1f} (plan json)")
+    seen[name]["errored"].add(f"{numbers['errored_attempts']} (plan json)")
+    text = osm.results("--width", "240", "--no-fetch").out
+    _headlines(_text_row(text, name)[HEADLINE_COLUMN], "results text", seen, name)
+    doc = osm.results("--format", "json", "--no-fetch").json()
+    (listed,) = [r for r in doc["addresses"][0]["runs"] if r["run_name"] == name]
+    assert listed["retry_runs"] == [retry_name]
+    shown = listed["agents"][0]
+    seen[name]["pass@1"].add(f"{shown['pass_at_1'] * 100:.1f} (results json)")
+    seen[name]["low"].add(f"{shown['ci']['low'] * 100:.1f} (results json)")
+    seen[name]["high"].add(f"{shown['ci']['high'] * 100:.1f} (results json)")
+    seen[name]["errored"].add(f"{shown['errored_attempts']} (results json)")
+    report = tmp_path / "report.html"
+    assert osm.results("--html", str(report), "--no-fetch").code == 0
+    html = report.read_text(encoding="utf-8")
+    _headlines(html.split('id="address-tb/full"', 1)[1], "results html", seen, name)
+    # osmosis-results kept both runs' files under results/ (the collect job commits them):
+    # the pull-request comment reads them there.
+    comment = _announced(osm, state)
+    _headlines(comment, "PR comment", seen, name)
+
+    for number, values in seen[name].items():
+        assert len({v.split(" (")[0] for v in values}) == 1, (number, sorted(values))
+    assert len(seen[name]["pass@1"]) == 8  # every surface was read
+    # The one number is the merged one, not the Platform's summary of the retried run.
+    assert shown["errored_attempts"] != platform_summary.errored
+    assert numbers["errored_attempts"] == shown["errored_attempts"]
+
+    tables = {
+        "apply": applied_row,
+        "plan text": plan_row,
+        "plan markdown": _md_row(md, name),
+        "PR comment": _md_row(comment, name),
+        "results markdown": _md_row(osm.results("--format", "markdown", "--no-fetch").out, name),
+        "results html": _html_row(html, name),
+        "results text": _text_row(text, name),
+    }
+    for column in ("cost/task", "cost/attempt", "tokens/task", "tokens/attempt"):
+        cells = {where: cells[column] for where, cells in tables.items() if column in cells}
+        assert "plan markdown" in cells and "results html" in cells, cells
+        assert len(set(cells.values())) == 1, (column, cells)
+    # Each surface says the number includes the retry run.
+    assert (row["retry_runs"], row["retries_not_counted"]) == ([retry_name], [])
+    label = f"with retry run {retry_name}"
+    for where, cells in tables.items():
+        if where.startswith("results"):
+            continue  # osmosis-results says it in the run's note
+        assert label in " ".join(cells.values()), (where, cells)
+    note = f"from retry run {retry_name}, in place of errored ones"
+    assert note in " ".join(text.split())
+    assert f"<small>note: {name}: " in html and note in html
+
+
+def _announced(osm: Retrying, state: LockState) -> str:
+    """The pull-request comment ``osmosis-ci announce`` posts for the retry run."""
+    entry = state.runs["tb/full"]
+    github = FakeGitHub(repo="o/r").start()
+    try:
+        assert entry.requested_by is not None
+        github.add_pull(7, entry.requested_by)
+        with GitHubAPI("o/r", token=github.token, api_url=github.url) as api:
+            _state, report = announce_state(
+                api, state, now=datetime.now(UTC), load=repo_loader(osm.repo, state)
+            )
+        assert report.failed == [] and len(report.posted) == 1, report
+        (body,) = github.bodies(7)
+    finally:
+        github.close()
+    return body

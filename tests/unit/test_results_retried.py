@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from reconciler.model import HistoryEntry, LockState, RecordedRun
+from reconciler.model import AgentResult, HistoryEntry, LockState, RecordedRun, RunResults
+from reconciler.plan.results import result_rows
+from reconciler.render import render_results_text
+from reconciler.results.build import build_address_reports
 from reconciler.results.data import RunOutcomes, parse_results_csv
-from reconciler.results.retried import merged_outcomes
+from reconciler.results.html import render_html
+from reconciler.results.numbers import summary_numbers
+from reconciler.results.retried import merged_outcomes, retried_results
 from reconciler.results.runs import RecordedResult, address_runs
 from reconciler.results.summary import score_run
 
@@ -107,3 +112,76 @@ def test_address_runs_list_a_retry_under_the_run_it_retried() -> None:
     assert [(r.run_id, r.current) for r in runs] == [("base", True), ("older", False)]
     assert [r.run_id for r in runs[0].retries] == ["r1"]
     assert runs[0].retries[0].retry_agents == (0,)
+
+
+def retried_state(retry_name: str) -> LockState:
+    """``tb/a``'s run ``base`` (BASE, with the Platform's summary of it) retried by ``r1``
+    (RETRY_T2), which is the recorded run."""
+    summary = RunResults(
+        agents=(
+            AgentResult(agent_index=0, model="m0", pass_at_1=0.3333, n=3, errored=3, attempts_per_task=2),
+            AgentResult(agent_index=1, model="m1", pass_at_1=0.6667, n=3, errored=1, attempts_per_task=2),
+        )
+    )  # fmt: skip
+    entry = RecordedRun(
+        address="tb/a", spec_digest="sha256:x", run_id="r1", run_name=retry_name,
+        status="finished", retry_of="base", retry_agents=(0,),
+        spec={"execution_config": {"attempts_per_task": 2}},
+        results=RunResults(agents=(AgentResult(agent_index=0, model="m0", pass_at_1=0.5, n=1),)),
+    )  # fmt: skip
+    base = HistoryEntry(
+        address="tb/a", run_id="base", run_name="base-run", spec_digest="sha256:x",
+        status="finished", reason="retried", ended_at=T0, results=summary, attempts_per_task=2,
+    )  # fmt: skip
+    return LockState(
+        lineage="l", platform="local", workspace="w", runs={"tb/a": entry}, history=(base,)
+    )
+
+
+def read_files(r: RecordedResult) -> RunOutcomes | None:
+    return parse_results_csv({"base": BASE, "r1": RETRY_T2}[r.run_id])
+
+
+def test_the_plan_table_shows_the_merged_result_labelled() -> None:
+    state = retried_state("calm-yak")
+    merged = retried_results(state, read_files)
+    rows = result_rows(state, retried=merged)
+    assert [(r.run_id, r.retry_runs, r.retries_not_counted) for r in rows] == [
+        ("base", ("calm-yak",), ()),
+        ("base", ("calm-yak",), ()),
+    ]
+    (line,) = build_address_reports(state, (), lambda r: merged_outcomes(r, read_files)[0])
+    counted = [a.numbers for a in line.runs[0].report.agents]
+    # The row's numbers are osmosis-results' (t2 of agent 0: one errored attempt of two
+    # replaced by a pass), not the Platform's summary of the retried run.
+    for row, numbers in zip(rows, counted, strict=True):
+        shown = summary_numbers(row.agent)
+        assert (shown.pass_at_1, shown.errored, shown.ci) == (
+            numbers.pass_at_1, numbers.errored, numbers.ci,
+        )  # fmt: skip
+        assert shown.cost_per_task == numbers.cost_per_task
+    assert (rows[0].agent.errored, rows[0].agent.pass_at_1) == (2, 0.5)  # summary: 3, 0.3333
+    text = render_results_text(rows, width=200)
+    assert "base-run (with retry run calm-yak)" in text
+    # Without the retry's file the row is the run's own summary, and says the retry is not
+    # counted; so does a table built without reading files (announce's default).
+    alone = retried_results(state, lambda r: read_files(r) if r.run_id == "base" else None)
+    assert result_rows(state, retried=alone)[0].retries_not_counted == ("calm-yak",)
+    (bare, _) = result_rows(state)
+    assert bare.agent.errored == 3 and bare.retries_not_counted == ("calm-yak",)
+    assert "base-run (retry run calm-yak not counted yet)" in render_results_text((bare,), 200)
+
+
+def test_the_html_report_says_which_attempts_came_from_a_retry_escaped() -> None:
+    state = retried_state("<script>x</script>")
+
+    def load(r: RecordedResult) -> RunOutcomes | None:
+        return merged_outcomes(r, read_files)[0]
+
+    reports = build_address_reports(state, (), load)
+    page = render_html(reports, {})
+    assert (
+        "<small>note: base-run: 2 attempts from retry run &lt;script&gt;x&lt;/script&gt;, "
+        "in place of errored ones</small>"
+    ) in page
+    assert "<script>" not in page
