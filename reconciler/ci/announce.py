@@ -45,6 +45,7 @@ from reconciler.results.build import Loader, build_address_reports, build_compar
 from reconciler.results.compare import DEFAULT_MARGIN
 from reconciler.results.grid import build_grids, render_grids_markdown
 from reconciler.results.report import mermaid_trend, render_compare_markdown
+from reconciler.results.retried import retried_results
 from reconciler.results.runs import RunRef, address_runs, previous_comparable, what_changed
 from reconciler.state.door import LockScope, open_door
 
@@ -244,7 +245,7 @@ def announce_state(
     a generator cell (``generators``, ``cells``: address -> axis -> key, from the configs)
     also shows its generator's grid."""
     report = AnnounceReport()
-    rows = result_rows(state)
+    rows = result_rows(state, retried=retried_results(state, load))
     runs = dict(state.runs)
     for address, entry in sorted(state.runs.items()):
         if not due(entry):
@@ -256,7 +257,9 @@ def announce_state(
             report.skipped.append(f"{address} {entry.run_id} ({why})")
             runs[address] = entry.model_copy(update={"announced_at": now})
             continue
-        mine = [r for r in rows if r.address == address and r.run_id == entry.run_id]
+        # A retry run's row is the run it retried, with the retry counted.
+        shown = entry.retry_of or entry.run_id
+        mine = [r for r in rows if r.address == address and r.run_id == shown]
         try:
             comparison = comparison_markdown(state, address, load, margin)
             grid = generator_grid_markdown(state, address, generators, cells or {}, load)

@@ -220,9 +220,11 @@ def summary_line(plan: Mapping[str, Any]) -> str | None:
         return None
     attempts = s.get("attempts") or 0
     noun = "attempt" if attempts == 1 else "attempts"
+    retry = s.get("retry")
+    retried = f", {retry} to retry" if isinstance(retry, int) and retry else ""
     return (
         f"Plan: {s['submit']} to submit, {s['replace']} to replace, {s['stop']} to stop, "
-        f"{s['download']} to download, {s['forget']} to forget; {attempts:,} {noun}."
+        f"{s['download']} to download, {s['forget']} to forget{retried}; {attempts:,} {noun}."
     )
 
 

@@ -57,7 +57,9 @@ def _candidates(state: LockState, run: RecordedResult, results_dir: str) -> list
         (f"{results_dir}/{run.address}/{name}/results.csv", ""),
     ]
     entry = state.runs.get(run.address)
-    if run.current and entry is not None and entry.downloads is not None:
+    # A retried run is current with its retry run (``runs._fold_retries``); the entry's
+    # downloads are the retry run's own.
+    if run.current and entry is not None and entry.run_id == run.run_id and entry.downloads:
         recorded = entry.downloads.sha256.get("results.csv", "").removeprefix("sha256:")
         if recorded:
             found.append((f"{results_dir}/{run.address}/results.csv", recorded))

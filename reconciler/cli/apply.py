@@ -97,7 +97,7 @@ def parser() -> Parser:
         "--only",
         metavar="KINDS",
         help="perform only these kinds, hold the rest back: submit, replace, stop, forget, "
-        "download, adopt, move, refresh (e.g. --only download,refresh never pays)",
+        "download, adopt, move, retry, refresh (e.g. --only download,refresh never pays)",
     )
     add_selection_flags(parser)
     from reconciler.cli.projects import add_root_flags
@@ -179,7 +179,7 @@ def command(args: argparse.Namespace, output: Output) -> Ending:
         if applied.plan.errors:
             policy_errors(applied.plan.errors, output)
         if args.wait and not output.machine and not output.quiet:
-            _show_downloaded_results(applied, output)
+            _show_downloaded_results(applied, ctx.repo_root, ctx.download_root, output)
         if applied.result is not None and applied.result.unsuccessful and not output.machine:
             _explain_unsuccessful(ctx, applied, output)
         return applied.ending
@@ -226,12 +226,17 @@ def _explain_unsuccessful(ctx: Context, applied: Applied, output: Output) -> Non
         output.progress(line, essential=True)
 
 
-def _show_downloaded_results(applied: Applied, output: Output) -> None:
+def _show_downloaded_results(
+    applied: Applied, root: Path, download_root: Path, output: Output
+) -> None:
     """After ``--wait``: the results table (the plan's) of the runs this apply downloaded,
-    from the state the apply left."""
+    from the state the apply left (a retried run with the retry runs it just downloaded
+    counted, as the next plan shows it)."""
     from reconciler.model import Action
+    from reconciler.outputs.kept import read_kept_outcomes
     from reconciler.plan.results import result_rows
     from reconciler.render import render_results_text
+    from reconciler.results.retried import catalog_thresholds, retried_results
 
     outcomes = applied.result.outcomes if applied.result is not None else []
     downloaded = tuple(
@@ -239,7 +244,13 @@ def _show_downloaded_results(applied: Applied, output: Output) -> None:
     )
     if not downloaded:
         return
-    rows = result_rows(applied.state, downloaded, applied.observation.benchmarks.values())
+    benchmarks = applied.observation.benchmarks.values()
+    retried = retried_results(
+        applied.state,
+        lambda run: read_kept_outcomes(root, run, download_root),
+        catalog_thresholds(benchmarks),
+    )
+    rows = result_rows(applied.state, downloaded, benchmarks, retried)
     text = render_results_text(rows)
     if text:
         output.show("\n" + text)

@@ -153,6 +153,14 @@ def add_selection_flags(parser: argparse.ArgumentParser) -> None:
         help="re-run this address even though its config is unchanged (repeatable)",
     )
     parser.add_argument(
+        "--retry-errored",
+        action="append",
+        default=[],
+        metavar="ADDR|GLOB",
+        help="pay for a follow-up run of only the attempts that errored in this address's "
+        "ended, downloaded run (repeatable; docs/retrying.md)",
+    )
+    parser.add_argument(
         "--skip-smoke",
         action="append",
         default=[],
@@ -221,6 +229,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         "targets": tuple(args.target) or None,
         "replace": tuple(args.replace) or None,
         "skip_smoke": tuple(getattr(args, "skip_smoke", ())) or None,
+        "retry_errored": tuple(getattr(args, "retry_errored", ())) or None,
         "allow_duplicate": tuple(getattr(args, "allow_duplicate", ())) or None,
         "allow_mass_stop": args.allow_mass_stop or None,
         "allow_over_budget": args.allow_over_budget or None,

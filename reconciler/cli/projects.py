@@ -222,7 +222,7 @@ def _forwarded(args: argparse.Namespace, command: str) -> list[str]:
         value = getattr(args, name, None)
         if value:
             flags += [flag, str(value)]
-    for name in ("target", "replace", "skip_smoke", "allow_duplicate"):
+    for name in ("target", "replace", "retry_errored", "skip_smoke", "allow_duplicate"):
         for value in getattr(args, name, ()) or ():
             flags += [f"--{name.replace('_', '-')}", value]
     for name in (

@@ -57,6 +57,7 @@ from reconciler.results.report import (
     render_compare_markdown,
     render_compare_text,
 )
+from reconciler.results.retried import merged_outcomes
 from reconciler.results.runs import RecordedResult, address_runs, parse_ref, resolve
 from reconciler.state.door import LockScope, open_door
 from reconciler.state.lockfile import check_state_path, new_state, read_lockfile
@@ -213,9 +214,14 @@ def _command(args: argparse.Namespace, output: Output) -> Ending:
     )
     cache: dict[str, RunOutcomes | None] = {}
 
+    def read(run: RecordedResult) -> RunOutcomes | None:
+        return store.outcomes(run, fetch=not args.no_fetch)
+
     def load(run: RecordedResult) -> RunOutcomes | None:
+        # A run's result has its retry runs' attempts in place of its errored ones
+        # (docs/retrying.md): every surface reads the merged outcomes.
         if run.run_id not in cache:
-            cache[run.run_id] = store.outcomes(run, fetch=not args.no_fetch)
+            cache[run.run_id] = merged_outcomes(run, read)[0]
         return cache[run.run_id]
 
     thresholds = _CatalogThresholds(platform, fetch=not args.no_fetch)

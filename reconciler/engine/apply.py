@@ -139,6 +139,27 @@ def apply(
         return _execute(ctx, notices, door, plan, snapshots, request, progress, cancel)
 
 
+def _with_saved_retries(ctx: Context, saved: Plan, snapshots: Snapshots) -> Snapshots:
+    """The snapshots with the retries a saved plan holds asked for again: the flag that
+    asked for them (``--retry-errored``) was given to the plan, not to this apply, and the
+    recomputed plan must hold them to carry them out (``plan.recheck``)."""
+    wanted = sorted({i.address for i in saved.items if i.action is Action.RETRY})
+    wanted = [a for a in wanted if a not in snapshots.observation.errored]
+    if not wanted:
+        return snapshots
+    from reconciler.engine.observe import errored_attempts
+
+    settings = snapshots.settings
+    found = errored_attempts(snapshots.state, snapshots.desired, ctx.repo_root, wanted)
+    return replace(
+        snapshots,
+        settings=settings.model_copy(update={"retry_errored": (*settings.retry_errored, *wanted)}),
+        observation=snapshots.observation.model_copy(
+            update={"errored": {**snapshots.observation.errored, **found}}
+        ),
+    )
+
+
 def _plan_to_apply(
     ctx: Context,
     notices: Notices,
@@ -155,6 +176,7 @@ def _plan_to_apply(
         # only the saved items the plan recomputed now still holds are carried out.
         saved, snapshots = _load_saved_plan(ctx, notices, request.planfile, lockfile)
         snapshots = with_concurrent_since(snapshots, began)
+        snapshots = _with_saved_retries(ctx, saved, snapshots)
         fresh = plan_snapshots(ctx, snapshots)
         plan = still_planned(saved, fresh)
         # A decision's record moves with the state it was computed from: the plan of now.

@@ -175,7 +175,11 @@ class Applier:
             for i in items
             if i.action in (Action.MOVE, Action.FORGET, Action.ADOPT, Action.UNKNOWN)
         ]
-        remote = [i for i in items if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT)]
+        remote = [
+            i
+            for i in items
+            if i.action in (Action.STOP, Action.REPLACE, Action.SUBMIT, Action.RETRY)
+        ]
         downloads = [i for i in items if i.action is Action.DOWNLOAD]
 
         # Runs making their Platform requests at once (the gate's slots) when the Platform is
@@ -285,6 +289,7 @@ class Applier:
         log = get_logger(address=item.address, action=item.action.value)
         handler = {
             Action.SUBMIT: self._submit,
+            Action.RETRY: self._submit,
             Action.REPLACE: self._replace,
             Action.STOP: self._stop,
             Action.FORGET: self._forget,
@@ -328,35 +333,12 @@ class Applier:
     def _submit(self, item: PlanItem) -> Outcome:
         spec = item.spec or {}
         now = self.clock()
-        stage = SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None
-        intent = Intent(
-            op="submit",
-            started_at=now,
-            body_digest=item.after_digest or "",
-            spec=spec,
-            benchmark_id=item.benchmark_id,
-            stage=stage,
-        )
-        reason = "rerun" if item.reason is Reason.REPLACE_REQUESTED else "replaced"
+        intent = _submit_intent(item, spec, now)
+        reason = _leaving_reason(item)
+        head = self.head
 
         def write_intent(state: LockState) -> LockState:
-            old = state.runs.get(item.address)
-            if old is not None and old.run_id is not None:
-                # A smoke run leaves the address as its own kind of history.
-                why = SMOKE if old.stage == SMOKE else reason
-                state = retire(state, item.address, why, now)
-            entry = RecordedRun(
-                address=item.address,
-                spec_digest=item.after_digest or "",
-                spec=spec,
-                benchmark_id=item.benchmark_id,
-                intent=intent,
-                stage=stage,
-                # The commit this submit carries out: a run adopted later as its run was
-                # applied here, not at the adopting apply's commit (``_adopt``).
-                applied_at_commit=self.head,
-            )
-            return with_reruns(put_run(state, entry), item.address, item.reruns)
+            return _with_submit_intent(state, item, intent, reason, head)
 
         crash_point("submit.before_intent")
         try:
@@ -392,8 +374,13 @@ class Applier:
                 attempts=attempts,
                 planned_attempts=planned,
                 platform_url=created.platform_url,
-                stage=stage,
+                stage=intent.stage,
+                retry_of=intent.retry_of,
+                retry_agents=intent.retry_agents,
             )
+            old = state.runs.get(item.address)
+            if intent.retry_of and old is not None and old.run_id not in (None, created.id):
+                state = retire(state, item.address, reason, now)
             state = put_run(state, entry)
             if item.address in state.rejections:
                 rejections = {k: v for k, v in state.rejections.items() if k != item.address}
@@ -629,6 +616,8 @@ class Applier:
             applied = old.applied_at_commit if lost and old and old.applied_at_commit else self.head
             if old is not None and old.run_id is not None and old.run_id != run.id:
                 why = SMOKE if old.stage == SMOKE else "replaced"
+                if item.retry is not None:
+                    why = "retried"
                 state = retire(state, item.address, why, self.clock())
             entry = RecordedRun(
                 address=item.address,
@@ -646,6 +635,8 @@ class Applier:
                 attempts=item.attempts or None,
                 platform_url=run.platform_url,
                 stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
+                retry_of=item.retry.retry_of if item.retry is not None else None,
+                retry_agents=item.retry.agents if item.retry is not None else None,
             )
             return put_run(state, entry)
 
@@ -853,6 +844,60 @@ class Applier:
                 "run results not fetched", error=exc.message
             )
             return None
+
+
+def _submit_intent(item: PlanItem, spec: dict[str, Any], now: datetime) -> Intent:
+    """The intent written before a submit's POST. A retry run (``--retry-errored``) carries
+    its provenance from the intent on: a crash between the POST and its record adopts the
+    run as the retry it is."""
+    retry = item.retry if item.action is Action.RETRY else None
+    return Intent(
+        op="submit",
+        started_at=now,
+        body_digest=item.after_digest or "",
+        spec=spec,
+        benchmark_id=item.benchmark_id,
+        stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
+        retry_of=retry.retry_of if retry is not None else None,
+        retry_agents=retry.agents if retry is not None else None,
+    )
+
+
+def _leaving_reason(item: PlanItem) -> str:
+    """Why the run a submit follows leaves its address (``HistoryReason``)."""
+    if item.action is Action.RETRY:
+        return "retried"  # the retried run stays the address's result
+    return "rerun" if item.reason is Reason.REPLACE_REQUESTED else "replaced"
+
+
+def _with_submit_intent(
+    state: LockState, item: PlanItem, intent: Intent, reason: str, head: str | None
+) -> LockState:
+    """``state`` with the submit's intent recorded at its address, and the re-run requests
+    it carries out. A retry's intent sits on the retried run's entry until the retry run is
+    recorded: a refusal or a submit that made no run leaves the address as it was."""
+    old = state.runs.get(item.address)
+    if intent.retry_of is not None and old is not None and old.run_id is not None:
+        state = put_run(state, old.model_copy(update={"intent": intent}))
+        return with_reruns(state, item.address, item.reruns)
+    if old is not None and old.run_id is not None:
+        # A smoke run leaves the address as its own kind of history.
+        why = SMOKE if old.stage == SMOKE else reason
+        state = retire(state, item.address, why, intent.started_at)
+    entry = RecordedRun(
+        address=item.address,
+        spec_digest=item.after_digest or "",
+        spec=intent.spec,
+        benchmark_id=item.benchmark_id,
+        intent=intent,
+        stage=intent.stage,
+        retry_of=intent.retry_of,
+        retry_agents=intent.retry_agents,
+        # The commit this submit carries out: a run adopted later as its run was applied
+        # here, not at the adopting apply's commit (``_adopt``).
+        applied_at_commit=head,
+    )
+    return with_reruns(put_run(state, entry), item.address, item.reruns)
 
 
 def _attempts_of(item: PlanItem, task_count: int | None) -> tuple[int | None, int | None, str]:

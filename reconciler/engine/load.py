@@ -266,6 +266,7 @@ def observe_platform(
         walk=walk,
         outputs=outputs,
         rerun=ctx.settings.replace,
+        retry_errored=ctx.settings.retry_errored,
     )
     known = recorded_ids(state)
     if any(run_id not in known for run_id in observation.runs):
@@ -366,6 +367,13 @@ def load(
     walk = prefetches[0].result() if prefetches else None
     observation = observe_platform(ctx, notices, configs.runs, recorded, walk, outputs)
     trailers = trailer_requests(ctx, configs.runs, recorded)
+    if trailers.retry_errored:
+        # Retries a trailer asks for: their errored attempts are read from the kept files
+        # like those of ``--retry-errored`` (the observation read the flag's already).
+        from reconciler.engine.observe import errored_attempts
+
+        more = errored_attempts(recorded, configs.runs, ctx.repo_root, trailers.retry_errored)
+        observation = observation.model_copy(update={"errored": {**more, **observation.errored}})
     notes = (*trailers.notes, *([configs.provenance_note] if configs.provenance_note else []))
     return Snapshots(
         desired=trailers.desired(configs.runs),
@@ -383,8 +391,10 @@ def _check_addresses(ctx: Context, desired: set[str], state: Callable[[], LockSt
     nearest address (a misspelt target would otherwise plan, and apply, nothing).
     ``state`` gives the recorded state, parsed only when a flag matches no config."""
     settings = ctx.settings
-    flags = [("--target", t) for t in settings.targets] + [
-        ("--replace", r) for r in settings.replace
+    flags = [
+        *(("--target", t) for t in settings.targets),
+        *(("--replace", r) for r in settings.replace),
+        *(("--retry-errored", r) for r in settings.retry_errored),
     ]
     if not flags:
         return

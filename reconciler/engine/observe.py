@@ -35,17 +35,21 @@ from typing import Any
 from reconciler.engine.context import DOWNLOAD_ROOT
 from reconciler.errors import NotFoundError, PlatformError
 from reconciler.model import (
+    BenchmarkInfo,
     BenchmarkRef,
     DesiredRun,
+    ErroredAttempts,
     LocalOutputs,
     LockState,
     Observation,
     ObservedRun,
     RecordedRun,
+    RetriedResult,
     RunStatus,
     TaskCounts,
     canonical_digest,
     creator_digest,
+    glob_match,
     selection_digest,
     spec_fingerprint,
 )
@@ -56,6 +60,7 @@ from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 from reconciler.results.data import RunOutcomes
+from reconciler.results.retried import catalog_thresholds, merged_outcomes, retried_results
 from reconciler.results.runs import address_runs, comparable_runs
 
 LIST_READ_AHEAD = 4
@@ -224,6 +229,7 @@ def observe(
     outputs: Mapping[str, LocalOutputs] | None = None,
     download_root: Path | None = None,
     rerun: Iterable[str] = (),
+    retry_errored: Sequence[str] = (),
 ) -> Observation:
     """Build the observed snapshot with as few requests as the plan allows.
 
@@ -304,7 +310,59 @@ def observe(
         notes=tuple(notes),
         catalog=catalog,
         task_counts=planning_counts(state, desired, benchmarks, repo_root, rerun=rerun),
+        errored=errored_attempts(state, desired, repo_root, retry_errored),
+        retried=kept_retried_results(state, benchmarks.values(), repo_root),
     )
+
+
+def kept_retried_results(
+    state: LockState, benchmarks: Iterable[BenchmarkInfo | None], repo_root: Path
+) -> dict[str, RetriedResult]:
+    """The results of the addresses whose recorded run is a retry run, merged from the kept
+    ``results.csv`` files (read only, never fetched): the plan's results table shows them."""
+    return retried_results(
+        state,
+        lambda run: read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT),
+        catalog_thresholds(benchmarks),
+    )
+
+
+def errored_attempts(
+    state: LockState, desired: Sequence[DesiredRun], repo_root: Path, patterns: Sequence[str]
+) -> dict[str, ErroredAttempts]:
+    """The errored attempts of the result of every address matching ``patterns`` (the
+    retries asked for), read from the kept ``results.csv`` of its run and of the retry runs
+    already recorded (``plan.retries``)."""
+    out: dict[str, ErroredAttempts] = {}
+    if not patterns:
+        return out
+    for wanted in desired:
+        if not glob_match(wanted.address, tuple(patterns)):
+            continue
+        current = next((r for r in address_runs(state, wanted.address) if r.current), None)
+        if current is None:
+            continue
+        outcomes, left_out = merged_outcomes(
+            current, lambda run: read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT)
+        )
+        unreadable = None
+        if outcomes is None:
+            unreadable = f"the results.csv of run {current.label} is not on this disk"
+        elif left_out:
+            unreadable = f"the results.csv of its retry run {left_out[0]} is not on this disk"
+        elif not outcomes.paired:
+            unreadable = f"its results.csv lacks {', '.join(outcomes.missing)}"
+        agents = {}
+        if unreadable is None and outcomes is not None:
+            agents = {
+                index: {t: o.errored for t, o in tasks.items() if o.errored}
+                for index, tasks in outcomes.tasks.items()
+            }
+            agents = {index: tasks for index, tasks in agents.items() if tasks}
+        out[wanted.address] = ErroredAttempts(
+            run_id=current.run_id, agents=agents, unreadable=unreadable
+        )
+    return out
 
 
 PLANNING_RUNS = 2

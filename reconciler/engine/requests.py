@@ -31,6 +31,7 @@ from reconciler.gitinfo import GitRepo, Trailer
 from reconciler.model import RERUNS_KEPT, DesiredRun, LockState, glob_match
 
 RERUN = "Osmosis-Rerun"
+RETRY_ERRORED = "Osmosis-Retry-Errored"
 SKIP = "Osmosis-Skip"
 SKIP_SMOKE = "Osmosis-Skip-Smoke"
 ALLOW_DUPLICATE = "Osmosis-Allow-Duplicate"
@@ -38,6 +39,7 @@ ALLOW_DUPLICATE = "Osmosis-Allow-Duplicate"
 __all__ = [
     "ALLOW_DUPLICATE",
     "RERUN",
+    "RETRY_ERRORED",
     "SKIP",
     "SKIP_SMOKE",
     "read_requests",
@@ -56,7 +58,7 @@ def read_requests(
     held = git.trailers_since(
         git.last_commit_touching(state_file), (SKIP, SKIP_SMOKE, ALLOW_DUPLICATE)
     )
-    requests = git.trailers_since(rerun_horizon(git, state), (RERUN,))
+    requests = git.trailers_since(rerun_horizon(git, state), (RERUN, RETRY_ERRORED))
     if not held and not requests:
         return TrailerRequests()
     addresses = sorted(d.address for d in desired)
@@ -69,12 +71,17 @@ def read_requests(
     replace: list[str] = []
     requested: dict[str, tuple[str, str]] = {}
     pending: dict[str, list[str]] = {}
+    retries: dict[str, list[str]] = {}
     for trailer in requests:
         matches = _matches(trailer, addresses)
         if not matches and not _settled_elsewhere(state, trailer):
             notes.append(_matches_nothing(trailer, addresses))
         for address in matches:
             if _settled(git, state, address, trailer.commit):
+                continue
+            if trailer.key == RETRY_ERRORED:
+                if trailer.commit not in retries.setdefault(address, []):
+                    retries[address].append(trailer.commit)
                 continue
             if address not in replace:
                 replace.append(address)
@@ -90,6 +97,15 @@ def read_requests(
             f"pending re-run requests ({RERUN}): {listed}; each is consumed only by the apply "
             "that carries it out"
         )
+    if retries:
+        listed = ", ".join(
+            f"{address} ({', '.join(commit[:7] for commit in retries[address])})"
+            for address in sorted(retries)
+        )
+        notes.append(
+            f"pending retry requests ({RETRY_ERRORED}): {listed}; each is consumed only by the "
+            "apply that submits the retry"
+        )
     return TrailerRequests(
         replace=tuple(replace),
         skip=tuple(by_key[SKIP]),
@@ -98,6 +114,8 @@ def read_requests(
         skip_smoke=tuple(by_key[SKIP_SMOKE]),
         allow_duplicate=tuple(by_key[ALLOW_DUPLICATE]),
         reruns={address: tuple(commits) for address, commits in pending.items()},
+        retry_errored=tuple(retries),
+        retries={address: tuple(commits) for address, commits in retries.items()},
     )
 
 

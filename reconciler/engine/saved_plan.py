@@ -41,6 +41,7 @@ from reconciler.model import (
     PlanSummary,
     Reason,
     ResultRow,
+    Retry,
     Smoke,
 )
 from reconciler.paths import UnsafeInputError, read_named, write_named
@@ -135,6 +136,28 @@ def _blocked(action: Mapping[str, Any]) -> Blocked | None:
     return Blocked(intended_action=intended_action, intended_reason=intended_reason, fixes=fixes)
 
 
+def _result_row(r: dict[str, Any]) -> ResultRow:
+    """One row of the saved plan's results table."""
+    return ResultRow(
+        address=r["address"],
+        run_id=r.get("run_id"),
+        run_name=r.get("run_name"),
+        status=r.get("status"),
+        agent=AgentResult.model_validate(r["agent"]),
+        previous=AgentResult.model_validate(r["previous"]) if r.get("previous") else None,
+        previous_run_id=r.get("previous_run_id"),
+        previous_run_name=r.get("previous_run_name"),
+        leaderboard=LeaderboardScore.model_validate(r["leaderboard"])
+        if r.get("leaderboard")
+        else None,
+        unavailable_tasks=r.get("unavailable_tasks", 0),
+        unavailable_reason=r.get("unavailable_reason"),
+        stage=r.get("stage"),
+        retry_runs=tuple(r.get("retry_runs", ())),
+        retries_not_counted=tuple(r.get("retries_not_counted", ())),
+    )
+
+
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     """Read back ``plan_to_dict``'s document; raises ``StalePlanError`` when it is not one."""
     hint = "make a new one with `osmosis-plan --out PLANFILE`"
@@ -183,7 +206,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
                 )
                 if a.get("source_url") is not None or a.get("pass_threshold") is not None
                 else None,
-                smoke=_smoke(a.get("smoke")),
+                **_stages(a),
                 source=source_from_dict(a.get("source")),
             )
             for a in data["actions"]
@@ -198,25 +221,7 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
             )
             for d in data["drift"]
         )
-        results = tuple(
-            ResultRow(
-                address=r["address"],
-                run_id=r.get("run_id"),
-                run_name=r.get("run_name"),
-                status=r.get("status"),
-                agent=AgentResult.model_validate(r["agent"]),
-                previous=AgentResult.model_validate(r["previous"]) if r.get("previous") else None,
-                previous_run_id=r.get("previous_run_id"),
-                previous_run_name=r.get("previous_run_name"),
-                leaderboard=LeaderboardScore.model_validate(r["leaderboard"])
-                if r.get("leaderboard")
-                else None,
-                unavailable_tasks=r.get("unavailable_tasks", 0),
-                unavailable_reason=r.get("unavailable_reason"),
-                stage=r.get("stage"),
-            )
-            for r in data.get("results", ())
-        )
+        results = tuple(_result_row(r) for r in data.get("results", ()))
         return _checked(
             Plan(
                 items=items,
@@ -260,6 +265,16 @@ def _smoke(data: Any) -> Smoke | None:
         tasks=tuple(data.get("tasks", ())),
         smoke_run_id=data.get("smoke_run_id"),
     )
+
+
+def _stages(action: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved item's smoke stage and retry of errored attempts (``jsondoc``'s ``smoke`` and
+    ``retry`` keys; absent: none)."""
+    retry = action.get("retry")
+    return {
+        "smoke": _smoke(action.get("smoke")),
+        "retry": Retry.model_validate(retry) if isinstance(retry, dict) else None,
+    }
 
 
 def generators_from_dicts(data: Sequence[Mapping[str, Any]]) -> tuple[GeneratorProduct, ...]:

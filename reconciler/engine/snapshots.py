@@ -76,10 +76,21 @@ class TrailerRequests(msgspec.Struct, frozen=True):
     (``Osmosis-Allow-Duplicate``)."""
     reruns: Mapping[str, tuple[str, ...]] | None = None
     """Address -> every pending re-run request's commit, oldest first."""
+    retry_errored: tuple[str, ...] = ()
+    """Addresses whose errored attempts a pending ``Osmosis-Retry-Errored`` trailer asks to
+    retry."""
+    retries: Mapping[str, tuple[str, ...]] | None = None
+    """Address -> every pending retry request's commit, oldest first."""
 
     def settings(self, settings: Settings) -> Settings:
         """``settings`` with these re-runs, skips and permissions added."""
-        if not (self.replace or self.skip or self.skip_smoke or self.allow_duplicate):
+        if not (
+            self.replace
+            or self.skip
+            or self.skip_smoke
+            or self.allow_duplicate
+            or self.retry_errored
+        ):
             return settings
         added = tuple(a for a in self.replace if a not in settings.replace)
         replace_ = (*settings.replace, *added)
@@ -89,6 +100,10 @@ class TrailerRequests(msgspec.Struct, frozen=True):
                 "skip": (*settings.skip, *self.skip),
                 "skip_smoke": (*settings.skip_smoke, *self.skip_smoke),
                 "allow_duplicate": (*settings.allow_duplicate, *self.allow_duplicate),
+                "retry_errored": (
+                    *settings.retry_errored,
+                    *(a for a in self.retry_errored if a not in settings.retry_errored),
+                ),
             }
         )
 
@@ -97,6 +112,14 @@ class TrailerRequests(msgspec.Struct, frozen=True):
         to re-run it."""
         requested = self.requested or {}
         reruns = self.reruns or {}
+        retries = self.retries or {}
+        if retries:
+            runs = tuple(
+                r.model_copy(update={"retry_requests": retries[r.address]})
+                if r.address in retries
+                else r
+                for r in runs
+            )
         return tuple(
             r.model_copy(
                 update={

@@ -130,9 +130,9 @@ def _left_to_do(
     observation = observe_platform(ctx, notices, desired, store.state)
     if refresh_statuses(store.state, observation) != store.state:
         store.update(lambda s: refresh_statuses(s, observation))
-    # Without --replace: a re-run this apply submitted has ended, so what is left of the
-    # request is its download, not another paid re-run.
-    settings = ctx.settings.model_copy(update={"replace": ()})
+    # Without --replace (or --retry-errored): a re-run this apply submitted has ended, so
+    # what is left of the request is its download, not another paid re-run.
+    settings = ctx.settings.model_copy(update={"replace": (), "retry_errored": ()})
     plan = compute_plan(desired, store.state, observation, settings)
     downloads = [i for i in plan.items if i.action is Action.DOWNLOAD]
     # The full runs whose smoke run ended well while waiting; not when a guard stops the plan.

@@ -56,12 +56,15 @@ from reconciler.model.generator import (
     origin_of,
 )
 from reconciler.model.observed import (
+    AgentResult,
     BenchmarkInfo,
     BenchmarkRef,
+    ErroredAttempts,
     LeaderboardScore,
     LocalOutputs,
     Observation,
     ObservedRun,
+    RetriedResult,
     TaskCounts,
 )
 from reconciler.model.plan import (
@@ -81,6 +84,7 @@ from reconciler.model.plan import (
     Reason,
     RecordedChange,
     ResultRow,
+    Retry,
     Smoke,
     glob_match,
 )
@@ -92,7 +96,6 @@ from reconciler.model.recorded import (
     HASHED_OUTPUTS,
     LOCKFILE_VERSION,
     RERUNS_KEPT,
-    AgentResult,
     Baseline,
     Downloads,
     HistoryEntry,
@@ -171,6 +174,7 @@ __all__ = [
     "RERUNS_KEPT",
     "LeaderboardScore",
     "LocalOutputs",
+    "ErroredAttempts",
     "TaskCounts",
     "LockState",
     "MONITORS",
@@ -189,6 +193,8 @@ __all__ = [
     "RecordedRun",
     "Rejection",
     "ResultRow",
+    "RetriedResult",
+    "Retry",
     "RunResults",
     "RunStatus",
     "OUTPUTS_DUE_STATUSES",

@@ -53,6 +53,9 @@ class DesiredRun(Frozen, frozen=True, kw_only=True):
     reruns: tuple[str, ...] = ()
     """Commits whose ``Osmosis-Rerun`` trailer asks to re-run this address and that no apply
     has carried out yet (``engine.requests``): a submit of the address carries them out."""
+    retry_requests: tuple[str, ...] = ()
+    """Commits whose ``Osmosis-Retry-Errored`` trailer asks to retry this address's errored
+    attempts and that no apply has carried out yet: the retry's submit carries them out."""
     moved_from: tuple[str, ...] = ()
     """Addresses a generator's ``[[moved]]`` block says this run was recorded under before."""
     decide: DecisionSpec | None = None

@@ -120,6 +120,79 @@ class TaskCounts(Frozen, frozen=True, kw_only=True):
     passed (the headline's definition)."""
 
 
+class AgentResult(Frozen, frozen=True, kw_only=True):
+    """One agent's scores in a run, as the run page shows them (platform-api.md §11.2).
+
+    E5 ``agents[]`` joined to ``agent_metrics[]`` by agent id; a missing part is None.
+    """
+
+    agent_index: int
+    """The agent's position in the config (0-based)."""
+    harness: str | None = None
+    """None = the benchmark's official scaffold."""
+    model: str | None = None
+    """``model_display_name``, else ``model``, else ``model_ref``."""
+    model_id: str | None = None
+    """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
+    rank: int | None = None
+    """The agent's rank in the run, as the run page shows it."""
+    pass_at_1: float | None = None
+    """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
+    ci_low: float | None = None
+    """Lower end of pass@1's 95% confidence interval."""
+    ci_high: float | None = None
+    """Upper end of that interval."""
+    n: int | None = None
+    """Tasks the pass@1 was computed over."""
+    k: int | None = None
+    """The deepest k the Platform reported a pass@k for (its last point)."""
+    pass_at_k: float | None = None
+    """pass@``k`` (a fraction)."""
+    cost_per_task: float | None = None
+    """``aggregates.reported_cost_usd`` / ``agent_metrics.n_tasks`` (only when n_tasks > 0)."""
+    seconds_per_task: float | None = None
+    """Mean wall time per task."""
+    tokens_per_task: float | None = None
+    """Mean tokens per task."""
+    errored: int | None = None
+    """The agent's attempts that errored (pass@1 counts them as not passed)."""
+    attempts_per_task: int | None = None
+    """The attempts per task the run was asked for (its configuration's
+    ``attempts_per_task``): k, and the divisor of the per-attempt cost and tokens."""
+
+
+class RetriedResult(Frozen, frozen=True, kw_only=True):
+    """An address's result after a retry of its errored attempts (docs/retrying.md): its
+    retried run's attempts with the retry runs' in place of errored ones, counted from the
+    kept ``results.csv`` files by ``osmosis-results``'s own rule
+    (``results.retried.merged_outcomes``), so the plan's results table shows the address's
+    one number (``engine.observe``)."""
+
+    run_id: str
+    """The retried run (the address's result)."""
+    agents: tuple[AgentResult, ...] = ()
+    """Each agent's numbers counted from the merged attempts; empty when they could not be
+    counted (the retried run's ``results.csv`` is not on this disk)."""
+    retry_runs: tuple[str, ...] = ()
+    """The retry runs counted in ``agents``, oldest first (names, else ids)."""
+    not_counted: tuple[str, ...] = ()
+    """Retry runs of the run whose ``results.csv`` is not at hand: not counted (yet)."""
+
+
+class ErroredAttempts(Frozen, frozen=True, kw_only=True):
+    """The errored attempts of an address's result: its run's, with the attempts of the
+    retry runs already recorded in place of the ones they re-ran, read from the kept
+    ``results.csv`` files (``engine.observe``) so a plan can retry them (``plan.retries``)."""
+
+    run_id: str
+    """The run whose result this is (the retried run, when retries are recorded)."""
+    agents: dict[int, dict[str, int]] = msgspec.field(default_factory=dict)
+    """Agent index -> task -> errored attempts (only tasks with some)."""
+    unreadable: str | None = None
+    """Why the errored attempts could not be read (a file not on this disk, a retry run
+    not downloaded yet); None when they were."""
+
+
 class Observation(Frozen, frozen=True, kw_only=True):
     """Everything observed now: the Platform's runs and catalog, secrets, and local files."""
 
@@ -177,6 +250,12 @@ class Observation(Frozen, frozen=True, kw_only=True):
     platform_instance: str | None = None
     """With the embedded Platform: its instance (its data directory's id), to compare with
     the one the lockfile records (``LockState.platform_instance``); None otherwise."""
+    errored: dict[str, ErroredAttempts] = msgspec.field(default_factory=dict)
+    """Address -> the errored attempts of its result, for the addresses a retry of the
+    errored attempts was asked for (``Settings.retry_errored``)."""
+    retried: dict[str, RetriedResult] = msgspec.field(default_factory=dict)
+    """Address -> its result merged with its retry runs, for the addresses whose recorded
+    run is a retry run (the plan's results table shows it)."""
     vouched: frozenset[str] = frozenset()
     """Run ids the remote state record of this Platform and workspace names (the lockfile
     the last apply recorded on ``origin``): evidence that a run the branch's lockfile misses

@@ -12,8 +12,8 @@ import msgspec
 from reconciler.model.base import Frozen
 from reconciler.model.decision import DecisionRecord
 from reconciler.model.generator import CellSource, GeneratorProduct
-from reconciler.model.observed import LeaderboardScore, ObservedRun
-from reconciler.model.recorded import AgentResult, SmokeStage
+from reconciler.model.observed import AgentResult, LeaderboardScore, ObservedRun
+from reconciler.model.recorded import SmokeStage
 
 PLAN_FORMAT_VERSION = "1.0"
 
@@ -32,6 +32,9 @@ class Action(str, Enum):
     UNKNOWN = "unknown"
     """A submit whose outcome is unknown: no run found yet, not sent again yet. Apply only
     records the observation as evidence (no Platform call)."""
+    RETRY = "retry"
+    """A paid follow-up run of only the attempts of the address's ended, downloaded run
+    that errored (``--retry-errored``, docs/retrying.md); submitted like any run."""
 
     @property
     def symbol(self) -> str:
@@ -48,6 +51,7 @@ ACTION_SYMBOLS = {
     Action.MOVE: ">",
     Action.BLOCKED: "!",
     Action.UNKNOWN: "?",
+    Action.RETRY: "↻",
 }
 
 
@@ -90,6 +94,11 @@ class Reason(str, Enum):
     may still run, so nothing is paid until a person decides (``plan.missing``)."""
     SMOKE_NOT_POSSIBLE = "smoke_not_possible"
     """A smoke rule covers the config but its smoke selection cannot be made."""
+    RETRY_ERRORED = "retry_errored"
+    """A retry of the errored attempts was asked for (``--retry-errored``, an
+    ``Osmosis-Retry-Errored`` trailer)."""
+    RETRY_NOT_READY = "retry_not_ready"
+    """A retry was asked for, but the run has not ended, or its outputs are not on disk."""
 
 
 class Fix(Frozen, frozen=True, kw_only=True):
@@ -173,7 +182,29 @@ class Smoke(Frozen, frozen=True, kw_only=True):
     """For ``full`` and a blocked item: the smoke run it follows."""
 
 
-PAID_ACTIONS = frozenset({Action.SUBMIT, Action.REPLACE, Action.BLOCKED})
+class Retry(Frozen, frozen=True, kw_only=True):
+    """What a ``retry`` item re-runs (``plan.retries``): one group of the errored attempts
+    of a run, the tasks that errored equally often for the same agents."""
+
+    retry_of: str
+    """The run whose errored attempts it re-runs (the address's result)."""
+    retry_of_name: str | None = None
+    """That run's name."""
+    agents: tuple[int, ...]
+    """The retried run's agent index of each agent of the narrowed body, in order."""
+    tasks: tuple[str, ...]
+    """The tasks of the narrowed body (``tasks_config.task_names``)."""
+    attempts_per_task: int
+    """Attempts per task of the narrowed body: how often each of these errored."""
+    errored: int
+    """Errored attempts of the address's result, in all (this group and the others)."""
+    later: tuple[str, ...] = ()
+    """The other groups (``"3 tasks x 1 agent x 2 attempts"``): the Platform takes one
+    attempts count per run, so each is a retry run of its own, planned once this one has
+    ended and its outputs were downloaded."""
+
+
+PAID_ACTIONS = frozenset({Action.SUBMIT, Action.REPLACE, Action.BLOCKED, Action.RETRY})
 """Actions that start (or would start) a paid run: the only ones with a cost, benchmark
 facts and a rejection context."""
 
@@ -245,6 +276,9 @@ class PlanItem(Frozen, frozen=True, kw_only=True):
     """For ``unknown`` only: when this plan's run list, complete back to the submit, showed
     no run that could be it. Apply records it in the intent as evidence for the quiet
     period."""
+    retry: Retry | None = None
+    """For ``retry`` (and its blocked form, and the adoption of a retry run after a crash):
+    which run's errored attempts it re-runs, and how."""
     standing: bool = False
     """For ``blocked`` only: the block is already recorded in the lockfile (a smoke run
     recorded as ended badly, a remembered refusal): listed in every plan, but it does not
@@ -323,6 +357,8 @@ class PlanSummary(Frozen, frozen=True, kw_only=True):
     """Items that re-key an entry to a renamed config."""
     blocked: int = 0
     """Items that cannot succeed as configured."""
+    retry: int = 0
+    """Items that re-run the errored attempts of a run (``--retry-errored``)."""
     standing: int = 0
     """Of those, the blocks already recorded in the lockfile (``PlanItem.standing``): the
     rest are new, and fail the plan."""
@@ -375,7 +411,14 @@ class ResultRow(Frozen, frozen=True, kw_only=True):
     unavailable_reason: str | None = None
     """Why they are unavailable, as the catalog says."""
     stage: str | None = None
-    """``smoke`` for a smoke run (labelled so wherever it is listed); None for a full run."""
+    """``smoke`` for a smoke run (labelled so wherever it is listed), ``retried`` for a run
+    whose errored attempts were retried; None for a full run."""
+    retry_runs: tuple[str, ...] = ()
+    """The retry runs whose attempts ``agent``'s numbers count in place of errored ones
+    (``RetriedResult``), oldest first."""
+    retries_not_counted: tuple[str, ...] = ()
+    """Retry runs of the run that ``agent``'s numbers do not count (their ``results.csv``,
+    or the run's own, is not at hand)."""
 
 
 class Plan(Frozen, frozen=True, kw_only=True):

@@ -14,7 +14,7 @@ import msgspec
 
 from reconciler.model.base import Frozen, attempts_per_task, canonical_json, digest
 from reconciler.model.decision import DecisionRecord
-from reconciler.model.observed import BenchmarkInfo
+from reconciler.model.observed import AgentResult, BenchmarkInfo
 
 RERUNS_KEPT = 20
 """Re-run request commits kept per address (``LockState.reruns``)."""
@@ -43,9 +43,13 @@ class SmokeStage(StrEnum):
     """The full run, the smoke stage skipped on request."""
 
 
-HistoryReason = Literal["replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke"]
+HistoryReason = Literal[
+    "replaced", "rerun", "forgotten", "stopped", "moved", "lost", "smoke", "retried"
+]
 """Why a run left its address (``HistoryEntry.reason``); ``smoke``: a smoke run that left
-its address to the full run (or to a new smoke run)."""
+its address to the full run (or to a new smoke run); ``retried``: a run whose errored
+attempts a retry run re-runs (``--retry-errored``): it stays the address's result, with the
+retry run's attempts in place of its errored ones."""
 
 
 def rejection_context(benchmark: BenchmarkInfo | None, secrets: Iterable[str] | None) -> str:
@@ -101,6 +105,12 @@ class Intent(Frozen, frozen=True, kw_only=True):
     stage: SmokeStage | None = None
     """``smoke`` for a smoke run's submit (its ``body_digest`` is then the full config's
     digest); None for a full run."""
+    retry_of: str | None = None
+    """For a retry run's submit (``--retry-errored``): the run whose errored attempts it
+    re-runs (``body_digest`` is then the config's digest, ``spec`` the narrowed body)."""
+    retry_agents: tuple[int, ...] | None = None
+    """For a retry run's submit: the agent index, in the retried run, of each agent of the
+    narrowed body, in order."""
     listings: tuple[datetime, ...] | None = None
     """For ``submit`` whose outcome is unknown: when a complete run list, read by an apply
     after the submit, showed no run that could be it (the quiet-period evidence,
@@ -127,47 +137,6 @@ class Downloads(Frozen, frozen=True, kw_only=True):
     """Run directory relative to the repository root."""
     complete: bool = True
     """False after a partial download or a snapshot of a running run."""
-
-
-class AgentResult(Frozen, frozen=True, kw_only=True):
-    """One agent's scores in a run, as the run page shows them (platform-api.md §11.2).
-
-    E5 ``agents[]`` joined to ``agent_metrics[]`` by agent id; a missing part is None.
-    """
-
-    agent_index: int
-    """The agent's position in the config (0-based)."""
-    harness: str | None = None
-    """None = the benchmark's official scaffold."""
-    model: str | None = None
-    """``model_display_name``, else ``model``, else ``model_ref``."""
-    model_id: str | None = None
-    """``model`` (e.g. ``openai/gpt-5``): what a leaderboard entry names, to compare with it."""
-    rank: int | None = None
-    """The agent's rank in the run, as the run page shows it."""
-    pass_at_1: float | None = None
-    """A fraction in [0, 1], like ``ci_low``/``ci_high`` and ``pass_at_k``."""
-    ci_low: float | None = None
-    """Lower end of pass@1's 95% confidence interval."""
-    ci_high: float | None = None
-    """Upper end of that interval."""
-    n: int | None = None
-    """Tasks the pass@1 was computed over."""
-    k: int | None = None
-    """The deepest k the Platform reported a pass@k for (its last point)."""
-    pass_at_k: float | None = None
-    """pass@``k`` (a fraction)."""
-    cost_per_task: float | None = None
-    """``aggregates.reported_cost_usd`` / ``agent_metrics.n_tasks`` (only when n_tasks > 0)."""
-    seconds_per_task: float | None = None
-    """Mean wall time per task."""
-    tokens_per_task: float | None = None
-    """Mean tokens per task."""
-    errored: int | None = None
-    """The agent's attempts that errored (pass@1 counts them as not passed)."""
-    attempts_per_task: int | None = None
-    """The attempts per task the run was asked for (its configuration's
-    ``attempts_per_task``): k, and the divisor of the per-attempt cost and tokens."""
 
 
 class RunResults(Frozen, frozen=True, kw_only=True):
@@ -240,6 +209,14 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
     announced_at: datetime | None = None
     """When ``osmosis-ci announce`` posted the run's results (PR comment, commit status);
     kept here so a fresh checkout never announces the same run twice."""
+    retry_of: str | None = None
+    """For a retry run (``--retry-errored``, docs/retrying.md): the run whose errored
+    attempts it re-runs; ``spec`` is then the narrowed body (the errored tasks, as many
+    attempts as errored) and ``spec_digest`` the config's. The retried run stays in the
+    history (``retried``) and stays the address's result, with this run's attempts in place
+    of its errored ones. None: an ordinary run."""
+    retry_agents: tuple[int, ...] | None = None
+    """For a retry run: the agent index, in the retried run, of each agent of its body."""
 
     @property
     def attempts_per_task(self) -> int:
@@ -314,6 +291,10 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     selection: str | None = None
     """``selection_digest`` of the run's task selection (format 2): runs are comparable
     only on the same selection."""
+    retry_of: str | None = None
+    """For a retry run (``RecordedRun.retry_of``): the run whose errored attempts it re-ran."""
+    retry_agents: tuple[int, ...] | None = None
+    """For a retry run: the retried run's agent index of each of its agents."""
 
 
 def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:

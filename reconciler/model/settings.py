@@ -66,6 +66,9 @@ class Settings(Frozen, frozen=True, kw_only=True):
     """Address globs; empty = everything."""
     replace: tuple[str, ...] = ()
     """Addresses to re-run even though their config is unchanged."""
+    retry_errored: tuple[str, ...] = ()
+    """Address globs whose ended, downloaded run's errored attempts are re-run in a
+    follow-up run (``--retry-errored``, an ``Osmosis-Retry-Errored`` trailer)."""
     skip: tuple[str, ...] = ()
     """Address globs held back (``Osmosis-Skip`` trailers)."""
     allow_mass_stop: bool = False

@@ -15,6 +15,8 @@ the order matters only where an observed run could be claimed twice, and there i
 3. ``diff``     new configs adopt an unrecorded run that can only be theirs, else submit;
                 every other recorded entry: changed, missing (``missing``: never a
                 reason to pay by itself), finished, deleted;
+   ``retries``  each address a retry of the errored attempts was asked for: the retry run
+                of one group of them, or why there is none (before the twin guard);
    ``power``    each submit with an earlier complete run of its address gets the smallest
                 difference it can detect (before paying);
    ``twins``    every paid item whose body an active run of no evidence already does is
@@ -56,6 +58,7 @@ from reconciler.plan.moves import hint_renames, pair_moves
 from reconciler.plan.policy import check_policy_budgets, check_resolved_rules
 from reconciler.plan.power import note_power
 from reconciler.plan.results import result_rows
+from reconciler.plan.retries import plan_retries
 from reconciler.plan.standing import mark_standing
 from reconciler.plan.twins import guard_twins
 
@@ -90,6 +93,7 @@ def compute_plan(
     new_addresses = pair_moves(draft)
     diff_configs(draft, new_addresses)
     hint_renames(draft, new_addresses)
+    plan_retries(draft)
     shape_generator_items(draft)
     note_power(draft)
     guard_twins(draft)

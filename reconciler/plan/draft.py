@@ -175,7 +175,8 @@ def recorded_digest(entry: RecordedRun, benchmarks: Mapping[str, BenchmarkInfo |
     """The canonical digest of what ``entry`` recorded (its stored digest when its body was
     not kept or its benchmark cannot be resolved). A smoke run's entry records the digest of
     the full config it smoke-tests, not of its narrowed body: that one is kept."""
-    if not entry.spec or entry.stage == SmokeStage.SMOKE:
+    if not entry.spec or entry.stage == SmokeStage.SMOKE or entry.retry_of is not None:
+        # A retry run's entry likewise records its config's digest beside its narrowed body.
         return entry.spec_digest
     benchmark_id = entry.benchmark_id
     if benchmark_id is None:

@@ -15,6 +15,7 @@ ACTION_ORDER = {
     Action.STOP: 2,
     Action.REPLACE: 3,
     Action.SUBMIT: 4,
+    Action.RETRY: 4,
     Action.BLOCKED: 5,
     Action.UNKNOWN: 5,
     Action.DOWNLOAD: 6,
@@ -47,7 +48,12 @@ def finish(draft: Draft) -> Plan:
         head=draft.observed.head,
         config_digests={a: draft.raw_digests[a] for a in sorted(draft.raw_digests)},
         other_pending=other_pending,
-        results=result_rows(draft.recorded, settings.targets, draft.observed.benchmarks.values()),
+        results=result_rows(
+            draft.recorded,
+            settings.targets,
+            draft.observed.benchmarks.values(),
+            draft.observed.retried,
+        ),
         unmanaged_count=unmanaged_count,
         unmanaged=unmanaged,
         observed_until=_watermark(draft, kept),
@@ -127,7 +133,7 @@ def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
     counts = {action: 0 for action in Action}
     for item in kept:
         counts[item.action] += 1
-    paid = [it for it in kept if it.action in (Action.SUBMIT, Action.REPLACE)]
+    paid = [it for it in kept if it.action in (Action.SUBMIT, Action.REPLACE, Action.RETRY)]
     attempts = sum(it.attempts for it in paid)
     deferred = [
         it.smoke.full_attempts for it in paid if it.smoke is not None and it.smoke.stage == "smoke"
@@ -145,6 +151,7 @@ def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:
         adopt=counts[Action.ADOPT],
         move=counts[Action.MOVE],
         blocked=counts[Action.BLOCKED],
+        retry=counts[Action.RETRY],
         standing=sum(1 for it in kept if it.standing),
         attempts=attempts,
         deferred=len(deferred),
@@ -191,7 +198,7 @@ def _guard_errors(draft: Draft, summary: PlanSummary, kept: list[PlanItem]) -> l
         unestimated = [
             item
             for item in kept
-            if item.action in (Action.SUBMIT, Action.REPLACE) and item.cost is None
+            if item.action in (Action.SUBMIT, Action.REPLACE, Action.RETRY) and item.cost is None
         ]
         if unestimated:
             names = ", ".join(item.address for item in unestimated[:10])

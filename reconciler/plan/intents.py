@@ -27,9 +27,11 @@ from reconciler.model import (
     PlanItem,
     Reason,
     RecordedRun,
+    Retry,
     Smoke,
     SmokeStage,
     canonical_digest,
+    spec_attempts_per_task,
     spec_fingerprint,
 )
 from reconciler.plan.changes import spec_changes
@@ -108,8 +110,9 @@ class _PendingSubmit:
             if intent.spec
             else intent.body_digest
         )
-        if intent.stage == SMOKE:
-            # A smoke run's submit: what it was for is the full config (its digest).
+        if intent.stage == SMOKE or intent.retry_of is not None:
+            # A smoke run's or a retry run's submit: what it was for is the full config (its
+            # digest); the narrowed body it sent is ``spec``.
             sent = intent.body_digest
         since = timestamp(intent.started_at) - CLOCK_SKEW.total_seconds()
         window = tuple(
@@ -165,6 +168,9 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
     if undecided:
         draft.items.append(_blocked_item(entry, pending, undecided))
         return
+    if pending.intent.retry_of is not None and entry.run_id is not None:
+        _resolve_lost_retry(draft, entry, pending)
+        return
     if pending.wanted is not None:
         draft.items.append(_resend_item(draft, entry, pending, pending.wanted))
     elif not _quiet_period_over(draft, pending.intent):
@@ -186,6 +192,22 @@ def _resolve_submit_intent(draft: Draft, entry: RecordedRun) -> None:
                 details=("the interrupted submit left no run on the Platform",),
             )
         )
+
+
+def _resolve_lost_retry(draft: Draft, entry: RecordedRun, pending: _PendingSubmit) -> None:
+    """A retry run's submit (``plan.retries``) with no run found: its outcome stays unknown
+    until the quiet period is over; then the retried run is the address's entry as before,
+    and the retry is paid for only when asked for again (never the whole config)."""
+    intent = pending.intent
+    if not _quiet_period_over(draft, intent):
+        draft.items.append(_unknown_item(draft, entry, intent, pending.before, pending.sent))
+        return
+    draft.handled.discard(entry.address)
+    draft.warnings.append(
+        f"{entry.address}: the interrupted retry of run {entry.run_name or entry.run_id} left "
+        "no run on the Platform; to pay for it now, ask again: "
+        f"`osmosis-apply --retry-errored {entry.address}`"
+    )
 
 
 def _adopt_item(
@@ -217,6 +239,21 @@ def _adopt_item(
         requested_by=wanted.requested_by if wanted else None,
         requested_subject=wanted.requested_subject if wanted else None,
         smoke=Smoke(stage=SMOKE) if intent.stage == SMOKE else None,
+        retry=_retry_of_intent(intent),
+    )
+
+
+def _retry_of_intent(intent: Intent) -> Retry | None:
+    """The provenance an adopted retry run is recorded with (``RecordedRun.retry_of``)."""
+    if intent.retry_of is None:
+        return None
+    tasks = (intent.spec.get("tasks_config") or {}).get("task_names") or ()
+    return Retry(
+        retry_of=intent.retry_of,
+        agents=tuple(intent.retry_agents or ()),
+        tasks=tuple(tasks),
+        attempts_per_task=spec_attempts_per_task(intent.spec),
+        errored=0,
     )
 
 

@@ -147,7 +147,7 @@ def check_policy_budgets(draft: Draft) -> None:
     ]
     if not rules:
         return
-    paid = [i for i in draft.items if i.action in (Action.SUBMIT, Action.REPLACE)]
+    paid = [i for i in draft.items if i.action in (Action.SUBMIT, Action.REPLACE, Action.RETRY)]
     for rule in rules:
         chosen: list[PlanItem] = [item for item in paid if _covers(draft, rule, item)]
         if not chosen:

@@ -21,7 +21,7 @@ REFRESH = "refresh"
 to be done (an apply that acts always records the statuses it observed)."""
 KINDS = (*(a.value for a in Action if a not in (Action.BLOCKED, Action.UNKNOWN)), REFRESH)
 """What ``--only`` accepts, in the order the help lists them."""
-PAID_OR_DESTRUCTIVE = frozenset({Action.SUBMIT, Action.REPLACE, Action.STOP})
+PAID_OR_DESTRUCTIVE = frozenset({Action.SUBMIT, Action.REPLACE, Action.STOP, Action.RETRY})
 """The guards (``max_stops``, ``max_attempts``) are about these; without them they cannot fire."""
 
 

@@ -52,7 +52,7 @@ def guard_twins(draft: Draft) -> None:
     does, unless ``allow_duplicate`` covers its address."""
     guarded: list[PlanItem] = []
     for item in draft.items:
-        if item.action not in (Action.SUBMIT, Action.REPLACE) or not item.spec:
+        if item.action not in (Action.SUBMIT, Action.REPLACE, Action.RETRY) or not item.spec:
             guarded.append(item)
             continue
         twins = active_twins(draft, _fingerprint(item), exclude=(item.run_id,))

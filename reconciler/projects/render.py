@@ -15,7 +15,9 @@ MATRIX_MAX = 256
 """GitHub Actions runs at most 256 jobs from one matrix: above it, ``chunks``."""
 COMMENT_MAX = 65_536
 """GitHub's limit of a comment's body, in characters."""
-_ACTIONS = ("submit", "replace", "stop", "forget", "download", "adopt", "move", "blocked")
+_ACTIONS = (
+    "submit", "replace", "stop", "forget", "download", "retry", "adopt", "move", "blocked",
+)  # fmt: skip
 
 
 def actions_of(document: Mapping[str, Any]) -> dict[str, int]:

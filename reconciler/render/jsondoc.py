@@ -29,6 +29,17 @@ def _item_to_dict(item: PlanItem) -> dict[str, Any]:
         # Only on items with a smoke stage, so plans without one are unchanged.
         document["smoke"] = item.smoke.model_dump()
         document["smoke"]["tasks"] = list(item.smoke.tasks)
+    if item.retry is not None:
+        # Only on a retry of errored attempts (docs/retrying.md): other plans are unchanged.
+        document["retry"] = {
+            "retry_of": item.retry.retry_of,
+            "retry_of_name": item.retry.retry_of_name,
+            "agents": list(item.retry.agents),
+            "tasks": list(item.retry.tasks),
+            "attempts_per_task": item.retry.attempts_per_task,
+            "errored": item.retry.errored,
+            "later": list(item.retry.later),
+        }
     return document
 
 

@@ -112,7 +112,14 @@ def _md_summary(plan: Plan) -> str:
         ("forget", s.forget),
     ]
     columns += [
-        (name, n) for name, n in (("adopt", s.adopt), ("move", s.move), ("blocked", s.blocked)) if n
+        (name, n)
+        for name, n in (
+            ("retry", s.retry),
+            ("adopt", s.adopt),
+            ("move", s.move),
+            ("blocked", s.blocked),
+        )
+        if n
     ]
     columns += [("attempts", s.attempts), ("drift", s.drift)]
     text = "| " + " | ".join(name for name, _ in columns) + " |\n"

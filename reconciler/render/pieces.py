@@ -30,6 +30,7 @@ ACTION_VERBS = {
     Action.MOVE: "move the entry to a renamed config (no Platform call)",
     Action.BLOCKED: "blocked: cannot succeed as configured",
     Action.UNKNOWN: "unknown outcome: a submit got no clear answer; not sent again yet",
+    Action.RETRY: "retry: a new run of only the attempts that errored",
 }
 
 REASON_TEXT = {
@@ -64,6 +65,9 @@ REASON_TEXT = {
     Reason.TWIN_ACTIVE: "an identical run is active that this repository has no evidence for",
     Reason.RUN_MISSING_UNDECIDED: "recorded run not listed; it may still be running",
     Reason.SMOKE_NOT_POSSIBLE: "its smoke stage cannot be made",
+    Reason.RETRY_ERRORED: "retry of the errored attempts requested (--retry-errored or an "
+    "Osmosis-Retry-Errored trailer)",
+    Reason.RETRY_NOT_READY: "retry requested, but the run's errored attempts cannot be read yet",
 }
 
 DRIFT_TEXT = {
@@ -84,6 +88,7 @@ ANSI_CODES = {
     Action.MOVE: "\x1b[35m",
     Action.BLOCKED: "\x1b[1;31m",
     Action.UNKNOWN: "\x1b[1;33m",
+    Action.RETRY: "\x1b[32m",
 }
 RESET = "\x1b[0m"
 BOLD = "\x1b[1m"

@@ -205,7 +205,21 @@ def _result_run(row: ResultRow, *, with_id: bool = True) -> str:
     label = run_label(row.run_name, row.run_id) if with_id else e(row.run_name or row.run_id or "")
     if row.stage == "smoke":
         label += " (smoke)"
+    elif row.stage == "retried":
+        label += retry_label(row.retry_runs, row.retries_not_counted)
     return f"{label} (partial: {row.status})" if RunStatus.of(row.status).is_unsuccessful else label
+
+
+def retry_label(counted: Sequence[str], not_counted: Sequence[str]) -> str:
+    """`` (with retry run happy-eagle)``: the numbers count a retry run's attempts in place
+    of errored ones; `` (retry run calm-yak not counted yet)``: they do not (yet)."""
+    parts = []
+    if counted:
+        parts.append(f"with retry {'run' if len(counted) == 1 else 'runs'} {', '.join(counted)}")
+    if not_counted:
+        runs = ", ".join(not_counted)
+        parts.append(f"retry {'run' if len(not_counted) == 1 else 'runs'} {runs} not counted yet")
+    return f" ({e('; '.join(parts))})" if parts else ""
 
 
 def _unsuccessful_notes(rows: Sequence[ResultRow]) -> list[str]:
@@ -277,6 +291,8 @@ def result_to_dict(row: ResultRow) -> dict[str, Any]:
         "unavailable_tasks": row.unavailable_tasks,
         "unavailable_reason": row.unavailable_reason,
         "stage": row.stage,
+        "retry_runs": list(row.retry_runs),
+        "retries_not_counted": list(row.retries_not_counted),
         "delta_pass_at_1": round(now - before, 6)
         if now is not None and before is not None
         else None,

@@ -46,6 +46,8 @@ def summary_line(plan: Plan) -> str:
         f"{s.download:,} to download",
         f"{s.forget:,} to forget",
     ]
+    if s.retry:
+        parts.append(f"{s.retry:,} to retry")
     if s.adopt:
         parts.append(f"{s.adopt:,} to adopt")
     if s.move:
@@ -138,7 +140,7 @@ def item_body(item: PlanItem) -> list[str]:
     if run:
         label = "old run" if item.action is Action.REPLACE else "run"
         lines.append(f"{label}: {run}")
-    if item.action in (Action.SUBMIT, Action.REPLACE, Action.BLOCKED) and (
+    if item.action in (Action.SUBMIT, Action.REPLACE, Action.BLOCKED, Action.RETRY) and (
         item.task_count is not None or item.attempts
     ):
         tasks = f"{count_of(item.task_count, 'task')} -> " if item.task_count is not None else ""

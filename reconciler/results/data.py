@@ -37,6 +37,7 @@ __all__ = [
     "AgentKey",
     "RunOutcomes",
     "TaskOutcome",
+    "merge_retry",
     "parse_results_csv",
 ]
 
@@ -131,6 +132,18 @@ class RunOutcomes:
     unreadable: int = 0
     """Rows whose outcome could not be read; any makes the run's per-task data unusable
     (``missing`` says so and ``tasks`` is empty)."""
+    retried: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Agent index -> task -> attempts that came from a retry run (``merge_retry``): they
+    replace as many errored attempts of the run."""
+    retry_runs: tuple[str, ...] = ()
+    """The retry runs merged in, oldest first."""
+    retries_left_out: tuple[str, ...] = ()
+    """Retry runs of the run whose ``results.csv`` was not at hand: not merged (yet)."""
+
+    @property
+    def retried_attempts(self) -> int:
+        """Attempts that came from retry runs, in all."""
+        return sum(sum(tasks.values()) for tasks in self.retried.values())
 
     @property
     def paired(self) -> bool:
@@ -291,3 +304,58 @@ def _passed(status_cell: str | None, reward_cell: str | None, max_reward: float)
             raise _Unreadable(status)
         return None  # no outcome and no reward: the attempt did not run to a score
     return reward >= PASS_REWARD
+
+
+def merge_retry(
+    base: RunOutcomes, retry: RunOutcomes, agents: Sequence[int], label: str
+) -> RunOutcomes:
+    """``base`` with the attempts of ``retry`` (a run of its errored attempts,
+    ``--retry-errored``) in place of as many of its errored ones: for each task the retry
+    ran, its attempts are added and the same number of errored attempts taken out (never
+    more than there were). ``agents``: the base run's agent index of each agent of the
+    retry run. Costs and tokens add up (both runs were billed). ``label`` names the retry
+    run in ``retry_runs``. A side that cannot pair is returned as ``base`` is."""
+    if not base.paired or not retry.paired:
+        return base
+    tasks = {
+        index: {t: replace(o, rewards=list(o.rewards)) for t, o in by.items()}
+        for index, by in base.tasks.items()
+    }
+    retried = {index: dict(by) for index, by in base.retried.items()}
+    known = dict(base.agents)
+    for position, by_task in retry.tasks.items():
+        if position >= len(agents):
+            continue
+        index = agents[position]
+        mine = tasks.setdefault(index, {})
+        for task, new in by_task.items():
+            old = mine.get(task) or TaskOutcome()
+            # The retry ran as many attempts as errored here; an errored attempt scored
+            # nothing, so taking it out changes only the counts.
+            taken = min(new.attempts, old.errored)
+            merged = replace(
+                old,
+                attempts=old.attempts - taken + new.attempts,
+                errored=old.errored - taken + new.errored,
+                passes=old.passes + new.passes,
+                rewards=[*old.rewards, *new.rewards],
+                cost=old.cost + new.cost,
+                tokens=old.tokens + new.tokens,
+                checksum=old.checksum or new.checksum,
+                category=old.category or new.category,
+            )
+            mine[task] = merged
+            counted = retried.setdefault(index, {})
+            counted[task] = counted.get(task, 0) + new.attempts
+        if index not in known and position in retry.agents:
+            known[index] = replace(retry.agents[position], index=index)
+    return replace(
+        base,
+        agents=known,
+        tasks=tasks,
+        retried=retried,
+        retry_runs=(*base.retry_runs, label),
+        has_cost=base.has_cost and retry.has_cost,
+        has_tokens=base.has_tokens and retry.has_tokens,
+        fractional=base.fractional or retry.fractional,
+    )

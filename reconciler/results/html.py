@@ -204,6 +204,13 @@ def _address_section(report: AddressReport, outcomes: Mapping[str, RunOutcomes])
         "<th>tokens/task</th><th>tokens/attempt</th></tr>"
     )
     parts.append(_folded_table(head, rows, "runs"))
+    # The text and markdown reports' run notes (which attempts came from a retry run).
+    parts += [
+        f'<p class="note"><small>note: {_e(line.report.run.label)}: {_e(line.report.note)}'
+        "</small></p>"
+        for line in report.runs
+        if line.report.note
+    ]
     charts = []
     ordered = list(reversed(report.runs))  # oldest first
     labels = [line.report.run.label for line in ordered if not line.report.run.smoke]

@@ -529,6 +529,8 @@ def address_to_dict(report: AddressReport) -> dict[str, Any]:
                 "previous_comparable": line.previous,
                 "not_comparable_because": list(line.previous_changes),
                 "note": line.report.note,
+                "retried_attempts": line.report.retried,
+                "retry_runs": list(line.report.retry_runs),
                 "agents": [_agent_dict(a, line) for a in line.report.agents],
             }
             for line in report.runs

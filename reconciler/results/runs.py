@@ -69,6 +69,14 @@ class RecordedResult(msgspec.Struct, frozen=True):
     """The attempts per task the config asked for: k."""
     spec_digest: str | None = None
     """Digest of the body it was submitted with: equal digests, the same configuration."""
+    retry_of: str | None = None
+    """For a retry run (``--retry-errored``): the run whose errored attempts it re-ran;
+    ``address_runs`` lists it under that run (``retries``), never as a row of its own."""
+    retry_agents: tuple[int, ...] = ()
+    """For a retry run: the retried run's agent index of each of its agents."""
+    retries: tuple[RecordedResult, ...] = ()
+    """The retry runs of this run, oldest first: their attempts replace its errored ones
+    in its result (``results.data.merge_retry``)."""
 
     @property
     def smoke(self) -> bool:
@@ -133,6 +141,8 @@ def _current(address: str, entry: RecordedRun) -> RecordedResult:
         stage=entry.stage,
         attempts_per_task=entry.attempts_per_task,
         spec_digest=entry.spec_digest,
+        retry_of=entry.retry_of,
+        retry_agents=tuple(entry.retry_agents or ()),
     )
 
 
@@ -153,6 +163,8 @@ def _former(address: str, old: HistoryEntry) -> RecordedResult:
         stage=old.stage,
         attempts_per_task=old.attempts_per_task or 1,
         spec_digest=old.spec_digest,
+        retry_of=old.retry_of,
+        retry_agents=tuple(old.retry_agents or ()),
     )
 
 
@@ -174,6 +186,29 @@ def address_runs(state: LockState, address: str) -> list[RecordedResult]:
             continue
         seen.add(old.run_id)
         out.append(_former(address, old))
+    return _fold_retries(out)
+
+
+def _fold_retries(runs: list[RecordedResult]) -> list[RecordedResult]:
+    """Each retry run under the run it retried (``retries``, oldest first); that run is
+    the address's current result when its newest retry is the recorded run. A retry whose
+    run is no longer recorded stays a row of its own."""
+    if not any(r.retry_of for r in runs):
+        return runs
+    ids = {r.run_id for r in runs if not r.retry_of}
+    under: dict[str, list[RecordedResult]] = {}
+    for run in runs:
+        if run.retry_of and run.retry_of in ids:
+            under.setdefault(run.retry_of, []).insert(0, run)  # newest first -> oldest first
+    out = []
+    for run in runs:
+        if run.retry_of and run.retry_of in ids:
+            continue
+        retries = under.get(run.run_id)
+        if retries:
+            current = run.current or any(r.current for r in retries)
+            run = msgspec.structs.replace(run, retries=tuple(retries), current=current)
+        out.append(run)
     return out
 
 

@@ -48,6 +48,11 @@ class RunReport:
     source: str
     """``results.csv`` (counted here) or ``summary`` (the Platform's, from the lockfile)."""
     note: str | None = None
+    retried: int = 0
+    """Attempts that came from retry runs (``--retry-errored``), in place of as many
+    errored ones of the run."""
+    retry_runs: tuple[str, ...] = ()
+    """Those retry runs, oldest first."""
 
 
 def _label(model: str | None, harness: str | None, index: int) -> str:
@@ -81,6 +86,11 @@ def score_run(
         note = None
         if outcomes is not None and outcomes.missing:
             note = "results.csv lacks " + ", ".join(outcomes.missing) + ": Platform summary"
+        if run.retries:
+            runs = ", ".join(r.label for r in run.retries)
+            word = "run" if len(run.retries) == 1 else "runs"
+            why = ": the run's results.csv is not at hand" if outcomes is None else ""
+            note = "; ".join(n for n in (note, f"retry {word} {runs} not counted{why}") if n)
         agents = tuple(
             AgentScore(
                 index=a.agent_index,
@@ -107,4 +117,32 @@ def score_run(
             pass_threshold=threshold,
         )
         scores.append(AgentScore(index, _label(model, harness, index), model, harness, numbers))
-    return RunReport(run=run, agents=tuple(scores), source="results.csv")
+    return RunReport(
+        run=run,
+        agents=tuple(scores),
+        source="results.csv",
+        note=retry_note(outcomes),
+        retried=outcomes.retried_attempts,
+        retry_runs=outcomes.retry_runs,
+    )
+
+
+def retry_note(outcomes: RunOutcomes) -> str | None:
+    """``6 attempts from retry run calm-yak, in place of errored ones`` (and the retry runs
+    not merged because their files are not at hand); None without retries."""
+    parts = []
+    if outcomes.retry_runs:
+        runs = ", ".join(outcomes.retry_runs)
+        word = "run" if len(outcomes.retry_runs) == 1 else "runs"
+        attempts = outcomes.retried_attempts
+        parts.append(
+            f"{attempts:,} attempt{'' if attempts == 1 else 's'} from retry {word} {runs}, "
+            "in place of errored ones"
+        )
+    if outcomes.retries_left_out:
+        parts.append(
+            "retry run "
+            + ", ".join(outcomes.retries_left_out)
+            + " not counted: its results.csv is not at hand (osmosis-apply downloads it)"
+        )
+    return "; ".join(parts) or None

@@ -56,7 +56,7 @@ def add_history(state: LockState, entry: HistoryEntry) -> LockState:
     return state.model_copy(update={"history": cap_history((entry, *state.history))})
 
 
-OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped"})
+OUTPUTS_DUE_REASONS = frozenset({"replaced", "rerun", "forgotten", "stopped", "retried"})
 """History reasons after which an ended run's outputs are still fetched (``moved`` carries
 the run on under its new address; ``lost`` has no run to fetch from)."""
 
@@ -95,6 +95,8 @@ def history_entry(
         task_count=run.task_count,
         selection=selection_digest(run.spec) if run.spec else None,
         stage=run.stage,
+        retry_of=run.retry_of,
+        retry_agents=run.retry_agents,
     )
 
 

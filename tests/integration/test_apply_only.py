@@ -73,7 +73,10 @@ def test_only_rejects_unknown_kinds_and_a_wait_without_download(
     bad = osm.apply("--auto-approve", "--only", "download,pay")
     assert bad.code == 1
     assert "--only: unknown kind(s): pay" in bad.err
-    assert "choose from: submit, replace, stop, forget, download, adopt, move, refresh" in bad.err
+    assert (
+        "choose from: submit, replace, stop, forget, download, adopt, move, retry, refresh"
+        in bad.err
+    )
     wait = osm.apply("--auto-approve", "--wait", "--only", "refresh")
     assert wait.code == 1 and "add download to --only" in wait.err
     assert platform.submits() == 0

@@ -470,7 +470,7 @@ def test_same_platform_with_trailing_slash_is_accepted(tmp_path: Path) -> None:
             HEADER + '\n[[history]]\naddress = "a"\nspec_digest = "d"\nreason = "replaced"\n'
             '\n[[history]]\naddress = "b"\nspec_digest = "d"\nreason = "whim"\n',
             "state/osmosis.lock:15: history[1].reason: unknown reason 'whim' (expected one of "
-            "forgotten, lost, moved, replaced, rerun, smoke, stopped)",
+            "forgotten, lost, moved, replaced, rerun, retried, smoke, stopped)",
         ),
         (
             HEADER + '\n[[history]]\naddress = "a"\nreason = "replaced"\n',
@@ -1033,3 +1033,49 @@ def test_entries_read_from_one_lockfile_share_repeated_values() -> None:
     assert changed.outputs_pending is True
     assert first.outputs_pending is None and second.outputs_pending is None
     assert serialize(parsed) == serialize(state)
+
+
+def test_retry_provenance_round_trips_through_both_readers() -> None:
+    """A retry run (``--retry-errored``) and the run it retried: the provenance is plain
+    keys of the entry, the intent and the history, so lockfiles without them still load."""
+    spec = {"tasks_config": {"task_names": ["t1"]}, "execution_config": {"attempts_per_task": 2}}
+    intent = Intent(
+        op="submit",
+        started_at=T0,
+        body_digest="sha256:" + "c" * 64,
+        spec=spec,
+        retry_of="r1",
+        retry_agents=(0, 2),
+    )
+    run = RecordedRun(
+        address="tb/full",
+        spec_digest="sha256:" + "c" * 64,
+        spec=spec,
+        run_id="r2",
+        observed_at=T0,
+        retry_of="r1",
+        retry_agents=(0, 2),
+        intent=intent,
+    )
+    retried = HistoryEntry(
+        address="tb/full",
+        run_id="r1",
+        run_name="calm-otter",
+        spec_digest="sha256:" + "c" * 64,
+        status="finished",
+        reason="retried",
+    )
+    state = LockState(
+        lineage=LINEAGE,
+        platform="local",
+        workspace="demo",
+        runs={"tb/full": run},
+        history=(retried,),
+    )
+    text = serialize(state)
+    assert '\nretry_of = "r1"\nretry_agents = [0, 2]\n' in text
+    assert parse(text, NAME) == state
+    loaded = tomllib.loads(text)
+    assert loaded["runs"]["tb/full"]["retry_agents"] == [0, 2]
+    assert loaded["history"][0]["reason"] == "retried"
+    assert serialize(parse(text, NAME)) == text

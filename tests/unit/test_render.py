@@ -19,6 +19,7 @@ from reconciler.errors import StalePlanError
 from reconciler.model import (
     Action,
     DriftKind,
+    ErroredAttempts,
     Intent,
     LocalOutputs,
     Plan,
@@ -112,6 +113,7 @@ def full_plan() -> Plan:
     crashed = desired("hle/crashed", models=("google/gemini-2.5-pro",))
     held = desired("hle/held", models=("x/held",))
     unsure = desired("hle/unsure", models=("meta/llama-4",))
+    retried = desired("hle/retried", models=("openai/gpt-5.1",))
     deleted_active = recorded_run(
         None,
         "run-del",
@@ -172,6 +174,13 @@ def full_plan() -> Plan:
         deleted_active,
         deleted_done,
         recorded_run(
+            retried,
+            "run-re",
+            status="finished",
+            run_name="bold-ibis",
+            downloads=downloads("summary.json", "results.jsonl"),
+        ),
+        recorded_run(
             None,
             "run-gone",
             address="hle/gone",
@@ -207,15 +216,18 @@ def full_plan() -> Plan:
         "hle/done": LocalOutputs(
             present=frozenset({"summary.json", "results.jsonl"}),
             changed=frozenset({"results.jsonl"}),
-        )
+        ),
+        "hle/retried": LocalOutputs(present=frozenset({"summary.json", "results.jsonl"})),
     }
     # run-x1 is named by the remote state record: the evidence that adopts it (issue 22).
     observed = observation(*runs, outputs=outputs, missing=("run-gone",), vouched=("run-x1",))
+    # hle/retried's run errored twice on one task and once on two others (--retry-errored).
+    errored = ErroredAttempts(run_id="run-re", agents={0: {"hle/q1": 2, "hle/q2": 1, "hle/q3": 1}})
     return compute_plan(
-        [new, tb_new, codex, blocked, done, moved, adopted, crashed, held, unsure],
+        [new, tb_new, codex, blocked, done, moved, adopted, crashed, held, unsure, retried],
         lock(*entries),
-        observed.model_copy(update={"workspace_runs": 1_250}),
-        settings(skip=("hle/held",)),
+        observed.model_copy(update={"workspace_runs": 1_250, "errored": {"hle/retried": errored}}),
+        settings(skip=("hle/held",), retry_errored=("hle/retried",)),
     )
 
 
@@ -355,7 +367,8 @@ def test_each_item_line_and_reason():
     assert '      requested by 3f9c2a1 "Add HLE parity run"\n' in text
     assert "secret set WANDB_API_KEY --scope workspace" in text
     assert "Plan: 2 to submit, 1 to replace, 1 to stop, 2 to download, 2 to forget" in text
-    assert "1 blocked, 1 unknown outcome; 677 attempts, dollars unknown." in text
+    assert "1 blocked, 1 unknown outcome; 679 attempts, dollars unknown." in text
+    assert "\n  ↻ hle/retried\n      # retry of the errored attempts requested" in text
 
 
 # --------------------------------------------------------------------------- markdown rules
