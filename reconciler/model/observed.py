@@ -94,6 +94,8 @@ class BenchmarkInfo(Frozen, frozen=True, kw_only=True):
     """Score at which a task counts as passed."""
     tasks: tuple[tuple[str, str | None], ...] = ()
     """(name, category) of every task in catalog order, when the catalog listed them."""
+    task_checksums: dict[str, str] = msgspec.field(default_factory=dict)
+    """Task name -> its checksum, for the tasks the catalog states one of."""
     recommended_task_sets: tuple[str, ...] = ()
     """Task sets the catalog marks ``recommended`` (comparable with published scores)."""
     unavailable_tasks: tuple[str, ...] = ()

@@ -28,9 +28,9 @@ from reconciler.model.decision import DecisionRecord, DecisionSpec
 from reconciler.model.observed import TaskCounts
 from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft
-from reconciler.results.runs import address_runs
+from reconciler.results.runs import accepted_run, address_runs
 
-__all__ = ["count_diffs", "shape_batches", "slice_of"]
+__all__ = ["baseline_count_diffs", "count_diffs", "shape_batches", "slice_of"]
 
 BUDGET_SPENT = "the budget buys no further task"
 
@@ -55,6 +55,21 @@ def count_diffs(counts: Iterable[TaskCounts], left: int = 0, right: int = 1) -> 
         mine, theirs = run.agents.get(left, {}), run.agents.get(right, {})
         for task in sorted(mine.keys() & theirs.keys()):
             (a_pass, a_n), (b_pass, b_n) = mine[task], theirs[task]
+            if a_n and b_n:
+                diffs[task] = b_pass / b_n - a_pass / a_n
+    return diffs
+
+
+def baseline_count_diffs(counts: Iterable[TaskCounts], baseline: TaskCounts) -> dict[str, float]:
+    """``d_t = mine_t − baseline_t`` from recorded per-task counts (the config's one agent
+    against the accepted run's first agent), as ``results.sequential.record.baseline_diffs``
+    computes it from the downloaded results."""
+    theirs = baseline.agents.get(0, {})
+    diffs: dict[str, float] = {}
+    for run in counts:
+        mine = run.agents.get(0, {})
+        for task in sorted(mine.keys() & theirs.keys()):
+            (a_pass, a_n), (b_pass, b_n) = theirs[task], mine[task]
             if a_n and b_n:
                 diffs[task] = b_pass / b_n - a_pass / a_n
     return diffs
@@ -94,22 +109,70 @@ def _worst_per_task(draft: Draft, wanted: DesiredRun) -> float | None:
     return cost.high if cost is not None else None
 
 
-def _new_record(draft: Draft, wanted: DesiredRun, spec: DecisionSpec) -> DecisionRecord | None:
+def _new_record(
+    draft: Draft, wanted: DesiredRun, spec: DecisionSpec
+) -> tuple[DecisionRecord | None, str | None]:
+    """A new decision's record (its order fixed now, before any result), or why it cannot
+    start (an error for the plan)."""
     # Here, not at the top: a plan without a decision never loads the statistics.
     from reconciler.plan.decision import design_of
     from reconciler.results.sequential import task_order
 
     selection = _selection(draft, wanted)
     if not selection or len(selection) < 2:
-        return None
+        return None, None
+    baseline_run = None
+    if spec.baseline is not None:
+        run = accepted_run(draft.recorded, spec.baseline)
+        counts = draft.observed.task_counts.get(run.run_id) if run is not None else None
+        scored = counts.agents.get(0, {}) if counts is not None else {}
+        if run is None or not scored:
+            return None, (
+                f"{wanted.address}: decide.baseline {spec.baseline!r} has no finished run "
+                f"with downloaded results to compare with ({spec.where or wanted.path}); "
+                f"run osmosis-apply --wait for {spec.baseline} first, or accept one of its "
+                f"runs (osmosis-results accept {spec.baseline}@RUN)"
+            )
+        # Only the tasks the accepted run scored can be paired: the order is drawn from them.
+        selection = {name: cat for name, cat in selection.items() if name in scored}
+        if len(selection) < 2:
+            return None, (
+                f"{wanted.address}: decide.baseline {spec.baseline!r}: its run "
+                f"{run.label} scored fewer than two of this config's tasks"
+            )
+        baseline_run = run.run_id
     order = task_order(selection, spec.seed)
     design = design_of(draft, wanted, spec, len(order))
-    return DecisionRecord(
-        spec=_frozen(spec),
-        max_tasks=min(design.max_tasks, len(order)),
-        fixed_tasks=design.fixed_tasks,
-        order=order,
+    info = draft.observed.benchmarks.get(wanted.benchmark)
+    stated = info.task_checksums if info is not None else {}
+    checksums = {name: stated[name] for name in order if name in stated}
+    return (
+        DecisionRecord(
+            spec=_frozen(spec),
+            max_tasks=min(design.max_tasks, len(order)),
+            fixed_tasks=design.fixed_tasks,
+            order=order,
+            omega2=design.omega2 if spec.monitor == "anytime" else None,
+            baseline_run=baseline_run,
+            checksums=checksums or None,
+        ),
+        None,
     )
+
+
+def _changed_task(draft: Draft, wanted: DesiredRun, record: DecisionRecord) -> str | None:
+    """The first task of the order whose catalog checksum differs from the one recorded at
+    the decision's start (the task is no longer the one the order was drawn from)."""
+    if not record.checksums:
+        return None
+    info = draft.observed.benchmarks.get(wanted.benchmark)
+    if info is None:
+        return None
+    for name in record.order:
+        was, now = record.checksums.get(name), info.task_checksums.get(name)
+        if was is not None and now is not None and was != now:
+            return f"task {name}'s checksum changed (recorded {was}, the catalog now states {now})"
+    return None
 
 
 def _dollars(draft: Draft, address: str, runs: tuple[str, ...]) -> float:
@@ -149,6 +212,15 @@ def _advance(
     notes: list[str] = []
     address = wanted.address
     per_task = _worst_per_task(draft, wanted)
+    changed = _changed_task(draft, wanted, record) if record.verdict == "continue" else None
+    if changed is not None:
+        ended = record.model_copy(update={"verdict": "inconclusive", "reason": changed})
+        if len(ended.looks) < len(ended.batch_ends) and ended.batch_ends:
+            # The batch in flight is not looked at: no look follows the change.
+            current = _current_run(draft, record, address)
+            if current is not None and len(ended.batch_runs) < len(ended.batch_ends):
+                ended = ended.model_copy(update={"batch_runs": (*ended.batch_runs, current[0])})
+        return ended, [f"{address}: decision ends inconclusive: {changed}"]
     if not record.batch_ends:
         batch = next_batch(record, per_task)
         if batch is None:
@@ -156,7 +228,7 @@ def _advance(
                 f"{address}: decision inconclusive: {BUDGET_SPENT}"
             ]
         return record.model_copy(update={"batch_ends": (batch.end,)}), notes
-    if len(record.looks) == len(record.batch_ends):
+    if len(record.looks) == len(record.batch_ends) or record.verdict != "continue":
         return record, notes  # it stopped
     current = _current_run(draft, record, address)
     if current is None:
@@ -169,7 +241,14 @@ def _advance(
         return record, notes
     if any(r not in counts for r in record.batch_runs):
         return record, notes
-    diffs = count_diffs(counts[r] for r in record.batch_runs)
+    if record.baseline_run is not None:
+        if record.baseline_run not in counts:
+            return record, notes
+        diffs = baseline_count_diffs(
+            (counts[r] for r in record.batch_runs), counts[record.baseline_run]
+        )
+    else:
+        diffs = count_diffs(counts[r] for r in record.batch_runs)
     k = len(record.batch_ends)
     planned = _planned_ends(record)
     last = k >= len(planned) or record.batch_ends[-1] < planned[k - 1]
@@ -206,7 +285,7 @@ def shape_batches(draft: Draft) -> None:
     recorded: Mapping[str, DecisionRecord] = draft.recorded.decisions
     for address, wanted in list(draft.desired.items()):
         spec = wanted.decide
-        if spec is None or spec.monitor != "batches" or spec.baseline is not None:
+        if spec is None:
             continue
         record = recorded.get(address)
         if record is not None and record.spec != _frozen(spec):
@@ -218,7 +297,9 @@ def shape_batches(draft: Draft) -> None:
                 )
             record = None
         if record is None:
-            record = _new_record(draft, wanted, spec)
+            record, error = _new_record(draft, wanted, spec)
+            if error is not None:
+                draft.errors.append(error)
             if record is None:
                 continue
         advanced, notes = _advance(draft, wanted, record)

@@ -1,0 +1,159 @@
+"""The other shapes of a decision go through the batches too (issue 39), over loopback to a
+served local Platform whose agents differ by a known amount (test_decide_batches.py's):
+
+* ``monitor = "anytime"``: each batch is the next slice of the recorded order, and each
+  look is the confidence sequence (α spent in full at every look, its boundary the
+  normal mixture's); the plan states the power it costs; ``--replay`` matches;
+* ``baseline = "ADDR"``: one agent against the accepted run of another address, paired
+  task by task; the order is drawn from the tasks that run scored; ``--replay`` matches;
+* a task whose catalog checksum changed ends the decision with that reason, recorded in
+  the lockfile and shown by the plan and ``osmosis-results decide``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from reconciler.results.sequential import anytime_look
+from reconciler.state.lockfile import read_lockfile
+from tests.support.git import commit
+from tests.support.osmosis import Osmosis, init_repo, start_platform, write_config
+
+BENCHMARK = "terminal-bench-2-1"
+LEFT, RIGHT = "deepseek/deepseek-v3", "moonshot/kimi-k2"
+APPLY = ("osmosis-apply", "--auto-approve", "--wait")
+
+
+def agent(model: str) -> str:
+    return (
+        '[[agents]]\nharness = "terminus-2"\n\n[agents.model]\ntype = "provider"\n'
+        f'model = "{model}"\napi_key_secret = "OPENAI_API_KEY"\n\n'
+    )
+
+
+def config(*models: str, decide: str | None, benchmark: str = BENCHMARK) -> str:
+    return (
+        f'[experiment]\nbenchmark = "{benchmark}"\n\n'
+        + "".join(agent(m) for m in models)
+        + "[execution]\nattempts_per_task = 3\nmax_concurrent_attempts = 4\n"
+        + (f"\n[decide]\n{decide}" if decide is not None else "")
+    )
+
+
+def lock_state(repo: Path):
+    return read_lockfile(repo / "state" / "osmosis.lock", platform=None, workspace=None)
+
+
+def bodies(server) -> list[dict]:
+    """Every run the Platform created in the workspace, in order, with the body it was sent."""
+    rows = (
+        server.platform.store.read()
+        .execute(
+            "SELECT r.body FROM runs r JOIN workspaces w ON w.id = r.workspace_id "
+            "WHERE w.name = ? ORDER BY r.seq",
+            (server.workspace,),
+        )
+        .fetchall()
+    )
+    return [json.loads(row[0]) for row in rows]
+
+
+def slices(record) -> list[list[str]]:
+    starts = (0, *record.batch_ends[:-1])
+    return [list(record.order[a:b]) for a, b in zip(starts, record.batch_ends, strict=True)]
+
+
+def decide_until_stopped(osm: Osmosis, repo: Path, address: str, server, limit: int = 6):
+    verdict, applies = "continue", 0
+    while verdict == "continue":
+        applies += 1
+        assert applies <= limit, "the decision never stopped"
+        applied = osm.run(*APPLY, timeout=180)
+        assert applied.code == 0, applied
+        record = lock_state(repo).decisions[address]
+        verdict = record.verdict
+    return record
+
+
+def test_an_anytime_decision_pays_batches_and_looks_with_the_confidence_sequence(
+    tmp_path: Path,
+) -> None:
+    address = "tb/anytime"
+    decide = 'margin_pp = 16\nseed = 2\nlooks = 4\nmonitor = "anytime"\n'
+    server = start_platform(tmp_path / "platform", speed=4000.0)
+    with contextlib.closing(server):
+        repo = init_repo(tmp_path / "repo", configs={address: config(LEFT, RIGHT, decide=decide)})
+        osm = Osmosis(repo, server)
+        planned = osm.run("osmosis-plan")
+        assert planned.code == 0, planned
+        assert "decide: anytime monitoring costs power: " in planned.out
+        record = decide_until_stopped(osm, repo, address, server)
+
+        assert record.verdict in ("better", "inconclusive"), record
+        assert record.omega2 is not None and record.spec.monitor == "anytime"
+        # Every batch an ordinary run of the next slice of the order, each paid once.
+        assert [(b.get("tasks_config") or {}).get("task_names") for b in bodies(server)] == (
+            slices(record)
+        )
+        assert len(record.looks) == len(record.batch_ends) >= 1
+        for made in record.looks:
+            assert made.alpha_spent == record.spec.alpha  # a sequence spends α at every look
+        last = record.looks[-1]
+        assert last.verdict == record.verdict
+        # The look is the normal mixture's: recomputed from its recorded sums.
+        from reconciler.results.sequential import Sums
+
+        again = anytime_look(
+            Sums(last.tasks, last.total, last.squares),
+            max_tasks=record.max_tasks,
+            omega2=record.omega2,
+            margin=record.spec.margin,
+            alpha=record.spec.alpha,
+            futility=True,
+            last=last.final,
+        )
+        assert (again.boundary, again.verdict.value) == (last.boundary, last.verdict)
+        replayed = osm.run("osmosis-results", "decide", address, "--replay")
+        assert replayed.code == 0, replayed
+        assert replayed.out.splitlines()[-1] == "match"
+
+
+def test_a_baseline_decision_pairs_one_agent_with_the_accepted_run(tmp_path: Path) -> None:
+    server = start_platform(tmp_path / "platform", speed=4000.0)
+    with contextlib.closing(server):
+        repo = init_repo(tmp_path / "repo", configs={"tb/a": config(LEFT, decide=None)})
+        osm = Osmosis(repo, server)
+        # Before the accepted run exists the decision cannot start: refused, nothing paid.
+        write_config(
+            repo, "tb/b", config(RIGHT, decide='margin_pp = 16\nseed = 2\nbaseline = "tb/a"\n')
+        )
+        refused = osm.run("osmosis-plan")
+        assert refused.code == 1, refused
+        assert "tb/b: decide.baseline 'tb/a' has no finished run with downloaded results" in (
+            refused.text
+        )
+        (repo / "benchmarks" / "tb" / "b.toml").unlink()
+        assert bodies(server) == []
+        first = osm.run(*APPLY, timeout=180)
+        assert first.code == 0, first
+        accepted = lock_state(repo).runs["tb/a"].run_id
+        write_config(
+            repo, "tb/b", config(RIGHT, decide='margin_pp = 16\nseed = 2\nbaseline = "tb/a"\n')
+        )
+        commit(repo, "a decision against tb/a")
+
+        record = decide_until_stopped(osm, repo, "tb/b", server)
+        assert record.baseline_run == accepted
+        assert record.verdict == "better", record
+        sent = bodies(server)[1:]
+        assert len(sent) == len(record.batch_ends)
+        # Each batch runs the config's one agent on the next slice of the order.
+        assert [b["tasks_config"]["task_names"] for b in sent] == slices(record)
+        assert all(len(b["agents"]) == 1 for b in sent)
+        shown = json.loads(osm.run("osmosis-results", "decide", "tb/b", "--format", "json").out)
+        assert shown["verdict"] == "better" and shown["tasks_used"] == record.batch_ends[-1]
+        replayed = osm.run("osmosis-results", "decide", "tb/b", "--replay")
+        assert replayed.code == 0, replayed
+        assert replayed.out.splitlines()[-1] == "match"
