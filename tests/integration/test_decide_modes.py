@@ -157,3 +157,52 @@ def test_a_baseline_decision_pairs_one_agent_with_the_accepted_run(tmp_path: Pat
         replayed = osm.run("osmosis-results", "decide", "tb/b", "--replay")
         assert replayed.code == 0, replayed
         assert replayed.out.splitlines()[-1] == "match"
+
+
+def checksum_bench(changed: str | None = None) -> dict:
+    tasks = [
+        {"name": f"t-{i:02d}", "category": "shell" if i % 2 else "git", "checksum": "sha-1"}
+        for i in range(40)
+    ]
+    for task in tasks:
+        if task["name"] == changed:
+            task["checksum"] = "sha-2"
+    return {"source_ref": "checked-bench", "name": "Checked bench", "tasks": tasks}
+
+
+def test_a_task_whose_checksum_changed_ends_the_decision_with_that_reason(
+    tmp_path: Path,
+) -> None:
+    address = "cb/ab"
+    server = start_platform(tmp_path / "platform", speed=4000.0)
+    with contextlib.closing(server):
+        server.platform.add_benchmark(checksum_bench())
+        text = config(
+            LEFT, RIGHT, decide="margin_pp = 40\nseed = 3\nlooks = 4\n", benchmark="checked-bench"
+        )
+        repo = init_repo(tmp_path / "repo", configs={address: text})
+        osm = Osmosis(repo, server)
+        first = osm.run(*APPLY, timeout=180)
+        assert first.code == 0, first
+        record = lock_state(repo).decisions[address]
+        assert record.checksums == {name: "sha-1" for name in record.order}
+        assert record.verdict == "continue" and len(record.batch_ends) == 1
+
+        changed = record.order[-1]
+        server.platform.add_benchmark(checksum_bench(changed))
+        reason = f"task {changed}'s checksum changed (recorded sha-1, the catalog now states sha-2)"
+        planned = osm.run("osmosis-plan", "--detailed-exitcode")
+        assert planned.code == 2, planned
+        assert f"{address}: decision ends inconclusive: {reason}" in planned.text
+        applied = osm.run(*APPLY, timeout=180)
+        assert applied.code == 0, applied
+
+        ended = lock_state(repo).decisions[address]
+        assert (ended.verdict, ended.reason) == ("inconclusive", reason)
+        assert len(bodies(server)) == 1  # no batch is paid after the change
+        shown = osm.run("osmosis-results", "decide", address)
+        assert shown.out.splitlines()[0] == f"{address}: inconclusive ({reason})"
+        body = json.loads(osm.run("osmosis-results", "decide", address, "--format", "json").out)
+        assert body["reason"] == reason
+        # Ended: the next plan is clean, and no further batch is planned.
+        assert osm.run("osmosis-plan", "--detailed-exitcode").code == 0
