@@ -121,6 +121,7 @@ from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
     AddressStatus,
+    DecisionStatus,
     RunStatus,
 )
 
@@ -139,6 +140,7 @@ __all__ = [
     "ACTION_SYMBOLS",
     "Action",
     "AddressStatus",
+    "DecisionStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",

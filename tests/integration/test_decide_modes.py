@@ -13,9 +13,15 @@ served local Platform whose agents differ by a known amount (test_decide_batches
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 from pathlib import Path
 
+from jsonschema import Draft202012Validator, FormatChecker
+
+from reconciler.ci.main import main as ci_main
+from reconciler.cli.output import SCHEMA_FILE
+from reconciler.cli.status import main as status_main
 from reconciler.results.sequential import anytime_look
 from reconciler.state.lockfile import read_lockfile
 from tests.support.git import commit
@@ -24,6 +30,9 @@ from tests.support.osmosis import Osmosis, init_repo, start_platform, write_conf
 BENCHMARK = "terminal-bench-2-1"
 LEFT, RIGHT = "deepseek/deepseek-v3", "moonshot/kimi-k2"
 APPLY = ("osmosis-apply", "--auto-approve", "--wait")
+VALIDATOR = Draft202012Validator(
+    json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=FormatChecker()
+)
 
 
 def agent(model: str) -> str:
@@ -118,6 +127,62 @@ def test_an_anytime_decision_pays_batches_and_looks_with_the_confidence_sequence
         replayed = osm.run("osmosis-results", "decide", address, "--replay")
         assert replayed.code == 0, replayed
         assert replayed.out.splitlines()[-1] == "match"
+        assert_reported_like_a_decision(osm, repo, address, record, tmp_path)
+
+
+def assert_reported_like_a_decision(osm: Osmosis, repo: Path, address: str, record, tmp) -> None:
+    """``status`` (its verdict column and JSON), the PR comment and the HTML report's
+    boundary chart all carry the recorded decision."""
+    used = record.batch_ends[-1]
+    cell = (
+        f"decision {record.verdict}: {used} of {record.max_tasks} tasks, {len(record.looks)} "
+        f"look(s), α spent {record.looks[-1].alpha_spent:.4f}"
+    )
+    shown = osm._call(status_main, ["--format", "json"], None)
+    assert shown.code == 0, shown
+    body = json.loads(shown.out)
+    VALIDATOR.validate(body)
+    (row,) = [r for r in body["addresses"] if r["address"] == address]
+    assert row["decision"] == {
+        "verdict": record.verdict,
+        "reason": None,
+        "tasks_used": used,
+        "max_tasks": record.max_tasks,
+        "looks": len(record.looks),
+        "alpha_spent": record.looks[-1].alpha_spent,
+        "monitor": record.spec.monitor,
+    }
+    markdown = osm._call(status_main, ["--format", "markdown"], None).out
+    assert f"| `{address}` |" in markdown and cell in markdown
+
+    saved, plan_md = tmp / "plan.json", tmp / "plan.md"
+    planned = osm.run("osmosis-plan", "--format", "markdown", "--out", str(saved))
+    plan_md.write_text(planned.out)
+    args = ["--dir", str(repo), "comment", "--print", "--body-file", str(plan_md)]
+    args += ["--exit-code", "0", "--plan-json", str(saved), "--state", "state/osmosis.lock"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert ci_main(args) == 0
+    comment = out.getvalue()
+    decisions = comment[comment.index("#### Decisions") : comment.index("<details>")]
+    assert f"- `{address}`: {cell.removeprefix('decision ')}" in decisions
+
+    html = tmp / "report.html"
+    assert osm.run("osmosis-results", "--html", str(html)).code == 0
+    page = html.read_text()
+    chart = page[
+        page.index('data-chart="boundaries"') : page.index(
+            "</svg>", page.index('data-chart="boundaries"')
+        )
+    ]
+    assert chart.count("<circle ") == len(record.looks)  # one dot per look
+    assert chart.count('stroke-dasharray="5,3"') == 2  # the boundaries ±c
+    first = record.looks[0]
+    assert (
+        f"look 1: {first.tasks} tasks, statistic {first.statistic:+.3f} vs boundary "
+        f"±{first.boundary:.3f}: {first.verdict}"
+    ) in chart
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
 
 
 def test_a_baseline_decision_pairs_one_agent_with_the_accepted_run(tmp_path: Path) -> None:
