@@ -134,7 +134,9 @@ def test_a_killed_batch_submit_pays_each_batch_once(tmp_path: Path, point: str, 
         assert [run_id for run_id, _ in runs] == list(record.batch_runs)
         assert len(record.looks) == len(record.batch_ends)
     report.record(
-        "decision crash", "scenarios (SIGKILL in a batch's submit)", _figures["scenarios"]
+        "decision crash",
+        "scenarios (SIGKILL in a batch's submit or lockfile write)",
+        _figures["scenarios"],
     )
     report.record(
         "decision crash",

@@ -16,7 +16,7 @@ LOOKS = (svg.Look(21, 3.516, 3.873, "continue"), svg.Look(41, 4.199, 2.774, "bet
 def _points(chart: str, dashed: bool) -> list[list[tuple[float, float]]]:
     lines = re.findall(r'<polyline points="([^"]+)"([^>]*)/>', chart)
     return [
-        [tuple(map(float, p.split(","))) for p in points.split()]
+        [(float(p.split(",")[0]), float(p.split(",")[1])) for p in points.split()]
         for points, rest in lines
         if ("stroke-dasharray" in rest) == dashed
     ]
