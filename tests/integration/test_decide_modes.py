@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 from reconciler.ci.main import main as ci_main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.status import main as status_main
-from reconciler.results.sequential import anytime_look
+from reconciler.results.sequential import Sums, anytime_look
 from reconciler.state.lockfile import read_lockfile
 from tests.support.git import commit
 from tests.support.osmosis import Osmosis, init_repo, start_platform, write_config
@@ -112,8 +112,6 @@ def test_an_anytime_decision_pays_batches_and_looks_with_the_confidence_sequence
         last = record.looks[-1]
         assert last.verdict == record.verdict
         # The look is the normal mixture's: recomputed from its recorded sums.
-        from reconciler.results.sequential import Sums
-
         again = anytime_look(
             Sums(last.tasks, last.total, last.squares),
             max_tasks=record.max_tasks,
