@@ -301,12 +301,12 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
-def _status_markdown(args: argparse.Namespace) -> tuple[str | None, list[str]]:
-    """The status table of every address (``engine.status``) from the saved plan and the
-    lockfile in the checkout, for the comment's collapsed section, and a line for each
-    decision (shown open); None and no lines without a plan."""
+def _status_sections(args: argparse.Namespace) -> dict[str, Any]:
+    """The comment's ``status`` (the status table of every address, ``engine.status``,
+    from the saved plan and the lockfile in the checkout, shown collapsed) and
+    ``decisions`` (a line per decision, shown open); neither without a plan."""
     if args.plan_json is None or not args.plan_json.is_file():
-        return None, []
+        return {}
     from reconciler.engine.context import resolve_settings
     from reconciler.engine.saved_plan import read_saved_plan
     from reconciler.engine.status import address_statuses, baseline_verdicts
@@ -318,7 +318,10 @@ def _status_markdown(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     state = read_lockfile(root / args.state, platform=None, workspace=None)
     margin = resolve_settings(root, {}).regression_margin_pp / 100
     rows = address_statuses(state, plan, baseline_verdicts(state, root, margin))
-    return (render_status_markdown(rows) if rows else None), render_decision_lines(rows)
+    return {
+        "status": render_status_markdown(rows) if rows else None,
+        "decisions": render_decision_lines(rows),
+    }
 
 
 def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
@@ -330,14 +333,12 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             markdown = _read_text(args.body_file, "--body-file")
         except FileNotFoundError:
             markdown = ""
-        status, decisions = _status_markdown(args)
         body = prepare_comment_body(
             markdown,
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
-            status=status,
-            decisions=decisions,
+            **_status_sections(args),
         )
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
@@ -382,14 +383,12 @@ def _github_command(
             markdown = _read_text(args.body_file, "--body-file")
         except FileNotFoundError:
             markdown = ""
-        status, decisions = _status_markdown(args)
         body = prepare_comment_body(
             markdown,
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
-            status=status,
-            decisions=decisions,
+            **_status_sections(args),
         )
         try:
             action = sync_comment(api, args.pr, body)
