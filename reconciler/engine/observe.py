@@ -347,7 +347,12 @@ def _counts(outcomes: RunOutcomes) -> TaskCounts:
         agents={
             index: {t: (o.passes, o.attempts) for t, o in tasks.items() if o.attempts}
             for index, tasks in outcomes.tasks.items()
-        }
+        },
+        checksums={
+            index: stated
+            for index, tasks in outcomes.tasks.items()
+            if (stated := {t: o.checksum for t, o in tasks.items() if o.checksum})
+        },
     )
 
 

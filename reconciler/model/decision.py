@@ -112,6 +112,7 @@ class DecisionRecord(Frozen, frozen=True, kw_only=True):
     """With ``baseline``: the accepted run of that address the decision compares with,
     fixed at the first batch (a replay reads the same run)."""
     checksums: dict[str, str] | None = None
-    """Task -> checksum as the catalog stated it at the first batch (None when it states
-    none): a task whose checksum changes ends the decision (its tasks are no longer the
-    ones the order was drawn from)."""
+    """Task -> its ``task_checksum`` as the downloaded results first showed it (the
+    baseline run's, at the first batch, with ``baseline``; else its batch's), None while no
+    results file had the column: a later batch that shows another checksum for a task, or
+    two sides of one batch that disagree, end the decision (``plan.batches``)."""

@@ -94,8 +94,6 @@ class BenchmarkInfo(Frozen, frozen=True, kw_only=True):
     """Score at which a task counts as passed."""
     tasks: tuple[tuple[str, str | None], ...] = ()
     """(name, category) of every task in catalog order, when the catalog listed them."""
-    task_checksums: dict[str, str] = msgspec.field(default_factory=dict)
-    """Task name -> its checksum, for the tasks the catalog states one of."""
     recommended_task_sets: tuple[str, ...] = ()
     """Task sets the catalog marks ``recommended`` (comparable with published scores)."""
     unavailable_tasks: tuple[str, ...] = ()
@@ -120,6 +118,9 @@ class TaskCounts(Frozen, frozen=True, kw_only=True):
     agents: dict[int, dict[str, tuple[int, int]]] = msgspec.field(default_factory=dict)
     """Agent index -> task -> (passed attempts, attempts), errored attempts counting as not
     passed (the headline's definition)."""
+    checksums: dict[int, dict[str, str]] = msgspec.field(default_factory=dict)
+    """Agent index -> task -> the ``task_checksum`` its results show (empty when the file
+    has no such column): a decision ends when a task's changes (``plan.batches``)."""
 
 
 class Observation(Frozen, frozen=True, kw_only=True):

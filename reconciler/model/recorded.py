@@ -76,10 +76,6 @@ def _benchmark_json(benchmark: BenchmarkInfo) -> str:
         key: sorted(value) if isinstance(value, frozenset | set) else value
         for key, value in benchmark.model_dump().items()
     }
-    if not info.get("task_checksums"):
-        # Added with decisions' checksums: left out when the catalog states none, so the
-        # contexts lockfiles already record stay equal (a remembered refusal stays one).
-        info.pop("task_checksums", None)
     text = canonical_json(info)
     if len(_BENCHMARK_JSON) >= 64:
         _BENCHMARK_JSON.clear()

@@ -11,7 +11,9 @@ the new record (``Plan.decisions``) for apply to write through the lockfile's do
   fixed now (``task_order``, before any result) and its first batch;
 * the current batch's run ended and its per-task outcomes are on disk
   (``Observation.task_counts``, read from the kept ``results.csv`` after the download):
-  the look (``record_look``), then the next batch (``next_batch``) or the verdict;
+  the look (``record_look``), then the next batch (``next_batch``) or the verdict, unless
+  its results show a task's ``task_checksum`` changed (``task_checksums``): the decision
+  then ends inconclusive with that reason, unlooked at;
 * otherwise the current batch, unchanged (its run id added once the lockfile has it).
 
 Batch ``k`` is in flight while ``len(looks) == len(batch_ends) - 1``; a record is
@@ -21,7 +23,7 @@ batch planned again, and the intent resolution of the ordinary submit pays it on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from reconciler.model import DesiredRun, RunStatus, canonical_digest
 from reconciler.model.decision import DecisionRecord, DecisionSpec
@@ -30,7 +32,7 @@ from reconciler.plan.cost import estimate
 from reconciler.plan.draft import Draft
 from reconciler.results.runs import accepted_run, address_runs
 
-__all__ = ["baseline_count_diffs", "count_diffs", "shape_batches", "slice_of"]
+__all__ = ["baseline_count_diffs", "count_diffs", "shape_batches", "slice_of", "task_checksums"]
 
 BUDGET_SPENT = "the budget buys no further task"
 
@@ -143,9 +145,11 @@ def _new_record(
         baseline_run = run.run_id
     order = task_order(selection, spec.seed)
     design = design_of(draft, wanted, spec, len(order))
-    info = draft.observed.benchmarks.get(wanted.benchmark)
-    stated = info.task_checksums if info is not None else {}
-    checksums = {name: stated[name] for name in order if name in stated}
+    checksums: dict[str, str] = {}
+    if baseline_run is not None:
+        # The accepted run's results show the tasks as it ran them: each batch must too.
+        stated = draft.observed.task_counts[baseline_run].checksums.get(0, {})
+        checksums = {name: stated[name] for name in order if name in stated}
     return (
         DecisionRecord(
             spec=_frozen(spec),
@@ -160,19 +164,34 @@ def _new_record(
     )
 
 
-def _changed_task(draft: Draft, wanted: DesiredRun, record: DecisionRecord) -> str | None:
-    """The first task of the order whose catalog checksum differs from the one recorded at
-    the decision's start (the task is no longer the one the order was drawn from)."""
-    if not record.checksums:
-        return None
-    info = draft.observed.benchmarks.get(wanted.benchmark)
-    if info is None:
-        return None
-    for name in record.order:
-        was, now = record.checksums.get(name), info.task_checksums.get(name)
-        if was is not None and now is not None and was != now:
-            return f"task {name}'s checksum changed (recorded {was}, the catalog now states {now})"
-    return None
+def task_checksums(
+    record: DecisionRecord, batches: Sequence[TaskCounts]
+) -> tuple[dict[str, str], str | None]:
+    """Every task's checksum as the downloaded batches' results show it (batch ``k`` is
+    ``batches[k - 1]``), added to those recorded (the first seen is kept), and why the
+    decision must end, or None: a task whose checksum differs from the one recorded, or
+    whose two sides in one batch ran different checksums, is no longer the task the other
+    side (or the baseline run) was scored on, so its difference measures nothing. Results
+    without a ``task_checksum`` column check nothing."""
+    known = dict(record.checksums or {})
+    for k, counts in enumerate(batches, start=1):
+        for name in record.order:
+            sides = [counts.checksums[agent].get(name) for agent in sorted(counts.checksums)]
+            stated = sorted({c for c in sides if c is not None})
+            if len(stated) > 1:
+                return known, (
+                    f"task {name}'s checksum differs between the sides of batch {k} "
+                    f"({', '.join(stated)})"
+                )
+            if not stated:
+                continue
+            was = known.setdefault(name, stated[0])
+            if was != stated[0]:
+                return known, (
+                    f"task {name}'s checksum changed (recorded {was}, batch {k}'s results "
+                    f"show {stated[0]})"
+                )
+    return known, None
 
 
 def _dollars(draft: Draft, address: str, runs: tuple[str, ...]) -> float:
@@ -212,15 +231,6 @@ def _advance(
     notes: list[str] = []
     address = wanted.address
     per_task = _worst_per_task(draft, wanted)
-    changed = _changed_task(draft, wanted, record) if record.verdict == "continue" else None
-    if changed is not None:
-        ended = record.model_copy(update={"verdict": "inconclusive", "reason": changed})
-        if len(ended.looks) < len(ended.batch_ends) and ended.batch_ends:
-            # The batch in flight is not looked at: no look follows the change.
-            current = _current_run(draft, record, address)
-            if current is not None and len(ended.batch_runs) < len(ended.batch_ends):
-                ended = ended.model_copy(update={"batch_runs": (*ended.batch_runs, current[0])})
-        return ended, [f"{address}: decision ends inconclusive: {changed}"]
     if not record.batch_ends:
         batch = next_batch(record, per_task)
         if batch is None:
@@ -249,12 +259,18 @@ def _advance(
         )
     else:
         diffs = count_diffs(counts[r] for r in record.batch_runs)
-    k = len(record.batch_ends)
-    planned = _planned_ends(record)
-    last = k >= len(planned) or record.batch_ends[-1] < planned[k - 1]
     record = record.model_copy(
         update={"dollars_spent": _dollars(draft, address, record.batch_runs)}
     )
+    checksums, changed = task_checksums(record, [counts[r] for r in record.batch_runs])
+    record = record.model_copy(update={"checksums": checksums or None})
+    if changed is not None:
+        # No look at this batch, and no further batch: a changed task ends the decision.
+        ended = record.model_copy(update={"verdict": "inconclusive", "reason": changed})
+        return ended, [f"{address}: decision ends inconclusive: {changed}"]
+    k = len(record.batch_ends)
+    planned = _planned_ends(record)
+    last = k >= len(planned) or record.batch_ends[-1] < planned[k - 1]
     record = record_look(record, diffs, last=last)
     made = record.looks[-1]
     notes.append(

@@ -105,9 +105,6 @@ class BenchmarkTask(PlatformModel, frozen=True, kw_only=True):
     name: str
     category: str | None = None
     difficulty: str | None = None
-    checksum: str | None = None
-    """The task's content checksum, when the catalog states one (a decision ends when it
-    changes: docs/deciding.md)."""
 
     @classmethod
     def from_api(cls, raw: Any) -> BenchmarkTask | None:
@@ -120,7 +117,6 @@ class BenchmarkTask(PlatformModel, frozen=True, kw_only=True):
             name=name,
             category=as_str(raw.get("category")),
             difficulty=difficulty if difficulty in KNOWN_DIFFICULTIES else None,
-            checksum=nonempty(raw.get("checksum")),
         )
 
 
@@ -357,7 +353,6 @@ class BenchmarkDetail(Benchmark, frozen=True, kw_only=True):
             source_url=self.source_url,
             pass_threshold=self.pass_threshold,
             tasks=tuple((t.name, t.category) for t in self.tasks),
-            task_checksums={t.name: t.checksum for t in self.tasks if t.checksum},
             recommended_task_sets=tuple(s.name for s in self.task_sets if s.recommended),
             unavailable_tasks=tuple(t.name for t in self.unavailable_tasks),
             unavailable_reason=self.unavailable_reason,

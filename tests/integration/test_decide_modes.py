@@ -6,8 +6,10 @@ served local Platform whose agents differ by a known amount (test_decide_batches
   normal mixture's); the plan states the power it costs; ``--replay`` matches;
 * ``baseline = "ADDR"``: one agent against the accepted run of another address, paired
   task by task; the order is drawn from the tasks that run scored; ``--replay`` matches;
-* a task whose catalog checksum changed ends the decision with that reason, recorded in
-  the lockfile and shown by the plan and ``osmosis-results decide``.
+* a task whose ``task_checksum`` in a batch's downloaded results differs from the one the
+  baseline run's results showed ends the decision with that reason, recorded in the
+  lockfile and shown by the plan, ``osmosis-results decide`` and status; no further batch
+  is paid.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from jsonschema import Draft202012Validator, FormatChecker
 from reconciler.ci.main import main as ci_main
 from reconciler.cli.output import SCHEMA_FILE
 from reconciler.cli.status import main as status_main
+from reconciler.engine.context import DOWNLOAD_ROOT
+from reconciler.outputs.kept import read_kept_outcomes
+from reconciler.results.runs import address_runs
 from reconciler.results.sequential import Sums, anytime_look
 from reconciler.state.lockfile import read_lockfile
 from tests.support.git import commit
@@ -222,38 +227,57 @@ def test_a_baseline_decision_pairs_one_agent_with_the_accepted_run(tmp_path: Pat
         assert replayed.out.splitlines()[-1] == "match"
 
 
-def checksum_bench(changed: str | None = None) -> dict:
-    tasks = [
-        {"name": f"t-{i:02d}", "category": "shell" if i % 2 else "git", "checksum": "sha-1"}
-        for i in range(40)
-    ]
-    for task in tasks:
-        if task["name"] == changed:
-            task["checksum"] = "sha-2"
+def checksum_bench() -> dict:
+    tasks = [{"name": f"t-{i:02d}", "category": "shell" if i % 2 else "git"} for i in range(40)]
     return {"source_ref": "checked-bench", "name": "Checked bench", "tasks": tasks}
+
+
+def shown_checksums(repo: Path, address: str, run_id: str) -> dict[str, str]:
+    """Task -> the task_checksum the run's downloaded results.csv shows (its first agent)."""
+    state = lock_state(repo)
+    run = next(r for r in address_runs(state, address) if r.run_id == run_id)
+    outcomes = read_kept_outcomes(repo, run, repo / DOWNLOAD_ROOT)
+    assert outcomes is not None, run_id
+    return {t: o.checksum for t, o in outcomes.tasks[0].items() if o.checksum}
 
 
 def test_a_task_whose_checksum_changed_ends_the_decision_with_that_reason(
     tmp_path: Path,
 ) -> None:
-    address = "cb/ab"
+    address = "cb/b"
     server = start_platform(tmp_path / "platform", speed=4000.0)
     with contextlib.closing(server):
         server.platform.add_benchmark(checksum_bench())
-        text = config(
-            LEFT, RIGHT, decide="margin_pp = 40\nseed = 3\nlooks = 4\n", benchmark="checked-bench"
+        repo = init_repo(
+            tmp_path / "repo",
+            configs={"cb/a": config(LEFT, decide=None, benchmark="checked-bench")},
         )
-        repo = init_repo(tmp_path / "repo", configs={address: text})
         osm = Osmosis(repo, server)
+        assert osm.run(*APPLY, timeout=180).code == 0
+        baseline = lock_state(repo).runs["cb/a"].run_id
+        # The same agent on both sides, futility off: looks go on, so batches follow.
+        decide = 'margin_pp = 40\nseed = 3\nlooks = 4\nfutility = "none"\nbaseline = "cb/a"\n'
+        write_config(repo, address, config(LEFT, decide=decide, benchmark="checked-bench"))
+        commit(repo, "a decision against cb/a")
         first = osm.run(*APPLY, timeout=180)
         assert first.code == 0, first
         record = lock_state(repo).decisions[address]
-        assert record.checksums == {name: "sha-1" for name in record.order}
+        # Recorded from the baseline run's results, the first to show each task.
+        was = shown_checksums(repo, "cb/a", baseline)
+        assert record.checksums == {name: was[name] for name in record.order}
         assert record.verdict == "continue" and len(record.batch_ends) == 1
 
-        changed = record.order[-1]
-        server.platform.add_benchmark(checksum_bench(changed))
-        reason = f"task {changed}'s checksum changed (recorded sha-1, the catalog now states sha-2)"
+        # The task's definition changes after the baseline ran; batch 2 runs the new one.
+        changed = record.order[record.batch_ends[0]]
+        server.platform.revise_task("checked-bench", changed)
+        second = osm.run(*APPLY, timeout=180)
+        assert second.code == 0, second
+        record = lock_state(repo).decisions[address]
+        assert (record.verdict, len(record.looks), len(record.batch_ends)) == ("continue", 1, 2)
+        now = shown_checksums(repo, address, lock_state(repo).runs[address].run_id)[changed]
+        assert now != was[changed]
+
+        reason = f"task {changed}'s checksum changed (recorded {was[changed]}, batch 2's results show {now})"
         planned = osm.run("osmosis-plan", "--detailed-exitcode")
         assert planned.code == 2, planned
         assert f"{address}: decision ends inconclusive: {reason}" in planned.text
@@ -262,10 +286,18 @@ def test_a_task_whose_checksum_changed_ends_the_decision_with_that_reason(
 
         ended = lock_state(repo).decisions[address]
         assert (ended.verdict, ended.reason) == ("inconclusive", reason)
-        assert len(bodies(server)) == 1  # no batch is paid after the change
+        assert len(ended.looks) == 1  # the batch that showed the change is not looked at
+        assert ended.checksums is not None and ended.checksums[changed] == was[changed]
+        assert len(bodies(server)) == 3  # the baseline and two batches: no third is paid
         shown = osm.run("osmosis-results", "decide", address)
         assert shown.out.splitlines()[0] == f"{address}: inconclusive ({reason})"
         body = json.loads(osm.run("osmosis-results", "decide", address, "--format", "json").out)
         assert body["reason"] == reason
+        status = json.loads(osm._call(status_main, ["--format", "json"], None).out)
+        (row,) = [r for r in status["addresses"] if r["address"] == address]
+        assert row["decision"]["reason"] == reason
+        replayed = osm.run("osmosis-results", "decide", address, "--replay")
+        assert replayed.code == 0, replayed
+        assert replayed.out.splitlines()[-1] == "match"
         # Ended: the next plan is clean, and no further batch is planned.
         assert osm.run("osmosis-plan", "--detailed-exitcode").code == 0
