@@ -77,6 +77,7 @@ def prepare_comment_body(
     run_url: str | None = None,
     limit: int = COMMENT_LIMIT,
     status: str | None = None,
+    decisions: Sequence[str] = (),
 ) -> str:
     """The comment text for one workflow run, always starting with the marker.
 
@@ -85,8 +86,10 @@ def prepare_comment_body(
     * plan exit code 1: whatever the plan printed, under a warning that it cannot be applied;
     * otherwise the plan's markdown as printed.
 
-    ``status`` (the markdown table of ``osmosis-reconciler status``) follows in a collapsed
-    section. A footer links the workflow run. The result never exceeds ``limit`` characters.
+    ``decisions`` (a line per decision at minimum cost: its verdict, tasks used of the
+    maximum, looks, α spent) follow the plan, open, since a decision is what a reviewer
+    reads; ``status`` (the markdown table of ``osmosis-reconciler status``) follows in a
+    collapsed section. A footer links the workflow run. The result never exceeds ``limit`` characters.
     """
     text = markdown.replace("\r\n", "\n").strip("\n")
     if text.startswith(MARKER_PREFIX):
@@ -112,6 +115,8 @@ def prepare_comment_body(
         sections.append(f"{warning}\n\n{rest}" if rest else f"### osmosis-plan\n\n{warning}")
     else:
         sections.append(rest or "### osmosis-plan\n\nThe plan printed nothing.")
+    if decisions and not validation_failed:
+        sections.append("#### Decisions\n\n" + "\n".join(decisions))
     if status and not validation_failed:
         rows = max(0, status.count("\n") - 2)
         sections.append(

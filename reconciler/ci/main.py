@@ -301,15 +301,16 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
-def _status_markdown(args: argparse.Namespace) -> str | None:
-    """The status table of every address (``engine.status``) from the saved plan and the
-    lockfile in the checkout, for the comment's collapsed section; None without a plan."""
+def _status_sections(args: argparse.Namespace) -> dict[str, Any]:
+    """The comment's ``status`` (the status table of every address, ``engine.status``,
+    from the saved plan and the lockfile in the checkout, shown collapsed) and
+    ``decisions`` (a line per decision, shown open); neither without a plan."""
     if args.plan_json is None or not args.plan_json.is_file():
-        return None
+        return {}
     from reconciler.engine.context import resolve_settings
     from reconciler.engine.saved_plan import read_saved_plan
     from reconciler.engine.status import address_statuses, baseline_verdicts
-    from reconciler.render.status import render_status_markdown
+    from reconciler.render.status import render_decision_lines, render_status_markdown
     from reconciler.state.lockfile import read_lockfile
 
     root = Path(args.dir)
@@ -317,7 +318,10 @@ def _status_markdown(args: argparse.Namespace) -> str | None:
     state = read_lockfile(root / args.state, platform=None, workspace=None)
     margin = resolve_settings(root, {}).regression_margin_pp / 100
     rows = address_statuses(state, plan, baseline_verdicts(state, root, margin))
-    return render_status_markdown(rows) if rows else None
+    return {
+        "status": render_status_markdown(rows) if rows else None,
+        "decisions": render_decision_lines(rows),
+    }
 
 
 def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
@@ -334,7 +338,7 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
-            status=_status_markdown(args),
+            **_status_sections(args),
         )
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
@@ -384,7 +388,7 @@ def _github_command(
             exit_code=args.exit_code,
             validation_failed=args.validation_failed,
             run_url=run_url,
-            status=_status_markdown(args),
+            **_status_sections(args),
         )
         try:
             action = sync_comment(api, args.pr, body)

@@ -131,7 +131,7 @@ def write_report(
     grids = build_grids(generators, cells or {}, state, by_address)
     gate = build_gate(state, load, margin=margin)
     text = html_report.render_html(
-        reports, paired, gate, grids=grids, about=_about(root, state)
+        reports, paired, gate, grids=grids, about=_about(root, state), decisions=state.decisions
     ).encode("utf-8")
     target = f"{results_dir}/{REPORT_NAME}"
     current = _read(root, target)

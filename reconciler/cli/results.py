@@ -477,6 +477,7 @@ def _write_html(
         comparisons,
         grids=grids,
         about=_about(ctx.root, ctx.state),
+        decisions=ctx.state.decisions,
     )
     try:
         # Anywhere the user names, never through a symlink (reconciler.paths, issue 36).

@@ -23,7 +23,12 @@ def decide_command(
     words: list[str],
     load: Callable[[RecordedResult], RunOutcomes | None],
 ) -> Ending:
-    from reconciler.results.sequential.record import first_difference, paired_diffs, report
+    from reconciler.results.sequential.record import (
+        baseline_diffs,
+        first_difference,
+        paired_diffs,
+        report,
+    )
 
     if len(words) != 1:
         raise UsageError(
@@ -49,7 +54,20 @@ def decide_command(
             got = load(run) if run is not None else None
             if got is not None:
                 outcomes.append(got)
-        difference = first_difference(record, paired_diffs(outcomes))
+        if record.baseline_run is not None and record.spec.baseline is not None:
+            accepted = next(
+                (
+                    run
+                    for run in address_runs(state, record.spec.baseline)
+                    if run.run_id == record.baseline_run
+                ),
+                None,
+            )
+            theirs = load(accepted) if accepted is not None else None
+            diffs = baseline_diffs(outcomes, theirs) if theirs is not None else {}
+        else:
+            diffs = paired_diffs(outcomes)
+        difference = first_difference(record, diffs)
         body["replay"] = "match" if difference is None else difference
     if output.machine:
         output.result("results_decide", body)

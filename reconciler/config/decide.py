@@ -144,14 +144,6 @@ class _Check:
         self.max_tasks(table)
         self.number(table, "budget_usd", 0, math.inf, "250", "a positive number of dollars")
         self.sides(table)
-        if table.get("monitor") == "anytime" and "looks" in table:
-            self.add(
-                "looks",
-                'is not used with monitor = "anytime" (the sequence may be read after every task)',
-                'remove looks, or set monitor = "batches"',
-                anchor="key",
-                severity="warning",
-            )
         return self.problems
 
     def unknown(self, table: dict[str, Any]) -> None:

@@ -61,7 +61,7 @@ from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 from reconciler.results.data import RunOutcomes
 from reconciler.results.retried import catalog_thresholds, merged_outcomes, retried_results
-from reconciler.results.runs import address_runs, comparable_runs
+from reconciler.results.runs import accepted_run, address_runs, comparable_runs
 
 LIST_READ_AHEAD = 4
 """Run-list pages requested at a time when every run is listed."""
@@ -385,7 +385,7 @@ def planning_counts(
     out: dict[str, TaskCounts] = {}
     for wanted in desired:
         if wanted.decide is not None:
-            _decision_counts(state, wanted.address, repo_root, out)
+            _decision_counts(state, wanted.address, wanted.decide.baseline, repo_root, out)
         entry = state.runs.get(wanted.address)
         if entry is not None and entry.spec_digest == wanted.spec_digest:
             if wanted.address not in again:
@@ -407,16 +407,41 @@ def _counts(outcomes: RunOutcomes) -> TaskCounts:
         agents={
             index: {t: (o.passes, o.attempts) for t, o in tasks.items() if o.attempts}
             for index, tasks in outcomes.tasks.items()
-        }
+        },
+        checksums={
+            index: stated
+            for index, tasks in outcomes.tasks.items()
+            if (stated := {t: o.checksum for t, o in tasks.items() if o.checksum})
+        },
     )
 
 
 def _decision_counts(
-    state: LockState, address: str, repo_root: Path, out: dict[str, TaskCounts]
+    state: LockState,
+    address: str,
+    wanted_baseline: str | None,
+    repo_root: Path,
+    out: dict[str, TaskCounts],
 ) -> None:
-    """Per-task outcomes of a decision's batch runs that ended and were downloaded: the
-    plan's next look is computed from them (``plan.batches``)."""
+    """Per-task outcomes of a decision's batch runs that ended and were downloaded, and of
+    the run its ``baseline`` names: the plan's next look is computed from them
+    (``plan.batches``)."""
     record = state.decisions.get(address)
+    baselines = []
+    if record is not None and record.baseline_run and record.spec.baseline:
+        baselines += [
+            r for r in address_runs(state, record.spec.baseline) if r.run_id == record.baseline_run
+        ]
+    if wanted_baseline is not None:
+        # A new decision (or a changed [decide]) compares with the accepted run of now.
+        accepted = accepted_run(state, wanted_baseline)
+        baselines += [accepted] if accepted is not None else []
+    for baseline in baselines:
+        if baseline.run_id in out or not baseline.outputs_complete:
+            continue
+        outcomes = read_kept_outcomes(repo_root, baseline, repo_root / DOWNLOAD_ROOT)
+        if outcomes is not None:
+            out[baseline.run_id] = _counts(outcomes)
     if record is None:
         return
     entry = state.runs.get(address)

@@ -17,7 +17,16 @@ from pathlib import Path
 from reconciler.engine.context import DOWNLOAD_ROOT, Context
 from reconciler.engine.report import Notices
 from reconciler.errors import UsageError
-from reconciler.model import Action, AddressStatus, LockState, Plan, PlanItem, RunStatus
+from reconciler.model import (
+    Action,
+    AddressStatus,
+    DecisionRecord,
+    DecisionStatus,
+    LockState,
+    Plan,
+    PlanItem,
+    RunStatus,
+)
 from reconciler.model.observed import Observation
 
 
@@ -44,6 +53,20 @@ def _blocked_reason(item: PlanItem) -> str:
     return f"{intended.value}: {why}" if intended is not None else why
 
 
+def _decision(record: DecisionRecord | None) -> DecisionStatus | None:
+    if record is None:
+        return None
+    return DecisionStatus(
+        verdict=record.verdict,
+        reason=record.reason,
+        tasks_used=record.batch_ends[-1] if record.batch_ends else 0,
+        max_tasks=record.max_tasks,
+        looks=len(record.looks),
+        alpha_spent=record.looks[-1].alpha_spent if record.looks else 0.0,
+        monitor=record.spec.monitor,
+    )
+
+
 def address_statuses(
     state: LockState,
     plan: Plan | None,
@@ -55,7 +78,7 @@ def address_statuses(
     for item in plan.items if plan is not None else ():
         items.setdefault(item.address, []).append(item)
     rows = []
-    for address in sorted({*state.runs, *items}):
+    for address in sorted({*state.runs, *items, *state.decisions}):
         entry = state.runs.get(address)
         run_id = entry.run_id if entry is not None else None
         status = entry.status if entry is not None else None
@@ -78,6 +101,7 @@ def address_statuses(
                 downloaded=downloaded,
                 baseline=_run_label(baseline.run_name, baseline.run_id) if baseline else None,
                 verdict=verdicts.get(address) if baseline else None,
+                decision=_decision(state.decisions.get(address)),
                 pending=tuple(i.action.value for i in planned if i.action is not Action.BLOCKED),
                 blocked=_blocked_reason(blocked) if blocked is not None else None,
             )

@@ -127,6 +127,23 @@ class BenchmarkRoutes(PlatformCore):
             self.store.upsert_benchmark(w, data, seeded=False)
         return str(data["id"])
 
+    def revise_task(self, ref: str, task: str) -> None:
+        """Change the definition of catalog benchmark ``ref``'s ``task`` (as when a
+        benchmark's maintainers edit a task): runs created from now on run the new revision,
+        so their results.csv shows a new ``task_checksum`` for it; runs created before keep
+        theirs. ``KeyError`` when the catalog lacks the benchmark or the task."""
+        spec = self.resolve_benchmark(ref)
+        if spec is None or all(t.get("name") != task for t in spec.get("tasks", [])):
+            raise KeyError(f"{ref}: {task}")
+        with self.store.write() as w:
+            last = w.execute("SELECT COALESCE(MAX(seq), 0) FROM runs").fetchone()[0]
+            revisions = {k: list(v) for k, v in spec.get(simulation.TASK_REVISIONS, {}).items()}
+            history = revisions.setdefault(task, [])
+            history.append([int(last), len(history) + 1])
+            self.store.upsert_benchmark(
+                w, {**spec, simulation.TASK_REVISIONS: revisions}, seeded=False
+            )
+
     def add_to_workspace(self, workspace: str, ref: str) -> dict[str, Any]:
         """Add catalog benchmark ``ref`` to ``workspace`` (as on the Platform's catalog
         page); returns the spec. ``KeyError`` for a benchmark the catalog lacks; a

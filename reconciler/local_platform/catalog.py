@@ -4,7 +4,9 @@ Every benchmark is a plain dict in the E2 shape (platform-api.md §3) plus a few
 that start with ``_`` and are never sent: ``_task_set_members`` (which tasks a named task set
 selects), ``_leaderboard`` (served as E2's top-level ``leaderboard``), ``_skill_bias``
 (how hard the benchmark is for the simulated agents) and ``_pending_tasks`` (the tasks a
-sync that is not finished has not listed yet; they join ``tasks`` once it is ``ready``).
+sync that is not finished has not listed yet; they join ``tasks`` once it is ``ready``);
+``_task_revisions`` (tasks whose definition changed, ``simulation.task_checksum``) is set by
+``revise_task`` only.
 
 The catalog exercises every rule of the submit route: HLE (judge, implicit ``HF_TOKEN``,
 recommended parity set), Terminal-Bench 2.1 (harness required, default ``terminus-2``,

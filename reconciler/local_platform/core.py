@@ -505,6 +505,7 @@ class PlatformCore:
             schedule=sched,
             stopped_at=row["stopped_at"],
             seed=row["seed"],
+            seq=row["seq"] if "seq" in row.keys() else None,
         )
 
     def _insert_run(

@@ -122,6 +122,9 @@ class Run:
     schedule: Schedule
     stopped_at: float | None
     seed: int
+    seq: int | None = None
+    """Its place in the order runs were created (the store's ``seq``); None for a run not
+    read back yet (the newest): picks the task revisions it ran (``task_checksum``)."""
 
     @property
     def attempts(self) -> int:
@@ -659,22 +662,49 @@ def summary_csv(run: Run, t_ms: int) -> bytes:
     return _csv(rows)
 
 
+TASK_REVISIONS = "_task_revisions"
+"""The catalog spec's private key: task name -> ``[[after_seq, revision], ...]``, each
+revision the task's definition for runs created after the run ``after_seq``
+(``LocalPlatform.revise_task``); a task without one is at revision 0."""
+
+
+def task_revision(run: Run, task: str) -> int:
+    """The revision of ``task``'s definition the run ran: the last one revised before the
+    run was created (a run keeps its revision when the task is revised later)."""
+    revision = 0
+    for after_seq, number in run.benchmark.get(TASK_REVISIONS, {}).get(task, ()):
+        if run.seq is None or run.seq > after_seq:
+            revision = number
+    return revision
+
+
+def task_checksum(run: Run, task: str) -> str:
+    """The checksum of the task's definition as the run ran it (results.csv's
+    ``task_checksum``): the benchmark, the task's name and the revision of its content."""
+    definition = f"{run.benchmark['id']}\x1f{task}\x1f{task_revision(run, task)}"
+    return hashlib.sha256(definition.encode("utf-8")).hexdigest()[:16]
+
+
 def results_csv(run: Run, t_ms: int) -> bytes:
     rows: list[list[Any]] = [
         [
             "result_id", "agent_index", "harness", "model", "task", "category", "difficulty",
             "attempt", "outcome", "reward", "duration_seconds", "input_tokens",
-            "output_tokens", "cost_usd",
+            "output_tokens", "cost_usd", "task_checksum",
         ]
     ]  # fmt: skip
+    checksums: dict[str, str] = {}
     for r in ingested(run, t_ms):
         agent = run.agents[r.agent_index]
+        checksum = checksums.get(r.task)
+        if checksum is None:
+            checksum = checksums[r.task] = task_checksum(run, r.task)
         rows.append(
             [
                 r.id, r.agent_index, agent.get("harness") or "",
                 model_string(agent.get("model") or {}), r.task, r.category or "",
                 r.difficulty or "", r.attempt, r.outcome, r.reward, r.duration_s,
-                r.input_tokens, r.output_tokens, r.cost_usd,
+                r.input_tokens, r.output_tokens, r.cost_usd, checksum,
             ]
         )  # fmt: skip
     return _csv(rows)

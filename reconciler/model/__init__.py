@@ -126,6 +126,7 @@ from reconciler.model.status import (
     OUTPUTS_DUE_STATUSES,
     RERUN_HINT,
     AddressStatus,
+    DecisionStatus,
     RunStatus,
 )
 
@@ -144,6 +145,7 @@ __all__ = [
     "ACTION_SYMBOLS",
     "Action",
     "AddressStatus",
+    "DecisionStatus",
     "AgentResult",
     "Baseline",
     "BenchmarkFacts",

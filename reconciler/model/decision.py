@@ -34,7 +34,8 @@ class DecisionSpec(Frozen, frozen=True, kw_only=True):
     power: float = 0.8
     """The chance to see a difference of ``margin_pp`` (sizes the decision)."""
     looks: int = 4
-    """Batches, and so looks at the statistic, at most (``monitor = "batches"``)."""
+    """Batches, and so looks at the statistic, at most (with ``monitor = "anytime"`` the
+    batches the tasks are bought in: the sequence is valid at any of them)."""
     futility: str = "equivalence"
     """One of ``FUTILITY_RULES``."""
     max_tasks: int | None = None
@@ -104,3 +105,14 @@ class DecisionRecord(Frozen, frozen=True, kw_only=True):
     """The last look's verdict (``continue`` until one stops the decision)."""
     reason: str | None = None
     """Why it ended other than by a boundary (a task's checksum changed, budget exhausted)."""
+    omega2: float | None = None
+    """``monitor = "anytime"``: the variance per task the plan assumed at the first batch;
+    it fixes the confidence sequence's mixture ρ (never re-estimated from the results)."""
+    baseline_run: str | None = None
+    """With ``baseline``: the accepted run of that address the decision compares with,
+    fixed at the first batch (a replay reads the same run)."""
+    checksums: dict[str, str] | None = None
+    """Task -> its ``task_checksum`` as the downloaded results first showed it (the
+    baseline run's, at the first batch, with ``baseline``; else its batch's), None while no
+    results file had the column: a later batch that shows another checksum for a task, or
+    two sides of one batch that disagree, end the decision (``plan.batches``)."""

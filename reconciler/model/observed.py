@@ -118,6 +118,9 @@ class TaskCounts(Frozen, frozen=True, kw_only=True):
     agents: dict[int, dict[str, tuple[int, int]]] = msgspec.field(default_factory=dict)
     """Agent index -> task -> (passed attempts, attempts), errored attempts counting as not
     passed (the headline's definition)."""
+    checksums: dict[int, dict[str, str]] = msgspec.field(default_factory=dict)
+    """Agent index -> task -> the ``task_checksum`` its results show (empty when the file
+    has no such column): a decision ends when a task's changes (``plan.batches``)."""
 
 
 class AgentResult(Frozen, frozen=True, kw_only=True):

@@ -93,6 +93,28 @@ RERUN_HINT = (
 """What to do about a run that ended unsuccessfully (``{address}`` is filled in)."""
 
 
+class DecisionStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an address's decision stands (``[decisions."ADDR"]`` in the lockfile)."""
+
+    verdict: str
+    """``continue`` while it buys batches; better, worse, no change or inconclusive."""
+    reason: str | None = None
+    """Why it ended other than at a boundary (a task's checksum changed, the budget)."""
+    tasks_used: int = 0
+    max_tasks: int = 0
+    looks: int = 0
+    alpha_spent: float = 0.0
+    monitor: str = "batches"
+
+    def describe(self) -> str:
+        """One cell: ``better: 41 of 82 tasks, 2 look(s), α spent 0.0056``."""
+        text = (
+            f"{self.verdict}: {self.tasks_used} of {self.max_tasks} tasks, {self.looks} "
+            f"look(s), α spent {self.alpha_spent:.4f}"
+        )
+        return f"{text} ({self.reason})" if self.reason else text
+
+
 class AddressStatus(msgspec.Struct, frozen=True, kw_only=True):
     """One address: its recorded run and what is pending for it."""
 
@@ -110,6 +132,8 @@ class AddressStatus(msgspec.Struct, frozen=True, kw_only=True):
     verdict: str | None = None
     """The newest run against the baseline (better, worse, no change, inconclusive), or why
     there is none (``is the baseline``, ``no results on disk``); None without a baseline."""
+    decision: DecisionStatus | None = None
+    """Its decision at minimum cost, when its config has ``[decide]`` and one is recorded."""
     pending: tuple[str, ...] = ()
     """What a plan would do for it now (``submit``, ``download``, ...), in plan order."""
     blocked: str | None = None

@@ -76,6 +76,16 @@ def note_decisions(draft: Draft) -> None:
             draft.errors.append(error)
 
 
+def _ends(plan: Design, spec: DecisionSpec) -> tuple[int, ...]:
+    """The batches the tasks are bought in (anytime: ``looks`` of them too, though the
+    plan's figures read the sequence at more looks)."""
+    if spec.monitor == "batches":
+        return plan.batch_ends
+    from reconciler.results.sequential import batch_ends
+
+    return tuple(batch_ends(plan.max_tasks, min(spec.looks, plan.max_tasks)))
+
+
 def _basis(draft: Draft, address: str) -> tuple[float | None, str]:
     for run in address_runs(draft.recorded, address):
         rates = [a.pass_at_1 for a in run.agents if a.pass_at_1 is not None]
@@ -124,7 +134,7 @@ def _decision_lines(
         f"{plan.looks if spec.monitor == 'batches' else 'anytime'} looks; ω² {omega2:.3f} "
         f"{basis}",
         f"decide: fixed design {plan.fixed_tasks} tasks; sequential maximum {plan.max_tasks} "
-        f"in batches ending at {', '.join(str(n) for n in plan.batch_ends)}",
+        f"in batches ending at {', '.join(str(n) for n in _ends(plan, spec))}",
     ]
     cases = (
         ("no difference", plan.under_zero),
@@ -169,7 +179,35 @@ def _decision_lines(
             max_tasks=limit,
             monitor=spec.monitor,
         ).attained_power
-    if power >= spec.power - 5e-4:
+    target = spec.power
+    if spec.monitor == "anytime":
+        # A sequence valid after every download costs power at the same tasks (the design
+        # note's "Anytime monitoring"): stated here, and the plan is refused only when the
+        # budget or the selection cut it below what the monitor itself reaches.
+        own = design(
+            margin=spec.margin,
+            omega2=omega2,
+            alpha=spec.alpha,
+            power=spec.power,
+            futility=futility,
+            max_tasks=spec.max_tasks,
+            monitor="anytime",
+        ).attained_power
+        batches = design(
+            margin=spec.margin,
+            omega2=omega2,
+            alpha=spec.alpha,
+            power=spec.power,
+            looks=spec.looks,
+            futility=futility,
+            max_tasks=plan.max_tasks,
+        ).attained_power
+        lines.append(
+            f"decide: anytime monitoring costs power: {own:.2f} at the margin with "
+            f"{plan.max_tasks} tasks, where {spec.looks} batch looks reach {batches:.2f}"
+        )
+        target = min(spec.power, own)
+    if power >= target - 5e-4:
         return lines, None
     error = (
         f"{wanted.address}: {INCONCLUSIVE}: {'; '.join(reasons)}, and {limit} tasks reach "

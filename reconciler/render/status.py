@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from reconciler.model import AddressStatus
 from reconciler.render.pieces import md_cell, shorten_middle
 from reconciler.results.table import Column, fit_table
@@ -25,10 +27,19 @@ def _downloaded(value: bool | None) -> str:
     return "–" if value is None else ("yes" if value else "no")
 
 
+def _verdict(row: AddressStatus) -> str | None:
+    """The baseline's verdict and the decision's, each when there is one."""
+    parts = [row.verdict] if row.verdict else []
+    if row.decision is not None:
+        parts.append(f"decision {row.decision.describe()}")
+    return "; ".join(parts) or None
+
+
 def _baseline(row: AddressStatus) -> str:
+    verdict = _verdict(row)
     if row.baseline is None:
-        return "–"
-    return f"{row.baseline}: {row.verdict}" if row.verdict else row.baseline
+        return verdict or "–"
+    return f"{row.baseline}: {verdict}" if verdict else row.baseline
 
 
 def _pending(row: AddressStatus) -> str:
@@ -82,12 +93,19 @@ def render_status_markdown(rows: Sequence[AddressStatus]) -> str:
             row.status or "–",
             _downloaded(row.downloaded),
             row.baseline or "–",
-            row.verdict or "–",
+            _verdict(row) or "–",
             ", ".join(row.pending) or "–",
             row.blocked or "–",
         ]
         out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def render_decision_lines(rows: Sequence[AddressStatus]) -> list[str]:
+    """One markdown bullet per address with a decision (the PR comment shows them open)."""
+    return [
+        f"- `{r.address}`: {md_cell(r.decision.describe())}" for r in rows if r.decision is not None
+    ]
 
 
 def status_to_dict(rows: Sequence[AddressStatus], **header: Any) -> dict[str, Any]:
@@ -104,6 +122,7 @@ def status_to_dict(rows: Sequence[AddressStatus], **header: Any) -> dict[str, An
                 "downloaded": r.downloaded,
                 "baseline": r.baseline,
                 "verdict": r.verdict,
+                "decision": msgspec.to_builtins(r.decision) if r.decision else None,
                 "pending": list(r.pending),
                 "blocked": r.blocked,
             }

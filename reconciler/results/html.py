@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from reconciler.model.decision import DecisionRecord
 from reconciler.results import numbers as num
 from reconciler.results import svg
 from reconciler.results.data import RunOutcomes
@@ -151,6 +152,41 @@ def _decision_section(
         parts.append(_folded_table(head, _verdict_rows(shown, gate), "verdicts", name="verdicts"))
         notes = {note for r in shown for note in r.notes}
         parts += [f"<p><small>{_e(note)}</small></p>" for note in sorted(notes)]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _decisions_section(decisions: Mapping[str, DecisionRecord]) -> str:
+    """Each decision at minimum cost: its verdict, the boundary chart (the statistic per
+    look against ``±c_k``) and the looks as numbers beside it."""
+    if not decisions:
+        return ""
+    parts = ['<h2>Decisions</h2><section id="decisions">']
+    for address in sorted(decisions):
+        record = decisions[address]
+        used = record.batch_ends[-1] if record.batch_ends else 0
+        reason = f" ({record.reason})" if record.reason else ""
+        parts.append(
+            f'<h3 id="decision-{_e(address)}">{_e(address)}: {_e(record.verdict)}{_e(reason)}'
+            f"</h3><p>tasks {used} of {record.max_tasks} (fixed design {record.fixed_tasks}), "
+            f"{len(record.looks)} look(s), monitor {_e(record.spec.monitor)}</p>"
+        )
+        looks = [svg.Look(r.tasks, r.statistic, r.boundary, r.verdict) for r in record.looks]
+        chart = svg.boundary_chart(
+            f"looks of {address} against their boundaries", record.max_tasks, looks
+        )
+        parts.append(_figure(chart, "statistic per look (dots) against its boundaries ±c (dashed)"))
+        rows = [
+            f"<tr><td>{r.index}</td><td>{r.tasks}</td><td>{r.estimate * 100:+.1f}</td>"
+            f"<td>{r.statistic:+.3f}</td><td>±{r.boundary:.3f}</td><td>{r.alpha_spent:.4f}</td>"
+            f"<td>{_e(r.verdict)}</td></tr>"
+            for r in record.looks
+        ]
+        head = (
+            "<tr><th>look</th><th>tasks</th><th>Δ̂ pts</th><th>statistic</th><th>boundary</th>"
+            "<th>α spent</th><th>verdict</th></tr>"
+        )
+        parts.append(f"<table>{head}{''.join(rows)}</table>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -358,11 +394,13 @@ def render_html(
     title: str = "Benchmark results",
     grids: Sequence[Grid] = (),
     about: About | None = None,
+    decisions: Mapping[str, DecisionRecord] | None = None,
 ) -> str:
     """The whole report; ``outcomes``: run id -> per-task outcomes (for the grids); ``gate``:
     the comparisons against accepted baselines; ``comparisons``: any others asked for;
-    ``grids``: the run generators' grids (``results.grid``)."""
-    body = _decision_section(gate, comparisons, about)
+    ``grids``: the run generators' grids (``results.grid``); ``decisions``: the lockfile's
+    decisions at minimum cost, each with its boundary chart."""
+    body = _decision_section(gate, comparisons, about) + _decisions_section(decisions or {})
     body += _generator_section(grids) + _overview_section(reports)
     body += "".join(_address_section(r, outcomes) for r in reports)
     body += _cost_section(reports)

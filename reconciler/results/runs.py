@@ -35,6 +35,7 @@ from reconciler.model import (
 __all__ = [
     "RecordedResult",
     "RunRef",
+    "accepted_run",
     "address_runs",
     "comparable_runs",
     "leaderboard_comparable",
@@ -210,6 +211,17 @@ def _fold_retries(runs: list[RecordedResult]) -> list[RecordedResult]:
             run = msgspec.structs.replace(run, retries=tuple(retries), current=current)
         out.append(run)
     return out
+
+
+def accepted_run(state: LockState, address: str) -> RecordedResult | None:
+    """The run a decision's ``baseline = "ADDR"`` compares with: the address's accepted
+    baseline (``osmosis-results accept``) when it has one, else its newest finished,
+    complete, non-smoke run; None when there is neither."""
+    runs = address_runs(state, address)
+    accepted = state.baselines.get(address)
+    if accepted is not None:
+        return next((r for r in runs if r.run_id == accepted.run_id), None)
+    return next((r for r in runs if not r.partial and not r.smoke), None)
 
 
 def _same_agent(a: AgentResult, b: AgentResult) -> bool:

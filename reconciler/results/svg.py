@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from html import escape
 
 __all__ = [
+    "Look",
     "Point",
+    "boundary_chart",
     "cost_scatter",
     "task_grid",
     "trend_chart",
@@ -38,6 +40,17 @@ class Point:
     series: int = 0
     x: float | None = None
     """For the scatter: the x value (cost)."""
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look of a decision, as the boundary chart draws it (on the z scale)."""
+
+    tasks: int
+    statistic: float
+    boundary: float
+    """The efficacy boundary ``±c_k`` (may be infinite: nothing spent there)."""
+    verdict: str
 
 
 def _a(text: str) -> str:
@@ -229,5 +242,57 @@ def task_grid(
                 f"<title>{_a(task)} · {_a(column)}: {rate * 100:.0f}%</title></rect>"
             )
             before = rate
+    out.append("</svg>")
+    return "".join(out)
+
+
+def boundary_chart(label: str, max_tasks: int, looks: Sequence[Look]) -> str:
+    """A decision's statistic per look (dots joined, by tasks used) against its boundaries
+    ``±c_k`` (dashed): a dot past the band stopped the decision for better or worse."""
+    width, height, left, top, bottom, right = 640, 260, 48, 16, 40, 24
+    plot_w, plot_h = width - left - right, height - top - bottom
+    finite = [abs(v) for look in looks for v in (look.statistic, look.boundary) if v == v]
+    finite = [v for v in finite if v != float("inf")]
+    top_z = max(4.0, *finite) * 1.1 if finite else 4.0
+    span = max(1, max_tasks)
+
+    def x(tasks: int) -> float:
+        return left + plot_w * min(1.0, tasks / span)
+
+    def y(z: float) -> float:
+        z = max(-top_z, min(top_z, z))
+        return top + plot_h / 2 - plot_h / 2 * z / top_z
+
+    out = _open("boundaries", width, height, label)
+    for tick in sorted({0.0, round(top_z / 2, 1), -round(top_z / 2, 1)}):
+        out.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            f'stroke="{"#999" if tick == 0 else "#e5e5e5"}"/>'
+            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" fill="#555">'
+            f"{tick:+.1f}</text>"
+        )
+    for tasks in (0, span):
+        out.append(
+            f'<text x="{x(tasks):.1f}" y="{height - bottom + 16}" text-anchor="middle" '
+            f'fill="#555">{tasks} tasks</text>'
+        )
+    if looks:
+        for sign in (1, -1):
+            path = " ".join(f"{x(look.tasks):.1f},{y(sign * look.boundary):.1f}" for look in looks)
+            out.append(
+                f'<polyline points="{path}" fill="none" stroke="{PALETTE[1]}" '
+                'stroke-width="1.5" stroke-dasharray="5,3"/>'
+            )
+        path = " ".join(f"{x(look.tasks):.1f},{y(look.statistic):.1f}" for look in looks)
+        out.append(
+            f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="2"/>'
+        )
+        for index, look in enumerate(looks, start=1):
+            out.append(
+                f'<circle cx="{x(look.tasks):.1f}" cy="{y(look.statistic):.1f}" r="4" '
+                f'fill="{PALETTE[0]}"><title>look {index}: {look.tasks} tasks, statistic '
+                f"{look.statistic:+.3f} vs boundary ±{look.boundary:.3f}: "
+                f"{_a(look.verdict)}</title></circle>"
+            )
     out.append("</svg>")
     return "".join(out)

@@ -1,6 +1,7 @@
 """A decision's batches under crashes (issue 39): SIGKILL ``osmosis-apply --wait`` at each
-crash point of a batch's submit, in the first batch and in a later one, then recover with
-plain applies until the decision stops.
+crash point of a batch's submit and of the lockfile's atomic write (its first three
+writes), in the first batch and in a later one, then recover with plain applies until the
+decision stops.
 
 Each batch is an ordinary submit (``plan.batches``), and its decision record is written
 before the submit's intent, so a kill anywhere plans the same batch again. Ground truth is
@@ -45,7 +46,20 @@ CONFIG = (
     + "[execution]\nattempts_per_task = 2\nmax_concurrent_attempts = 4\n\n"
     + "[decide]\nmargin_pp = 16\nseed = 2\nlooks = 4\n"
 )
-POINTS = ("submit.before_intent", "submit.before_post", "submit.after_post")
+POINTS = (
+    "submit.before_intent:1",
+    "submit.before_post:1",
+    "submit.after_post:1",
+    # The lockfile's atomic write (temp file written and synced; renamed, directory not
+    # synced): the first write of a batch's apply is its decision record with the submit
+    # intent, the second the submit's outcome, the third the look or the download.
+    "lockfile.before_rename:1",
+    "lockfile.before_rename:2",
+    "lockfile.before_rename:3",
+    "lockfile.after_rename:1",
+    "lockfile.after_rename:2",
+    "lockfile.after_rename:3",
+)
 BATCHES = (1, 2)
 """The batch whose submit is killed: the first (no look yet) and the second (after one)."""
 MAX_APPLIES = 10
@@ -86,9 +100,17 @@ def test_a_killed_batch_submit_pays_each_batch_once(tmp_path: Path, point: str, 
             repo,
             server.url,
             *APPLY_ARGS,
-            env={"OSMOSIS_CRASH_AT": f"{point}:1"},
+            env={"OSMOSIS_CRASH_AT": point},
         )
         assert crashed.returncode == -9, tail(crashed.stdout + crashed.stderr)
+        # Whatever instant the kill hit, the lockfile on disk reads, and its decision (if
+        # one was written) is whole: every look has its batch, every run its batch.
+        killed = read_lockfile(repo / "state" / "osmosis.lock", platform=None, workspace=None)
+        record = killed.decisions.get("tb/ab")
+        if record is not None:
+            assert len(record.looks) <= len(record.batch_ends)
+            assert len(record.batch_runs) <= len(record.batch_ends)
+            assert record.order and record.batch_ends[-1] <= len(record.order)
 
         for _ in range(MAX_APPLIES):
             done = run("osmosis-apply", repo, server.url, *APPLY_ARGS)
@@ -112,7 +134,9 @@ def test_a_killed_batch_submit_pays_each_batch_once(tmp_path: Path, point: str, 
         assert [run_id for run_id, _ in runs] == list(record.batch_runs)
         assert len(record.looks) == len(record.batch_ends)
     report.record(
-        "decision crash", "scenarios (SIGKILL in a batch's submit)", _figures["scenarios"]
+        "decision crash",
+        "scenarios (SIGKILL in a batch's submit or lockfile write)",
+        _figures["scenarios"],
     )
     report.record(
         "decision crash",

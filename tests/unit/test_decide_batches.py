@@ -1,13 +1,13 @@
 """A decision's batches in the pure plan (``plan.batches``; issue 39): the first batch is an
 ordinary submit of the first slice of a seeded order, nothing new is paid while it runs,
 an ended and downloaded batch is looked at and the next slice planned, and a stopped
-decision pays nothing more."""
+decision pays nothing more; a task whose ``task_checksum`` changed ends it."""
 
 from __future__ import annotations
 
 from reconciler.model import Action, DecisionSpec, LockState, TaskCounts
 from reconciler.plan import compute_plan
-from reconciler.plan.batches import count_diffs, slice_of
+from reconciler.plan.batches import count_diffs, slice_of, task_checksums
 from reconciler.results.sequential.record import first_difference
 from tests.support.plan_fixtures import desired, lock, observation, recorded_run, settings
 
@@ -134,3 +134,60 @@ def test_a_changed_decide_table_starts_a_new_decision_visibly() -> None:
     assert made.decisions[ADDRESS].spec.margin_pp == SPEC.margin_pp
     assert not made.decisions[ADDRESS].looks
     assert f"{ADDRESS}: [decide] changed after 1 look(s)" in " ".join(made.warnings)
+
+
+def ended_batch_state():
+    record = first_plan().decisions[ADDRESS].model_copy(update={"batch_runs": ("run-1",)})
+    first = slice_of(record, 1)
+    batch = recorded_run(None, "run-1", address=ADDRESS, spec=batch_spec(first), status="finished")
+    return record, first, lock(batch).model_copy(update={"decisions": {ADDRESS: record}})
+
+
+def with_checksums(counts: TaskCounts, left: dict[str, str], right: dict[str, str]) -> TaskCounts:
+    return counts.model_copy(update={"checksums": {0: left, 1: right}})
+
+
+def test_a_batch_records_each_tasks_checksum_its_results_show() -> None:
+    record, first, state = ended_batch_state()
+    sums = {t: f"c-{t}" for t in first}
+    counts = {"run-1": with_checksums(counts_for(first, clear=False), sums, sums)}
+    after = plan(state, counts).decisions[ADDRESS]
+    assert after.checksums == sums and after.verdict == "continue" and len(after.looks) == 1
+    # Results without a task_checksum column: nothing recorded, nothing checked.
+    plain = plan(state, {"run-1": counts_for(first, clear=False)}).decisions[ADDRESS]
+    assert plain.checksums is None and len(plain.looks) == 1
+
+
+def test_two_sides_of_one_batch_that_ran_different_checksums_end_the_decision() -> None:
+    record, first, state = ended_batch_state()
+    left = {t: "v1" for t in first}
+    right = {**left, first[2]: "v2"}
+    counts = {"run-1": with_checksums(counts_for(first, clear=True), left, right)}
+    made = plan(state, counts)
+    ended = made.decisions[ADDRESS]
+    reason = f"task {first[2]}'s checksum differs between the sides of batch 1 (v1, v2)"
+    assert (ended.verdict, ended.reason) == ("inconclusive", reason)
+    assert not ended.looks  # the batch is not looked at (a clear difference would stop it)
+    assert f"{ADDRESS}: decision ends inconclusive: {reason}" in made.warnings
+    assert not [i for i in made.items if i.action in (Action.SUBMIT, Action.REPLACE)]
+    again = plan(state.model_copy(update={"decisions": {ADDRESS: ended}}), counts)
+    assert not again.decisions and not [i for i in again.items if i.action is Action.SUBMIT]
+
+
+def test_a_later_batch_that_shows_another_checksum_for_a_recorded_task_ends_it() -> None:
+    record = first_plan().decisions[ADDRESS]
+    record = record.model_copy(update={"batch_ends": (3, 6)})
+    one, two = slice_of(record, 1), slice_of(record, 2)
+    # As a baseline decision records the accepted run's checksums for the whole order.
+    record = record.model_copy(update={"checksums": {t: "v1" for t in record.order}})
+    batches = [
+        TaskCounts(checksums={0: dict.fromkeys(one, "v1")}),
+        TaskCounts(checksums={0: {**dict.fromkeys(two, "v1"), two[1]: "v2"}}),
+    ]
+    known, reason = task_checksums(record, batches)
+    assert reason == f"task {two[1]}'s checksum changed (recorded v1, batch 2's results show v2)"
+    assert known[two[1]] == "v1"  # the first seen stays recorded
+    # First seen in a batch: recorded, not a change.
+    fresh = record.model_copy(update={"checksums": None})
+    known, reason = task_checksums(fresh, batches[:1])
+    assert reason is None and known == dict.fromkeys(one, "v1")

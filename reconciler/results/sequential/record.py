@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from reconciler.model.decision import DecisionRecord, LookRecord
 from reconciler.results.data import RunOutcomes
+from reconciler.results.sequential.anytime import anytime_look
 from reconciler.results.sequential.boundaries import batch_ends
-from reconciler.results.sequential.looks import Sums, look
+from reconciler.results.sequential.looks import Look, Sums, look
 from reconciler.results.sequential.schedule import affordable_tasks
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "first_difference",
     "look_at",
     "next_batch",
+    "baseline_diffs",
     "paired_diffs",
     "record_look",
     "report",
@@ -39,17 +41,34 @@ def look_at(
 ) -> LookRecord:
     """Look ``k`` (1-based) after batch ``k``, with the tasks of the earlier looks."""
     sums = _sums(record, diffs, record.batch_ends[k - 1])
-    previous = [r.tasks for r in record.looks[: k - 1]]
     spec = record.spec
-    result = look(
-        sums,
-        previous,
-        max_tasks=record.max_tasks,
-        margin=spec.margin,
-        alpha=spec.alpha,
-        futility=spec.futility == "equivalence",
-        last=last,
-    )
+    result: Look
+    if spec.monitor == "anytime":
+        if record.omega2 is None:
+            raise ValueError("an anytime decision records its ω² at the first batch")
+        # Robbins' normal mixture (Howard, Ramdas, McAuliffe & Sekhon 2021, §3; the
+        # design note's "Anytime monitoring"): |Σd| < √((Σd² + ρ) log((Σd² + ρ)/(ρ α²)))
+        # at every task with probability ≥ 1 − α, so a look after any batch (or any
+        # download) keeps α; ρ is fixed by the recorded max_tasks · ω², never the data.
+        result = anytime_look(
+            sums,
+            max_tasks=record.max_tasks,
+            omega2=record.omega2,
+            margin=spec.margin,
+            alpha=spec.alpha,
+            futility=spec.futility == "equivalence",
+            last=last,
+        )
+    else:
+        result = look(
+            sums,
+            [r.tasks for r in record.looks[: k - 1]],
+            max_tasks=record.max_tasks,
+            margin=spec.margin,
+            alpha=spec.alpha,
+            futility=spec.futility == "equivalence",
+            last=last,
+        )
     return LookRecord(
         index=k,
         tasks=sums.tasks,
@@ -123,6 +142,20 @@ def paired_diffs(runs: Iterable[RunOutcomes], left: int = 0, right: int = 1) -> 
         mine, theirs = outcomes.attempted(left), outcomes.attempted(right)
         for task in sorted(mine.keys() & theirs.keys()):
             a, b = mine[task], theirs[task]
+            diffs[task] = b.passes / b.attempts - a.passes / a.attempts
+    return diffs
+
+
+def baseline_diffs(runs: Iterable[RunOutcomes], baseline: RunOutcomes) -> dict[str, float]:
+    """``d_t = mine_t − baseline_t`` for a decision with ``baseline``: the config's one
+    agent in its batch runs against the accepted run's first agent, each side's per-task
+    pass rate (as ``paired_diffs``, the task the cluster)."""
+    theirs = baseline.attempted(0)
+    diffs: dict[str, float] = {}
+    for outcomes in runs:
+        mine = outcomes.attempted(0)
+        for task in sorted(mine.keys() & theirs.keys()):
+            a, b = theirs[task], mine[task]
             diffs[task] = b.passes / b.attempts - a.passes / a.attempts
     return diffs
 
