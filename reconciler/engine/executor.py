@@ -60,6 +60,7 @@ from reconciler.model import (
     RunResults,
     RunStatus,
     Settings,
+    effective_pass_threshold,
 )
 from reconciler.outputs.downloads import (
     DownloadInterrupted,
@@ -393,6 +394,7 @@ class Applier:
                 planned_attempts=planned,
                 platform_url=created.platform_url,
                 stage=stage,
+                pass_threshold=_pass_threshold(item, spec),
             )
             state = put_run(state, entry)
             if item.address in state.rejections:
@@ -646,6 +648,7 @@ class Applier:
                 attempts=item.attempts or None,
                 platform_url=run.platform_url,
                 stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
+                pass_threshold=_pass_threshold(item, spec),
             )
             return put_run(state, entry)
 
@@ -848,6 +851,12 @@ class Applier:
                 "run results not fetched", error=exc.message
             )
             return None
+
+
+def _pass_threshold(item: PlanItem, spec: Mapping[str, Any]) -> float | None:
+    """The pass threshold recorded with the run ``item`` submits or adopts: the config's,
+    else the catalog's the plan saw (``RecordedRun.pass_threshold``)."""
+    return effective_pass_threshold(spec, item.benchmark.pass_threshold if item.benchmark else None)
 
 
 def _attempts_of(item: PlanItem, task_count: int | None) -> tuple[int | None, int | None, str]:

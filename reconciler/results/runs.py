@@ -30,6 +30,7 @@ from reconciler.model import (
     RunStatus,
     SmokeStage,
     selection_digest,
+    spec_pass_threshold,
 )
 
 __all__ = [
@@ -69,18 +70,14 @@ class RecordedResult(msgspec.Struct, frozen=True):
     """The attempts per task the config asked for: k."""
     spec_digest: str | None = None
     """Digest of the body it was submitted with: equal digests, the same configuration."""
+    pass_threshold: float | None = None
+    """The threshold recorded with the run (the config's, else the catalog's, when it was
+    recorded); for a current entry recorded before that, its config's. None: not known
+    here, and results use the catalog's now (``summary.threshold_of``), saying so."""
 
     @property
     def smoke(self) -> bool:
         return self.stage == SmokeStage.SMOKE
-
-    @property
-    def pass_threshold(self) -> float | None:
-        """The config's ``[execution].pass_threshold``, when it sets one."""
-        value = (self.spec.get("execution_config") or {}).get("pass_threshold")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value)
 
     @property
     def partial(self) -> bool:
@@ -133,6 +130,11 @@ def _current(address: str, entry: RecordedRun) -> RecordedResult:
         stage=entry.stage,
         attempts_per_task=entry.attempts_per_task,
         spec_digest=entry.spec_digest,
+        pass_threshold=(
+            entry.pass_threshold
+            if entry.pass_threshold is not None
+            else spec_pass_threshold(entry.spec)
+        ),
     )
 
 
@@ -153,6 +155,8 @@ def _former(address: str, old: HistoryEntry) -> RecordedResult:
         stage=old.stage,
         attempts_per_task=old.attempts_per_task or 1,
         spec_digest=old.spec_digest,
+        # A history entry keeps no config: only what was recorded with the run.
+        pass_threshold=old.pass_threshold,
     )
 
 

@@ -15,6 +15,7 @@ from reconciler.model import (
     SmokeStage,
     model_identity,
     selection_digest,
+    spec_pass_threshold,
 )
 
 HISTORY_LIMIT_PER_ADDRESS = 20
@@ -95,6 +96,10 @@ def history_entry(
         task_count=run.task_count,
         selection=selection_digest(run.spec) if run.spec else None,
         stage=run.stage,
+        # A run recorded before its threshold was still has its config's in the body.
+        pass_threshold=(
+            run.pass_threshold if run.pass_threshold is not None else spec_pass_threshold(run.spec)
+        ),
     )
 
 
