@@ -5,6 +5,7 @@ gate, fractional scores and k, an identical-config pair, and the report's order.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 import pytest
 
@@ -353,7 +354,7 @@ def _rewarded(rewards: list[float]) -> str:
     return results_csv([(f"t{i:02d}", "failed", r, 0.1) for i, r in enumerate(rewards)])
 
 
-def _replaced(spec: dict[str, object], first: dict[str, object]) -> LockState:
+def _replaced(spec: Mapping[str, object], first: dict[str, object]) -> LockState:
     """``gdp/a``'s run r1 (``spec``, its entry updated with ``first``) replaced by r2 of
     ``spec``, as apply replaces a run (``retire_run``), read back from the lockfile's text."""
     family = Family()
