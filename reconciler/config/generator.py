@@ -279,7 +279,7 @@ class _Expander:
                 "file",
             )
         version = generate.get("version", 1)
-        if version != 1:
+        if type(version) is not int or version != 1:  # 1.0 and true equal 1 in Python
             self.problem(
                 ("generate", "version"), f"generate.version = {version!r}: only 1 is known"
             )

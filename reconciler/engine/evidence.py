@@ -36,6 +36,7 @@ from reconciler.model import (
     Settings,
     SmokeStage,
     canonical_digest,
+    effective_pass_threshold,
     spec_fingerprint,
     spec_fingerprint_fields,
 )
@@ -107,9 +108,11 @@ def adopted_entry(
     spec: Mapping[str, Any],
     now: datetime,
     head: str | None,
+    catalog_threshold: float | None = None,
 ) -> RecordedRun:
     """The lockfile entry recording ``detail`` as ``wanted``'s run (``stage``: ``smoke`` when
-    it is the config's smoke run, whose ``spec`` is the narrowed body)."""
+    it is the config's smoke run, whose ``spec`` is the narrowed body; ``catalog_threshold``:
+    the benchmark's pass threshold, recorded when the config sets none)."""
     run = detail.summary
     return RecordedRun(
         address=wanted.address,
@@ -126,6 +129,7 @@ def adopted_entry(
         benchmark_id=benchmark_id,
         platform_url=run.platform_url,
         stage=stage,
+        pass_threshold=effective_pass_threshold(spec, catalog_threshold),
     )
 
 
@@ -254,7 +258,16 @@ def check_adoption(
     stage, spec = _adopted_body(settings, wanted, benchmark, detail, label)
     replaces = state.runs.get(address) if state is not None else None
     status = _replaceable(client, replaces, address, display)
-    entry = adopted_entry(wanted, detail, benchmark.id, stage=stage, spec=spec, now=now, head=head)
+    entry = adopted_entry(
+        wanted,
+        detail,
+        benchmark.id,
+        stage=stage,
+        spec=spec,
+        now=now,
+        head=head,
+        catalog_threshold=benchmark.pass_threshold,
+    )
     return Adoption(entry=entry, replaces=replaces, replaced_status=status)
 
 

@@ -60,6 +60,7 @@ from reconciler.model import (
     RunResults,
     RunStatus,
     Settings,
+    effective_pass_threshold,
 )
 from reconciler.outputs.downloads import (
     DownloadInterrupted,
@@ -377,6 +378,7 @@ class Applier:
                 stage=intent.stage,
                 retry_of=intent.retry_of,
                 retry_agents=intent.retry_agents,
+                pass_threshold=_pass_threshold(item, spec),
             )
             old = state.runs.get(item.address)
             if intent.retry_of and old is not None and old.run_id not in (None, created.id):
@@ -637,6 +639,7 @@ class Applier:
                 stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
                 retry_of=item.retry.retry_of if item.retry is not None else None,
                 retry_agents=item.retry.agents if item.retry is not None else None,
+                pass_threshold=_pass_threshold(item, spec),
             )
             return put_run(state, entry)
 
@@ -898,6 +901,12 @@ def _with_submit_intent(
         applied_at_commit=head,
     )
     return with_reruns(put_run(state, entry), item.address, item.reruns)
+
+
+def _pass_threshold(item: PlanItem, spec: Mapping[str, Any]) -> float | None:
+    """The pass threshold recorded with the run ``item`` submits or adopts: the config's,
+    else the catalog's the plan saw (``RecordedRun.pass_threshold``)."""
+    return effective_pass_threshold(spec, item.benchmark.pass_threshold if item.benchmark else None)
 
 
 def _attempts_of(item: PlanItem, task_count: int | None) -> tuple[int | None, int | None, str]:

@@ -65,6 +65,7 @@ from reconciler.model import (
     RunStatus,
     Settings,
     canonical_digest,
+    effective_pass_threshold,
     spec_fingerprint,
     spec_fingerprint_fields,
 )
@@ -386,6 +387,7 @@ class Importer:
             platform_url=run.platform_url,
             imported_at=now,
             imported_with=" ".join([self.invocation, *flags.describe()]),
+            pass_threshold=effective_pass_threshold(desired.spec, info.pass_threshold),
         )
 
     def _check_replaceable(

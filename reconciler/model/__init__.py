@@ -106,9 +106,11 @@ from reconciler.model.recorded import (
     Rejection,
     RunResults,
     SmokeStage,
+    effective_pass_threshold,
     rejection_context,
     selection_digest,
     spec_attempts_per_task,
+    spec_pass_threshold,
 )
 from reconciler.model.settings import (
     DOWNLOAD_TYPES,
@@ -213,9 +215,11 @@ __all__ = [
     "model_identity",
     "origin_of",
     "recorded_benchmark",
+    "effective_pass_threshold",
     "rejection_context",
     "selection_digest",
     "spec_attempts_per_task",
+    "spec_pass_threshold",
     "spec_fingerprint",
     "spec_fingerprint_fields",
 ]

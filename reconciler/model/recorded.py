@@ -217,6 +217,12 @@ class RecordedRun(Frozen, frozen=True, kw_only=True):
     of its errored ones. None: an ordinary run."""
     retry_agents: tuple[int, ...] | None = None
     """For a retry run: the agent index, in the retried run, of each agent of its body."""
+    pass_threshold: float | None = None
+    """The reward at or above which a task's attempt passes in this run, as it was when the
+    run was recorded: the config's ``[execution].pass_threshold``, else the catalog's
+    (``effective_pass_threshold``). Kept with the run so its history entry can still count
+    fractional rewards by it once the config is gone. None: neither was known, or a lockfile
+    written before it was recorded (results then use the config's, else the catalog's now)."""
 
     @property
     def attempts_per_task(self) -> int:
@@ -295,12 +301,33 @@ class HistoryEntry(Frozen, frozen=True, kw_only=True):
     """For a retry run (``RecordedRun.retry_of``): the run whose errored attempts it re-ran."""
     retry_agents: tuple[int, ...] | None = None
     """For a retry run: the retried run's agent index of each of its agents."""
+    pass_threshold: float | None = None
+    """The run's pass threshold (``RecordedRun.pass_threshold``), carried into history: a
+    history entry keeps no config, so without it fractional rewards would be counted at the
+    catalog's threshold, not the one the run was asked for. None: not recorded (a lockfile
+    written before it was), and results fall back to the catalog's, saying so."""
 
 
 def spec_attempts_per_task(spec: Mapping[str, Any]) -> int:
     """A submit body's ``execution_config.attempts_per_task`` (``model.attempts_per_task``),
     at least 1; ``RecordedRun.attempts_per_task`` is this for a recorded run's body."""
     return max(1, attempts_per_task(spec.get("execution_config")))
+
+
+def spec_pass_threshold(spec: Mapping[str, Any]) -> float | None:
+    """A submit body's ``execution_config.pass_threshold`` (the config's), None when it sets
+    none or sets something that is not a number."""
+    value = (spec.get("execution_config") or {}).get("pass_threshold")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def effective_pass_threshold(spec: Mapping[str, Any], catalog: float | None) -> float | None:
+    """The threshold that decides a run's passes, as the Platform applies it: the config's
+    (``spec_pass_threshold``), else the catalog's ``catalog``; None when neither is known."""
+    own = spec_pass_threshold(spec)
+    return own if own is not None else catalog
 
 
 def selection_digest(spec: Mapping[str, Any]) -> str:

@@ -33,7 +33,7 @@ from reconciler.results.runs import (
     renamed_from,
     resolve,
 )
-from reconciler.results.summary import score_run, threshold_of
+from reconciler.results.summary import score_run, threshold_note, threshold_of
 
 __all__ = [
     "Gate",
@@ -187,6 +187,10 @@ def _compare_pairs(
         f"{side.run.label} is partial ({side.run.status}): its missing tasks are left out"
         for side in (left, right)
         if side.run.partial
+    ) + tuple(
+        f"{side.run.label}: {note}"
+        for side in (left, right)
+        if (note := threshold_note(side.run, side.threshold))
     )
     reports: list[CompareReport] = []
     for li, ri in _agent_pairs(left, right, left_ref, right_ref):

@@ -30,6 +30,7 @@ from reconciler.model import (
     RunStatus,
     SmokeStage,
     selection_digest,
+    spec_pass_threshold,
 )
 
 __all__ = [
@@ -78,18 +79,14 @@ class RecordedResult(msgspec.Struct, frozen=True):
     retries: tuple[RecordedResult, ...] = ()
     """The retry runs of this run, oldest first: their attempts replace its errored ones
     in its result (``results.data.merge_retry``)."""
+    pass_threshold: float | None = None
+    """The threshold recorded with the run (the config's, else the catalog's, when it was
+    recorded); for a current entry recorded before that, its config's. None: not known
+    here, and results use the catalog's now (``summary.threshold_of``), saying so."""
 
     @property
     def smoke(self) -> bool:
         return self.stage == SmokeStage.SMOKE
-
-    @property
-    def pass_threshold(self) -> float | None:
-        """The config's ``[execution].pass_threshold``, when it sets one."""
-        value = (self.spec.get("execution_config") or {}).get("pass_threshold")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value)
 
     @property
     def partial(self) -> bool:
@@ -144,6 +141,11 @@ def _current(address: str, entry: RecordedRun) -> RecordedResult:
         spec_digest=entry.spec_digest,
         retry_of=entry.retry_of,
         retry_agents=tuple(entry.retry_agents or ()),
+        pass_threshold=(
+            entry.pass_threshold
+            if entry.pass_threshold is not None
+            else spec_pass_threshold(entry.spec)
+        ),
     )
 
 
@@ -166,6 +168,8 @@ def _former(address: str, old: HistoryEntry) -> RecordedResult:
         spec_digest=old.spec_digest,
         retry_of=old.retry_of,
         retry_agents=tuple(old.retry_agents or ()),
+        # A history entry keeps no config: only what was recorded with the run.
+        pass_threshold=old.pass_threshold,
     )
 
 

@@ -15,7 +15,7 @@ from reconciler.results.data import RunOutcomes
 from reconciler.results.numbers import RunNumbers, count_numbers, summary_numbers
 from reconciler.results.runs import RecordedResult
 
-__all__ = ["AgentScore", "RunReport", "score_run"]
+__all__ = ["AgentScore", "RunReport", "score_run", "threshold_note", "threshold_of"]
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,28 @@ def threshold_of(
     outcomes: RunOutcomes | None,
     thresholds: Mapping[str, float] | None,
 ) -> float | None:
-    """The pass threshold of a run: the config's, else the catalog's (``thresholds``:
-    benchmark id -> threshold, looked up only for fractional rewards, where it matters).
+    """The pass threshold of a run: the one recorded with it (the config's, else the
+    catalog's, when it was recorded), else the catalog's now (``thresholds``: benchmark id
+    -> threshold, looked up only for fractional rewards, where it matters; a run from a
+    lockfile written before thresholds were recorded, which ``threshold_note`` says).
     None: neither is known, and the Platform's own outcome column decides."""
     if run.pass_threshold is not None:
         return run.pass_threshold
     if outcomes is None or not outcomes.fractional or not thresholds or not run.benchmark_id:
         return None
     return thresholds.get(run.benchmark_id)
+
+
+def threshold_note(run: RecordedResult, threshold: float | None) -> str | None:
+    """What a reader must know when ``threshold`` (``threshold_of``) is the catalog's now
+    rather than the run's own: its config may have set another, and the lockfile that
+    recorded the run predates the record of it."""
+    if threshold is None or run.pass_threshold is not None:
+        return None
+    return (
+        "no pass threshold is recorded with this run (a lockfile written before it was): "
+        f"its rewards are counted at the catalog's {threshold:g}"
+    )
 
 
 def score_run(
@@ -103,6 +117,7 @@ def score_run(
         )
         return RunReport(run=run, agents=agents, source="summary", note=note)
     threshold = threshold_of(run, outcomes, thresholds)
+    note = threshold_note(run, threshold)
     scores: list[AgentScore] = []
     for index in sorted(outcomes.tasks):
         key = outcomes.agents[index]
@@ -121,7 +136,7 @@ def score_run(
         run=run,
         agents=tuple(scores),
         source="results.csv",
-        note=retry_note(outcomes),
+        note="; ".join(n for n in (note, retry_note(outcomes)) if n) or None,
         retried=outcomes.retried_attempts,
         retry_runs=outcomes.retry_runs,
     )

@@ -15,6 +15,7 @@ from reconciler.model import (
     SmokeStage,
     model_identity,
     selection_digest,
+    spec_pass_threshold,
 )
 
 HISTORY_LIMIT_PER_ADDRESS = 20
@@ -97,6 +98,10 @@ def history_entry(
         stage=run.stage,
         retry_of=run.retry_of,
         retry_agents=run.retry_agents,
+        # A run recorded before its threshold was still has its config's in the body.
+        pass_threshold=(
+            run.pass_threshold if run.pass_threshold is not None else spec_pass_threshold(run.spec)
+        ),
     )
 
 

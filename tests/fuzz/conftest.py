@@ -61,6 +61,10 @@ class Tally:
     clear_errors: int = 0
     successes: int = 0
     internal_errors: int = 0
+    reached: int | None = None
+    """Examples that reached the target's deepest stage (``reached_means``), where the
+    target counts it: a strategy whose examples all stop at the first check tests little."""
+    reached_means: str | None = None
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     """This process's CPU time over the target: the figure that does not depend on how
@@ -113,10 +117,16 @@ def no_hang() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def record(target: str, outcome: str) -> None:
-    """Count one example of ``target``: ``clear_error``, ``success`` or ``internal_error``."""
+def record(
+    target: str, outcome: str, reached: bool | None = None, means: str | None = None
+) -> None:
+    """Count one example of ``target``: ``clear_error``, ``success`` or ``internal_error``;
+    ``reached``: whether it got to the target's deepest stage (``means``), when counted."""
     tally = TALLIES.setdefault(target, Tally())
     tally.examples += 1
+    if reached is not None:
+        tally.reached = (tally.reached or 0) + int(reached)
+        tally.reached_means = means
     if outcome == "clear_error":
         tally.clear_errors += 1
     elif outcome == "success":
@@ -131,32 +141,49 @@ def exercise(
     target: str,
     call: Callable[[], object],
     clear: tuple[type[BaseException], ...],
-    refused: Callable[[object], bool] = lambda _result: False,
+    refused: Callable[[Any], bool] = lambda _result: False,
+    reached: Callable[[Any], bool] | None = None,
+    reached_means: str | None = None,
 ) -> object:
     """Run one example: success and ``clear`` errors are counted, anything else fails it.
-    ``refused`` tells a result that is itself a clear error (a config with issues)."""
+    ``refused`` tells a result that is itself a clear error (a config with issues);
+    ``reached`` whether a result got to the target's deepest stage (``reached_means``, for
+    the table's "reached" column)."""
     try:
         with no_hang():
             result = call()
     except clear:
-        record(target, "clear_error")
+        record(target, "clear_error", False if reached else None, reached_means)
         return None
     except BaseException:
-        record(target, "internal_error")
+        record(target, "internal_error", False if reached else None, reached_means)
         raise
-    record(target, "clear_error" if refused(result) else "success")
+    deep = reached(result) if reached is not None else None
+    record(target, "clear_error" if refused(result) else "success", deep, reached_means)
     return result
+
+
+def _reached(t: Tally) -> str:
+    if t.reached is None:
+        return "–"
+    return f"{t.reached:,} ({100 * t.reached / t.examples:.0f}%)" if t.examples else "0"
 
 
 def table() -> str:
     rows = [
         f"{'target':<14} {'examples':>9} {'clear errors':>13} {'successes':>10} "
-        f"{'internal errors':>16} {'seconds':>8} {'CPU s':>7}"
+        f"{'internal errors':>16} {'reached':>13} {'seconds':>8} {'CPU s':>7}"
     ]
     for name, t in sorted(TALLIES.items()):
         rows.append(
             f"{name:<14} {t.examples:>9,} {t.clear_errors:>13,} {t.successes:>10,} "
-            f"{t.internal_errors:>16,} {t.seconds:>8.1f} {t.cpu_seconds:>7.1f}"
+            f"{t.internal_errors:>16,} {_reached(t):>13} {t.seconds:>8.1f} {t.cpu_seconds:>7.1f}"
+        )
+    means = [f"{name}: {t.reached_means}" for name, t in sorted(TALLIES.items())
+             if t.reached is not None and t.reached_means]  # fmt: skip
+    if means:
+        rows.append(
+            "reached: examples that got to the target's deepest stage (" + "; ".join(means) + ")"
         )
     return "\n".join(rows)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.clock import FakeClock
+from tests.support.git import commit
 from tests.support.osmosis import (
     Osmosis,
     init_repo,
@@ -14,6 +15,7 @@ from tests.support.osmosis import (
     read_lock,
     smoke_config,
     start_platform,
+    write_config,
 )
 
 SUPPORT_TICKETS = """\
@@ -74,5 +76,37 @@ def test_logs_download_and_the_results_compare_with_the_leaderboard(tmp_path: Pa
             "acme/billing: 2 tasks of the benchmark unavailable (Fixture files missing "
             "from the 2.0 release), not run or scored"
         ) in results
+    finally:
+        platform.close()
+
+
+def test_each_run_records_the_pass_threshold_it_runs_with_and_history_keeps_it(
+    tmp_path: Path,
+) -> None:
+    # Issue 35, finding 6: a history entry keeps no config, so the threshold a run was
+    # scored at (the config's, else the catalog's) is recorded with the run when it is
+    # submitted, and carried into history when a new run replaces it.
+    clock = FakeClock()
+    platform = start_platform(tmp_path / "platform", clock=clock)
+    own = SUPPORT_TICKETS + "\n[execution]\npass_threshold = 0.6\n"
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"acme/billing": SUPPORT_TICKETS,
+                                                     "acme/lenient": own})  # fmt: skip
+        osm = Osmosis(repo, platform)
+        assert osm.apply("--auto-approve").code == 0
+        runs = read_lock(repo)["runs"]
+        assert runs["acme/billing"]["pass_threshold"] == 0.8  # the catalog's
+        assert runs["acme/lenient"]["pass_threshold"] == 0.6  # the config's
+        first = runs["acme/lenient"]["run_id"]
+
+        clock.advance(30 * 86400)  # the runs ended
+        write_config(repo, "acme/lenient", own.replace("0.6", "0.65"))
+        commit(repo, "Raise the threshold")
+        result = osm.apply("--auto-approve")
+        assert result.code == 0, result
+        lock = read_lock(repo)
+        assert lock["runs"]["acme/lenient"]["pass_threshold"] == 0.65
+        (former,) = [h for h in lock["history"] if h["run_id"] == first]
+        assert former["pass_threshold"] == 0.6 and "spec" not in former
     finally:
         platform.close()

@@ -149,6 +149,10 @@ def test_overrides_apply_after_axes_and_replace_the_model_whole(tmp_path: Path) 
             ),
             "",  # checked below: the address does not use the new axis
         ),
+        (  # found by the generators fuzz target: 1.0 == 1 (and true == 1) in Python
+            lambda t: t.replace("version = 1", "version = 1.0"),
+            "cmp.matrix.toml:2:1: generate.version: generate.version = 1.0: only 1 is known",
+        ),
         (
             lambda t: t.replace("version = 1", "version = 1\nmax_runs = 3"),
             "cmp.matrix.toml:3:1: generate.max_runs: expands to 4 runs (benchmark 2 × model 2); max_runs = 3",

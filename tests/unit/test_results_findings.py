@@ -5,24 +5,33 @@ gate, fractional scores and k, an identical-config pair, and the report's order.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 import pytest
 
-from reconciler.model import AgentResult, Observation, RunResults, TaskCounts
+from reconciler.model import (
+    AgentResult,
+    LockState,
+    Observation,
+    RunResults,
+    TaskCounts,
+)
 from reconciler.plan import compute_plan
 from reconciler.results import html as html_report
 from reconciler.results.build import build_address_reports, build_compare, build_gate
 from reconciler.results.compare import Comparison, Verdict, compare_outcomes
-from reconciler.results.data import TaskOutcome, parse_results_csv
+from reconciler.results.data import RunOutcomes, TaskOutcome, parse_results_csv
 from reconciler.results.gate import Gate
 from reconciler.results.report import (
+    AddressReport,
     CompareReport,
     render_addresses_text,
     render_compare_text,
 )
-from reconciler.results.runs import RunRef
+from reconciler.results.runs import RecordedResult, RunRef
 from reconciler.results.stats import Interval
 from reconciler.results.summary import score_run
+from reconciler.state.lockfile import parse, put_run, retire_run, serialize
 from tests.support.plan_fixtures import (
     desired,
     lock,
@@ -31,7 +40,7 @@ from tests.support.plan_fixtures import (
     recorded_run,
     settings,
 )
-from tests.support.results import Family, attempts_of, results_csv, with_rewards
+from tests.support.results import T0, Family, attempts_of, results_csv, with_rewards
 
 
 def _outcomes(spec: dict[str, tuple[int, int, int]]) -> dict[str, TaskOutcome]:
@@ -339,6 +348,85 @@ def test_6_fractional_rewards_compare_passes_at_the_threshold_by_the_attempts_me
     assert c.delta == pytest.approx((up - down) / 30)  # passes, not mean rewards
     several = _compared(results_csv(rewarded(3)), results_csv(rewarded(3)), 3, threshold=0.6)
     assert several.test.startswith("sign-flip") and several.ci.method == several.test
+
+
+def _rewarded(rewards: list[float]) -> str:
+    return results_csv([(f"t{i:02d}", "failed", r, 0.1) for i, r in enumerate(rewards)])
+
+
+def _replaced(spec: Mapping[str, object], first: dict[str, object]) -> LockState:
+    """``gdp/a``'s run r1 (``spec``, its entry updated with ``first``) replaced by r2 of
+    ``spec``, as apply replaces a run (``retire_run``), read back from the lockfile's text."""
+    family = Family()
+    family.add("gdp/a", "r1", _rewarded([0.5]), spec=spec)
+    family.add("gdp/b", "r2", _rewarded([0.5]), spec=spec)
+    old = family.runs["gdp/a"].model_copy(update=first)
+    new = family.runs["gdp/b"].model_copy(update={"address": "gdp/a"})
+    state = put_run(family.state().model_copy(update={"runs": {}}), old)
+    state = retire_run(state, "gdp/a", "replaced", ended_at=T0, replacement=new)
+    return parse(serialize(state), "state/osmosis.lock")
+
+
+def _compare_r1_r2(
+    state: LockState, files: dict[str, str], catalog: float
+) -> tuple[CompareReport, AddressReport]:
+    def load(run: RecordedResult) -> RunOutcomes | None:
+        return parse_results_csv(files[run.run_id])
+
+    thresholds = {"bench-tb": catalog}
+    (pair,) = build_compare(state, RunRef("gdp/a", "r1"), RunRef("gdp/a", "r2"), load,
+                            thresholds=thresholds)  # fmt: skip
+    (report,) = build_address_reports(state, ["gdp/a"], load, thresholds=thresholds)
+    return pair, report
+
+
+SPEC_06 = {"tasks_config": {}, "execution_config": {"attempts_per_task": 1, "pass_threshold": 0.6}}
+
+
+def test_6_a_run_in_history_keeps_the_pass_threshold_it_ran_with() -> None:
+    # r1 and r2 ran the same config (pass_threshold 0.6; the catalog's is 1.0) with the
+    # same fractional rewards. r1 left its address for history, which keeps no config:
+    # its rewards were counted at the catalog's 1.0 (pass@1 0) and r2 read "better".
+    text = _rewarded([0.62, 0.7, 0.75, 0.8, 0.9, 0.95] * 5)
+    state = _replaced(SPEC_06, {})  # an entry from before thresholds were recorded
+    pair, report = _compare_r1_r2(state, {"r1": text, "r2": text}, catalog=1.0)
+    c = pair.comparison
+    assert (c.left, c.right, c.delta) == (1.0, 1.0, 0.0)
+    (former,) = state.history
+    assert (former.run_id, former.pass_threshold) == ("r1", 0.6)  # its config's, kept
+    assert c.verdict is not Verdict.BETTER and not any("catalog" in n for n in pair.notes)
+    assert [line.report.agents[0].numbers.pass_threshold for line in report.runs] == [0.6, 0.6]
+    assert [line.report.agents[0].numbers.pass_at_1 for line in report.runs] == [1.0, 1.0]
+
+
+def test_6_the_threshold_recorded_with_a_run_outlives_its_config() -> None:
+    # Recorded when submitted (the config's, else the catalog's then): the history entry
+    # keeps it even when the entry's body says nothing (the catalog's 0.6 at submit time;
+    # the catalog says 1.0 now).
+    spec = {"tasks_config": {}, "execution_config": {"attempts_per_task": 1}}
+    state = _replaced(spec, {"pass_threshold": 0.6})
+    assert "pass_threshold = 0.6" in serialize(state)
+    assert state.history[0].pass_threshold == 0.6
+    text = _rewarded([0.62, 0.7, 0.75, 0.8, 0.9, 0.95] * 5)
+    pair, _report = _compare_r1_r2(state, {"r1": text, "r2": text}, catalog=1.0)
+    assert (pair.comparison.left, pair.comparison.right) == (1.0, 0.0)  # r2 has none recorded
+
+
+def test_6_a_history_run_recorded_without_a_threshold_falls_back_to_the_catalogs() -> None:
+    # A lockfile written before thresholds were recorded, whose entry kept no config either:
+    # r1's rewards are counted at the catalog's threshold, and compare and the table say so.
+    text = _rewarded([0.4, 0.55, 0.7, 0.9] * 5)
+    state = _replaced(SPEC_06, {"spec": {}})
+    assert state.history[0].pass_threshold is None
+    pair, report = _compare_r1_r2(state, {"r1": text, "r2": text}, catalog=0.8)
+    assert (pair.comparison.left, pair.comparison.right) == (0.25, 0.5)  # 0.8 vs 0.6
+    said = (
+        "no pass threshold is recorded with this run (a lockfile written before it was): "
+        "its rewards are counted at the catalog's 0.8"
+    )
+    assert f"name-r1: {said}" in pair.notes
+    assert "catalog's 0.8" in " ".join(render_compare_text([pair]).split())
+    assert f"name-r1: {said}" in " ".join(render_addresses_text([report], width=240).split())
 
 
 # --------------------------------------------------------------------------- finding 7
