@@ -356,3 +356,16 @@ def test_an_identical_active_run_of_another_project_is_a_twin_until_allowed(
     assert allowed.code == 0, allowed
     assert entries(allowed)["b"]["actions"]["submit"] == 1
     assert platform.submits() == 4
+
+
+def test_changed_since_inside_a_project_plans_its_changed_configs(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # What a matrix job runs: the plan inside the project's directory, below the git root.
+    repo = projects_repo(tmp_path, {"a": "", "b": ""})
+    write(repo / "teams" / "b" / "benchmarks" / "tb" / "new.toml", project_config("b", 1))
+    commit(repo, "b grows")
+    inside = Osmosis(repo / "teams" / "b", platform)
+    plan = inside.plan("--format", "json", "--changed-since", "HEAD~1")
+    assert plan.code == 0, plan
+    assert {a["address"]: a["action"] for a in plan.json()["actions"]} == {"tb/new": "submit"}
