@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         "(the lockfile's runs, what is pending, what is blocked)",
     )
     comment.add_argument("--state", default="state/osmosis.lock")
+    comment.add_argument(
+        "--project",
+        metavar="ID",
+        help="the project whose plan this is (default: the id in --dir's settings file): "
+        "each project of a root of many keeps a sticky comment of its own",
+    )
 
     drift = sub.add_parser(
         "drift-issue", parents=[common], help="open, update or close the drift issue"
@@ -273,7 +279,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> Ending:
         return Ending.DONE
 
     if getattr(args, "print", False):
-        return _print_offline(args, run_url, output)
+        return _print_offline(args, run_url, root, output)
     if args.command == "comment" and args.pr is None:
         raise UsageError(
             "osmosis-ci comment: --pr is required (or --print to see the body offline)"
@@ -301,6 +307,16 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
+def _project_id(args: argparse.Namespace, root: Path) -> str | None:
+    """``--project``, else the ``id`` of the project at ``root`` (None: not a project)."""
+    if args.project:
+        return str(args.project)
+    from reconciler.config.project import load_project_settings
+
+    found = load_project_settings(root).get("id")
+    return found if isinstance(found, str) else None
+
+
 def _status_markdown(args: argparse.Namespace) -> str | None:
     """The status table of every address (``engine.status``) from the saved plan and the
     lockfile in the checkout, for the comment's collapsed section; None without a plan."""
@@ -312,7 +328,8 @@ def _status_markdown(args: argparse.Namespace) -> str | None:
     from reconciler.render.status import render_status_markdown
     from reconciler.state.lockfile import read_lockfile
 
-    root = Path(args.dir)
+    # Resolved: a project's settings inherit the root's, a directory above ``.``.
+    root = Path(args.dir).resolve()
     plan = read_saved_plan(args.plan_json)
     state = read_lockfile(root / args.state, platform=None, workspace=None)
     margin = resolve_settings(root, {}).regression_margin_pp / 100
@@ -320,7 +337,9 @@ def _status_markdown(args: argparse.Namespace) -> str | None:
     return render_status_markdown(rows) if rows else None
 
 
-def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
+def _print_offline(
+    args: argparse.Namespace, run_url: str | None, root: Path, output: Output
+) -> Ending:
     """``comment --print`` / ``drift-issue --print``: what GitHub would get, offline."""
     if args.command == "comment":
         from reconciler.ci.comment import prepare_comment_body
@@ -335,6 +354,7 @@ def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output
             validation_failed=args.validation_failed,
             run_url=run_url,
             status=_status_markdown(args),
+            project=_project_id(args, root),
         )
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
@@ -385,9 +405,10 @@ def _github_command(
             validation_failed=args.validation_failed,
             run_url=run_url,
             status=_status_markdown(args),
+            project=_project_id(args, root),
         )
         try:
-            action = sync_comment(api, args.pr, body)
+            action = sync_comment(api, args.pr, body, project=_project_id(args, root))
         except GitHubError as exc:
             if exc.status != 403:
                 raise
@@ -440,6 +461,7 @@ def _github_command(
         report = announce(
             api,
             root / args.state,
+            context_prefix=f"osmosis/{settings.id}" if settings.id else "osmosis",
             run_url=run_url,
             max_age=timedelta(days=args.max_age_days),
             repo_root=root,
