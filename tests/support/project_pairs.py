@@ -161,13 +161,14 @@ def run_pair(pair: Pair, platform: Platform, repo: Path, gate: Path, tally: Tall
     finally:
         gate.unlink(missing_ok=True)
         documents = [_finish(proc, out, err) for proc, out, err in procs]
-    first, second = (_entries(d) for d in documents)
+    first_ended, second_ended = (_entries(d) for d in documents)
     for project in pair.first:
-        if first.get(project, {}).get("status") != "done":
+        found = first_ended.get(project, {})
+        if found.get("status") != "done":
             tally.unexpected += 1
-            tally.notes.append(f"pair {pair.index}: first apply, {project}: {first.get(project)}")
+            tally.notes.append(f"pair {pair.index}: first apply, {project}: {found}")
     for project in pair.second:
-        entry = second.get(project, {})
+        entry = second_ended.get(project, {})
         errors = " ".join(entry.get("errors", []))
         if project in pair.shared:
             if entry.get("status") == "failed" and "apply lock" in errors:
