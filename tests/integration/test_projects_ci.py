@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,12 @@ from jsonschema import Draft202012Validator
 
 from reconciler.cli.output import SCHEMA_FILE
 from tests.support import docs
-from tests.support.osmosis import Osmosis, Platform
-from tests.support.projects import ROOT_SETTINGS, write
+from tests.support.git import git, git_run
+from tests.support.github_fake import FakeGitHub
+from tests.support.osmosis import PROJECT_ROOT, TOKEN, Osmosis, Platform
+from tests.support.projects import ROOT_SETTINGS, project_config, write
+
+from .actions_runner import Runner, find_environment
 
 MATRIX_SCHEMA = SCHEMA_FILE.with_name("matrix.schema.json")
 
@@ -111,3 +117,142 @@ def test_the_matrix_schema_refuses_what_a_workflow_cannot_run(
     errors = matrix_errors(document)
     assert errors, document
     assert complaint in " ".join(errors), errors
+
+
+# --------------------------------------------------------------------------- the workflows
+
+DEV = ("Dev", "dev@example.com")
+SIX = {f"team-{n}": ("e2e" if n % 2 else "e2e-b") for n in range(6)}
+"""Six projects, in two workspaces (their ``workspace`` setting, the matrix's workspace)."""
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(repo="acme/evals").start()
+    yield fake
+    fake.close()
+
+
+def test_the_jobs_of_a_6_project_matrix_plan_and_apply_each_project(
+    tmp_path: Path, platform: Platform, github: FakeGitHub
+) -> None:
+    workflows = project_workflows()
+    (action_ref,) = set(
+        re.findall(r"uses: (osmosis-ai/osmosis-reconciler@\S+)", "".join(workflows.values()))
+    )
+    platforms = {"e2e": platform, "e2e-b": platform.in_workspace("e2e-b")}
+    remote = tmp_path / "evals.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    dev = tmp_path / "dev"
+    git(tmp_path, "clone", "-q", str(remote), str(dev))
+    git(dev, "checkout", "-q", "-b", "main")
+    for name, text in workflows.items():
+        write(dev / ".github" / "workflows" / name, text)
+    write(dev / ".gitignore", ".osmosis/\n")
+    write(dev / "osmosis.toml", ROOT_SETTINGS)
+    for project, workspace in SIX.items():
+        write(
+            dev / "teams" / project / "osmosis.toml",
+            f'id = "{project}"\nworkspace = "{workspace}"\n',
+        )
+    git(dev, "add", "-A")
+    git(dev, "commit", "-q", "-m", "Six projects, no configs yet", author=DEV)
+    base = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "origin", "main")
+
+    # -- a pull request gives each project a config ------------------------------------------
+    git(dev, "checkout", "-q", "-b", "configs")
+    for project in SIX:
+        write(dev / "teams" / project / "benchmarks" / "tb" / "r0.toml", project_config(project))
+    git(dev, "add", "-A")
+    git(dev, "commit", "-q", "-m", "A config per project", author=DEV)
+    head = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "origin", "configs")
+    github.add_pull(7, head, merged=False, commits=(head,))
+    runner = Runner(
+        remote=remote,
+        work=tmp_path / "runner",
+        repository=github.repo,
+        actions={action_ref: PROJECT_ROOT},
+        secrets={"OSMOSIS_TOKEN": TOKEN},
+        variables={"OSMOSIS_PLATFORM_URL": platform.url},
+        env={
+            **find_environment(Path(sys.executable).parent),
+            "GITHUB_API_URL": github.url,
+            "HOME": str(tmp_path),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        },
+        github_token=github.token,
+    )
+    folder = dev / ".github" / "workflows"
+    pr_event = {"pull_request": {"number": 7, "base": {"sha": base}, "head": {"sha": head}}}
+    pr: dict[str, Any] = {
+        "sha": head,
+        "base_ref": "main",
+        "ref": "refs/pull/7/merge",
+        "ref_name": "7/merge",
+    }
+    select = runner.run_job(
+        folder / "osmosis-projects-plan.yml", "select", "pull_request", pr_event, **pr
+    )
+    assert select.ok, select.log
+    matrix = json.loads(select.outputs["matrix"])
+    assert matrix_errors(matrix) == []
+    assert [(e["project"], e["dir"], e["workspace"]) for e in matrix["include"]] == [
+        (p, f"teams/{p}", w) for p, w in SIX.items()
+    ]
+    needs = {"select": {"outputs": select.outputs}}
+    for _push in range(2):  # a second push updates each project's comment
+        for entry in matrix["include"]:
+            job = runner.run_job(
+                folder / "osmosis-projects-plan.yml",
+                "plan",
+                "pull_request",
+                pr_event,
+                matrix=entry,
+                needs=needs,
+                **pr,
+            )
+            assert job.ok, job.log
+    bodies = github.bodies(7)
+    assert len(bodies) == 6, [b.splitlines()[0] for b in bodies]
+    for project, body in zip(SIX, bodies, strict=True):
+        first = body.splitlines()[0]
+        assert first.startswith(f"<!-- osmosis-reconciler:plan project={project} workspace="), first
+        assert "tb/r0" in body and "1 to submit" in body, body
+    assert sum(p.submits() for p in platforms.values()) == 0  # plans submit nothing
+
+    # -- merged: one apply job per project ---------------------------------------------------
+    git(dev, "checkout", "-q", "main")
+    git(dev, "merge", "-q", "--no-ff", "configs", "-m", "Merge pull request #7", author=DEV)
+    merge = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "origin", "main")
+    push_event = {
+        "before": base,
+        "head_commit": {"id": merge, "author": {"email": DEV[1]}},
+        "repository": {"default_branch": "main"},
+    }
+    select = runner.run_job(
+        folder / "osmosis-projects-apply.yml", "select", "push", push_event, sha=merge
+    )
+    assert select.ok, select.log
+    assert json.loads(select.outputs["matrix"]) == matrix
+    needs = {"select": {"outputs": select.outputs}}
+    for entry in matrix["include"]:
+        job = runner.run_job(
+            folder / "osmosis-projects-apply.yml",
+            "apply",
+            "push",
+            push_event,
+            matrix=entry,
+            needs=needs,
+            sha=merge,
+        )
+        assert job.ok, job.log
+    assert platforms["e2e"].submits() == 3 and platforms["e2e-b"].submits() == 3
+    for project, workspace in SIX.items():
+        lock = git_run(remote, "show", f"main:teams/{project}/state/osmosis.lock").stdout
+        assert f'workspace = "{workspace}"' in lock
+        assert '[runs."tb/r0"]' in lock
+    messages = git(remote, "log", "--format=%s", f"{merge}..main").splitlines()
+    assert len(messages) == 6 and all(m.startswith("osmosis-apply: 1 submitted") for m in messages)
