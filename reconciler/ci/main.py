@@ -307,6 +307,24 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
+def _comment_body(args: argparse.Namespace, run_url: str | None, root: Path) -> str:
+    """``comment``'s body: the plan markdown of ``--body-file`` made a sticky comment."""
+    from reconciler.ci.comment import prepare_comment_body
+
+    try:
+        markdown = _read_text(args.body_file, "--body-file")
+    except FileNotFoundError:
+        markdown = ""
+    return prepare_comment_body(
+        markdown,
+        exit_code=args.exit_code,
+        validation_failed=args.validation_failed,
+        run_url=run_url,
+        status=_status_markdown(args),
+        project=_project_id(args, root),
+    )
+
+
 def _project_id(args: argparse.Namespace, root: Path) -> str | None:
     """``--project``, else the ``id`` of the project at ``root`` (None: not a project)."""
     if args.project:
@@ -342,20 +360,7 @@ def _print_offline(
 ) -> Ending:
     """``comment --print`` / ``drift-issue --print``: what GitHub would get, offline."""
     if args.command == "comment":
-        from reconciler.ci.comment import prepare_comment_body
-
-        try:
-            markdown = _read_text(args.body_file, "--body-file")
-        except FileNotFoundError:
-            markdown = ""
-        body = prepare_comment_body(
-            markdown,
-            exit_code=args.exit_code,
-            validation_failed=args.validation_failed,
-            run_url=run_url,
-            status=_status_markdown(args),
-            project=_project_id(args, root),
-        )
+        body = _comment_body(args, run_url, root)
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
             "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
@@ -393,20 +398,9 @@ def _github_command(
 ) -> Ending:
     say = partial(output.progress, essential=True)
     if args.command == "comment":
-        from reconciler.ci.comment import prepare_comment_body, sync_comment
+        from reconciler.ci.comment import sync_comment
 
-        try:
-            markdown = _read_text(args.body_file, "--body-file")
-        except FileNotFoundError:
-            markdown = ""
-        body = prepare_comment_body(
-            markdown,
-            exit_code=args.exit_code,
-            validation_failed=args.validation_failed,
-            run_url=run_url,
-            status=_status_markdown(args),
-            project=_project_id(args, root),
-        )
+        body = _comment_body(args, run_url, root)
         try:
             action = sync_comment(api, args.pr, body, project=_project_id(args, root))
         except GitHubError as exc:
