@@ -10,7 +10,8 @@ labelled which) and, once the address has two comparable complete runs, a Mermai
 per-task files already in the repository when they are there, else unpaired from the
 recorded summaries, and says so. The comment is found from the run's recorded
 ``requested_by`` commit through GitHub's "pull requests for a commit" route, and set as a
-commit status (context ``osmosis/<address>``) on that commit.
+commit status (context ``osmosis/<address>``; ``osmosis/<project>/<address>`` in a project
+of a root of many) on that commit.
 
 Each run is announced once. ``announced_at`` in the lockfile records it, so a fresh
 checkout never posts again; the comment itself carries the run id in a hidden marker and
@@ -300,11 +301,14 @@ def announce(
     settings: Settings | None = None,
     lock_timeout: float = 60.0,
     say: Callable[[str], object] | None = None,
+    context_prefix: str = "osmosis",
 ) -> AnnounceReport:
     """Announce the due runs of the lockfile at ``state_path`` and record it there, through
     the lockfile's door (the locks an apply of the Platform and workspace it records takes,
     under the ``lock`` setting of ``settings``); with ``repo_root``, comparisons are paired
-    on the runs' files in that repository. ``say`` is told when it waits for the lock."""
+    on the runs' files in that repository. ``say`` is told when it waits for the lock.
+    ``context_prefix`` starts each commit status's context (``osmosis/PROJECT`` for a
+    project of a root of many, so its statuses name it)."""
     if not state_path.is_file():
         return AnnounceReport()
     scope = LockScope.recorded(state_path, str(state_path), settings=settings)
@@ -327,6 +331,7 @@ def announce(
             margin=margin,
             generators=generators,
             cells=cells,
+            context_prefix=context_prefix,
         )
         if updated is not state:
             door.write(updated)

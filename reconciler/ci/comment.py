@@ -3,7 +3,9 @@ update the one already there.
 
 ``osmosis-plan --format markdown`` starts its output with a hidden marker line
 ``<!-- osmosis-reconciler:plan ... -->``; the comment that starts with that marker is the
-sticky one. The decisions are pure functions (``prepare_comment_body``,
+sticky one. A project of a root of many (docs/projects.md) has a sticky comment of its own:
+its matrix job posts ``<!-- osmosis-reconciler:plan project=ID ... -->`` (``sticky_marker``),
+so N jobs on one pull request keep N comments instead of overwriting one. The decisions are pure functions (``prepare_comment_body``,
 ``decide_comment_action``); ``sync_comment`` makes the REST calls.
 """
 
@@ -32,13 +34,26 @@ class CommentAction:
     comment_id: int | None = None
 
 
+_PROJECT = " project="
+
+
+def sticky_marker(project: str | None) -> str:
+    """The start of the sticky comment's first line: the plan marker, with ``project=ID``
+    for a project of a root of many (ids are letters, digits, ``.``, ``_`` and ``-``)."""
+    return MARKER_PREFIX if project is None else f"{MARKER_PREFIX}{_PROJECT}{project} "
+
+
 def has_marker(body: str, marker: str = MARKER_PREFIX) -> bool:
     """True when ``body`` is a sticky plan comment: its first line starts with the marker.
 
     Only the first line counts, so a reviewer quoting the plan in their own comment is never
-    mistaken for the sticky comment.
+    mistaken for the sticky comment. The bare ``MARKER_PREFIX`` (a repository of one
+    project) never matches a project's comment, so the two never overwrite each other.
     """
-    return body.lstrip("\ufeff").startswith(marker)
+    text = body.lstrip("\ufeff")
+    if marker == MARKER_PREFIX and text.startswith(MARKER_PREFIX + _PROJECT):
+        return False
+    return text.startswith(marker)
 
 
 def decide_comment_action(
@@ -78,6 +93,7 @@ def prepare_comment_body(
     limit: int = COMMENT_LIMIT,
     status: str | None = None,
     decisions: Sequence[str] = (),
+    project: str | None = None,
 ) -> str:
     """The comment text for one workflow run, always starting with the marker.
 
@@ -90,12 +106,15 @@ def prepare_comment_body(
     maximum, looks, α spent) follow the plan, open, since a decision is what a reviewer
     reads; ``status`` (the markdown table of ``osmosis-reconciler status``) follows in a
     collapsed section. A footer links the workflow run. The result never exceeds ``limit`` characters.
+    ``project``: the id of the project whose plan this is; its marker names it.
     """
     text = markdown.replace("\r\n", "\n").strip("\n")
     if text.startswith(MARKER_PREFIX):
         marker, _, rest = text.partition("\n")
     else:
         marker, rest = FALLBACK_MARKER, text
+    if project is not None and not marker.startswith(sticky_marker(project)):
+        marker = sticky_marker(project) + marker[len(MARKER_PREFIX) :].lstrip()
     rest = rest.strip("\n")
 
     sections: list[str] = []
@@ -134,11 +153,17 @@ def prepare_comment_body(
 
 
 def sync_comment(
-    github: GitHubAPI, pr: int, body: str, *, bot_login: str | None = BOT_LOGIN
+    github: GitHubAPI,
+    pr: int,
+    body: str,
+    *,
+    bot_login: str | None = BOT_LOGIN,
+    project: str | None = None,
 ) -> CommentAction:
-    """Create or update the sticky comment on pull request ``pr``; return what was done."""
+    """Create or update the sticky comment (of ``project``, when given) on pull request
+    ``pr``; return what was done."""
     action = decide_comment_action(
-        github.list_issue_comments(pr), MARKER_PREFIX, body, bot_login=bot_login
+        github.list_issue_comments(pr), sticky_marker(project), body, bot_login=bot_login
     )
     if action.kind == "create":
         created = github.create_issue_comment(pr, body)

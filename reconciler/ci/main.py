@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         "(the lockfile's runs, what is pending, what is blocked)",
     )
     comment.add_argument("--state", default="state/osmosis.lock")
+    comment.add_argument(
+        "--project",
+        metavar="ID",
+        help="the project whose plan this is (default: the id in --dir's settings file): "
+        "each project of a root of many keeps a sticky comment of its own",
+    )
 
     drift = sub.add_parser(
         "drift-issue", parents=[common], help="open, update or close the drift issue"
@@ -273,7 +279,7 @@ def _dispatch(args: argparse.Namespace, output: Output) -> Ending:
         return Ending.DONE
 
     if getattr(args, "print", False):
-        return _print_offline(args, run_url, output)
+        return _print_offline(args, run_url, root, output)
     if args.command == "comment" and args.pr is None:
         raise UsageError(
             "osmosis-ci comment: --pr is required (or --print to see the body offline)"
@@ -301,6 +307,34 @@ def _read_plan_json(path: Path) -> dict[str, Any]:
     return payload
 
 
+def _comment_body(args: argparse.Namespace, run_url: str | None, root: Path) -> str:
+    """``comment``'s body: the plan markdown of ``--body-file`` made a sticky comment."""
+    from reconciler.ci.comment import prepare_comment_body
+
+    try:
+        markdown = _read_text(args.body_file, "--body-file")
+    except FileNotFoundError:
+        markdown = ""
+    return prepare_comment_body(
+        markdown,
+        exit_code=args.exit_code,
+        validation_failed=args.validation_failed,
+        run_url=run_url,
+        **_status_sections(args),
+        project=_project_id(args, root),
+    )
+
+
+def _project_id(args: argparse.Namespace, root: Path) -> str | None:
+    """``--project``, else the ``id`` of the project at ``root`` (None: not a project)."""
+    if args.project:
+        return str(args.project)
+    from reconciler.config.project import load_project_settings
+
+    found = load_project_settings(root).get("id")
+    return found if isinstance(found, str) else None
+
+
 def _status_sections(args: argparse.Namespace) -> dict[str, Any]:
     """The comment's ``status`` (the status table of every address, ``engine.status``,
     from the saved plan and the lockfile in the checkout, shown collapsed) and
@@ -313,7 +347,8 @@ def _status_sections(args: argparse.Namespace) -> dict[str, Any]:
     from reconciler.render.status import render_decision_lines, render_status_markdown
     from reconciler.state.lockfile import read_lockfile
 
-    root = Path(args.dir)
+    # Resolved: a project's settings inherit the root's, a directory above ``.``.
+    root = Path(args.dir).resolve()
     plan = read_saved_plan(args.plan_json)
     state = read_lockfile(root / args.state, platform=None, workspace=None)
     margin = resolve_settings(root, {}).regression_margin_pp / 100
@@ -324,22 +359,12 @@ def _status_sections(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _print_offline(args: argparse.Namespace, run_url: str | None, output: Output) -> Ending:
+def _print_offline(
+    args: argparse.Namespace, run_url: str | None, root: Path, output: Output
+) -> Ending:
     """``comment --print`` / ``drift-issue --print``: what GitHub would get, offline."""
     if args.command == "comment":
-        from reconciler.ci.comment import prepare_comment_body
-
-        try:
-            markdown = _read_text(args.body_file, "--body-file")
-        except FileNotFoundError:
-            markdown = ""
-        body = prepare_comment_body(
-            markdown,
-            exit_code=args.exit_code,
-            validation_failed=args.validation_failed,
-            run_url=run_url,
-            **_status_sections(args),
-        )
+        body = _comment_body(args, run_url, root)
         output.show(body if body.endswith("\n") else body + "\n")
         output.result(
             "ci_comment", {"pr": args.pr, "action": "printed", "comment_id": None, "body": body}
@@ -377,21 +402,11 @@ def _github_command(
 ) -> Ending:
     say = partial(output.progress, essential=True)
     if args.command == "comment":
-        from reconciler.ci.comment import prepare_comment_body, sync_comment
+        from reconciler.ci.comment import sync_comment
 
+        body = _comment_body(args, run_url, root)
         try:
-            markdown = _read_text(args.body_file, "--body-file")
-        except FileNotFoundError:
-            markdown = ""
-        body = prepare_comment_body(
-            markdown,
-            exit_code=args.exit_code,
-            validation_failed=args.validation_failed,
-            run_url=run_url,
-            **_status_sections(args),
-        )
-        try:
-            action = sync_comment(api, args.pr, body)
+            action = sync_comment(api, args.pr, body, project=_project_id(args, root))
         except GitHubError as exc:
             if exc.status != 403:
                 raise
@@ -444,6 +459,7 @@ def _github_command(
         report = announce(
             api,
             root / args.state,
+            context_prefix=f"osmosis/{settings.id}" if settings.id else "osmosis",
             run_url=run_url,
             max_age=timedelta(days=args.max_age_days),
             repo_root=root,

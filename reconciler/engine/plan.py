@@ -117,7 +117,10 @@ def _changed_targets(ctx: Context, rev: str) -> tuple[str, ...]:
     if git is None:
         raise UsageError("--changed-since needs a git repository")
     changed = git.changed_since(rev)
-    bench = ctx.settings.benchmarks.rstrip("/") + "/"
+    # git names files from its top level; a project of a root of many (docs/projects.md)
+    # is a directory below it, whose benchmarks/ is relative to the project.
+    inside = ctx.repo_root.resolve().relative_to(git.root.resolve()).as_posix()
+    bench = ("" if inside == "." else inside + "/") + ctx.settings.benchmarks.rstrip("/") + "/"
     # A changed generator (X.matrix.toml) stands for every cell under X/, the vanished
     # ones included: their removals are part of the change.
     targets = tuple(

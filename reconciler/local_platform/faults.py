@@ -12,8 +12,10 @@ and a trickled one arrives whole.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -33,6 +35,10 @@ class Faults:
       whose connection is then closed without a response (the lost-response case).
     * ``after_submit_delay_ms``: sleep after a submit commits, before answering (a window
       for crash tests to kill the client).
+    * ``hold_submits_while``: a file path; while that file exists, a committed submit is not
+      answered (for at most ``HOLD_MAX_S``). A test holds several applies inside their locks
+      at once this way, with no timing to guess: it waits until the Platform has counted the
+      submits it expects, then removes the file.
     * ``presign_ttl_s``: lifetime of presigned download URLs.
     * ``benchmarks_disabled``: the feature gate: every benchmark and run route answers 403
       "Benchmarks is not available for your account".
@@ -68,6 +74,7 @@ class Faults:
     drop_after_submit_rate: float = 0.0
     drop_rate: float = 0.0
     after_submit_delay_ms: int = 0
+    hold_submits_while: str | None = None
     presign_ttl_s: int = 900
     benchmarks_disabled: bool = False
     rate_limit_after_submit_rate: float = 0.0
@@ -80,6 +87,20 @@ class Faults:
     silent_logs: bool = False
     failing_logs: bool = False
     seed: int = 0
+
+
+HOLD_MAX_S = 300.0
+"""The longest ``hold_submits_while`` holds a submit: a test that died before removing its
+file must not leave the server's threads waiting for ever."""
+
+
+def hold_while(path: str | None) -> None:
+    """Wait while the file ``path`` exists (``Faults.hold_submits_while``)."""
+    if path is None:
+        return
+    deadline = time.monotonic() + HOLD_MAX_S
+    while os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from reconciler.local_platform.core import (
     Workspace,
     strip_secret_values,
 )
-from reconciler.local_platform.faults import Draw
+from reconciler.local_platform.faults import Draw, hold_while
 from reconciler.local_platform.users import User
 from reconciler.model.status import RunStatus
 from reconciler.plan import submit_rules
@@ -125,6 +125,7 @@ class RunRoutes(PlatformCore):
         # The run is committed: from here on a lost response is the "outcome unknown" case.
         if self.faults.after_submit_delay_ms:
             time.sleep(self.faults.after_submit_delay_ms / 1000.0)
+        hold_while(self.faults.hold_submits_while)
         if draw.drop_after_submit:
             self.injector.count("drop_after_submit")
             return Response(0, drop=True)

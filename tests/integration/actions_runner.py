@@ -9,7 +9,9 @@ step's ``if``, ``with:`` and ``env:`` expressions (``${{ }}`` over ``github``, `
 a clone of the bare remote at the requested ref.
 
 What it does not do: it does not install Python or restore caches (``actions/setup-python``
-and ``actions/cache`` are recorded as skipped; the test's interpreter is on PATH), and it
+and ``actions/cache`` are recorded as skipped; the test's interpreter is on PATH), nor run
+a step that only installs osmosis-reconciler with pip from its git URL (skipped: the test's
+interpreter has it, and the network is loopback only), and it
 knows only the expression operators the workflows use (``==``, ``!=``, ``&&``, ``||``,
 ``!``, ``always()``, ``success()``, ``failure()``, ``cancelled()``, ``hashFiles()``).
 """
@@ -214,10 +216,16 @@ class StepResult:
     log: str = ""
 
 
+_OWN_INSTALL = re.compile(r'\s*pip install "osmosis-reconciler @ git\+https://[^"]+"\s*')
+"""A ``run:`` step that installs the tool from its repository: the test's interpreter has it."""
+
+
 @dataclass
 class JobResult:
     ran: bool
     steps: list[StepResult] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+    """The job's ``outputs:``, evaluated after its steps."""
 
     @property
     def ok(self) -> bool:
@@ -244,8 +252,18 @@ class Runner:
     github_token: str = ""
 
     def run_job(
-        self, workflow: Path, job: str, event_name: str, event: dict[str, Any], **github: Any
+        self,
+        workflow: Path,
+        job: str,
+        event_name: str,
+        event: dict[str, Any],
+        *,
+        matrix: dict[str, Any] | None = None,
+        needs: dict[str, Any] | None = None,
+        **github: Any,
     ) -> JobResult:
+        """Run one job; ``matrix``: the values of one entry of its ``strategy.matrix``;
+        ``needs``: job id -> ``{"outputs": {...}}`` of the jobs it needs."""
         data = yaml.safe_load(workflow.read_text(encoding="utf-8"))
         spec = data["jobs"][job]
         run_id = str(uuid.uuid4().int % 10**9)
@@ -274,6 +292,8 @@ class Runner:
             "runner": {"os": "Linux", "temp": str(temp)},
             "steps": {},
             "env": {},
+            "matrix": matrix or {},
+            "needs": needs or {},
         }
         status = {"failed": False}
         if not condition(spec.get("if"), contexts, status):
@@ -297,6 +317,10 @@ class Runner:
         }
         for number, step in enumerate(spec["steps"]):
             self._step(step, f"s{number}", contexts, status, workspace, base_env, files, result)
+        result.outputs = {
+            key: str(substitute(value, contexts, status))
+            for key, value in (spec.get("outputs") or {}).items()
+        }
         return result
 
     # -- steps ----------------------------------------------------------------
@@ -332,6 +356,10 @@ class Runner:
         elif uses is not None and (
             uses.startswith("actions/setup-python@") or uses.startswith("actions/cache@")
         ):
+            result.steps.append(StepResult(name, "success", log="skipped by the test runner"))
+            contexts["steps"][step_id] = {"outcome": "success", "outputs": {}}
+            return
+        elif uses is None and _OWN_INSTALL.fullmatch(str(step["run"])):
             result.steps.append(StepResult(name, "success", log="skipped by the test runner"))
             contexts["steps"][step_id] = {"outcome": "success", "outputs": {}}
             return

@@ -11,47 +11,13 @@ import pytest
 
 from tests.support.git import commit, git
 from tests.support.osmosis import Osmosis, Platform, Result, smoke_config
-
-ROOT_SETTINGS = 'projects = ["teams/*"]\nmax_attempts = 100\n'
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def project_config(project_id: str, index: int = 0, **kwargs: Any) -> str:
-    """A project's own config: its agent carries the project's label, so two projects'
-    runs are never twins (an identical active run in the workspace is blocked by the
-    twin guard, docs/paying-once.md, whichever project made it)."""
-    kwargs.setdefault("attempts", index + 1)
-    text = smoke_config(comment=f"{project_id} {index}", **kwargs)
-    label = project_id.upper().replace("-", "_")
-    return text + f'\n[agents.env]\nOSMOSIS_TEAM = "{label}"\n'
-
-
-def add_project(
-    repo: Path, directory: str, project_id: str, configs: int = 1, extra: str = ""
-) -> None:
-    write(repo / directory / "osmosis.toml", f'id = "{project_id}"\n{extra}')
-    for index in range(configs):
-        write(
-            repo / directory / "benchmarks" / "tb" / f"r{index}.toml",
-            project_config(project_id, index),
-        )
-
-
-def projects_repo(tmp_path: Path, ids: dict[str, str], root: str = ROOT_SETTINGS) -> Path:
-    """A repository whose root lists ``teams/*``; ``ids``: directory name -> extra settings."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(repo / ".gitignore", ".osmosis/\n")
-    write(repo / "osmosis.toml", root)
-    for name, extra in ids.items():
-        add_project(repo, f"teams/{name}", name, extra=extra)
-    commit(repo, "Add projects")
-    return repo
+from tests.support.projects import (
+    ROOT_SETTINGS,
+    add_project,
+    project_config,
+    projects_repo,
+    write,
+)
 
 
 def entries(result: Result) -> dict[str, dict[str, Any]]:
@@ -319,48 +285,35 @@ def test_the_pages_commands(tmp_path: Path, platform: Platform) -> None:
     assert "No project selected." in outputs["osmosis-apply --failed --auto-approve"]
 
 
-def test_100_generated_pairs_disjoint_projects_never_wait_overlapping_ones_exclude(
+PAIRS_IN_MAKE_TEST = 4
+"""``make test`` runs the first four of the 100 generated pairs (one of each kind and
+checkout); ``make reliability`` runs all of them (tests/reliability/test_project_pairs.py)."""
+
+
+def test_generated_pairs_disjoint_projects_never_wait_overlapping_ones_exclude(
     tmp_path: Path,
 ) -> None:
-    import random
+    from reconciler.local_platform import Faults
+    from tests.support import project_pairs
+    from tests.support.osmosis import start_platform
 
-    from reconciler.errors import LockHeldError
-    from reconciler.state.door import LockScope, open_door
-    from reconciler.state.locking import LockKind
-
-    rng = random.Random(38)
-    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
-    url = "http://127.0.0.1:8765"
-    outcomes = {"disjoint": 0, "overlapping": 0}
-    for pair in range(100):
-        workspace = rng.choice(["w1", "w2"])
-        first = rng.choice(["a", "b", "c", "d"])
-        second = first if rng.random() < 0.5 else rng.choice(["a", "b", "c", "d"])
-        # Two clones (two lockfiles): only the key can make them meet.
-        scopes = [
-            LockScope(
-                state_path=tmp_path / f"clone{pair}-{side}" / "state" / "osmosis.lock",
-                display="state/osmosis.lock",
-                platform=url,
-                workspace=workspace,
-                env=env,
-                project=project,
-            )
-            for side, project in (("x", first), ("y", second))
-        ]
-        for scope in scopes:
-            scope.state_path.parent.mkdir(parents=True)
-        assert scopes[0].kind() is LockKind.MACHINE
-        with open_door(scopes[0], timeout=0.0, command="first"):
-            if first != second:
-                with open_door(scopes[1], timeout=0.0, command="second"):
-                    outcomes["disjoint"] += 1
-            else:
-                with pytest.raises(LockHeldError):
-                    with open_door(scopes[1], timeout=0.0, command="second"):
-                        pass
-                outcomes["overlapping"] += 1
-    assert outcomes["disjoint"] > 20 and outcomes["overlapping"] > 20
+    gate = tmp_path / "gate"
+    platform = start_platform(tmp_path / "platform", faults=Faults(hold_submits_while=str(gate)))
+    try:
+        template = project_pairs.template(tmp_path)
+        tally = project_pairs.Tally()
+        pairs = project_pairs.generate(PAIRS_IN_MAKE_TEST)
+        assert {(p.kind, p.clones) for p in pairs} == {
+            (kind, clones) for kind in ("disjoint", "overlapping") for clones in (False, True)
+        }
+        for pair in pairs:
+            repo = project_pairs.copy_template(template, tmp_path / f"pair-{pair.index}" / "repo")
+            project_pairs.run_pair(pair, platform, repo, gate, tally)
+    finally:
+        platform.close()
+    assert tally.failures() == 0, tally.notes
+    assert tally.held_together == tally.disjoint == 2
+    assert tally.refused_naming_holder == sum(len(p.shared) for p in pairs)
 
 
 def test_an_apply_waits_only_for_its_own_projects_lock(tmp_path: Path, platform: Platform) -> None:
@@ -403,3 +356,16 @@ def test_an_identical_active_run_of_another_project_is_a_twin_until_allowed(
     assert allowed.code == 0, allowed
     assert entries(allowed)["b"]["actions"]["submit"] == 1
     assert platform.submits() == 4
+
+
+def test_changed_since_inside_a_project_plans_its_changed_configs(
+    tmp_path: Path, platform: Platform
+) -> None:
+    # What a matrix job runs: the plan inside the project's directory, below the git root.
+    repo = projects_repo(tmp_path, {"a": "", "b": ""})
+    write(repo / "teams" / "b" / "benchmarks" / "tb" / "new.toml", project_config("b", 1))
+    commit(repo, "b grows")
+    inside = Osmosis(repo / "teams" / "b", platform)
+    plan = inside.plan("--format", "json", "--changed-since", "HEAD~1")
+    assert plan.code == 0, plan
+    assert {a["address"]: a["action"] for a in plan.json()["actions"]} == {"tb/new": "submit"}

@@ -113,9 +113,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_serial:
                 serial, _ = timed(repo, url, "--all", "--parallelism", "1")
         finally:
-            assert proc.stdin is not None
+            assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.close()
             proc.wait(timeout=30)
+            proc.stdout.close()
     print(
         f"projects: {args.projects} projects, {args.configs} configs, {args.workspaces} "
         f"workspaces, {args.latency_ms} ms per Platform call"

@@ -36,7 +36,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "reconciler.cli.state:run": 119,
     "reconciler.local_platform.rules:check_rules": 121,
     "reconciler.local_platform.history:History.seed_runs": 116,
-    "reconciler.ci.main:_github_command": 103,
 }
 """The functions over 100 lines once issue 33's first round and this turn's branches met
 (21 on 35dc349; issue 33: goal at most 10, none over 150), ``module:Qualified.name`` -> lines. Shrink-only: lower an entry when its function
