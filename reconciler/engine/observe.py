@@ -278,16 +278,7 @@ def observe(
 
     if outputs is None:
         outputs = scan_recorded_outputs(state, repo_root, verify=verify_outputs)
-    unmanaged = None
-    if want_unmanaged:
-        known = _known_run_ids(state)
-        unmanaged = tuple(
-            sorted(
-                (run for run_id, run in runs.items() if run_id not in known),
-                key=lambda r: (r.created_at is None, r.created_at or now, r.id),
-                reverse=True,
-            )
-        )
+    unmanaged = _unmanaged_runs(state, runs, now) if want_unmanaged else None
     return Observation(
         platform=platform,
         workspace=workspace,
@@ -312,6 +303,20 @@ def observe(
         task_counts=planning_counts(state, desired, benchmarks, repo_root, rerun=rerun),
         errored=errored_attempts(state, desired, repo_root, retry_errored),
         retried=kept_retried_results(state, benchmarks.values(), repo_root),
+    )
+
+
+def _unmanaged_runs(
+    state: LockState, runs: Mapping[str, RunSummary], now: datetime
+) -> tuple[RunSummary, ...]:
+    """The listed runs the lockfile does not know, newest first (undated ones last)."""
+    known = _known_run_ids(state)
+    return tuple(
+        sorted(
+            (run for run_id, run in runs.items() if run_id not in known),
+            key=lambda r: (r.created_at is None, r.created_at or now, r.id),
+            reverse=True,
+        )
     )
 
 
