@@ -307,8 +307,8 @@ def observe(
 
 
 def _unmanaged_runs(
-    state: LockState, runs: Mapping[str, RunSummary], now: datetime
-) -> tuple[RunSummary, ...]:
+    state: LockState, runs: Mapping[str, ObservedRun], now: datetime
+) -> tuple[ObservedRun, ...]:
     """The listed runs the lockfile does not know, newest first (undated ones last)."""
     known = _known_run_ids(state)
     return tuple(
