@@ -60,7 +60,6 @@ from reconciler.plan.draft import recorded_digest
 from reconciler.platform import PlatformClient, RunSummary
 from reconciler.platform.client import PAGE_LIMIT
 from reconciler.results.data import RunOutcomes
-from reconciler.results.retried import catalog_thresholds, merged_outcomes, retried_results
 from reconciler.results.runs import accepted_run, address_runs, comparable_runs
 
 LIST_READ_AHEAD = 4
@@ -324,7 +323,12 @@ def kept_retried_results(
     state: LockState, benchmarks: Iterable[BenchmarkInfo | None], repo_root: Path
 ) -> dict[str, RetriedResult]:
     """The results of the addresses whose recorded run is a retry run, merged from the kept
-    ``results.csv`` files (read only, never fetched): the plan's results table shows them."""
+    ``results.csv`` files (read only, never fetched): the plan's results table shows them.
+    The results statistics are imported only when a retry is recorded (start-up)."""
+    if not any(entry.retry_of for entry in state.runs.values()):
+        return {}
+    from reconciler.results.retried import catalog_thresholds, retried_results
+
     return retried_results(
         state,
         lambda run: read_kept_outcomes(repo_root, run, repo_root / DOWNLOAD_ROOT),
@@ -341,6 +345,8 @@ def errored_attempts(
     out: dict[str, ErroredAttempts] = {}
     if not patterns:
         return out
+    from reconciler.results.retried import merged_outcomes  # start-up: only when asked
+
     for wanted in desired:
         if not glob_match(wanted.address, tuple(patterns)):
             continue
