@@ -88,8 +88,10 @@ def test_show_in_text_and_json_holds_the_whole_entry_and_no_secret_value(osm: Os
     assert text.code == 0, text
     lines = text.out.splitlines()
     assert lines[0] == "tb/smoke"
-    assert f"  run_id         {entry['run_id']}" in lines
-    assert f"  imported_with  {entry['imported_with']}" in lines
+    # Key and value, the keys padded to the longest one's width.
+    fields = {line.split(maxsplit=1)[0]: line for line in lines[1:] if line.startswith("  ")}
+    assert fields["run_id"].split() == ["run_id", entry["run_id"]]
+    assert fields["imported_with"].split(maxsplit=1) == ["imported_with", entry["imported_with"]]
     assert '    agents[0].model.api_key_secret = "OPENAI_API_KEY"' in lines
     assert '    experiment_config.benchmark = "terminal-bench-2-1"' in lines
 
