@@ -29,7 +29,13 @@ from reconciler.projects.select import Selected
 LAST_APPLY = f"{OSMOSIS_DIR}/projects-last-apply.json"
 """What the last apply at the root left undone (``--failed`` reads it)."""
 
-_CHILD = "import sys\nfrom reconciler.cli.{0} import main\nsys.exit(main(sys.argv[1:]))"
+_CHILD = (
+    "import sys\nsys.argv[0] = 'osmosis-{0}'\n"
+    "from reconciler.cli.{0} import main\nsys.exit(main(sys.argv[1:]))"
+)
+"""A project's process. ``python -c`` leaves ``-c`` in ``argv[0]``, and the command line a
+lock holder records (``cli.common.command_line``) starts there: a contender must read
+``osmosis-apply --dir ...``, the command it would rerun."""
 
 
 @dataclass
