@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reconciler.errors import UsageError
 from reconciler.projects.discover import Project, dependents, load_root, order
 from reconciler.projects.render import COMMENT_MAX, MATRIX_MAX, comment, matrix
-from reconciler.projects.run import Outcome, most_severe
+from reconciler.projects.run import Outcome, last_undone, most_severe, record_outcomes
 from reconciler.projects.select import Selected, select
 from tests.support import docs
 
@@ -67,6 +68,37 @@ def test_root_exit_code_is_the_most_severe_in_the_contracts_order() -> None:
     assert most_severe([0, 2]) == 2
     assert most_severe([0, 0]) == 0
     assert most_severe([0, 130]) == 1
+
+
+def _record_failures(root: str, first: int, barrier: Any) -> None:
+    barrier.wait()
+    for i in range(first, first + 25):
+        record_outcomes(Path(root), [Outcome(many(100)[i], status="failed", exit_code=1)])
+
+
+def test_applies_recording_at_once_lose_no_failure_and_a_success_clears_its_own(
+    tmp_path: Path,
+) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(4)
+    writers = [
+        context.Process(target=_record_failures, args=(str(tmp_path), n * 25, barrier))
+        for n in range(4)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(120)
+    assert [w.exitcode for w in writers] == [0, 0, 0, 0]
+    assert last_undone(tmp_path) == tuple(f"p{i:04d}" for i in range(100))
+    record_outcomes(tmp_path, [Outcome(many(100)[5], status="done", exit_code=0)])
+    skipped = Outcome(many(101)[100], status="skipped", skipped_because="p0000 did not apply")
+    record_outcomes(tmp_path, [skipped])
+    undone = last_undone(tmp_path)
+    assert undone is not None and len(undone) == 100
+    assert "p0005" not in undone and "p0100" in undone
 
 
 def test_discovery_ids_inheritance_and_selection(tmp_path: Path) -> None:
