@@ -60,7 +60,7 @@ def add_root_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
         group.add_argument(
             "--failed",
             action="store_true",
-            help="only the projects the last apply at the root left undone (failed or skipped)",
+            help="only the projects the applies at the root left undone (failed or skipped)",
         )
 
 
@@ -139,16 +139,22 @@ def root_command(root: Root, args: argparse.Namespace, output: Any, command: str
             "review osmosis-plan first, then pass --auto-approve",
         )
     parallelism = args.parallelism or 8
+
+    def ended(outcome: run.Outcome) -> None:
+        output.info(f"{outcome.selected.project.id}: {outcome.status}")
+        if command == "apply":  # as each ends: another apply at this root records too
+            run.record_outcomes(root.path, [outcome])
+
+    if command == "apply":
+        run.record_outcomes(root.path, [])  # --failed knows an apply ran, even one of none
     outcomes = run.run_projects(
         root,
         selected,
         command=command,
         flags=_forwarded(args, command),
         parallelism=parallelism,
-        on_done=lambda o: output.info(f"{o.selected.project.id}: {o.status}"),
+        on_done=ended,
     )
-    if command == "apply":
-        run.record_last_apply(root.path, outcomes)
     status = render.status_of(outcomes)
     codes = [o.exit_code for o in outcomes if o.exit_code is not None]
     code = run.most_severe(codes)

@@ -11,6 +11,7 @@ project's own actions: ``N`` projects at once each get ``parallelism // N`` acti
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -29,7 +30,13 @@ from reconciler.projects.select import Selected
 LAST_APPLY = f"{OSMOSIS_DIR}/projects-last-apply.json"
 """What the last apply at the root left undone (``--failed`` reads it)."""
 
-_CHILD = "import sys\nfrom reconciler.cli.{0} import main\nsys.exit(main(sys.argv[1:]))"
+_CHILD = (
+    "import sys\nsys.argv[0] = 'osmosis-{0}'\n"
+    "from reconciler.cli.{0} import main\nsys.exit(main(sys.argv[1:]))"
+)
+"""A project's process. ``python -c`` leaves ``-c`` in ``argv[0]``, and the command line a
+lock holder records (``cli.common.command_line``) starts there: a contender must read
+``osmosis-apply --dir ...``, the command it would rerun."""
 
 
 @dataclass
@@ -151,17 +158,57 @@ def most_severe(codes: Sequence[int]) -> int:
     return min(codes, key=lambda c: rank.get(c, -1)) if all(c in rank for c in codes) else ERROR
 
 
-def record_last_apply(root: Path, outcomes: Sequence[Outcome]) -> None:
-    """``.osmosis/projects-last-apply.json``: the projects the apply left undone."""
-    undone = [o.selected.project.id for o in outcomes if o.status != "done"]
+def record_outcomes(root: Path, outcomes: Sequence[Outcome]) -> None:
+    """Merge ``outcomes`` into ``.osmosis/projects-last-apply.json``: a project that did
+    not apply is recorded as failed or skipped, one that applied is cleared, and every
+    other project keeps what an earlier apply recorded for it.
+
+    Two applies at one root run at once (two terminals, a re-run beside a CI job): each
+    records a project when it ends, read-merge-write under an exclusive ``flock`` of a file
+    beside the record, written to a temporary file and renamed over it. A whole-file write
+    at the end of each apply lost the other apply's failures (the last writer won), and
+    ``--failed`` then skipped them. A project's latest ending wins: a failure that a later
+    apply of the same project repaired is no longer undone."""
     path = root / LAST_APPLY
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"failed": [o.selected.project.id for o in outcomes if o.status == "failed"]}
-    body["skipped"] = [o.selected.project.id for o in outcomes if o.status == "skipped"]
-    body["undone"] = undone
-    temp = path.with_suffix(".tmp")
-    temp.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
-    temp.replace(path)
+    with open(path.with_name(path.name + ".lock"), "a", encoding="utf-8") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # released when ``guard`` is closed
+        undone = _read_record(path)
+        for outcome in outcomes:
+            undone.pop(outcome.selected.project.id, None)
+            if outcome.status != "done":
+                undone[outcome.selected.project.id] = outcome.status
+        body = {
+            "failed": sorted(i for i, status in undone.items() if status == "failed"),
+            "skipped": sorted(i for i, status in undone.items() if status == "skipped"),
+            "undone": sorted(undone),
+        }
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(temp, "w", encoding="utf-8") as out:
+            out.write(json.dumps(body, indent=2) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+
+
+def _read_record(path: Path) -> dict[str, str]:
+    """Project id -> ``failed`` or ``skipped``, as recorded (empty when unreadable: the
+    record only narrows ``--failed``, and the next ending rewrites it whole)."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    found: dict[str, str] = {}
+    for status in ("failed", "skipped"):
+        ids = body.get(status)
+        if isinstance(ids, list):
+            found.update((str(i), status) for i in ids)
+    ids = body.get("undone")
+    if isinstance(ids, list):
+        found.update((str(i), "failed") for i in ids if str(i) not in found)
+    return found
 
 
 def last_undone(root: Path) -> tuple[str, ...] | None:

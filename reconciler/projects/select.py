@@ -38,7 +38,7 @@ def select(
     by_id = root.by_id()
     if failed is not None:
         return [
-            Selected(by_id[i], "failed in the last apply (--failed)")
+            Selected(by_id[i], "left undone by an apply at the root (--failed)")
             for i in _known(root, tuple(i for i in failed if i in by_id))
         ]
     if ids:

@@ -8,16 +8,24 @@ step's ``if``, ``with:`` and ``env:`` expressions (``${{ }}`` over ``github``, `
 ``owner/repo@ref``) with their inputs, defaults and outputs, and ``actions/checkout`` as
 a clone of the bare remote at the requested ref.
 
+A job that calls a reusable workflow (``uses: ./.github/workflows/X.yml``) is expanded, not
+run: ``Runner.expand`` evaluates a job's ``strategy.matrix`` (a ``${{ fromJSON(...) }}``, or
+keys of lists), and for each entry of a caller the ``with:`` and ``secrets:`` it passes,
+down to the jobs with steps the run would start, each with its matrix entry, ``inputs`` and
+concurrency group; ``run_job`` then runs one of them.
+
 What it does not do: it does not install Python or restore caches (``actions/setup-python``
 and ``actions/cache`` are recorded as skipped; the test's interpreter is on PATH), nor run
 a step that only installs osmosis-reconciler with pip from its git URL (skipped: the test's
 interpreter has it, and the network is loopback only), and it
 knows only the expression operators the workflows use (``==``, ``!=``, ``&&``, ``||``,
-``!``, ``always()``, ``success()``, ``failure()``, ``cancelled()``, ``hashFiles()``).
+``!``, ``always()``, ``success()``, ``failure()``, ``cancelled()``, ``hashFiles()``,
+``fromJSON()``, ``toJSON()``), and of a matrix only ``include`` alone or keys of lists.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -110,6 +118,10 @@ def evaluate(expr: str, contexts: dict[str, Any], status: dict[str, bool]) -> An
                 return False
             if name == "hashfiles":
                 return ""
+            if name == "fromjson":
+                return json.loads(str(args[0]))
+            if name == "tojson":
+                return json.dumps(args[0], indent=2)
             raise ExpressionError(f"unknown function {text}")
         if text in ("true", "false"):
             return text == "true"
@@ -184,6 +196,56 @@ def condition(text: Any, contexts: dict[str, Any], status: dict[str, bool]) -> b
     return ok if uses_status else ok and not status["failed"]
 
 
+MATRIX_MAX = 256
+"""GitHub starts at most this many jobs of one matrix."""
+
+
+def matrix_entries(spec: Any, contexts: dict[str, Any], status: dict[str, bool]) -> list[Any]:
+    """The entries of a job's ``strategy.matrix`` (``[{}]`` without one), refused as
+    GitHub refuses them: an empty matrix, one of more than 256 jobs."""
+    if spec is None:
+        return [{}]
+    if isinstance(spec, str):
+        value = substitute(spec, contexts, status)
+    else:
+        value = {key: substitute(item, contexts, status) for key, item in spec.items()}
+    if not isinstance(value, dict):
+        raise ExpressionError(f"strategy.matrix is no mapping: {value!r}")
+    value = dict(value)
+    include = value.pop("include", None)
+    if "exclude" in value or (include is not None and value):
+        raise ExpressionError("this runner knows a matrix of include alone or of keys of lists")
+    entries: list[Any] = [{}]
+    for key, values in value.items():
+        if not isinstance(values, list):
+            raise ExpressionError(f"matrix.{key} is no list: {values!r}")
+        entries = [{**entry, key: item} for entry in entries for item in values]
+    if include is not None:
+        entries = list(include)
+    if not entries or entries == [{}]:
+        raise ExpressionError("the matrix has no job (GitHub fails the workflow)")
+    if len(entries) > MATRIX_MAX:
+        raise ExpressionError(f"{len(entries)} jobs of one matrix (GitHub runs {MATRIX_MAX})")
+    return entries
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """A job with steps that a workflow run starts: one entry of its matrix, reached
+    through the reusable workflows that call it."""
+
+    workflow: Path
+    job: str
+    matrix: dict[str, Any]
+    inputs: dict[str, Any]
+    """The ``inputs`` of its workflow (a reusable one's, its defaults applied)."""
+    secrets: dict[str, str] | None
+    """The secrets its caller passed; None: the repository's (not called)."""
+    concurrency: str | None
+    """Its evaluated concurrency group."""
+    cancel_in_progress: bool
+
+
 def _read_kv(path: Path) -> dict[str, str]:
     values: dict[str, str] = {}
     if not path.is_file():
@@ -251,6 +313,127 @@ class Runner:
     """The runner machine's environment (PATH with the tools, GITHUB_API_URL, ...)."""
     github_token: str = ""
 
+    def contexts(
+        self,
+        event_name: str,
+        event: dict[str, Any],
+        *,
+        matrix: dict[str, Any] | None = None,
+        needs: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        secrets: dict[str, str] | None = None,
+        run_id: str = "1",
+        workspace: Path | None = None,
+        temp: Path | None = None,
+        **github: Any,
+    ) -> dict[str, Any]:
+        """The expression contexts of one job."""
+        ctx_github = {
+            "event_name": event_name,
+            "event": event,
+            "repository": self.repository,
+            "server_url": "https://github.com",
+            "run_id": run_id,
+            "token": self.github_token,
+            "workspace": str(workspace or self.work),
+            "base_ref": "",
+            "ref": "refs/heads/main",
+            "ref_name": "main",
+            "action_ref": "",
+            **github,
+        }
+        return {
+            "github": ctx_github,
+            "secrets": self.secrets if secrets is None else secrets,
+            "vars": self.variables,
+            "runner": {"os": "Linux", "temp": str(temp or self.work)},
+            "steps": {},
+            "env": {},
+            "matrix": matrix or {},
+            "needs": needs or {},
+            "inputs": inputs or {},
+        }
+
+    def expand(
+        self,
+        workflow: Path,
+        job: str,
+        event_name: str,
+        event: dict[str, Any],
+        *,
+        needs: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        secrets: dict[str, str] | None = None,
+        **github: Any,
+    ) -> list[PlannedJob]:
+        """The jobs with steps that job ``job`` starts (none when its ``if`` is false): one
+        per entry of its matrix, or, for a job calling a reusable workflow, those of the
+        called workflow's jobs for each entry."""
+        spec = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"][job]
+        status = {"failed": False}
+        contexts = self.contexts(
+            event_name, event, needs=needs, inputs=inputs, secrets=secrets, **github
+        )
+        if not condition(spec.get("if"), contexts, status):
+            return []
+        planned: list[PlannedJob] = []
+        for entry in matrix_entries((spec.get("strategy") or {}).get("matrix"), contexts, status):
+            ctx = {**contexts, "matrix": entry}
+            if "uses" not in spec:
+                concurrency = spec.get("concurrency")
+                if isinstance(concurrency, str):
+                    concurrency = {"group": concurrency}
+                concurrency = concurrency or {}
+                group = concurrency.get("group")
+                planned.append(
+                    PlannedJob(
+                        workflow,
+                        job,
+                        entry,
+                        dict(inputs or {}),
+                        secrets,
+                        None if group is None else str(substitute(group, ctx, status)),
+                        condition(concurrency.get("cancel-in-progress", False), ctx, status),
+                    )
+                )
+                continue
+            called = workflow.parents[2] / spec["uses"]  # ./.github/workflows/X.yml
+            passed = {k: substitute(v, ctx, status) for k, v in (spec.get("with") or {}).items()}
+            given = spec.get("secrets")
+            if given == "inherit":
+                handed = dict(contexts["secrets"])
+            else:
+                handed = {k: str(substitute(v, ctx, status)) for k, v in (given or {}).items()}
+            declared = yaml.safe_load(called.read_text(encoding="utf-8"))
+            call = (declared.get("on") or declared.get(True))["workflow_call"] or {}
+            unknown = set(passed) - set(call.get("inputs") or {})
+            assert not unknown, f"inputs {called.name} does not define: {unknown}"
+            values = {}
+            for key, input_spec in (call.get("inputs") or {}).items():
+                if key not in passed:
+                    assert not input_spec.get("required"), f"{called.name} needs input {key}"
+                values[key] = passed.get(key, input_spec.get("default", ""))
+            for inner in declared["jobs"]:
+                planned += self.expand(
+                    called, inner, event_name, event, inputs=values, secrets=handed, **github
+                )
+        return planned
+
+    def run_planned(
+        self, planned: PlannedJob, event_name: str, event: dict[str, Any], **github: Any
+    ) -> JobResult:
+        """Run one job ``expand`` found."""
+        return self.run_job(
+            planned.workflow,
+            planned.job,
+            event_name,
+            event,
+            matrix=planned.matrix,
+            inputs=planned.inputs,
+            secrets=planned.secrets,
+            **github,
+        )
+
     def run_job(
         self,
         workflow: Path,
@@ -260,10 +443,13 @@ class Runner:
         *,
         matrix: dict[str, Any] | None = None,
         needs: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        secrets: dict[str, str] | None = None,
         **github: Any,
     ) -> JobResult:
         """Run one job; ``matrix``: the values of one entry of its ``strategy.matrix``;
-        ``needs``: job id -> ``{"outputs": {...}}`` of the jobs it needs."""
+        ``needs``: job id -> ``{"outputs": {...}}`` of the jobs it needs; ``inputs`` and
+        ``secrets``: what its caller passed a reusable workflow."""
         data = yaml.safe_load(workflow.read_text(encoding="utf-8"))
         spec = data["jobs"][job]
         run_id = str(uuid.uuid4().int % 10**9)
@@ -271,30 +457,18 @@ class Runner:
         temp = self.work / f"temp-{run_id}"
         workspace.mkdir(parents=True)
         temp.mkdir()
-        ctx_github = {
-            "event_name": event_name,
-            "event": event,
-            "repository": self.repository,
-            "server_url": "https://github.com",
-            "run_id": run_id,
-            "token": self.github_token,
-            "workspace": str(workspace),
-            "base_ref": "",
-            "ref": "refs/heads/main",
-            "ref_name": "main",
-            "action_ref": "",
+        contexts = self.contexts(
+            event_name,
+            event,
+            matrix=matrix,
+            needs=needs,
+            inputs=inputs,
+            secrets=secrets,
+            run_id=run_id,
+            workspace=workspace,
+            temp=temp,
             **github,
-        }
-        contexts: dict[str, Any] = {
-            "github": ctx_github,
-            "secrets": self.secrets,
-            "vars": self.variables,
-            "runner": {"os": "Linux", "temp": str(temp)},
-            "steps": {},
-            "env": {},
-            "matrix": matrix or {},
-            "needs": needs or {},
-        }
+        )
         status = {"failed": False}
         if not condition(spec.get("if"), contexts, status):
             return JobResult(ran=False)

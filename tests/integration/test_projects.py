@@ -369,3 +369,81 @@ def test_changed_since_inside_a_project_plans_its_changed_configs(
     plan = inside.plan("--format", "json", "--changed-since", "HEAD~1")
     assert plan.code == 0, plan
     assert {a["address"]: a["action"] for a in plan.json()["actions"]} == {"tb/new": "submit"}
+
+
+def test_two_applies_at_one_root_at_once_both_keep_their_failures(tmp_path: Path) -> None:
+    """Two applies at one root, both inside their projects' locks at once (the Platform
+    holds every submit while the gate exists): each records the project that failed, so
+    ``--failed`` re-runs both; a third apply refused a held project's lock reads the
+    holder's command."""
+    import time
+
+    from reconciler.local_platform import Faults
+    from tests.support.osmosis import LineReader, start_platform
+    from tests.support.project_pairs import WAIT_S
+
+    gate = tmp_path / "gate"
+    platform = start_platform(tmp_path / "platform", faults=Faults(hold_submits_while=str(gate)))
+    try:
+        repo = projects_repo(tmp_path, dict.fromkeys("abcd", ""))
+        for broken in ("b", "d"):  # an invalid config: the apply fails before it submits
+            write(
+                repo / "teams" / broken / "benchmarks" / "tb" / "r0.toml",
+                project_config(broken).replace(
+                    "attempts_per_task = 1", 'attempts_per_task = "one"'
+                ),
+            )
+        commit(repo, "break b and d")
+        osm = Osmosis(repo, platform)
+        env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+        gate.write_text("held\n", encoding="utf-8")
+        procs = []
+        try:
+            for held, broken in (("a", "b"), ("c", "d")):
+                proc = osm.popen(
+                    "osmosis-apply",
+                    *("--project", held, "--project", broken),
+                    *("--auto-approve", "--format", "json"),
+                    env=env,
+                )
+                procs.append((proc, LineReader(proc.stdout), LineReader(proc.stderr)))
+                procs[-1][2].wait_for(f"{broken}: failed", timeout=WAIT_S)
+            deadline = time.monotonic() + WAIT_S
+            while platform.submits() < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert platform.submits() == 2  # a and c submitted, held inside their locks
+            third = osm.apply(
+                *("--project", "a", "--auto-approve", "--lock-timeout", "0"),
+                *("--format", "json"),
+                env=env,
+            )
+            refused = " ".join(entries(third)["a"]["errors"])
+            assert f"running `osmosis-apply --dir {repo / 'teams' / 'a'} " in refused, refused
+        finally:
+            gate.unlink(missing_ok=True)
+            texts = []
+            for proc, out, err in procs:
+                proc.wait(timeout=WAIT_S)
+                texts.append(out.finish())
+                err.finish()
+                for stream in (proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+        ended = [json.loads(text)["projects"] for text in texts]
+        assert [{p["id"]: p["status"] for p in e} for e in ended] == [
+            {"a": "done", "b": "failed"},
+            {"c": "done", "d": "failed"},
+        ]
+        recorded = json.loads((repo / ".osmosis" / "projects-last-apply.json").read_text())
+        # The third apply's refusal of a came before the first apply applied a.
+        assert recorded == {"failed": ["b", "d"], "skipped": [], "undone": ["b", "d"]}
+
+        for broken in ("b", "d"):
+            write(repo / "teams" / broken / "benchmarks" / "tb" / "r0.toml", project_config(broken))
+        commit(repo, "fix b and d")
+        rerun = osm.apply("--failed", "--auto-approve", "--format", "json", env=env)
+        assert rerun.code == 0, rerun
+        assert list(entries(rerun)) == ["b", "d"]
+        assert platform.submits() == 4  # a and c were not applied again
+    finally:
+        platform.close()

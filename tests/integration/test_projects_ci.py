@@ -76,16 +76,86 @@ def test_emit_matrix_of_600_projects_follows_the_matrix_schema(
     assert len(json.loads(six.out)["include"]) == 6
 
 
+CALLERS = ("osmosis-projects-plan.yml", "osmosis-projects-apply.yml")
+"""The workflows a repository runs; each calls its ``-chunk`` workflow once per chunk."""
+
+
 def test_the_project_workflows_read_only_keys_the_matrix_schema_guarantees() -> None:
     schema = json.loads(MATRIX_SCHEMA.read_text(encoding="utf-8"))
     job = schema["$defs"]["job"]
     workflows = project_workflows()
-    assert sorted(workflows) == ["osmosis-projects-apply.yml", "osmosis-projects-plan.yml"]
-    for name, body in workflows.items():
-        read = set(re.findall(r"\bmatrix\.([\w-]+)", body))
-        assert read, name
-        assert read <= set(job["required"]), (name, read)
-        assert "fromJSON(needs.select.outputs.matrix)" in body, name
+    chunked = [name.replace(".yml", "-chunk.yml") for name in CALLERS]
+    assert sorted(workflows) == sorted([*CALLERS, *chunked])
+    for caller, called in zip(CALLERS, chunked, strict=True):
+        assert set(re.findall(r"(?<![\w/.])matrix\.([\w-]+)", workflows[caller])) == {"chunk"}
+        assert "chunk: ${{ fromJSON(needs.select.outputs.chunks) }}" in workflows[caller]
+        assert f"uses: ./.github/workflows/{called}" in workflows[caller]
+        read = set(re.findall(r"(?<![\w/.])matrix\.([\w-]+)", workflows[called]))
+        assert read and read <= set(job["required"]), (called, read)
+        assert "matrix: ${{ fromJSON(inputs.matrix) }}" in workflows[called]
+
+
+def test_600_projects_through_the_workflows_give_each_project_exactly_one_job(
+    tmp_path: Path,
+) -> None:
+    """The chunks form, driven through the workflows' own expressions: each select job's
+    chunk list, each chunk's call, each called workflow's matrix and concurrency group."""
+    from collections import Counter
+
+    remote = tmp_path / "evals.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    dev = tmp_path / "dev"
+    git(tmp_path, "clone", "-q", str(remote), str(dev))
+    git(dev, "checkout", "-q", "-b", "main")
+    workflows = project_workflows()
+    for name, text in workflows.items():
+        write(dev / ".github" / "workflows" / name, text)
+    write(dev / "osmosis.toml", ROOT_SETTINGS)
+    git(dev, "add", "-A")
+    git(dev, "commit", "-q", "-m", "The workflows", author=DEV)
+    base = git(dev, "rev-parse", "HEAD")
+    expected = {}
+    for i in range(600):
+        workspace = f"ws-{i % 5}" if i % 3 else ""
+        setting = f'workspace = "{workspace}"\n' if workspace else ""
+        write(dev / "teams" / f"p{i:03d}" / "osmosis.toml", f'id = "team-{i:03d}"\n{setting}')
+        expected[f"team-{i:03d}"] = workspace
+    git(dev, "add", "-A")
+    git(dev, "commit", "-q", "-m", "600 projects", author=DEV)
+    head = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "origin", "main")
+    runner = Runner(
+        remote=remote,
+        work=tmp_path / "runner",
+        repository="acme/evals",
+        actions={},
+        secrets={"OSMOSIS_TOKEN": TOKEN},
+        env={**find_environment(Path(sys.executable).parent), "HOME": str(tmp_path)},
+    )
+    folder = dev / ".github" / "workflows"
+    events: dict[str, tuple[str, dict[str, Any]]] = {
+        "plan": ("pull_request", {"pull_request": {"number": 9, "base": {"sha": base}}}),
+        "apply": ("push", {"before": base, "head_commit": {"id": head}}),
+    }
+    for command, (event_name, event) in events.items():
+        workflow = folder / f"osmosis-projects-{command}.yml"
+        select = runner.run_job(workflow, "select", event_name, event, sha=head)
+        assert select.ok, select.log
+        chunks = json.loads(select.outputs["chunks"])
+        assert matrix_errors({"chunks": chunks}) == []
+        assert [len(c["include"]) for c in chunks] == [256, 256, 88]
+        needs = {"select": {"outputs": select.outputs}}
+        jobs = runner.expand(workflow, command, event_name, event, needs=needs, sha=head)
+        assert {j.workflow.name for j in jobs} == {f"osmosis-projects-{command}-chunk.yml"}
+        assert Counter(j.matrix["project"] for j in jobs) == Counter(list(expected))
+        assert all(j.matrix["workspace"] == expected[j.matrix["project"]] for j in jobs)
+        assert all(j.matrix["dir"] == f"teams/p{j.matrix['project'][5:]}" for j in jobs)
+        assert all(j.secrets == {"token": TOKEN} for j in jobs)
+        prefix = "osmosis-plan-9-" if command == "plan" else "osmosis-apply-"
+        groups = [j.concurrency for j in jobs]
+        assert groups == [f"{prefix}{j.matrix['workspace']}-{j.matrix['project']}" for j in jobs]
+        assert len(set(groups)) == 600
+        assert not any(j.cancel_in_progress for j in jobs)
 
 
 @pytest.mark.parametrize(
@@ -196,23 +266,19 @@ def test_the_jobs_of_a_6_project_matrix_plan_and_apply_each_project(
         folder / "osmosis-projects-plan.yml", "select", "pull_request", pr_event, **pr
     )
     assert select.ok, select.log
-    matrix = json.loads(select.outputs["matrix"])
+    (matrix,) = json.loads(select.outputs["chunks"])  # six projects: one chunk
     assert matrix_errors(matrix) == []
-    assert [(e["project"], e["dir"], e["workspace"]) for e in matrix["include"]] == [
+    needs = {"select": {"outputs": select.outputs}}
+    jobs = runner.expand(
+        folder / "osmosis-projects-plan.yml", "plan", "pull_request", pr_event, needs=needs, **pr
+    )
+    assert [(j.matrix["project"], j.matrix["dir"], j.matrix["workspace"]) for j in jobs] == [
         (p, f"teams/{p}", w) for p, w in SIX.items()
     ]
-    needs = {"select": {"outputs": select.outputs}}
+    assert [j.concurrency for j in jobs] == [f"osmosis-plan-7-{w}-{p}" for p, w in SIX.items()]
     for _push in range(2):  # a second push updates each project's comment
-        for entry in matrix["include"]:
-            job = runner.run_job(
-                folder / "osmosis-projects-plan.yml",
-                "plan",
-                "pull_request",
-                pr_event,
-                matrix=entry,
-                needs=needs,
-                **pr,
-            )
+        for planned in jobs:
+            job = runner.run_planned(planned, "pull_request", pr_event, **pr)
             assert job.ok, job.log
     bodies = github.bodies(7)
     assert len(bodies) == 6, [b.splitlines()[0] for b in bodies]
@@ -236,18 +302,15 @@ def test_the_jobs_of_a_6_project_matrix_plan_and_apply_each_project(
         folder / "osmosis-projects-apply.yml", "select", "push", push_event, sha=merge
     )
     assert select.ok, select.log
-    assert json.loads(select.outputs["matrix"]) == matrix
+    assert json.loads(select.outputs["chunks"]) == [matrix]
     needs = {"select": {"outputs": select.outputs}}
-    for entry in matrix["include"]:
-        job = runner.run_job(
-            folder / "osmosis-projects-apply.yml",
-            "apply",
-            "push",
-            push_event,
-            matrix=entry,
-            needs=needs,
-            sha=merge,
-        )
+    jobs = runner.expand(
+        folder / "osmosis-projects-apply.yml", "apply", "push", push_event, needs=needs, sha=merge
+    )
+    assert [j.matrix for j in jobs] == matrix["include"]
+    assert [j.concurrency for j in jobs] == [f"osmosis-apply-{w}-{p}" for p, w in SIX.items()]
+    for planned in jobs:
+        job = runner.run_planned(planned, "push", push_event, sha=merge)
         assert job.ok, job.log
     assert platforms["e2e"].submits() == 3 and platforms["e2e-b"].submits() == 3
     for project, workspace in SIX.items():

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reconciler.errors import UsageError
 from reconciler.projects.discover import Project, dependents, load_root, order
 from reconciler.projects.render import COMMENT_MAX, MATRIX_MAX, comment, matrix
-from reconciler.projects.run import Outcome, most_severe
+from reconciler.projects.run import Outcome, last_undone, most_severe, record_outcomes
 from reconciler.projects.select import Selected, select
 from tests.support import docs
 
@@ -69,6 +70,37 @@ def test_root_exit_code_is_the_most_severe_in_the_contracts_order() -> None:
     assert most_severe([0, 130]) == 1
 
 
+def _record_failures(root: str, first: int, barrier: Any) -> None:
+    barrier.wait()
+    for i in range(first, first + 25):
+        record_outcomes(Path(root), [Outcome(many(100)[i], status="failed", exit_code=1)])
+
+
+def test_applies_recording_at_once_lose_no_failure_and_a_success_clears_its_own(
+    tmp_path: Path,
+) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(4)
+    writers = [
+        context.Process(target=_record_failures, args=(str(tmp_path), n * 25, barrier))
+        for n in range(4)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(120)
+    assert [w.exitcode for w in writers] == [0, 0, 0, 0]
+    assert last_undone(tmp_path) == tuple(f"p{i:04d}" for i in range(100))
+    record_outcomes(tmp_path, [Outcome(many(100)[5], status="done", exit_code=0)])
+    skipped = Outcome(many(101)[100], status="skipped", skipped_because="p0000 did not apply")
+    record_outcomes(tmp_path, [skipped])
+    undone = last_undone(tmp_path)
+    assert undone is not None and len(undone) == 100
+    assert "p0005" not in undone and "p0100" in undone
+
+
 def test_discovery_ids_inheritance_and_selection(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     write(tmp_path / "osmosis.toml", 'projects = ["teams/*", "shared/evals"]\n')
@@ -118,15 +150,22 @@ def test_the_documented_project_workflows_pass_actionlint(tmp_path: Path) -> Non
     found = dict(
         re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```", text, re.S)
     )
-    assert set(found) == {"osmosis-projects-plan.yml", "osmosis-projects-apply.yml"}
+    callers = ("osmosis-projects-plan.yml", "osmosis-projects-apply.yml")
+    called = tuple(name.replace(".yml", "-chunk.yml") for name in callers)
+    assert set(found) == {*callers, *called}
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
     for name, body in found.items():
-        assert "cancel-in-progress: false" in body
-        assert "${{ matrix.workspace }}-${{ matrix.project }}" in body
+        if name in called:  # the jobs, one per project
+            assert "cancel-in-progress: false" in body
+            assert "${{ matrix.workspace }}-${{ matrix.project }}" in body
         (folder / name).write_text(body, encoding="utf-8")
+    # In a git repository, actionlint reads the called workflows: the inputs and secrets
+    # each call passes are checked against what the called one declares.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     proc = subprocess.run(
-        [binary, "-no-color", *map(str, sorted(folder.glob("*.yml")))],
+        [binary, "-no-color", *(str(p.relative_to(tmp_path)) for p in sorted(folder.glob("*")))],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
