@@ -72,16 +72,17 @@ reliability: install
 	$(BIN)/python -m pytest -m "reliability or secret_hygiene" -p no:xdist -s tests/reliability
 
 # The fuzz suite at full size (issues 23, 36): 10,000 seeded Hypothesis examples per target,
-# in two processes, each limited to FUZZ_MEMORY_LIMIT_MB of address space; prints the table of
-# examples, clear errors and internal errors per target and the memory limit and peaks (also
-# written to .fuzz-report.txt). `make test` runs the same targets with 150 examples.
+# each target in its own process (FUZZ_JOBS at a time, default 2), each process limited to
+# FUZZ_MEMORY_LIMIT_MB of address space; prints one table of examples, clear errors, internal
+# errors, CPU and peak memory per target and the limit (also written to .fuzz-report.txt);
+# a process that dies is a failed row. `make test` runs the same targets with 150 examples.
 FUZZ_EXAMPLES ?= 10000
 FUZZ_MEMORY_LIMIT_MB ?= 300
 fuzz: install
 	rm -rf .fuzz-tallies && mkdir -p .fuzz-tallies
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_MEMORY_LIMIT_MB=$(FUZZ_MEMORY_LIMIT_MB) \
 	FUZZ_TALLY_DIR=$(CURDIR)/.fuzz-tallies FUZZ_REPORT=$(CURDIR)/.fuzz-report.txt \
-	$(BIN)/python -m pytest -n 2 -q tests/fuzz
+	$(BIN)/python -m tests.fuzz.run
 
 # A team's life as a state machine (issue 22): LIFECYCLE_EXAMPLES, LIFECYCLE_STEPS,
 # LIFECYCLE_SEED, LIFECYCLE_PLANT=lost-record (see tests/lifecycle/machine.py).

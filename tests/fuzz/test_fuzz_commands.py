@@ -28,7 +28,7 @@ from reconciler.cli.state import main as state_main
 from reconciler.state.lockfile import serialize
 from tests.support.plan_fixtures import desired, lock, recorded_run
 
-from .conftest import FUZZ, exercise
+from .conftest import exercise, fuzz_target
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = Path(
@@ -161,7 +161,7 @@ def command_lines(draw: st.DrawFn) -> tuple[str, list[str]]:
     return command, tokens
 
 
-@FUZZ
+@fuzz_target
 @given(command_lines())
 def test_command_lines(line: tuple[str, list[str]]) -> None:
     command, tokens = line

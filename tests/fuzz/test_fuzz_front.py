@@ -30,7 +30,7 @@ from reconciler.cli.front import main as front_main
 from reconciler.state.lockfile import serialize
 from tests.support.plan_fixtures import desired, lock, recorded_run
 
-from .conftest import FUZZ, exercise
+from .conftest import exercise, fuzz_target
 from .test_fuzz_commands import HOSTILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +176,7 @@ def front_lines(draw: st.DrawFn) -> list[str]:
     return [verb, *tokens]
 
 
-@FUZZ
+@fuzz_target
 @given(front_lines())
 def test_front_door(argv: list[str]) -> None:
     _setup()

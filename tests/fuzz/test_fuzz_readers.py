@@ -22,7 +22,7 @@ from reconciler.render import render_json, render_markdown, render_text
 from reconciler.state.lockfile import parse
 from tests.support.strategies import documents, json_values
 
-from .conftest import FUZZ, exercise
+from .conftest import exercise, fuzz_target
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = (ROOT / "benchmarks" / "terminal-bench" / "smoke.toml").read_text(encoding="utf-8")
@@ -56,7 +56,7 @@ def _write(rel: str, text: str) -> Path:
     return path
 
 
-@FUZZ
+@fuzz_target
 @given(documents(CONFIG))
 def test_config_parser(text: str) -> None:
     path = _write("benchmarks/tb/fuzzed.toml", text)
@@ -74,7 +74,7 @@ def test_config_parser(text: str) -> None:
     exercise("config", call, (), refused=lambda run: run is None)
 
 
-@FUZZ
+@fuzz_target
 @given(documents(SETTINGS), st.booleans())
 def test_settings_parser(text: str, in_pyproject: bool) -> None:
     for name in ("osmosis.toml", "pyproject.toml"):
@@ -86,7 +86,7 @@ def test_settings_parser(text: str, in_pyproject: bool) -> None:
     exercise("settings", lambda: load_project_settings(WORK), (UsageError,))
 
 
-@FUZZ
+@fuzz_target
 @given(documents(LOCKFILE))
 def test_lockfile_reader(text: str) -> None:
     def call() -> object:
@@ -123,7 +123,7 @@ def saved_plans(draw: st.DrawFn) -> str:
     return text
 
 
-@FUZZ
+@fuzz_target
 @given(saved_plans())
 def test_saved_plan_reader(text: str) -> None:
     path = _write("fuzzed.plan.json", text)

@@ -29,7 +29,7 @@ from reconciler.results.runs import RecordedResult, parse_ref
 from tests.support.plan_fixtures import desired, lock, recorded_run
 from tests.support.strategies import results_files
 
-from .conftest import FUZZ, exercise
+from .conftest import exercise, fuzz_target
 
 SUMMARY = RunResults(agents=(AgentResult(agent_index=0, pass_at_1=0.5, n=12),))
 """The Platform's summary, recorded: a run whose file says nothing is compared on it."""
@@ -55,7 +55,7 @@ def _sane(outcomes: RunOutcomes) -> None:
             assert math.isfinite(outcome.cost) and outcome.cost >= 0
 
 
-@FUZZ
+@fuzz_target
 @given(results_files(), results_files())
 def test_results_files(left: str, right: str) -> None:
     def call() -> object:

@@ -47,7 +47,7 @@ from reconciler.render import render_text
 from tests.support.plan_fixtures import desired, lock, observation, settings
 from tests.support.strategies import edited
 
-from .conftest import FUZZ, exercise
+from .conftest import exercise, fuzz_target
 
 WORK = Path(
     tempfile.mkdtemp(
@@ -413,7 +413,7 @@ def generator_examples(draw: st.DrawFn) -> Example:
     return Example(tomlkit.dumps(doc), f"near miss: {how}")
 
 
-@FUZZ
+@fuzz_target
 @given(generator_examples())
 def test_generators(example: Example) -> None:
     GENERATOR.parent.mkdir(parents=True, exist_ok=True)
@@ -530,7 +530,7 @@ POLICY_KEYS = ("name", "match", "effect", "benchmark", "models", "harnesses", "t
 SMOKE_KEYS = ("addresses", "above", "tasks", "min_score")
 
 
-@FUZZ
+@fuzz_target
 @given(rule_tables(POLICY_KEYS, "policy"))
 def test_policy_rules(document: str) -> None:
     def call() -> object:
@@ -543,7 +543,7 @@ def test_policy_rules(document: str) -> None:
     exercise("policy rules", call, (UsageError,))
 
 
-@FUZZ
+@fuzz_target
 @given(rule_tables(SMOKE_KEYS, "smoke"))
 def test_smoke_rules(document: str) -> None:
     def call() -> object:
