@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escape_text", "unescape_text"]
+__all__ = ["escape_text", "shown_value", "unescape_text"]
 
 _UNSAFE = re.compile(
     "[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
@@ -84,3 +84,23 @@ def unescape_text(text: str) -> str | None:
         return _ESCAPED.sub(one, text)
     except ValueError:
         return None
+
+
+SHOWN_VALUE_LIMIT = 80
+"""The most characters of a value an error message quotes (``shown_value``)."""
+
+
+def shown_value(value: object, limit: int = SHOWN_VALUE_LIMIT) -> str:
+    """A config value as an error message quotes it: its ``repr``, escaped and cut to
+    ``limit`` characters. Hostile values stay a short line: an integer too long for
+    Python to print (over 4,300 digits, a ``ValueError`` from ``repr``) is named by its
+    size, and a long string or list is cut with an ellipsis."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        digits = int((value.bit_length() - 1) * 0.30102999566) + 1  # log10(2)
+        return f"an integer of about {digits:,} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # a huge integer inside a list or table
+        return f"a {type(value).__name__} holding an integer too long to show"
+    text = escape_text(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

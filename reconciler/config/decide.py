@@ -21,6 +21,7 @@ from reconciler import toml_locate as locate
 from reconciler.config.keypath import format_path
 from reconciler.config.validate import Path, Problem, type_name
 from reconciler.errors import ConfigIssue, closest
+from reconciler.escaping import shown_value
 from reconciler.model.decision import AUTO, FUTILITY_RULES, MONITORS, DecisionSpec
 
 __all__ = ["DECIDE_KEYS", "MAX_LOOKS", "check_decide", "decide_issues", "parse_decide"]
@@ -88,7 +89,7 @@ class _Check:
         elif not math.isfinite(value) or not low < value < high:
             self.add(
                 key,
-                f"must be {what}, got {value!r}",
+                f"must be {what}, got {shown_value(value)}",
                 f"e.g. {key} = {example}",
             )
 

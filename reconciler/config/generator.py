@@ -33,6 +33,7 @@ from reconciler.config.discover import (  # noqa: F401  (re-exported)
     looks_like_generator,
 )
 from reconciler.errors import closest
+from reconciler.escaping import shown_value
 from reconciler.model import CellSource, GeneratorMove, GeneratorProduct, GeneratorRemoval
 
 HARD_MAX_RUNS = 256
@@ -281,19 +282,21 @@ class _Expander:
         version = generate.get("version", 1)
         if type(version) is not int or version != 1:  # 1.0 and true equal 1 in Python
             self.problem(
-                ("generate", "version"), f"generate.version = {version!r}: only 1 is known"
+                ("generate", "version"),
+                f"generate.version = {shown_value(version)}: only 1 is known",
             )
         on_remove = generate.get("on_remove", "stop")
         if on_remove not in ON_REMOVE:
             self.problem(
                 ("generate", "on_remove"),
-                f"generate.on_remove = {on_remove!r}: use one of " + ", ".join(ON_REMOVE),
+                f"generate.on_remove = {shown_value(on_remove)}: use one of "
+                + ", ".join(ON_REMOVE),
             )
         max_runs = generate.get("max_runs", HARD_MAX_RUNS)
         if type(max_runs) is not int or not 1 <= max_runs <= HARD_MAX_RUNS:
             self.problem(
                 ("generate", "max_runs"),
-                f"generate.max_runs = {max_runs!r}: use a whole number from 1 to {HARD_MAX_RUNS}",
+                f"generate.max_runs = {shown_value(max_runs)}: use a whole number from 1 to {HARD_MAX_RUNS}",
             )
             max_runs = HARD_MAX_RUNS
         base = self.table("base")
@@ -404,7 +407,7 @@ class _Expander:
                     fixed = _SLUG.sub("-", str(key).lower()).strip("-")
                     self.problem(
                         (*at, "key"),
-                        f"axis.{name}[{index}].key {key!r}: use lowercase letters, digits, "
+                        f"axis.{name}[{index}].key {shown_value(key)}: use lowercase letters, digits, "
                         '".", "_", "-"',
                         f'e.g. key = "{fixed}"' if fixed else None,
                         "value",
@@ -748,7 +751,8 @@ class _Expander:
             if on_remove not in ON_REMOVE:
                 self.problem(
                     (*at, "on_remove"),
-                    f"removed.on_remove = {on_remove!r}: use one of " + ", ".join(ON_REMOVE),
+                    f"removed.on_remove = {shown_value(on_remove)}: use one of "
+                    + ", ".join(ON_REMOVE),
                     anchor="value",
                 )
                 continue

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from reconciler.errors import UsageError, closest
-from reconciler.escaping import escape_text
+from reconciler.escaping import escape_text, shown_value
 from reconciler.model import (
     DOWNLOAD_TYPES,
     POLICY_EFFECTS,
@@ -244,7 +244,7 @@ def load_project_settings(repo_root: Path) -> dict[str, Any]:
             )
         if key == "max_cost_usd" and not (math.isfinite(value) and value >= 0):
             raise UsageError(
-                f"{where}: must be a finite number of dollars, 0 or more, got {value!r}",
+                f"{where}: must be a finite number of dollars, 0 or more, got {shown_value(value)}",
                 f"set {key} = 500.0 (for example), or remove it to have no cost guard",
             )
         if key in ("benchmarks", "state") and any(ord(c) < 32 or ord(c) == 127 for c in value):
@@ -360,7 +360,7 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
     for index, table in enumerate(tables):
         at = where if isinstance(value, dict) else f"{where}[{index}]"
         if not isinstance(table, dict):
-            raise UsageError(f"{at}: must be a table, got {table!r}", f"e.g. {example}")
+            raise UsageError(f"{at}: must be a table, got {shown_value(table)}", f"e.g. {example}")
         for key in table:
             if key not in _SMOKE_KEYS:
                 raise UsageError(
@@ -375,7 +375,7 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
             or not all(isinstance(a, str) and a.strip() for a in addresses)
         ):
             raise UsageError(
-                f"{at}.addresses: must be a list of address globs, got {addresses!r}",
+                f"{at}.addresses: must be a list of address globs, got {shown_value(addresses)}",
                 'e.g. addresses = ["hle/**"]',
             )
         if "above" not in table:
@@ -386,19 +386,21 @@ def parse_smoke(value: object, where: str) -> tuple[SmokeRule, ...]:
         above, tasks = table["above"], table.get("tasks", 1)
         for name, number, least in (("above", above, 0), ("tasks", tasks, 1)):
             if isinstance(number, bool) or not isinstance(number, int) or number < least:
-                raise UsageError(f"{at}.{name}: must be an integer >= {least}, got {number!r}")
+                raise UsageError(
+                    f"{at}.{name}: must be an integer >= {least}, got {shown_value(number)}"
+                )
         score = table.get("min_score")
         if score is not None and (
             isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1
         ):
             raise UsageError(
-                f"{at}.min_score: must be a fraction between 0 and 1, got {score!r}",
+                f"{at}.min_score: must be a fraction between 0 and 1, got {shown_value(score)}",
                 "e.g. min_score = 0.2 (best pass@1 of the smoke run)",
             )
         names = table.get("task_names", [])
         if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
             raise UsageError(
-                f"{at}.task_names: must be a list of task names, got {names!r}",
+                f"{at}.task_names: must be a list of task names, got {shown_value(names)}",
                 'e.g. task_names = ["hle/q-0001"] (the smoke run\'s tasks)',
             )
         rules.append(
@@ -445,7 +447,7 @@ def parse_policy(value: list[Any], text: str, source: SettingsSource) -> tuple[P
                 raise UsageError(f"{where}.{key}: unknown key", hint)
             if not isinstance(item, _RULE_TYPES[key]) or isinstance(item, bool):
                 kinds = " or ".join(t.__name__ for t in _RULE_TYPES[key])
-                raise UsageError(f"{where}.{key}: must be {kinds}, got {item!r}")
+                raise UsageError(f"{where}.{key}: must be {kinds}, got {shown_value(item)}")
             if key in ("match", "models", "harnesses"):
                 items: list[Any] = (
                     [item] if isinstance(item, str) else item if isinstance(item, list) else []
@@ -459,7 +461,7 @@ def parse_policy(value: list[Any], text: str, source: SettingsSource) -> tuple[P
         effect = table.get("effect", "deny")
         if effect not in POLICY_EFFECTS:
             raise UsageError(
-                f"{where}.effect: must be one of {', '.join(POLICY_EFFECTS)}, got {effect!r}"
+                f"{where}.effect: must be one of {', '.join(POLICY_EFFECTS)}, got {shown_value(effect)}"
             )
         if not any(key in table for key in _RULE_CHECKS):
             raise UsageError(
