@@ -42,7 +42,8 @@ class Job:
 
 
 def targets() -> list[str]:
-    """The fuzz targets' pytest node ids, as pytest collects them."""
+    """The fuzz targets' pytest node ids, as pytest collects them: the tests of the
+    ``test_fuzz_*.py`` files (the runner's own tests, ``test_runner.py``, are not targets)."""
     found = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:xdist", "--collect-only", "-q", "tests/fuzz"],
         cwd=ROOT,
@@ -50,7 +51,10 @@ def targets() -> list[str]:
         text=True,
         check=True,
     )
-    return [line for line in found.stdout.splitlines() if "::test_" in line]
+    nodes = [line for line in found.stdout.splitlines() if "::test_" in line]
+    return [
+        node for node in nodes if node.split("::")[0].rsplit("/", 1)[-1].startswith("test_fuzz_")
+    ]
 
 
 def _limit_memory() -> None:
