@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from reconciler.model import Action, ObservedRun, Plan, PlanItem, PlanSummary, glob_match
+from reconciler.model import (
+    Action,
+    ObservedRun,
+    Plan,
+    PlanItem,
+    PlanSummary,
+    Reason,
+    glob_match,
+)
 from reconciler.plan.draft import Draft, plural
 from reconciler.plan.drift import DRIFT_ORDER
 from reconciler.plan.results import result_rows
@@ -111,11 +119,12 @@ def _select(draft: Draft) -> tuple[list[PlanItem], int]:
             draft.warnings.extend(f"{item.address}: {warning}" for warning in item.warnings)
             continue
         # A skip holds back what would change the config's runs. A download changes none
-        # and costs nothing; held back, it would wait for the next commit of the lockfile,
-        # which an apply that does nothing else never makes.
+        # and costs nothing, and neither does recording the run of a submit this repository
+        # already paid for (an adoption of its kept intent); held back, either would wait for
+        # the next commit of the lockfile, which an apply that does nothing else never makes.
         if (
             settings.skip
-            and item.action is not Action.DOWNLOAD
+            and not _records_what_was_paid(item)
             and any(glob_match(a, settings.skip) for a in addresses)
         ):
             draft.warnings.append(
@@ -126,6 +135,14 @@ def _select(draft: Draft) -> tuple[list[PlanItem], int]:
             continue
         kept.append(item)
     return kept, other_pending
+
+
+def _records_what_was_paid(item: PlanItem) -> bool:
+    """Whether ``item`` only records what already happened: a download, or the adoption of
+    the run a submit of this repository created (its answer lost)."""
+    if item.action is Action.DOWNLOAD:
+        return True
+    return item.action is Action.ADOPT and item.reason is Reason.INTENT_PENDING
 
 
 def summarise(kept: list[PlanItem], *, drift: int) -> PlanSummary:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.local_platform import Faults
 from tests.support.clock import FakeClock
 from tests.support.emulator import stop_process
 from tests.support.git import commit, git
@@ -192,6 +193,46 @@ def test_osmosis_skip_holds_back_a_replace_but_not_the_ended_runs_download(
             assert platform.submits() == 1
         entry = read_lock(repo)["runs"]["tb/a"]
         assert entry["status"] == "finished" and entry["downloads"]
+    finally:
+        platform.close()
+
+
+def test_osmosis_skip_does_not_hold_back_the_run_a_lost_submit_answer_paid_for(
+    tmp_path: Path,
+) -> None:
+    """The run of a submit whose answer was lost is recorded (adopted) under a skip: it was
+    paid for before the skip, and held back it would stay unrecorded, its outputs never
+    fetched, until a lockfile commit that no apply makes (found by make lifecycle: the
+    re-run request that submit carried out looked lost)."""
+    clock = FakeClock()
+    platform = start_platform(
+        tmp_path / "platform", clock=clock, faults=Faults(wrong_submit_reply_rate=1.0)
+    )
+    try:
+        repo = init_repo(tmp_path / "repo", configs={"tb/a": smoke_config()})
+        osm = Osmosis(repo, platform)
+        first = osm.apply("--auto-approve")
+        assert first.code == 1 and "intent is kept" in first.text, first
+        assert "run_id" not in read_lock(repo)["runs"]["tb/a"]
+        commit(repo, "Record the lockfile")
+        write_config(repo, "tb/a", smoke_config(attempts=2))
+        commit(repo, "Change a, not now", "Osmosis-Skip: tb/a")
+
+        plan = osm.plan("--format", "json")
+        assert actions(plan) == {"tb/a": "adopt"}
+        warnings = plan.json()["warnings"]
+        assert not any("adopt held back" in w for w in warnings), warnings
+        assert osm.apply("--auto-approve").code == 0
+        entry = read_lock(repo)["runs"]["tb/a"]
+        assert entry["run_id"] and "intent" not in entry
+        # The edit stays held back: the adopted run is not replaced while the skip holds.
+        again = osm.plan("--format", "json")
+        assert "tb/a" not in actions(again) or actions(again)["tb/a"] == "download"
+        assert any("held back by a skip" in w for w in again.json()["warnings"])
+        clock.advance(86400)
+        assert osm.apply("--auto-approve").code == 0
+        assert platform.submits() == 1
+        assert read_lock(repo)["runs"]["tb/a"]["downloads"]
     finally:
         platform.close()
 
