@@ -28,9 +28,15 @@ import httpx
 
 from reconciler.crashpoints import crash_point
 from reconciler.engine.apply_result import ApplyResult
+from reconciler.engine.intents import (
+    clear_failed_intent,
+    leaving_reason,
+    retire,
+    submit_intent,
+    with_submit_intent,
+)
 from reconciler.engine.observe import find_submitted_run
 from reconciler.engine.report import Outcome
-from reconciler.engine.requests import with_reruns
 from reconciler.errors import (
     AuthError,
     ConflictError,
@@ -71,7 +77,7 @@ from reconciler.outputs.downloads import (
 from reconciler.outputs.pace import RunGate, TransferLimit
 from reconciler.plan.smoke import SMOKE
 from reconciler.platform import PlatformClient, RunSummary, SubmittedRun
-from reconciler.state.lockfile import put_run, rekey_run, retire_run
+from reconciler.state.lockfile import put_run, rekey_run
 from reconciler.state.store import StateStore
 
 Clock = Callable[[], datetime]
@@ -93,14 +99,6 @@ MAX_SUBMIT_RETRY_AFTER = 60.0
 
 def utcnow() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
-
-
-# --------------------------------------------------------------------------- state edits
-
-
-def retire(state: LockState, address: str, reason: str, now: datetime) -> LockState:
-    """Move the run recorded at ``address`` into history (newest first, capped)."""
-    return retire_run(state, address, reason, ended_at=now)
 
 
 # --------------------------------------------------------------------------- apply
@@ -334,12 +332,12 @@ class Applier:
     def _submit(self, item: PlanItem) -> Outcome:
         spec = item.spec or {}
         now = self.clock()
-        intent = _submit_intent(item, spec, now)
-        reason = _leaving_reason(item)
+        intent = submit_intent(item, spec, now)
+        reason = leaving_reason(item)
         head = self.head
 
         def write_intent(state: LockState) -> LockState:
-            return _with_submit_intent(state, item, intent, reason, head)
+            return with_submit_intent(state, item, intent, reason, head)
 
         crash_point("submit.before_intent")
         try:
@@ -416,7 +414,7 @@ class Applier:
         rejection = self._rejection(item, exc, now)
 
         def refused(state: LockState) -> LockState:
-            state = _clear_failed_intent(state, item.address)
+            state = clear_failed_intent(state, item.address)
             if rejection is None:
                 return state
             return state.model_copy(
@@ -849,60 +847,6 @@ class Applier:
             return None
 
 
-def _submit_intent(item: PlanItem, spec: dict[str, Any], now: datetime) -> Intent:
-    """The intent written before a submit's POST. A retry run (``--retry-errored``) carries
-    its provenance from the intent on: a crash between the POST and its record adopts the
-    run as the retry it is."""
-    retry = item.retry if item.action is Action.RETRY else None
-    return Intent(
-        op="submit",
-        started_at=now,
-        body_digest=item.after_digest or "",
-        spec=spec,
-        benchmark_id=item.benchmark_id,
-        stage=SMOKE if item.smoke is not None and item.smoke.stage == SMOKE else None,
-        retry_of=retry.retry_of if retry is not None else None,
-        retry_agents=retry.agents if retry is not None else None,
-    )
-
-
-def _leaving_reason(item: PlanItem) -> str:
-    """Why the run a submit follows leaves its address (``HistoryReason``)."""
-    if item.action is Action.RETRY:
-        return "retried"  # the retried run stays the address's result
-    return "rerun" if item.reason is Reason.REPLACE_REQUESTED else "replaced"
-
-
-def _with_submit_intent(
-    state: LockState, item: PlanItem, intent: Intent, reason: str, head: str | None
-) -> LockState:
-    """``state`` with the submit's intent recorded at its address, and the re-run requests
-    it carries out. A retry's intent sits on the retried run's entry until the retry run is
-    recorded: a refusal or a submit that made no run leaves the address as it was."""
-    old = state.runs.get(item.address)
-    if intent.retry_of is not None and old is not None and old.run_id is not None:
-        state = put_run(state, old.model_copy(update={"intent": intent}))
-        return with_reruns(state, item.address, item.reruns)
-    if old is not None and old.run_id is not None:
-        # A smoke run leaves the address as its own kind of history.
-        why = SMOKE if old.stage == SMOKE else reason
-        state = retire(state, item.address, why, intent.started_at)
-    entry = RecordedRun(
-        address=item.address,
-        spec_digest=item.after_digest or "",
-        spec=intent.spec,
-        benchmark_id=item.benchmark_id,
-        intent=intent,
-        stage=intent.stage,
-        retry_of=intent.retry_of,
-        retry_agents=intent.retry_agents,
-        # The commit this submit carries out: a run adopted later as its run was applied
-        # here, not at the adopting apply's commit (``_adopt``).
-        applied_at_commit=head,
-    )
-    return with_reruns(put_run(state, entry), item.address, item.reruns)
-
-
 def _pass_threshold(item: PlanItem, spec: Mapping[str, Any]) -> float | None:
     """The pass threshold recorded with the run ``item`` submits or adopts: the config's,
     else the catalog's the plan saw (``RecordedRun.pass_threshold``)."""
@@ -926,17 +870,6 @@ def _attempts_of(item: PlanItem, task_count: int | None) -> tuple[int | None, in
         f"submitted; warning: the Platform selected {task_count:,} task(s), the plan counted "
         f"{item.task_count:,}: {actual:,} attempts instead of {planned:,}",
     )
-
-
-def _clear_failed_intent(state: LockState, address: str) -> LockState:
-    entry = state.runs.get(address)
-    if entry is None or entry.intent is None:
-        return state
-    if entry.run_id is None:
-        return state.model_copy(
-            update={"runs": {k: v for k, v in state.runs.items() if k != address}}
-        )
-    return put_run(state, entry.model_copy(update={"intent": None}))
 
 
 def _relative(path: Path, root: Path) -> str:
