@@ -77,6 +77,8 @@ def with_submit_intent(
 
 
 def clear_failed_intent(state: LockState, address: str) -> LockState:
+    """``state`` after a submit at ``address`` made no run: a new address's entry goes, a
+    recorded run's entry loses the intent (the run stays the address's)."""
     entry = state.runs.get(address)
     if entry is None or entry.intent is None:
         return state

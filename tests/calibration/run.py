@@ -29,8 +29,8 @@ GATE_CONFIGS = 10
 
 POWER_REPS = 1500
 """Power runs per cell: the goal's band (80 ± 5 points) is then about 5 Monte Carlo standard
-errors wide on each side of a power near 80%. At 500 runs it was under 3, and a power of 78%
-fell out of the band in one full run in twenty (docs/decisions/0013-power-at-the-mde.md)."""
+errors wide on each side of a power near 80%. At 500 runs it was under 3: a power of 78%
+falls out of the band in about one full run in twenty (docs/decisions/0013-power-at-the-mde.md)."""
 
 
 def _reps(tasks: int, k: int) -> tuple[int, int]:
